@@ -1,0 +1,218 @@
+//! Codec round trips, size bounds and hostile input.
+
+use proptest::prelude::*;
+use std::net::SocketAddr;
+use tickpack_wire::*;
+
+fn roundtrip(p: &Packet<'_>) -> Vec<u8> {
+    let bytes = p.to_vec();
+    let back = Packet::decode(&bytes).expect("decodes what it encodes");
+    assert_eq!(&back, p, "round trip changed the packet");
+    bytes
+}
+
+#[test]
+fn handshake_packets_round_trip_and_never_amplify() {
+    let key = TokenKey::new([9; 32]);
+    let addr: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+    let token = key.issue(addr, 0);
+    let hello = roundtrip(&Packet::Hello {
+        version: PROTOCOL_VERSION,
+        nonce: 42,
+    });
+    let challenge = roundtrip(&Packet::Challenge { nonce: 42, token });
+    assert_eq!(hello.len(), HELLO_MIN_LEN);
+    assert!(challenge.len() < hello.len() / 2, "challenge must be far smaller than hello");
+    let connect = roundtrip(&Packet::Connect {
+        version: PROTOCOL_VERSION,
+        nonce: 42,
+        token,
+        name: "player-1",
+    });
+    assert_eq!(connect.len(), CONNECT_MIN_LEN);
+    for reason in [
+        RefuseReason::Full,
+        RefuseReason::Version,
+        RefuseReason::BadToken,
+        RefuseReason::ShuttingDown,
+    ] {
+        assert!(roundtrip(&Packet::Refused { reason }).len() < connect.len());
+    }
+    let accepted = roundtrip(&Packet::Accepted {
+        client_id: 3,
+        tick_hz: 100,
+        snapshot_len: 2000,
+        server_time_us: 77,
+    });
+    assert!(accepted.len() < connect.len());
+}
+
+#[test]
+fn short_hello_and_connect_are_rejected() {
+    let mut hello = Packet::Hello {
+        version: 1,
+        nonce: 1,
+    }
+    .to_vec();
+    hello.truncate(HELLO_MIN_LEN - 1);
+    assert_eq!(
+        Packet::decode(&hello),
+        Err(DecodeError::TooShort { min: HELLO_MIN_LEN })
+    );
+    let mut req = Packet::StatsRequest { nonce: 1 }.to_vec();
+    let stats = Packet::Stats(ServerStats {
+        frame_p99_us: u32::MAX,
+        packets_in: u64::MAX,
+        ..Default::default()
+    })
+    .to_vec();
+    assert!(stats.len() <= req.len(), "stats reply must fit the padded request");
+    req.pop();
+    assert!(Packet::decode(&req).is_err());
+}
+
+#[test]
+fn long_names_are_truncated_on_a_char_boundary() {
+    let name = "é".repeat(40); // 80 bytes
+    let bytes = Packet::Connect {
+        version: 1,
+        nonce: 0,
+        token: Token([0; TOKEN_LEN]),
+        name: &name,
+    }
+    .to_vec();
+    match Packet::decode(&bytes).unwrap() {
+        Packet::Connect { name, .. } => {
+            assert!(name.len() <= MAX_NAME_LEN);
+            assert!(name.chars().all(|c| c == 'é'));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn entity(id: u16, x: f32) -> EntityState {
+    EntityState {
+        id,
+        pos: [x, 1.0, 2.0],
+        vel: [0.5, 0.0, -1.0],
+        yaw: 0.3,
+        pitch: -0.1,
+        health: 100,
+        flags: entity_flags::ON_GROUND,
+    }
+}
+
+#[test]
+fn snapshot_pads_to_size_and_delta_round_trips() {
+    let base = vec![entity(1, 0.0), entity(2, 0.0), entity(5, 0.0)];
+    let mut cur = vec![entity(1, 0.0), entity(2, 3.0), entity(7, 1.0)];
+    cur[0].health = 50;
+    let mut records = Vec::new();
+    let count = delta::encode(&base, &cur, &mut records);
+    assert_eq!(count, 4, "changed 1, changed 2, removed 5, added 7");
+    let mut full = Vec::new();
+    delta::encode(&[], &cur, &mut full);
+    assert!(records.len() < full.len(), "delta must be smaller than full state");
+    let snap = Snapshot {
+        tick: 10,
+        last_cmd_seq: Some(99),
+        frame_us: 800,
+        lateness_us: 12,
+        baseline_tick: Some(8),
+        record_count: count,
+        records: &records,
+        len: 2000,
+    };
+    let bytes = roundtrip(&Packet::Snapshot(snap));
+    assert_eq!(bytes.len(), 2000);
+    let Packet::Snapshot(back) = Packet::decode(&bytes).unwrap() else {
+        panic!()
+    };
+    let mut rebuilt = Vec::new();
+    delta::apply(&base, back.records, back.record_count, &mut rebuilt).unwrap();
+    assert_eq!(rebuilt, cur);
+}
+
+#[test]
+fn delta_against_unknown_entity_is_an_error_not_a_panic() {
+    let mut records = Vec::new();
+    let count = delta::encode(&[entity(1, 0.0)], &[entity(1, 5.0)], &mut records);
+    let mut out = Vec::new();
+    assert!(delta::apply(&[], &records, count, &mut out).is_err());
+    assert!(delta::apply(&[], &records, count + 3, &mut out).is_err());
+}
+
+#[test]
+fn commands_span_the_players_size_range() {
+    let payload = [0u8; 200];
+    for total in [40usize, 41, 100, 200] {
+        let n = total.saturating_sub(COMMAND_HEADER_LEN);
+        let c = Command {
+            seq: 1,
+            client_time_us: 2,
+            ack_tick: None,
+            input: Input::default(),
+            payload: &payload[..n],
+        };
+        let bytes = roundtrip(&Packet::Command(c));
+        assert_eq!(bytes.len(), total.max(COMMAND_HEADER_LEN));
+    }
+    assert!(COMMAND_HEADER_LEN <= 40, "a 40-byte command must be possible");
+}
+
+#[test]
+fn non_finite_floats_are_rejected() {
+    let c = Command {
+        seq: 1,
+        client_time_us: 2,
+        ack_tick: Some(3),
+        input: Input {
+            yaw: f32::NAN,
+            ..Default::default()
+        },
+        payload: &[],
+    };
+    assert_eq!(
+        Packet::decode(&Packet::Command(c).to_vec()),
+        Err(DecodeError::Invalid("float"))
+    );
+}
+
+proptest! {
+    #[test]
+    fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..2100)) {
+        let _ = Datagram::decode(&bytes);
+        let mut tagged = b"TP".to_vec();
+        tagged.extend_from_slice(&bytes);
+        let _ = Datagram::decode(&tagged);
+        if let Some((&k, rest)) = bytes.split_first() {
+            let mut framed = vec![b'T', b'P', k % 14];
+            framed.extend_from_slice(rest);
+            if let Ok(Packet::Snapshot(s)) = Packet::decode(&framed) {
+                let mut out = Vec::new();
+                let _ = delta::apply(&[], s.records, s.record_count, &mut out);
+            }
+        }
+    }
+
+    #[test]
+    fn commands_round_trip(seq in any::<u32>(), t in any::<u64>(), ack in proptest::option::of(0u32..u32::MAX),
+                           f in -1.0f32..1.0, yaw in -4.0f32..4.0, b in any::<u32>(),
+                           payload in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let p = Packet::Command(Command { seq, client_time_us: t, ack_tick: ack,
+            input: Input { forward: f, right: -f, yaw, pitch: yaw / 2.0, buttons: b }, payload: &payload });
+        let bytes = p.to_vec();
+        prop_assert_eq!(bytes.len(), COMMAND_HEADER_LEN + payload.len());
+        prop_assert_eq!(Packet::decode(&bytes).unwrap(), p);
+    }
+
+    #[test]
+    fn pings_keep_their_length(len in 0usize..1500, nonce in any::<u64>()) {
+        let bytes = Packet::Ping { nonce, client_time_us: 5, len }.to_vec();
+        prop_assert_eq!(bytes.len(), len.max(PING_LEN));
+        match Packet::decode(&bytes).unwrap() {
+            Packet::Ping { nonce: n, len: l, .. } => { prop_assert_eq!(n, nonce); prop_assert_eq!(l, bytes.len()); }
+            _ => prop_assert!(false),
+        }
+    }
+}
