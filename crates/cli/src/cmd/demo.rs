@@ -1,0 +1,78 @@
+//! `tickpack demo`: one reference server and its players on this machine,
+//! on separate cores, with the players' summary at the end.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{parse_duration, players};
+use crate::child::ServerChild;
+use crate::exit::{fail, Code, Failure};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Measured time.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    #[arg(long, default_value_t = 12)]
+    pub players: usize,
+    #[arg(long, default_value_t = 4)]
+    pub bots: u8,
+    #[arg(long, default_value_t = 100)]
+    pub tick_hz: u16,
+    /// Write the players' result document here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+pub fn run(a: Args) -> Result<(), Failure> {
+    let cpus = tickpack_net::cpu::allowed_cpus().unwrap_or_default();
+    // Server on the last CPU, players on the first: never the same core
+    // when there are two or more.
+    let (server_cpu, player_cpu) = match cpus.as_slice() {
+        [] => (None, None),
+        [only] => (Some(*only), Some(*only)),
+        [first, .., last] => (Some(*last), Some(*first)),
+    };
+    let mut args = vec![
+        "--bind".to_string(),
+        "127.0.0.1:0".into(),
+        "--tick-hz".into(),
+        a.tick_hz.to_string(),
+        "--bots".into(),
+        a.bots.to_string(),
+        "--max-players".into(),
+        a.players.clamp(1, 255).to_string(),
+    ];
+    if let Some(c) = server_cpu {
+        args.extend(["--cpu".into(), c.to_string()]);
+    }
+    let mut server = ServerChild::start(&args).map_err(|e| fail(Code::Runtime, format!("{e:#}")))?;
+    eprintln!(
+        "demo: server pid {} on {} (CPU {}), {} players on CPU {}, {:?} measured",
+        server.pid(),
+        server.addr,
+        server_cpu.map_or("any".into(), |c| c.to_string()),
+        a.players,
+        player_cpu.map_or("any".into(), |c| c.to_string()),
+        a.duration
+    );
+    let pa = players::Args {
+        target: vec![server.addr],
+        players: a.players,
+        duration: a.duration,
+        warmup: Duration::from_secs(1),
+        cmd_rate: None,
+        cmd_size: "40-200".into(),
+        ping_rate: 10.0,
+        ping_size: 64,
+        connect_timeout: Duration::from_secs(3),
+        threads: 1,
+        cpus: player_cpu.map(|c| vec![c]),
+        json: a.json,
+        seed: 1,
+        quiet: false,
+    };
+    let result = players::run(pa);
+    server.stop();
+    result
+}

@@ -1,0 +1,32 @@
+//! One module per subcommand.
+
+pub mod demo;
+pub mod ping;
+pub mod players;
+pub mod server;
+
+/// Parses `10s`, `500ms`, `2m` for clap.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 10s, 500ms, 2m)"))
+}
+
+/// Parses a socket address, accepting `localhost:PORT` too.
+pub fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    match s.to_socket_addrs() {
+        Ok(mut it) => it
+            .next()
+            .ok_or_else(|| format!("{s:?} resolves to no address")),
+        Err(_) => Err(format!(
+            "{s:?} is not an address of the form IP:PORT (e.g. 127.0.0.1:27015)"
+        )),
+    }
+}
+
+/// Parses a CPU list such as `0`, `0-3` or `1,3`.
+pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
+    tickpack_net::cpu::parse_cpu_list(s).map_err(|e| e.to_string())
+}

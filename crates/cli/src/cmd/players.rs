@@ -1,0 +1,206 @@
+//! `tickpack players`: emulated players against one or more servers.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tickpack_players::{PlayersConfig, SizeDist};
+use tickpack_report::PlayersResult;
+
+use super::{parse_addr, parse_cpus, parse_duration};
+use crate::exit::{fail, Code, Failure, WithCode};
+use crate::table;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Server address; repeat (or separate with commas) to spread the players
+    /// over several servers, round robin.
+    #[arg(long, required = true, value_delimiter = ',', value_parser = parse_addr)]
+    pub target: Vec<SocketAddr>,
+    /// Number of players.
+    #[arg(long, default_value_t = 12)]
+    pub players: usize,
+    /// Measured time (after the warm-up), e.g. 10s, 2m.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Time after start that is not measured (handshakes, settling).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Commands per second per player [default: the server's tick rate].
+    #[arg(long)]
+    pub cmd_rate: Option<f64>,
+    /// Command datagram size in bytes: a number or MIN-MAX (uniform).
+    #[arg(long, default_value = "40-200")]
+    pub cmd_size: String,
+    /// Pings per second per player, for the bare network round trip (0: none).
+    #[arg(long, default_value_t = 10.0)]
+    pub ping_rate: f64,
+    /// Ping datagram size in bytes.
+    #[arg(long, default_value_t = 64)]
+    pub ping_size: usize,
+    /// Give up on a server that does not complete the handshake in this time.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// Load generator threads (each takes a share of the players).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Pin the load generator threads to these CPUs (e.g. 0 or 0-1), round robin.
+    #[arg(long, value_parser = parse_cpus)]
+    pub cpus: Option<Vec<usize>>,
+    /// Write the versioned result document (percentiles and serialized
+    /// HdrHistograms) to this file; `-` for stdout.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Seed for the players' inputs and command sizes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// No progress line on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl Args {
+    pub fn config(&self) -> Result<PlayersConfig, Failure> {
+        let cfg = PlayersConfig {
+            targets: self.target.clone(),
+            players: self.players,
+            duration: self.duration,
+            warmup: self.warmup,
+            cmd_rate_hz: self.cmd_rate,
+            cmd_size: SizeDist::parse(&self.cmd_size).code(Code::Config)?,
+            ping_hz: self.ping_rate,
+            ping_size: self.ping_size,
+            connect_timeout: self.connect_timeout,
+            threads: self.threads,
+            cpus: self.cpus.clone().unwrap_or_default(),
+            seed: self.seed,
+        };
+        cfg.validate().code(Code::Config)?;
+        Ok(cfg)
+    }
+}
+
+/// Runs players per `cfg`, with a progress line unless `quiet`; returns the
+/// result document. Ctrl-C ends the run early and still reports.
+pub fn measure(cfg: &PlayersConfig, quiet: bool) -> Result<PlayersResult, Failure> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let live = Arc::new(tickpack_players::Live::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let progress = (!quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+        let (live, done) = (live.clone(), done.clone());
+        let total = cfg.warmup + cfg.duration;
+        let players = cfg.players;
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(250));
+                eprint!(
+                    "\r  {:>5.1}/{:.0}s  connected {}/{}  datagrams in {}  out {}   ",
+                    t0.elapsed().as_secs_f64(),
+                    total.as_secs_f64(),
+                    live.connected.load(Ordering::Relaxed),
+                    players,
+                    live.snapshots.load(Ordering::Relaxed),
+                    live.commands.load(Ordering::Relaxed),
+                );
+            }
+            eprint!("\r{:80}\r", "");
+        })
+    });
+    let outcome = tickpack_players::run(cfg, &stop, &live);
+    done.store(true, Ordering::Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
+    let outcome = outcome.code(Code::Runtime)?;
+    Ok(tickpack_players::to_result(cfg, &outcome))
+}
+
+pub fn run(a: Args) -> Result<(), Failure> {
+    let cfg = a.config()?;
+    let result = measure(&cfg, a.quiet)?;
+    print_summary(&result);
+    if let Some(path) = &a.json {
+        if path.as_os_str() == "-" {
+            println!("{}", serde_json::to_string_pretty(&result)?);
+        } else {
+            tickpack_report::write_json_atomic(path, &result)?;
+        }
+    }
+    if result.connected == 0 {
+        return Err(fail(
+            Code::Unreachable,
+            format!("no player could connect: {}", result.errors.join("; ")),
+        ));
+    }
+    if (result.connected as usize) < cfg.players {
+        return Err(fail(
+            Code::Unreachable,
+            format!(
+                "only {} of {} players connected: {}",
+                result.connected,
+                cfg.players,
+                result.errors.join("; ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The terminal summary of a players run.
+pub fn print_summary(r: &PlayersResult) {
+    let w = 26;
+    println!(
+        "{}/{} players connected to {}; {:.1} s measured after {:.1} s warm-up; commands at {} Hz, server tick {} Hz",
+        r.connected,
+        r.players,
+        r.targets.join(", "),
+        r.duration_s,
+        r.warmup_s,
+        r.cmd_rate_hz,
+        r.tick_hz
+    );
+    println!("{}", table::header(w));
+    println!("{}", table::row_ms("transaction latency (ms)", w, &r.transaction_latency_us));
+    println!("{}", table::row_ms("network round trip (ms)", w, &r.rtt_us));
+    println!("{}", table::row_ms("server frame time (ms)", w, &r.server_frame_us));
+    println!("{}", table::row_ms("tick lateness (ms)", w, &r.tick_lateness_us));
+    println!("{}", table::row_ms("snapshot jitter (ms)", w, &r.snapshot_jitter_us));
+    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+    println!(
+        "snapshots: {} expected, {} received, {} lost ({:.3}%)",
+        r.snapshots.expected,
+        r.snapshots.received,
+        r.snapshots.lost,
+        pct(r.snapshots.lost, r.snapshots.expected)
+    );
+    println!(
+        "commands:  {} sent, {} reflected, {} never reflected ({:.3}%)",
+        r.commands.sent,
+        r.commands.reflected,
+        r.commands.lost,
+        pct(r.commands.lost, r.commands.sent)
+    );
+    let cpus = if r.load_generator_cpus.is_empty() {
+        "unpinned".to_string()
+    } else {
+        format!("pinned to CPU {:?}", r.load_generator_cpus)
+    };
+    println!(
+        "load generator: {} thread(s), {cpus}, {:.1}% of one core",
+        r.load_generator_threads,
+        100.0 * r.load_generator_cpu_s / (r.duration_s + r.warmup_s).max(1e-9)
+    );
+    if r.decode_errors > 0 {
+        println!("decode errors: {}", r.decode_errors);
+    }
+    for e in &r.errors {
+        println!("problem: {e}");
+    }
+}

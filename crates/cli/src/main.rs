@@ -1,0 +1,64 @@
+//! `tickpack`: the one user-facing binary. Each subcommand lives in
+//! `cmd/<name>.rs`: it parses flags into a validated config of the library
+//! crates, runs, prints a human summary and optionally JSON.
+//!
+//! Exit codes (also in `--help` and the README):
+//! 0 done; 1 internal or runtime error; 2 bad flags or config;
+//! 3 isolation unavailable; 4 QoS failed; 5 target unreachable.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod child;
+mod cmd;
+mod exit;
+mod table;
+
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config,
+3 isolation unavailable, 4 QoS failed, 5 target unreachable.
+
+Start with: tickpack demo   (a server and 12 players on this machine, 10 s)";
+
+/// Pack many latency-sensitive game servers onto one machine, and prove
+/// with numbers that the players do not notice.
+#[derive(Parser)]
+#[command(name = "tickpack", version, after_help = AFTER_HELP, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the reference LAN game server (fixed tick, bots, game-like work).
+    Server(cmd::server::Args),
+    /// Emulate players against one or more servers and measure in-game
+    /// transaction latency, round trip, server frame time and losses.
+    Players(cmd::players::Args),
+    /// Measure the bare round trip to a server with closed-loop pings
+    /// (the latency floor; compare with sockperf ping-pong).
+    Ping(cmd::ping::Args),
+    /// Start a server and players on this machine, pinned to separate
+    /// cores, and print what the players saw.
+    Demo(cmd::demo::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Command::Server(a) => cmd::server::run(a),
+        Command::Players(a) => cmd::players::run(a),
+        Command::Ping(a) => cmd::ping::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("tickpack: {:#}", f.error);
+            ExitCode::from(f.code as u8)
+        }
+    }
+}

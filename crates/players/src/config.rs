@@ -1,0 +1,135 @@
+//! Validated settings of a players run. Built by the CLI; checked before any
+//! socket is opened.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::PlayersError;
+
+/// Size of each command datagram in bytes, drawn per command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeDist {
+    Fixed(usize),
+    /// Uniform over `min..=max`.
+    Uniform { min: usize, max: usize },
+}
+
+impl SizeDist {
+    /// Parses `120` or `40-200`.
+    pub fn parse(s: &str) -> Result<Self, PlayersError> {
+        let bad = |why: &str| PlayersError::Config(format!("command size {s:?}: {why}"));
+        let num = |t: &str| t.trim().parse::<usize>().map_err(|_| bad("expected a number of bytes or MIN-MAX"));
+        let d = match s.split_once('-') {
+            Some((a, b)) => {
+                let (min, max) = (num(a)?, num(b)?);
+                if min > max {
+                    return Err(bad("MIN is larger than MAX"));
+                }
+                SizeDist::Uniform { min, max }
+            }
+            None => SizeDist::Fixed(num(s)?),
+        };
+        let (min, max) = d.bounds();
+        if min < tickpack_wire::COMMAND_HEADER_LEN || max > 1400 {
+            return Err(bad(&format!(
+                "sizes must be within {}..=1400 bytes",
+                tickpack_wire::COMMAND_HEADER_LEN
+            )));
+        }
+        Ok(d)
+    }
+
+    pub fn bounds(&self) -> (usize, usize) {
+        match *self {
+            SizeDist::Fixed(n) => (n, n),
+            SizeDist::Uniform { min, max } => (min, max),
+        }
+    }
+}
+
+impl std::fmt::Display for SizeDist {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SizeDist::Fixed(n) => write!(f, "{n}"),
+            SizeDist::Uniform { min, max } => write!(f, "{min}-{max}"),
+        }
+    }
+}
+
+/// Everything a players run needs.
+#[derive(Debug, Clone)]
+pub struct PlayersConfig {
+    /// Servers to spread the players over, round robin.
+    pub targets: Vec<SocketAddr>,
+    pub players: usize,
+    /// Measured time, after the warm-up.
+    pub duration: Duration,
+    /// Time after start during which nothing is recorded (connect, settle).
+    pub warmup: Duration,
+    /// Commands per second per player; `None` means the server's tick rate.
+    pub cmd_rate_hz: Option<f64>,
+    pub cmd_size: SizeDist,
+    /// Pings per second per player (0 disables).
+    pub ping_hz: f64,
+    pub ping_size: usize,
+    /// How long a player keeps trying to connect before giving up.
+    pub connect_timeout: Duration,
+    /// Load generator threads.
+    pub threads: usize,
+    /// CPUs to pin the threads to (round robin); empty: no pinning.
+    pub cpus: Vec<usize>,
+    pub seed: u64,
+}
+
+impl Default for PlayersConfig {
+    fn default() -> Self {
+        Self {
+            targets: vec![],
+            players: 12,
+            duration: Duration::from_secs(10),
+            warmup: Duration::from_secs(1),
+            cmd_rate_hz: None,
+            cmd_size: SizeDist::Uniform { min: 40, max: 200 },
+            ping_hz: 10.0,
+            ping_size: 64,
+            connect_timeout: Duration::from_secs(3),
+            threads: 1,
+            cpus: vec![],
+            seed: 1,
+        }
+    }
+}
+
+impl PlayersConfig {
+    /// Checks the settings; nothing is opened before this passes.
+    pub fn validate(&self) -> Result<(), PlayersError> {
+        let bad = |m: String| Err(PlayersError::Config(m));
+        if self.targets.is_empty() {
+            return bad("at least one --target is needed".into());
+        }
+        if self.players == 0 || self.players > 100_000 {
+            return bad(format!("--players must be 1..=100000, got {}", self.players));
+        }
+        if self.duration.is_zero() || self.duration > Duration::from_secs(24 * 3600) {
+            return bad("--duration must be more than 0 and at most 24h".into());
+        }
+        if let Some(r) = self.cmd_rate_hz {
+            if !(r > 0.0 && r <= 1000.0) {
+                return bad(format!("--cmd-rate must be in (0, 1000] Hz, got {r}"));
+            }
+        }
+        if !(0.0..=1000.0).contains(&self.ping_hz) {
+            return bad(format!("--ping-rate must be in [0, 1000] Hz, got {}", self.ping_hz));
+        }
+        if self.ping_size < tickpack_wire::PING_LEN || self.ping_size > 65_000 {
+            return bad(format!(
+                "--ping-size must be {}..=65000 bytes",
+                tickpack_wire::PING_LEN
+            ));
+        }
+        if self.threads == 0 || self.threads > 64 {
+            return bad(format!("--threads must be 1..=64, got {}", self.threads));
+        }
+        Ok(())
+    }
+}

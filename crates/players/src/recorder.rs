@@ -1,0 +1,79 @@
+//! Where a load generator thread records what its players observe. One per
+//! thread; merged at the end.
+
+use hdrhistogram::Histogram;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use tickpack_report::{new_histogram, record};
+
+/// Histograms (microseconds) and counters of one thread's players.
+pub struct Recorder {
+    pub transaction: Histogram<u64>,
+    pub rtt: Histogram<u64>,
+    pub frame: Histogram<u64>,
+    pub lateness: Histogram<u64>,
+    pub jitter: Histogram<u64>,
+    pub snapshots_expected: u64,
+    pub snapshots_received: u64,
+    pub commands_sent: u64,
+    pub commands_reflected: u64,
+    pub commands_lost: u64,
+    pub decode_errors: u64,
+    /// Newest tick whose server-reported frame time was recorded, per
+    /// server: each tick is counted once, not once per player.
+    server_tick_seen: HashMap<SocketAddr, u32>,
+    /// Start and end of the measurement window (monotonic us).
+    pub window: (u64, u64),
+}
+
+impl Recorder {
+    pub fn new(window: (u64, u64)) -> Self {
+        Self {
+            transaction: new_histogram(),
+            rtt: new_histogram(),
+            frame: new_histogram(),
+            lateness: new_histogram(),
+            jitter: new_histogram(),
+            snapshots_expected: 0,
+            snapshots_received: 0,
+            commands_sent: 0,
+            commands_reflected: 0,
+            commands_lost: 0,
+            decode_errors: 0,
+            server_tick_seen: HashMap::new(),
+            window,
+        }
+    }
+
+    /// True when an event at `t_us` falls in the measurement window.
+    pub fn in_window(&self, t_us: u64) -> bool {
+        t_us >= self.window.0 && t_us < self.window.1
+    }
+
+    pub fn server_tick(&mut self, server: SocketAddr, tick: u32, frame_us: u32, lateness_us: u32) {
+        let seen = self.server_tick_seen.entry(server).or_insert(0);
+        if tick > *seen {
+            *seen = tick;
+            record(&mut self.frame, u64::from(frame_us));
+            record(&mut self.lateness, u64::from(lateness_us));
+        }
+    }
+
+    pub fn merge(&mut self, o: &Recorder) {
+        for (a, b) in [
+            (&mut self.transaction, &o.transaction),
+            (&mut self.rtt, &o.rtt),
+            (&mut self.frame, &o.frame),
+            (&mut self.lateness, &o.lateness),
+            (&mut self.jitter, &o.jitter),
+        ] {
+            a.add(b).expect("histograms share bounds");
+        }
+        self.snapshots_expected += o.snapshots_expected;
+        self.snapshots_received += o.snapshots_received;
+        self.commands_sent += o.commands_sent;
+        self.commands_reflected += o.commands_reflected;
+        self.commands_lost += o.commands_lost;
+        self.decode_errors += o.decode_errors;
+    }
+}

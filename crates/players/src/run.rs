@@ -1,0 +1,300 @@
+//! The I/O loop: a few threads, each owning a share of the players, one
+//! connected UDP socket per player, one epoll set per thread, and a precise
+//! waiter for the next due command.
+//!
+//! Each thread: pin (if asked), open and connect its sockets, then until the
+//! end of the run: send everything due (a heap orders the players by their
+//! next deadline), wait until the next deadline or until a socket is
+//! readable, drain the readable sockets with `recvmmsg`, hand each datagram
+//! to its player. After the measurement window the thread stops sending and
+//! drains for [`crate::player::LOST_AFTER_US`] so late snapshots still count.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tickpack_net::clock::now_us;
+use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
+use tickpack_net::wait::{Waiter, WaitMode, Wake};
+
+use crate::config::PlayersConfig;
+use crate::player::{Player, PlayerSettings, LOST_AFTER_US};
+use crate::recorder::Recorder;
+use crate::PlayersError;
+
+/// Live counters for a progress display, updated by the threads.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub connected: AtomicU64,
+    pub snapshots: AtomicU64,
+    pub commands: AtomicU64,
+}
+
+/// What the threads hand back.
+pub struct Outcome {
+    pub recorder: Recorder,
+    pub connected: usize,
+    pub tick_hz: u32,
+    /// Distinct reasons players ended early, with counts.
+    pub errors: Vec<String>,
+    pub cpu_time_ns: u64,
+    pub started_us: u64,
+}
+
+struct Epoll(OwnedFd);
+
+impl Epoll {
+    fn new() -> io::Result<Self> {
+        // SAFETY: epoll_create1 takes no pointers; a non-negative return is a
+        // new fd we own.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just returned by epoll_create1 and is owned by no one else.
+        Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    fn add(&self, fd: i32, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: ev is a valid epoll_event for the duration of the call.
+        let rc = unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Ready tokens, without blocking.
+    fn ready(&self, events: &mut [libc::epoll_event]) -> io::Result<usize> {
+        // SAFETY: events points to events.len() writable epoll_event structs.
+        let n = unsafe {
+            libc::epoll_wait(self.0.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, 0)
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+        }
+        Ok(n as usize)
+    }
+}
+
+/// Runs the players described by `cfg` (already validated) until the run
+/// ends or `stop` is set.
+pub fn run(cfg: &PlayersConfig, stop: &AtomicBool, live: &Arc<Live>) -> Result<Outcome, PlayersError> {
+    let start = now_us() + 20_000;
+    let window = (
+        start + cfg.warmup.as_micros() as u64,
+        start + (cfg.warmup + cfg.duration).as_micros() as u64,
+    );
+    let threads = cfg.threads.min(cfg.players);
+    let results: Vec<Result<ThreadOut, PlayersError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let live = live.clone();
+                s.spawn(move || thread_main(cfg, t, threads, start, window, stop, &live))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(PlayersError::Internal("a player thread panicked".into()))))
+            .collect()
+    });
+    let mut out = Outcome {
+        recorder: Recorder::new(window),
+        connected: 0,
+        tick_hz: 0,
+        errors: vec![],
+        cpu_time_ns: 0,
+        started_us: start,
+    };
+    let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in results {
+        let t = r?;
+        out.recorder.merge(&t.recorder);
+        out.connected += t.connected;
+        out.tick_hz = out.tick_hz.max(t.tick_hz);
+        out.cpu_time_ns += t.cpu_time_ns;
+        for e in t.errors {
+            *reasons.entry(e).or_default() += 1;
+        }
+    }
+    out.errors = reasons.into_iter().map(|(r, n)| format!("{n} player(s): {r}")).collect();
+    Ok(out)
+}
+
+struct ThreadOut {
+    recorder: Recorder,
+    connected: usize,
+    tick_hz: u32,
+    errors: Vec<String>,
+    cpu_time_ns: u64,
+}
+
+fn thread_main(
+    cfg: &PlayersConfig,
+    t: usize,
+    threads: usize,
+    start: u64,
+    window: (u64, u64),
+    stop: &AtomicBool,
+    live: &Live,
+) -> Result<ThreadOut, PlayersError> {
+    if !cfg.cpus.is_empty() {
+        tickpack_net::cpu::pin_current_thread(&[cfg.cpus[t % cfg.cpus.len()]])
+            .map_err(|e| PlayersError::Setup(e.to_string()))?;
+    }
+    let cpu0 = tickpack_net::cpu::thread_cpu_time_ns();
+    let settings = PlayerSettings {
+        cmd_rate_hz: cfg.cmd_rate_hz,
+        cmd_size: cfg.cmd_size,
+        ping_hz: cfg.ping_hz,
+        ping_size: cfg.ping_size,
+        connect_deadline_us: start + cfg.connect_timeout.as_micros() as u64,
+    };
+    let epoll = Epoll::new().map_err(|e| PlayersError::Setup(format!("epoll: {e}")))?;
+    let mut players = Vec::new();
+    let mut sockets = Vec::new();
+    for i in (t..cfg.players).step_by(threads) {
+        let target = cfg.targets[i % cfg.targets.len()];
+        let local: std::net::SocketAddr = if target.is_ipv4() {
+            "0.0.0.0:0".parse().expect("static")
+        } else {
+            "[::]:0".parse().expect("static")
+        };
+        let sock = UdpSocket::bind(local, &SocketOptions::default())
+            .and_then(|s| s.connect(target).map(|_| s))
+            .map_err(|e| PlayersError::Setup(format!("player {i} socket to {target}: {e}")))?;
+        epoll
+            .add(sock.as_raw_fd(), players.len() as u64)
+            .map_err(|e| PlayersError::Setup(format!("epoll add: {e}")))?;
+        players.push(Player::new(i, target, settings.clone(), cfg.seed, start));
+        sockets.push(sock);
+    }
+    let mut rec = Recorder::new(window);
+    let mut waiter = Waiter::new(WaitMode::Precise).map_err(|e| PlayersError::Setup(e.to_string()))?;
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> =
+        players.iter().enumerate().map(|(i, p)| Reverse((p.next_deadline(), i))).collect();
+    let mut scheduled: Vec<u64> = players.iter().map(Player::next_deadline).collect();
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut batch = RecvBatch::new(16, 2048.max(cfg.ping_size + 64));
+    let mut buf = Vec::with_capacity(2048);
+    let end = window.1 + LOST_AFTER_US;
+    let epfd = [epoll.0.as_raw_fd()];
+    let mut was_connected = vec![false; players.len()];
+
+    let send = |p: &mut Player, sock: &UdpSocket, buf: &[u8]| {
+        if let Err(e) = sock.send(buf) {
+            if e.kind() == io::ErrorKind::ConnectionRefused {
+                p.fail(format!("{} refused: nothing is listening there (ICMP port unreachable)", p.target));
+            }
+            // Other errors (a full send buffer) lose this datagram, which the
+            // counters then show as a lost command or snapshot.
+        }
+    };
+
+    loop {
+        let now = now_us();
+        if now >= end || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // Send everything due.
+        let sending = now < window.1;
+        while let Some(&Reverse((due, i))) = heap.peek() {
+            if due > now {
+                break;
+            }
+            heap.pop();
+            if due != scheduled[i] {
+                continue; // stale entry
+            }
+            let p = &mut players[i];
+            if sending {
+                while p.poll_transmit(now, &mut buf, &mut rec) {
+                    send(p, &sockets[i], &buf);
+                    live.commands.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let next = if sending { p.next_deadline() } else { u64::MAX };
+            scheduled[i] = next;
+            if next != u64::MAX {
+                heap.push(Reverse((next, i)));
+            }
+        }
+        let deadline = heap.peek().map_or(end, |r| r.0 .0).min(end);
+        match waiter.wait(&epfd, deadline.saturating_mul(1000)) {
+            Ok(Wake::Deadline) => continue,
+            Ok(Wake::Readable(_)) => {}
+            Err(e) => return Err(PlayersError::Setup(format!("wait: {e}"))),
+        }
+        let n = epoll.ready(&mut events).map_err(|e| PlayersError::Setup(format!("epoll: {e}")))?;
+        for ev in &events[..n] {
+            let i = ev.u64 as usize;
+            loop {
+                match sockets[i].recv_batch(&mut batch) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        let now = now_us();
+                        for (_, data) in batch.iter() {
+                            players[i].handle(now, data, &mut rec);
+                        }
+                        live.snapshots.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                        let target = players[i].target;
+                        players[i].fail(format!(
+                            "{target} refused: nothing is listening there (ICMP port unreachable)"
+                        ));
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+            let p = &mut players[i];
+            if p.is_connected() && !was_connected[i] {
+                was_connected[i] = true;
+                live.connected.fetch_add(1, Ordering::Relaxed);
+            }
+            // A reply may make something due at once (challenge -> connect).
+            let now = now_us();
+            if sending {
+                while p.poll_transmit(now, &mut buf, &mut rec) {
+                    send(p, &sockets[i], &buf);
+                }
+            }
+            let next = if sending { p.next_deadline() } else { u64::MAX };
+            if next != scheduled[i] {
+                scheduled[i] = next;
+                if next != u64::MAX {
+                    heap.push(Reverse((next, i)));
+                }
+            }
+        }
+    }
+
+    let now = now_us();
+    let mut errors = vec![];
+    let mut tick_hz = 0;
+    for (i, p) in players.iter_mut().enumerate() {
+        tick_hz = tick_hz.max(p.tick_hz);
+        if p.finish(now, &mut buf, &mut rec) {
+            let _ = sockets[i].send(&buf);
+        }
+        if let Some(why) = p.ended().filter(|w| *w != "finished") {
+            errors.push(why.to_string());
+        }
+    }
+    Ok(ThreadOut {
+        recorder: rec,
+        connected: was_connected.iter().filter(|&&c| c).count(),
+        tick_hz,
+        errors,
+        cpu_time_ns: tickpack_net::cpu::thread_cpu_time_ns() - cpu0,
+    })
+}

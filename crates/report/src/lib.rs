@@ -1,0 +1,216 @@
+//! tickpack's result schema: what every measuring command writes, and the
+//! helpers that keep results recomputable.
+//!
+//! Every document carries a `schema` string and the tickpack version; every
+//! latency summary comes with its full HdrHistogram (V2 compressed, base64)
+//! so that runs can be merged and percentiles recomputed later
+//! ([`encode_histogram`], [`decode_histogram`], [`Percentiles::from_histogram`]).
+//!
+//! Documents are written with [`write_json_atomic`]: a temp file in the same
+//! directory, then a rename, so a result file is valid JSON at every moment.
+//!
+//! This crate depends on nothing else of tickpack's, so tools that only read
+//! results need nothing more.
+
+use std::io::Write;
+use std::path::Path;
+
+use base64::Engine;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+pub mod system;
+
+/// Schema id of `tickpack players --json`.
+pub const PLAYERS_SCHEMA: &str = "tickpack.players/1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("histogram is not valid base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("histogram does not deserialize: {0:?}")]
+    Histogram(String),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot serialize result: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// A latency (or duration) summary in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub count: u64,
+}
+
+impl Percentiles {
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        Self {
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+            mean: (h.mean() * 10.0).round() / 10.0,
+            count: h.len(),
+        }
+    }
+}
+
+/// A histogram of microseconds wide enough for any latency we measure
+/// (1 us to 60 s, 3 significant digits).
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("static bounds are valid")
+}
+
+/// Records `v` (clamped into the histogram's range).
+pub fn record(h: &mut Histogram<u64>, v: u64) {
+    h.saturating_record(v.max(1));
+}
+
+/// HdrHistogram V2 compressed, base64 (standard alphabet): the format other
+/// HdrHistogram implementations read.
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut buf)
+        .expect("serializing to memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, ReportError> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(s.trim())?;
+    Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| ReportError::Histogram(format!("{e:?}")))
+}
+
+/// Writes `value` as pretty JSON to `path` atomically (temp file + rename).
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), ReportError> {
+    let werr = |source| ReportError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let body = serde_json::to_vec_pretty(value)?;
+    let mut f = std::fs::File::create(&tmp).map_err(werr)?;
+    f.write_all(&body).and_then(|_| f.write_all(b"\n")).and_then(|_| f.sync_all()).map_err(werr)?;
+    std::fs::rename(&tmp, path).map_err(werr)
+}
+
+/// Counters of snapshots, by server tick number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SnapshotCounts {
+    /// Ticks spanned per player between the first and last snapshot received
+    /// in the measurement window, summed over players.
+    pub expected: u64,
+    pub received: u64,
+    pub lost: u64,
+}
+
+/// Counters of commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CommandCounts {
+    pub sent: u64,
+    /// Reflected by a snapshot (latency recorded).
+    pub reflected: u64,
+    /// Never reflected before the run ended (sent at least one second
+    /// before the end, so not merely in flight).
+    pub lost: u64,
+}
+
+/// The serialized histograms behind the summaries of a players run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PlayersHistograms {
+    pub transaction_latency_us: String,
+    pub rtt_us: String,
+    pub server_frame_us: String,
+    pub tick_lateness_us: String,
+    pub snapshot_jitter_us: String,
+}
+
+/// The document `tickpack players --json` writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlayersResult {
+    pub schema: String,
+    pub tickpack_version: String,
+    pub system: system::SystemInfo,
+    pub targets: Vec<String>,
+    pub players: u32,
+    pub connected: u32,
+    pub cmd_rate_hz: f64,
+    /// Tick rate the servers announced.
+    pub tick_hz: u32,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    /// CPUs the load generator was pinned to (empty: not pinned).
+    pub load_generator_cpus: Vec<usize>,
+    pub load_generator_threads: u32,
+    pub load_generator_cpu_s: f64,
+    /// From the time a command was due to the first snapshot reflecting it.
+    pub transaction_latency_us: Percentiles,
+    /// Ping round trips, from the time the ping was due.
+    pub rtt_us: Percentiles,
+    /// Server processing time per tick, as the servers report it.
+    pub server_frame_us: Percentiles,
+    /// How late server ticks started, as the servers report it.
+    pub tick_lateness_us: Percentiles,
+    /// |snapshot inter-arrival - tick interval|.
+    pub snapshot_jitter_us: Percentiles,
+    pub snapshots: SnapshotCounts,
+    pub commands: CommandCounts,
+    /// Datagrams the players could not decode or apply.
+    pub decode_errors: u64,
+    /// Problems per target that a person should see (refused, unreachable...).
+    pub errors: Vec<String>,
+    pub histograms: PlayersHistograms,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_survive_encoding_and_merge() {
+        let mut a = new_histogram();
+        let mut b = new_histogram();
+        for v in 1..=1000 {
+            record(&mut a, v);
+            record(&mut b, v * 10);
+        }
+        let mut merged = decode_histogram(&encode_histogram(&a)).unwrap();
+        assert_eq!(Percentiles::from_histogram(&merged), Percentiles::from_histogram(&a));
+        merged.add(decode_histogram(&encode_histogram(&b)).unwrap()).unwrap();
+        assert_eq!(merged.len(), 2000);
+        assert!(merged.value_at_quantile(0.99) > 9_000);
+        assert!(decode_histogram("not base64!").is_err());
+    }
+
+    #[test]
+    fn atomic_write_leaves_only_the_file() {
+        let dir = std::env::temp_dir().join(format!("tp-report-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        write_json_atomic(&path, &serde_json::json!({"a": 1})).unwrap();
+        write_json_atomic(&path, &serde_json::json!({"a": 2})).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["a"], 2);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "temp file left behind");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
