@@ -48,7 +48,9 @@ impl ServerChild {
             .strip_prefix("tickpack server listening on ")
             .and_then(|r| r.split_whitespace().next())
             .ok_or_else(|| anyhow!("unexpected first line from the server: {line:?}"))?;
-        guard.addr = addr.parse().with_context(|| format!("server printed a bad address {addr:?}"))?;
+        guard.addr = addr
+            .parse()
+            .with_context(|| format!("server printed a bad address {addr:?}"))?;
         Ok(guard)
     }
 

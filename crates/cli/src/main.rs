@@ -15,7 +15,6 @@ mod cmd;
 mod exit;
 mod table;
 
-
 const AFTER_HELP: &str = "\
 Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config,
 3 isolation unavailable, 4 QoS failed, 5 target unreachable.

@@ -11,14 +11,21 @@ use crate::PlayersError;
 pub enum SizeDist {
     Fixed(usize),
     /// Uniform over `min..=max`.
-    Uniform { min: usize, max: usize },
+    Uniform {
+        min: usize,
+        max: usize,
+    },
 }
 
 impl SizeDist {
     /// Parses `120` or `40-200`.
     pub fn parse(s: &str) -> Result<Self, PlayersError> {
         let bad = |why: &str| PlayersError::Config(format!("command size {s:?}: {why}"));
-        let num = |t: &str| t.trim().parse::<usize>().map_err(|_| bad("expected a number of bytes or MIN-MAX"));
+        let num = |t: &str| {
+            t.trim()
+                .parse::<usize>()
+                .map_err(|_| bad("expected a number of bytes or MIN-MAX"))
+        };
         let d = match s.split_once('-') {
             Some((a, b)) => {
                 let (min, max) = (num(a)?, num(b)?);
@@ -108,7 +115,10 @@ impl PlayersConfig {
             return bad("at least one --target is needed".into());
         }
         if self.players == 0 || self.players > 100_000 {
-            return bad(format!("--players must be 1..=100000, got {}", self.players));
+            return bad(format!(
+                "--players must be 1..=100000, got {}",
+                self.players
+            ));
         }
         if self.duration.is_zero() || self.duration > Duration::from_secs(24 * 3600) {
             return bad("--duration must be more than 0 and at most 24h".into());
@@ -119,7 +129,10 @@ impl PlayersConfig {
             }
         }
         if !(0.0..=1000.0).contains(&self.ping_hz) {
-            return bad(format!("--ping-rate must be in [0, 1000] Hz, got {}", self.ping_hz));
+            return bad(format!(
+                "--ping-rate must be in [0, 1000] Hz, got {}",
+                self.ping_hz
+            ));
         }
         if self.ping_size < tickpack_wire::PING_LEN || self.ping_size > 65_000 {
             return bad(format!(

@@ -13,8 +13,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tickpack_report::record;
 use tickpack_wire::{
-    buttons, delta, Command, EntityState, Input, Packet, RefuseReason, Snapshot,
-    PROTOCOL_VERSION,
+    buttons, delta, Command, EntityState, Input, Packet, RefuseReason, Snapshot, PROTOCOL_VERSION,
 };
 
 use crate::config::SizeDist;
@@ -31,8 +30,13 @@ pub const LOST_AFTER_US: u64 = 500_000;
 
 #[derive(Debug, Clone, PartialEq)]
 enum State {
-    Hello { next_try_us: u64 },
-    Connect { token: tickpack_wire::Token, next_try_us: u64 },
+    Hello {
+        next_try_us: u64,
+    },
+    Connect {
+        token: tickpack_wire::Token,
+        next_try_us: u64,
+    },
     Connected,
     /// The server said goodbye or refused; the text says why.
     Ended(String),
@@ -77,8 +81,15 @@ pub struct Player {
 }
 
 impl Player {
-    pub fn new(index: usize, target: SocketAddr, settings: PlayerSettings, seed: u64, start_us: u64) -> Self {
-        let mut rng = SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    pub fn new(
+        index: usize,
+        target: SocketAddr,
+        settings: PlayerSettings,
+        seed: u64,
+        start_us: u64,
+    ) -> Self {
+        let mut rng =
+            SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let nonce = rng.gen();
         // Spread the players' first hello over 50 ms so they do not all
         // arrive in the same instant.
@@ -143,7 +154,9 @@ impl Player {
     pub fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         out.clear();
         match self.state {
-            State::Hello { next_try_us } | State::Connect { next_try_us, .. } if now_us >= self.settings.connect_deadline_us => {
+            State::Hello { next_try_us } | State::Connect { next_try_us, .. }
+                if now_us >= self.settings.connect_deadline_us =>
+            {
                 let _ = next_try_us;
                 self.state = State::Ended(format!(
                     "no answer from {} to the handshake (is a tickpack server listening there?)",
@@ -194,7 +207,11 @@ impl Player {
                 self.seq = self.seq.wrapping_add(1);
                 self.steer();
                 let (min, max) = self.settings.cmd_size.bounds();
-                let size = if min == max { min } else { self.rng.gen_range(min..=max) };
+                let size = if min == max {
+                    min
+                } else {
+                    self.rng.gen_range(min..=max)
+                };
                 let n = size - tickpack_wire::COMMAND_HEADER_LEN;
                 Packet::Command(Command {
                     seq: self.seq,
@@ -253,20 +270,33 @@ impl Player {
                 self.state = State::Connected;
             }
             (Packet::Refused { reason }, State::Hello { .. } | State::Connect { .. }) => {
-                self.state = State::Ended(format!("{} refused the connection: {reason}", self.target));
+                self.state =
+                    State::Ended(format!("{} refused the connection: {reason}", self.target));
                 if reason == RefuseReason::BadToken {
                     // A stale token: start over rather than give up.
-                    self.state = State::Hello { next_try_us: now_us };
+                    self.state = State::Hello {
+                        next_try_us: now_us,
+                    };
                 }
             }
             (Packet::Snapshot(s), State::Connected) => self.on_snapshot(now_us, &s, rec),
-            (Packet::Pong { nonce, client_time_us, .. }, _) if nonce == self.nonce => {
+            (
+                Packet::Pong {
+                    nonce,
+                    client_time_us,
+                    ..
+                },
+                _,
+            ) if nonce == self.nonce => {
                 if rec.in_window(client_time_us) {
                     record(&mut rec.rtt, now_us.saturating_sub(client_time_us));
                 }
             }
             (Packet::Disconnect { reason }, _) => {
-                self.state = State::Ended(format!("{} disconnected the player: {reason:?}", self.target));
+                self.state = State::Ended(format!(
+                    "{} disconnected the player: {reason:?}",
+                    self.target
+                ));
             }
             _ => {}
         }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use tickpack_net::clock::now_us;
 use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
-use tickpack_net::wait::{Waiter, WaitMode, Wake};
+use tickpack_net::wait::{WaitMode, Waiter, Wake};
 
 use crate::config::PlayersConfig;
 use crate::player::{Player, PlayerSettings, LOST_AFTER_US};
@@ -75,11 +75,20 @@ impl Epoll {
     fn ready(&self, events: &mut [libc::epoll_event]) -> io::Result<usize> {
         // SAFETY: events points to events.len() writable epoll_event structs.
         let n = unsafe {
-            libc::epoll_wait(self.0.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, 0)
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as i32,
+                0,
+            )
         };
         if n < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(0)
+            } else {
+                Err(e)
+            };
         }
         Ok(n as usize)
     }
@@ -87,7 +96,11 @@ impl Epoll {
 
 /// Runs the players described by `cfg` (already validated) until the run
 /// ends or `stop` is set.
-pub fn run(cfg: &PlayersConfig, stop: &AtomicBool, live: &Arc<Live>) -> Result<Outcome, PlayersError> {
+pub fn run(
+    cfg: &PlayersConfig,
+    stop: &AtomicBool,
+    live: &Arc<Live>,
+) -> Result<Outcome, PlayersError> {
     let start = now_us() + 20_000;
     let window = (
         start + cfg.warmup.as_micros() as u64,
@@ -103,7 +116,11 @@ pub fn run(cfg: &PlayersConfig, stop: &AtomicBool, live: &Arc<Live>) -> Result<O
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(PlayersError::Internal("a player thread panicked".into()))))
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(PlayersError::Internal("a player thread panicked".into()))
+                })
+            })
             .collect()
     });
     let mut out = Outcome {
@@ -125,7 +142,10 @@ pub fn run(cfg: &PlayersConfig, stop: &AtomicBool, live: &Arc<Live>) -> Result<O
             *reasons.entry(e).or_default() += 1;
         }
     }
-    out.errors = reasons.into_iter().map(|(r, n)| format!("{n} player(s): {r}")).collect();
+    out.errors = reasons
+        .into_iter()
+        .map(|(r, n)| format!("{n} player(s): {r}"))
+        .collect();
     Ok(out)
 }
 
@@ -178,9 +198,13 @@ fn thread_main(
         sockets.push(sock);
     }
     let mut rec = Recorder::new(window);
-    let mut waiter = Waiter::new(WaitMode::Precise).map_err(|e| PlayersError::Setup(e.to_string()))?;
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> =
-        players.iter().enumerate().map(|(i, p)| Reverse((p.next_deadline(), i))).collect();
+    let mut waiter =
+        Waiter::new(WaitMode::Precise).map_err(|e| PlayersError::Setup(e.to_string()))?;
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = players
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Reverse((p.next_deadline(), i)))
+        .collect();
     let mut scheduled: Vec<u64> = players.iter().map(Player::next_deadline).collect();
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut batch = RecvBatch::new(16, 2048.max(cfg.ping_size + 64));
@@ -188,11 +212,15 @@ fn thread_main(
     let end = window.1 + LOST_AFTER_US;
     let epfd = [epoll.0.as_raw_fd()];
     let mut was_connected = vec![false; players.len()];
+    let mut next_check = 0u64;
 
     let send = |p: &mut Player, sock: &UdpSocket, buf: &[u8]| {
         if let Err(e) = sock.send(buf) {
             if e.kind() == io::ErrorKind::ConnectionRefused {
-                p.fail(format!("{} refused: nothing is listening there (ICMP port unreachable)", p.target));
+                p.fail(format!(
+                    "{} refused: nothing is listening there (ICMP port unreachable)",
+                    p.target
+                ));
             }
             // Other errors (a full send buffer) lose this datagram, which the
             // counters then show as a lost command or snapshot.
@@ -203,6 +231,13 @@ fn thread_main(
         let now = now_us();
         if now >= end || stop.load(Ordering::Relaxed) {
             break;
+        }
+        if now >= next_check {
+            // Every player refused, unreachable or sent away: stop early.
+            next_check = now + 100_000;
+            if players.iter().all(|p| p.ended().is_some()) {
+                break;
+            }
         }
         // Send everything due.
         let sending = now < window.1;
@@ -227,13 +262,15 @@ fn thread_main(
                 heap.push(Reverse((next, i)));
             }
         }
-        let deadline = heap.peek().map_or(end, |r| r.0 .0).min(end);
+        let deadline = heap.peek().map_or(end, |r| r.0 .0).min(end).min(next_check);
         match waiter.wait(&epfd, deadline.saturating_mul(1000)) {
             Ok(Wake::Deadline) => continue,
             Ok(Wake::Readable(_)) => {}
             Err(e) => return Err(PlayersError::Setup(format!("wait: {e}"))),
         }
-        let n = epoll.ready(&mut events).map_err(|e| PlayersError::Setup(format!("epoll: {e}")))?;
+        let n = epoll
+            .ready(&mut events)
+            .map_err(|e| PlayersError::Setup(format!("epoll: {e}")))?;
         for ev in &events[..n] {
             let i = ev.u64 as usize;
             loop {
@@ -244,7 +281,8 @@ fn thread_main(
                         for (_, data) in batch.iter() {
                             players[i].handle(now, data, &mut rec);
                         }
-                        live.snapshots.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                        live.snapshots
+                            .fetch_add(batch.len() as u64, Ordering::Relaxed);
                     }
                     Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                         let target = players[i].target;

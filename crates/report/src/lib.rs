@@ -104,12 +104,21 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Rep
         path: path.display().to_string(),
         source,
     };
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let body = serde_json::to_vec_pretty(value)?;
     let mut f = std::fs::File::create(&tmp).map_err(werr)?;
-    f.write_all(&body).and_then(|_| f.write_all(b"\n")).and_then(|_| f.sync_all()).map_err(werr)?;
+    f.write_all(&body)
+        .and_then(|_| f.write_all(b"\n"))
+        .and_then(|_| f.sync_all())
+        .map_err(werr)?;
     std::fs::rename(&tmp, path).map_err(werr)
 }
 
@@ -194,8 +203,13 @@ mod tests {
             record(&mut b, v * 10);
         }
         let mut merged = decode_histogram(&encode_histogram(&a)).unwrap();
-        assert_eq!(Percentiles::from_histogram(&merged), Percentiles::from_histogram(&a));
-        merged.add(decode_histogram(&encode_histogram(&b)).unwrap()).unwrap();
+        assert_eq!(
+            Percentiles::from_histogram(&merged),
+            Percentiles::from_histogram(&a)
+        );
+        merged
+            .add(decode_histogram(&encode_histogram(&b)).unwrap())
+            .unwrap();
         assert_eq!(merged.len(), 2000);
         assert!(merged.value_at_quantile(0.99) > 9_000);
         assert!(decode_histogram("not base64!").is_err());
@@ -208,9 +222,14 @@ mod tests {
         let path = dir.join("r.json");
         write_json_atomic(&path, &serde_json::json!({"a": 1})).unwrap();
         write_json_atomic(&path, &serde_json::json!({"a": 2})).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["a"], 2);
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "temp file left behind");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "temp file left behind"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -139,6 +139,7 @@ impl Server {
     pub fn new(cfg: ServerConfig, secret: [u8; 32]) -> Self {
         let mut world = World::new(WorldConfig {
             cost: cfg.cost,
+            max_entities: usize::from(cfg.max_players) + usize::from(cfg.bots),
             seed: cfg.seed,
             ..Default::default()
         });
@@ -351,7 +352,8 @@ impl Server {
             }
             a2s::Query::Players { .. } => {
                 let started = self.started_us.unwrap_or(now_us);
-                let bot_names: Vec<String> = (0..self.cfg.bots).map(|i| format!("bot-{i}")).collect();
+                let bot_names: Vec<String> =
+                    (0..self.cfg.bots).map(|i| format!("bot-{i}")).collect();
                 let mut rows: Vec<a2s::PlayerInfo<'_>> = self
                     .clients
                     .iter()
@@ -362,10 +364,15 @@ impl Server {
                         duration_s: up_s(c.connected_at_us),
                     })
                     .collect();
-                rows.extend(bot_names.iter().enumerate().map(|(i, n)| a2s::PlayerInfo {
-                    name: n,
-                    score: self.world.stats(BOT_ID_BASE + i as u16).map_or(0, |s| s.kills as i32),
-                    duration_s: up_s(started),
+                rows.extend(bot_names.iter().enumerate().map(|(i, n)| {
+                    a2s::PlayerInfo {
+                        name: n,
+                        score: self
+                            .world
+                            .stats(BOT_ID_BASE + i as u16)
+                            .map_or(0, |s| s.kills as i32),
+                        duration_s: up_s(started),
+                    }
                 }));
                 let mut out = std::mem::take(&mut self.out);
                 a2s::encode_players(&rows, &mut out);
@@ -376,7 +383,11 @@ impl Server {
                 let snap = self.cfg.snapshot_len.to_string();
                 let mut out = std::mem::take(&mut self.out);
                 a2s::encode_rules(
-                    &[("tp_tick_hz", &hz), ("tp_snapshot_bytes", &snap), ("tp_protocol", "1")],
+                    &[
+                        ("tp_tick_hz", &hz),
+                        ("tp_snapshot_bytes", &snap),
+                        ("tp_protocol", "1"),
+                    ],
                     &mut out,
                 );
                 self.out = out;
@@ -493,7 +504,11 @@ impl Server {
             .clients
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| c.as_ref().filter(|c| now_us.saturating_sub(c.last_heard_us) > timeout).map(|_| i))
+            .filter_map(|(i, c)| {
+                c.as_ref()
+                    .filter(|c| now_us.saturating_sub(c.last_heard_us) > timeout)
+                    .map(|_| i)
+            })
             .collect();
         for s in silent {
             let addr = self.clients[s].as_ref().map(|c| c.addr);

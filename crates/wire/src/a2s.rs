@@ -41,9 +41,9 @@ pub enum Query {
 impl Query {
     pub fn challenge(&self) -> Option<u32> {
         match *self {
-            Query::Info { challenge } | Query::Players { challenge } | Query::Rules { challenge } => {
-                challenge
-            }
+            Query::Info { challenge }
+            | Query::Players { challenge }
+            | Query::Rules { challenge } => challenge,
         }
     }
 
@@ -275,7 +275,9 @@ mod tests {
 
     #[test]
     fn players_reply_fits_one_packet() {
-        let names: Vec<String> = (0..255).map(|i| format!("player-with-a-long-name-{i:03}")).collect();
+        let names: Vec<String> = (0..255)
+            .map(|i| format!("player-with-a-long-name-{i:03}"))
+            .collect();
         let rows: Vec<_> = names
             .iter()
             .map(|n| PlayerInfo {

@@ -128,7 +128,13 @@ pub fn apply(
         let k = match idx {
             Ok(k) => k,
             Err(k) if mask == ALL => {
-                out.insert(k, EntityState { id, ..Default::default() });
+                out.insert(
+                    k,
+                    EntityState {
+                        id,
+                        ..Default::default()
+                    },
+                );
                 k
             }
             Err(_) => return Err(DecodeError::Invalid("delta against unknown entity")),

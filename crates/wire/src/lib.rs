@@ -36,8 +36,8 @@
 //! and below a typical 1500-byte MTU only when the configured snapshot size
 //! is; larger snapshots rely on IP fragmentation, as many real games do.
 
-mod codec;
 pub mod a2s;
+mod codec;
 pub mod delta;
 mod packet;
 mod token;

@@ -4,10 +4,10 @@
 //! integers are little-endian. A2S queries (which start with four 0xFF bytes)
 //! share the port and are told apart by [`Datagram::decode`].
 
+use crate::a2s;
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::token::{Token, TOKEN_LEN};
 use crate::types::Input;
-use crate::a2s;
 
 /// First two bytes of every tickpack datagram.
 pub const MAGIC: [u8; 2] = *b"TP";
@@ -197,9 +197,15 @@ pub struct ServerStats {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Packet<'a> {
     /// Client asks to connect; padded to [`HELLO_MIN_LEN`].
-    Hello { version: u16, nonce: u64 },
+    Hello {
+        version: u16,
+        nonce: u64,
+    },
     /// Server answers a hello with a token bound to the client's address.
-    Challenge { nonce: u64, token: Token },
+    Challenge {
+        nonce: u64,
+        token: Token,
+    },
     /// Client proves it received the challenge; padded to [`CONNECT_MIN_LEN`].
     Connect {
         version: u16,
@@ -213,7 +219,9 @@ pub enum Packet<'a> {
         snapshot_len: u16,
         server_time_us: u64,
     },
-    Refused { reason: RefuseReason },
+    Refused {
+        reason: RefuseReason,
+    },
     Command(Command<'a>),
     Snapshot(Snapshot<'a>),
     /// Bare network round trip; `len` is the datagram length (padding).
@@ -228,9 +236,13 @@ pub enum Packet<'a> {
         client_time_us: u64,
         len: usize,
     },
-    StatsRequest { nonce: u64 },
+    StatsRequest {
+        nonce: u64,
+    },
     Stats(ServerStats),
-    Disconnect { reason: DisconnectReason },
+    Disconnect {
+        reason: DisconnectReason,
+    },
 }
 
 impl Packet<'_> {
@@ -410,8 +422,8 @@ impl<'a> Packet<'a> {
                 if n > MAX_NAME_LEN {
                     return Err(DecodeError::Invalid("name length"));
                 }
-                let name = std::str::from_utf8(r.bytes(n)?)
-                    .map_err(|_| DecodeError::Invalid("name"))?;
+                let name =
+                    std::str::from_utf8(r.bytes(n)?).map_err(|_| DecodeError::Invalid("name"))?;
                 Packet::Connect {
                     version,
                     nonce,

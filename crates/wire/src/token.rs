@@ -65,7 +65,10 @@ impl TokenKey {
     /// A token for `addr`, valid from now for at least [`WINDOW_US`].
     pub fn issue(&self, addr: SocketAddr, now_us: u64) -> Token {
         let window = Self::window(now_us);
-        let tag = self.mac(b"tp-connect", window, addr).finalize().into_bytes();
+        let tag = self
+            .mac(b"tp-connect", window, addr)
+            .finalize()
+            .into_bytes();
         let mut t = [0u8; TOKEN_LEN];
         t[..4].copy_from_slice(&window.to_le_bytes());
         t[4..].copy_from_slice(&tag[..TOKEN_LEN - 4]);
@@ -136,7 +139,10 @@ mod tests {
         let addr = a("[::1]:27015");
         let t = k.issue(addr, 5 * WINDOW_US + 1);
         assert!(k.verify(addr, &t, 6 * WINDOW_US - 1));
-        assert!(k.verify(addr, &t, 6 * WINDOW_US + 1), "next window still ok");
+        assert!(
+            k.verify(addr, &t, 6 * WINDOW_US + 1),
+            "next window still ok"
+        );
         assert!(!k.verify(addr, &t, 7 * WINDOW_US), "expired");
         assert!(!k.verify(addr, &t, 4 * WINDOW_US), "not before issue");
     }

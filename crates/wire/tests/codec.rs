@@ -22,7 +22,10 @@ fn handshake_packets_round_trip_and_never_amplify() {
     });
     let challenge = roundtrip(&Packet::Challenge { nonce: 42, token });
     assert_eq!(hello.len(), HELLO_MIN_LEN);
-    assert!(challenge.len() < hello.len() / 2, "challenge must be far smaller than hello");
+    assert!(
+        challenge.len() < hello.len() / 2,
+        "challenge must be far smaller than hello"
+    );
     let connect = roundtrip(&Packet::Connect {
         version: PROTOCOL_VERSION,
         nonce: 42,
@@ -66,7 +69,10 @@ fn short_hello_and_connect_are_rejected() {
         ..Default::default()
     })
     .to_vec();
-    assert!(stats.len() <= req.len(), "stats reply must fit the padded request");
+    assert!(
+        stats.len() <= req.len(),
+        "stats reply must fit the padded request"
+    );
     req.pop();
     assert!(Packet::decode(&req).is_err());
 }
@@ -112,7 +118,10 @@ fn snapshot_pads_to_size_and_delta_round_trips() {
     assert_eq!(count, 4, "changed 1, changed 2, removed 5, added 7");
     let mut full = Vec::new();
     delta::encode(&[], &cur, &mut full);
-    assert!(records.len() < full.len(), "delta must be smaller than full state");
+    assert!(
+        records.len() < full.len(),
+        "delta must be smaller than full state"
+    );
     let snap = Snapshot {
         tick: 10,
         last_cmd_seq: Some(99),
@@ -157,7 +166,10 @@ fn commands_span_the_players_size_range() {
         let bytes = roundtrip(&Packet::Command(c));
         assert_eq!(bytes.len(), total.max(COMMAND_HEADER_LEN));
     }
-    assert!(COMMAND_HEADER_LEN <= 40, "a 40-byte command must be possible");
+    assert!(
+        COMMAND_HEADER_LEN <= 40,
+        "a 40-byte command must be possible"
+    );
 }
 
 #[test]

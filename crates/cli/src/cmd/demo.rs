@@ -46,7 +46,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
     if let Some(c) = server_cpu {
         args.extend(["--cpu".into(), c.to_string()]);
     }
-    let mut server = ServerChild::start(&args).map_err(|e| fail(Code::Runtime, format!("{e:#}")))?;
+    let mut server =
+        ServerChild::start(&args).map_err(|e| fail(Code::Runtime, format!("{e:#}")))?;
     eprintln!(
         "demo: server pid {} on {} (CPU {}), {} players on CPU {}, {:?} measured",
         server.pid(),
@@ -67,7 +68,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         ping_size: 64,
         connect_timeout: Duration::from_secs(3),
         threads: 1,
-        cpus: player_cpu.map(|c| vec![c]),
+        cpus: player_cpu.map(|c| super::CpuList(vec![c])),
         json: a.json,
         seed: 1,
         quiet: false,

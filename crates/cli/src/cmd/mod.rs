@@ -26,7 +26,14 @@ pub fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     }
 }
 
-/// Parses a CPU list such as `0`, `0-3` or `1,3`.
-pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
-    tickpack_net::cpu::parse_cpu_list(s).map_err(|e| e.to_string())
+/// A CPU list such as `0`, `0-3` or `1,3` (a newtype so clap takes it as
+/// one value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+/// Parses a [`CpuList`].
+pub fn parse_cpus(s: &str) -> Result<CpuList, String> {
+    tickpack_net::cpu::parse_cpu_list(s)
+        .map(CpuList)
+        .map_err(|e| e.to_string())
 }

@@ -77,9 +77,14 @@ pub fn run(a: Args) -> Result<(), Failure> {
     if let Some(cpu) = a.cpu {
         tickpack_net::cpu::pin_current_thread(&[cpu]).code(Code::Config)?;
     }
-    let local = if a.target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+    let local = if a.target.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    };
     let sock = UdpSocket::bind(local).context("binding the ping socket")?;
-    sock.connect(a.target).with_context(|| format!("connecting to {}", a.target))?;
+    sock.connect(a.target)
+        .with_context(|| format!("connecting to {}", a.target))?;
     match a.mode {
         Mode::Blocking => sock.set_read_timeout(Some(a.timeout))?,
         Mode::Busy => sock.set_nonblocking(true)?,
@@ -105,7 +110,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
         match sock.send(&out) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                return Err(fail(Code::Unreachable, format!("{} refused: nothing is listening there", a.target)))
+                return Err(fail(
+                    Code::Unreachable,
+                    format!("{} refused: nothing is listening there", a.target),
+                ))
             }
             Err(e) => return Err(anyhow::Error::from(e).context("sending a ping").into()),
         }
@@ -121,9 +129,19 @@ pub fn run(a: Args) -> Result<(), Failure> {
                     }
                     std::hint::spin_loop();
                 }
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => break false,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break false
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    return Err(fail(Code::Unreachable, format!("{} refused: nothing is listening there", a.target)))
+                    return Err(fail(
+                        Code::Unreachable,
+                        format!("{} refused: nothing is listening there", a.target),
+                    ))
                 }
                 Err(e) => return Err(anyhow::Error::from(e).context("receiving a pong").into()),
             }
@@ -140,7 +158,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
         }
     }
     if sent > 0 && lost == sent {
-        return Err(fail(Code::Unreachable, format!("no answer from {} to {sent} pings", a.target)));
+        return Err(fail(
+            Code::Unreachable,
+            format!("no answer from {} to {sent} pings", a.target),
+        ));
     }
     let tenths = Percentiles::from_histogram(&hist);
     let us = |v: u64| v / 10;

@@ -10,7 +10,7 @@ use anyhow::Context;
 use tickpack_players::{PlayersConfig, SizeDist};
 use tickpack_report::PlayersResult;
 
-use super::{parse_addr, parse_cpus, parse_duration};
+use super::{parse_addr, parse_cpus, parse_duration, CpuList};
 use crate::exit::{fail, Code, Failure, WithCode};
 use crate::table;
 
@@ -49,7 +49,7 @@ pub struct Args {
     pub threads: usize,
     /// Pin the load generator threads to these CPUs (e.g. 0 or 0-1), round robin.
     #[arg(long, value_parser = parse_cpus)]
-    pub cpus: Option<Vec<usize>>,
+    pub cpus: Option<CpuList>,
     /// Write the versioned result document (percentiles and serialized
     /// HdrHistograms) to this file; `-` for stdout.
     #[arg(long)]
@@ -75,7 +75,7 @@ impl Args {
             ping_size: self.ping_size,
             connect_timeout: self.connect_timeout,
             threads: self.threads,
-            cpus: self.cpus.clone().unwrap_or_default(),
+            cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),
             seed: self.seed,
         };
         cfg.validate().code(Code::Config)?;
@@ -167,12 +167,30 @@ pub fn print_summary(r: &PlayersResult) {
         r.tick_hz
     );
     println!("{}", table::header(w));
-    println!("{}", table::row_ms("transaction latency (ms)", w, &r.transaction_latency_us));
+    println!(
+        "{}",
+        table::row_ms("transaction latency (ms)", w, &r.transaction_latency_us)
+    );
     println!("{}", table::row_ms("network round trip (ms)", w, &r.rtt_us));
-    println!("{}", table::row_ms("server frame time (ms)", w, &r.server_frame_us));
-    println!("{}", table::row_ms("tick lateness (ms)", w, &r.tick_lateness_us));
-    println!("{}", table::row_ms("snapshot jitter (ms)", w, &r.snapshot_jitter_us));
-    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+    println!(
+        "{}",
+        table::row_ms("server frame time (ms)", w, &r.server_frame_us)
+    );
+    println!(
+        "{}",
+        table::row_ms("tick lateness (ms)", w, &r.tick_lateness_us)
+    );
+    println!(
+        "{}",
+        table::row_ms("snapshot jitter (ms)", w, &r.snapshot_jitter_us)
+    );
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
     println!(
         "snapshots: {} expected, {} received, {} lost ({:.3}%)",
         r.snapshots.expected,

@@ -50,7 +50,8 @@ pub struct Args {
     /// Bytes of each snapshot datagram sent to each player every tick.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u16).range(64..=65000))]
     pub snapshot_bytes: u16,
-    /// Game work per tick: light, default, heavy, or a factor of default (e.g. 2.5).
+    /// Game work per tick: light, default (= reference), heavy, a factor of the
+    /// reference (e.g. 2.5) or of a profile (heavy*2).
     /// The default approximates one CS 1.6-era server with 12 players
     /// (see docs/methodology.md).
     #[arg(long, default_value = "default", value_parser = parse_cost)]
@@ -76,15 +77,7 @@ pub struct Args {
 }
 
 fn parse_cost(s: &str) -> Result<CostProfile, String> {
-    match s {
-        "light" => Ok(CostProfile::light()),
-        "default" => Ok(CostProfile::default()),
-        "heavy" => Ok(CostProfile::heavy()),
-        _ => match s.parse::<f32>() {
-            Ok(f) if f > 0.0 && f <= 100.0 => Ok(CostProfile::scaled(f)),
-            _ => Err("expected light, default, heavy or a factor in (0, 100]".into()),
-        },
-    }
+    s.parse::<CostProfile>().map_err(|e| e.to_string())
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
@@ -230,17 +223,72 @@ pub fn prometheus_text(server: &Server, now_us: u64) -> String {
             ("{quantile=\"1\"}".to_string(), f64::from(max) / 1e6),
         ]
     };
-    metric("tickpack_ticks_total", "counter", "Ticks run.", &one(s.tick as f64));
-    metric("tickpack_players", "gauge", "Connected human players.", &one(f64::from(s.players)));
-    metric("tickpack_bots", "gauge", "Server-side bots.", &one(f64::from(s.bots)));
-    metric("tickpack_frame_seconds", "summary", "Server processing time per tick.", &q(s.frame_p50_us, s.frame_p99_us, s.frame_max_us));
-    metric("tickpack_tick_lateness_seconds", "summary", "How late ticks started.", &q(s.lateness_p50_us, s.lateness_p99_us, s.lateness_max_us));
-    metric("tickpack_overruns_total", "counter", "Ticks longer than the tick interval.", &one(s.overruns as f64));
-    metric("tickpack_packets_received_total", "counter", "Datagrams received.", &one(c.packets_in as f64));
-    metric("tickpack_packets_sent_total", "counter", "Datagrams sent.", &one(c.packets_out as f64));
-    metric("tickpack_malformed_total", "counter", "Datagrams dropped as malformed or not allowed.", &one(c.malformed as f64));
-    metric("tickpack_amplification_drops_total", "counter", "Replies withheld from unproven sources.", &one(c.amplification_drops as f64));
-    metric("tickpack_cpu_seconds_total", "counter", "CPU time used by the server process.", &one(s.cpu_time_us as f64 / 1e6));
+    metric(
+        "tickpack_ticks_total",
+        "counter",
+        "Ticks run.",
+        &one(s.tick as f64),
+    );
+    metric(
+        "tickpack_players",
+        "gauge",
+        "Connected human players.",
+        &one(f64::from(s.players)),
+    );
+    metric(
+        "tickpack_bots",
+        "gauge",
+        "Server-side bots.",
+        &one(f64::from(s.bots)),
+    );
+    metric(
+        "tickpack_frame_seconds",
+        "summary",
+        "Server processing time per tick.",
+        &q(s.frame_p50_us, s.frame_p99_us, s.frame_max_us),
+    );
+    metric(
+        "tickpack_tick_lateness_seconds",
+        "summary",
+        "How late ticks started.",
+        &q(s.lateness_p50_us, s.lateness_p99_us, s.lateness_max_us),
+    );
+    metric(
+        "tickpack_overruns_total",
+        "counter",
+        "Ticks longer than the tick interval.",
+        &one(s.overruns as f64),
+    );
+    metric(
+        "tickpack_packets_received_total",
+        "counter",
+        "Datagrams received.",
+        &one(c.packets_in as f64),
+    );
+    metric(
+        "tickpack_packets_sent_total",
+        "counter",
+        "Datagrams sent.",
+        &one(c.packets_out as f64),
+    );
+    metric(
+        "tickpack_malformed_total",
+        "counter",
+        "Datagrams dropped as malformed or not allowed.",
+        &one(c.malformed as f64),
+    );
+    metric(
+        "tickpack_amplification_drops_total",
+        "counter",
+        "Replies withheld from unproven sources.",
+        &one(c.amplification_drops as f64),
+    );
+    metric(
+        "tickpack_cpu_seconds_total",
+        "counter",
+        "CPU time used by the server process.",
+        &one(s.cpu_time_us as f64 / 1e6),
+    );
     t
 }
 
@@ -259,4 +307,3 @@ fn serve_metrics(listener: TcpListener, text: Arc<Mutex<String>>) {
         );
     }
 }
-

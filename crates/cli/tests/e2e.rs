@@ -1,0 +1,381 @@
+//! End to end on 127.0.0.1: the real `tickpack` binary as server and players.
+//!
+//! Each test starts its own server on port 0 and ends it by PID. The tests
+//! share the machine's two cores, so they run one at a time (a lock), with
+//! the server pinned to the last CPU and the players to the first.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, UdpSocket};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tickpack")
+}
+
+fn cpus() -> (String, String) {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    ((n - 1).to_string(), "0".to_string())
+}
+
+/// A server child, killed by PID when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let (server_cpu, _) = cpus();
+        let mut child = Command::new(exe())
+            .args(["server", "--bind", "127.0.0.1:0", "--cpu", &server_cpu])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .expect("read server banner");
+        let addr = line
+            .strip_prefix("tickpack server listening on ")
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("unexpected banner {line:?}"))
+            .parse()
+            .unwrap();
+        Server { child, addr }
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        // SAFETY-free: signal our own child by PID through the kill command.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "server ignored SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn players(target: SocketAddr, extra: &[&str]) -> (Output, Option<Value>) {
+    let (_, player_cpu) = cpus();
+    let json = std::env::temp_dir().join(format!(
+        "tp-e2e-{}-{}.json",
+        std::process::id(),
+        target.port()
+    ));
+    let out = Command::new(exe())
+        .args([
+            "players",
+            "--target",
+            &target.to_string(),
+            "--cpus",
+            &player_cpu,
+            "--quiet",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .args(extra)
+        .output()
+        .expect("run players");
+    let doc = std::fs::read_to_string(&json)
+        .ok()
+        .map(|s| serde_json::from_str(&s).expect("valid JSON"));
+    let _ = std::fs::remove_file(&json);
+    (out, doc)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The QoS a LAN player expects: nothing lost, p99 within a tick + 2 ms.
+fn assert_qos(doc: &Value, tick_hz: u64, players: u64) {
+    assert_eq!(doc["connected"], players, "{doc:#}");
+    let snaps = &doc["snapshots"];
+    assert!(snaps["expected"].as_u64().unwrap() > 0);
+    assert_eq!(snaps["lost"], 0, "snapshots lost: {snaps}");
+    assert_eq!(doc["commands"]["lost"], 0, "commands never reflected");
+    let tl = &doc["transaction_latency_us"];
+    let bound = 1_000_000 / tick_hz + 2_000;
+    assert!(
+        tl["p99"].as_u64().unwrap() <= bound,
+        "p99 transaction latency {} us > {bound} us: {tl}",
+        tl["p99"]
+    );
+    // A command waits for the next tick, so the median is several ms, never ~0.
+    assert!(
+        tl["p50"].as_u64().unwrap() > 1_000_000 / tick_hz / 10,
+        "{tl}"
+    );
+}
+
+#[test]
+fn twelve_players_lose_nothing_and_stay_within_a_tick_plus_2ms() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut server = Server::start(&["--tick-hz", "100", "--bots", "4"]);
+    let (out, doc) = players(server.addr, &["--players", "12", "--duration", "4s"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = doc.expect("players wrote JSON");
+    assert_eq!(doc["schema"], "tickpack.players/1");
+    assert_qos(&doc, 100, 12);
+    for key in [
+        "transaction_latency_us",
+        "rtt_us",
+        "server_frame_us",
+        "tick_lateness_us",
+    ] {
+        for p in ["p50", "p90", "p99", "p999", "max", "count"] {
+            assert!(doc[key][p].is_u64(), "{key}.{p} missing");
+        }
+        let h = doc["histograms"][key].as_str().unwrap();
+        let hist = tickpack_report::decode_histogram(h).expect("histogram decodes");
+        assert_eq!(
+            hist.len(),
+            doc[key]["count"].as_u64().unwrap(),
+            "{key} histogram matches its count"
+        );
+    }
+    assert!(
+        doc["server_frame_us"]["p50"].as_u64().unwrap() > 50,
+        "the server does real work per tick"
+    );
+    assert!(
+        text(&out).contains("transaction latency (ms)"),
+        "terminal table"
+    );
+    assert!(server.terminate().success(), "clean exit on SIGTERM");
+}
+
+#[test]
+fn garbage_flood_neither_crashes_the_server_nor_costs_players_their_qos() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = Server::start(&["--tick-hz", "100", "--bots", "4"]);
+    let target = server.addr;
+    let flood = std::thread::spawn(move || {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut buf = [0u8; 1400];
+        let t0 = Instant::now();
+        let mut sent = 0u64;
+        // Bounded: 10k datagrams/s for at most 5.5 s.
+        while t0.elapsed() < Duration::from_millis(5_500) && sent < 55_000 {
+            for _ in 0..100 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let len = (x % 1400) as usize;
+                for (i, b) in buf[..len].iter_mut().enumerate() {
+                    *b = (x >> (i % 57)) as u8;
+                }
+                match x % 4 {
+                    0 if len >= 3 => buf[..2].copy_from_slice(b"TP"),
+                    1 if len >= 5 => buf[..4].copy_from_slice(&[0xFF; 4]),
+                    _ => {}
+                }
+                let _ = s.send_to(&buf[..len], target);
+                sent += 1;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        sent
+    });
+    let (out, doc) = players(target, &["--players", "12", "--duration", "4s"]);
+    let sent = flood.join().unwrap();
+    assert!(sent > 30_000, "the flood ran ({sent} datagrams)");
+    assert!(out.status.success(), "{}", text(&out));
+    assert_qos(&doc.unwrap(), 100, 12);
+    // Still alive and counting what it dropped.
+    let stats = query_stats(target).expect("server answers after the flood");
+    assert!(
+        stats.malformed > 10_000,
+        "garbage counted as malformed: {}",
+        stats.malformed
+    );
+}
+
+fn query_stats(target: SocketAddr) -> Option<tickpack_wire::ServerStats> {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let req = tickpack_wire::Packet::StatsRequest { nonce: 3 }.to_vec();
+    let mut buf = [0u8; 2048];
+    for _ in 0..5 {
+        s.send_to(&req, target).unwrap();
+        if let Ok((n, _)) = s.recv_from(&mut buf) {
+            if let Ok(tickpack_wire::Packet::Stats(st)) = tickpack_wire::Packet::decode(&buf[..n]) {
+                return Some(st);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_port_in_use_is_one_clear_line_and_exit_2() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let holder = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = holder.local_addr().unwrap();
+    let out = Command::new(exe())
+        .args(["server", "--bind", &addr.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&addr.to_string()) && err.contains("in use"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn an_unreachable_target_is_reported_not_waited_on() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A port nobody listens on: bind and close it.
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t0 = Instant::now();
+    let out = Command::new(exe())
+        .args([
+            "players",
+            "--target",
+            &format!("127.0.0.1:{port}"),
+            "--players",
+            "3",
+            "--duration",
+            "30s",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "players hung on an unreachable target"
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("127.0.0.1:{port}")) && err.contains("refused"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_flags_and_addresses_exit_2_with_a_message() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for args in [
+        vec!["players", "--target", "not-an-address"],
+        vec!["players", "--target", "127.0.0.1:1", "--cmd-size", "10-5"],
+        vec!["players", "--target", "127.0.0.1:1", "--duration", "soon"],
+        vec!["server", "--tick-hz", "0"],
+        vec!["server", "--cost", "free"],
+        vec!["ping", "--target", "127.0.0.1:1", "--size", "2"],
+    ] {
+        let out = Command::new(exe()).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(!out.stderr.is_empty(), "{args:?} printed no reason");
+    }
+}
+
+#[test]
+fn sigterm_tells_the_players_and_metrics_speak_prometheus() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let mut server = Server::start(&["--metrics", &metrics, "--bots", "2"]);
+    let addr = server.addr;
+    let players = std::thread::spawn(move || {
+        players(
+            addr,
+            &["--players", "4", "--duration", "20s", "--warmup", "0s"],
+        )
+    });
+    std::thread::sleep(Duration::from_millis(2_500));
+    let body = http_get(&metrics);
+    assert!(
+        body.contains("# TYPE tickpack_ticks_total counter"),
+        "{body}"
+    );
+    assert!(body.contains("tickpack_players 4"), "{body}");
+    assert!(
+        body.contains("tickpack_frame_seconds{quantile=\"0.99\"}"),
+        "{body}"
+    );
+    let t0 = Instant::now();
+    assert!(server.terminate().success());
+    let (out, _) = players.join().unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "players kept waiting after the server left"
+    );
+    assert!(
+        text(&out).contains("ServerShutdown"),
+        "players were told: {}",
+        text(&out)
+    );
+}
+
+fn http_get(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
+}
+
+#[test]
+fn valve_query_clients_list_the_server() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let probe = Command::new("python3").args(["-c", "import a2s"]).output();
+    assert!(
+        probe.map(|o| o.status.success()).unwrap_or(false),
+        "python3 with the python-a2s package is needed for this test: run scripts/setup.sh (pip install python-a2s)"
+    );
+    let server = Server::start(&["--bots", "3", "--name", "e2e-server"]);
+    let script = format!(
+        "import a2s\naddr=('127.0.0.1',{})\ni=a2s.info(addr,timeout=3)\np=a2s.players(addr,timeout=3)\nprint(i.server_name,'|',i.map_name,'|',i.player_count,'|',i.max_players,'|',i.bot_count,'|',len(p))",
+        server.addr.port()
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let line = String::from_utf8_lossy(&out.stdout);
+    let f: Vec<&str> = line.trim().split(" | ").collect();
+    assert_eq!(f, ["e2e-server", "tp_arena", "3", "15", "3", "3"], "{line}");
+}

@@ -1,0 +1,20 @@
+//! The reference game server's logic: the game world and the server state
+//! machine around it. No sockets, no clock, no threads: the caller passes
+//! `now` in and takes datagrams out, so everything here runs on a virtual
+//! clock in tests.
+//!
+//! - [`world`]: the map, movement with collision, hit traces, per-player
+//!   visibility, bots, and the [`world::CostProfile`] knob that sets how much
+//!   CPU a tick costs.
+//! - [`server`]: connections (challenge, token, accept), commands applied at
+//!   the next tick, per-player delta snapshots, A2S queries, stats, and the
+//!   anti-amplification rule.
+//!
+//! Order: [`Server::new`], then per loop iteration [`Server::handle`] for
+//! each datagram, [`Server::tick`] when a tick is due and
+//! [`Server::record_frame`] after it, and [`Server::drain_transmits`].
+
+pub mod server;
+pub mod world;
+
+pub use server::{Counters, Server, ServerConfig};

@@ -1,0 +1,521 @@
+//! The server state machine on a virtual clock: handshake, commands applied
+//! at the next tick, acks and deltas, bots, timeouts, A2S, and the
+//! anti-amplification rule. No sockets, no sleeping.
+
+use std::net::SocketAddr;
+
+use tickpack_sim::{Server, ServerConfig};
+use tickpack_wire::*;
+
+const TICK_US: u64 = 10_000;
+
+struct Harness {
+    server: Server,
+    now: u64,
+}
+
+impl Harness {
+    fn new(cfg: ServerConfig) -> Self {
+        Self {
+            server: Server::new(cfg, [5; 32]),
+            now: 1_000_000,
+        }
+    }
+
+    fn send_raw(&mut self, from: SocketAddr, bytes: &[u8]) -> Vec<(SocketAddr, Vec<u8>)> {
+        self.server.handle(self.now, from, bytes);
+        self.out()
+    }
+
+    fn send(&mut self, from: SocketAddr, p: Packet<'_>) -> Vec<(SocketAddr, Vec<u8>)> {
+        self.send_raw(from, &p.to_vec())
+    }
+
+    fn out(&mut self) -> Vec<(SocketAddr, Vec<u8>)> {
+        let mut v = vec![];
+        self.server.drain_transmits(|a, b| v.push((a, b.to_vec())));
+        v
+    }
+
+    fn tick(&mut self) -> Vec<(SocketAddr, Vec<u8>)> {
+        self.now += TICK_US;
+        self.server.tick(self.now, self.now);
+        self.server.record_frame(500);
+        self.out()
+    }
+
+    /// Full handshake; returns the entity id.
+    fn connect(&mut self, from: SocketAddr) -> u16 {
+        let r = self.send(
+            from,
+            Packet::Hello {
+                version: PROTOCOL_VERSION,
+                nonce: 9,
+            },
+        );
+        let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
+            panic!("expected a challenge, got {:?}", r)
+        };
+        let r = self.send(
+            from,
+            Packet::Connect {
+                version: PROTOCOL_VERSION,
+                nonce: 9,
+                token,
+                name: "p",
+            },
+        );
+        match Packet::decode(&r[0].1).unwrap() {
+            Packet::Accepted {
+                client_id,
+                tick_hz,
+                snapshot_len,
+                ..
+            } => {
+                assert_eq!(tick_hz, 100);
+                assert_eq!(snapshot_len, 2000);
+                client_id
+            }
+            other => panic!("expected accepted, got {other:?}"),
+        }
+    }
+}
+
+fn addr(i: u16) -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 1], 40_000 + i))
+}
+
+fn command(seq: u32, ack: Option<u32>) -> Vec<u8> {
+    Packet::Command(Command {
+        seq,
+        client_time_us: 0,
+        ack_tick: ack,
+        input: Input {
+            forward: 1.0,
+            ..Default::default()
+        },
+        payload: &[0; 60],
+    })
+    .to_vec()
+}
+
+fn snapshot_for(out: &[(SocketAddr, Vec<u8>)], to: SocketAddr) -> Vec<u8> {
+    out.iter()
+        .find(|(a, b)| *a == to && matches!(Packet::decode(b), Ok(Packet::Snapshot(_))))
+        .map(|(_, b)| b.clone())
+        .unwrap_or_else(|| panic!("no snapshot for {to} in {} datagrams", out.len()))
+}
+
+#[test]
+fn command_is_applied_at_the_next_tick_and_acknowledged_in_the_snapshot() {
+    let mut h = Harness::new(ServerConfig::default());
+    let a = addr(1);
+    h.connect(a);
+    let out = h.tick();
+    let bytes = snapshot_for(&out, a);
+    let Packet::Snapshot(s) = Packet::decode(&bytes).unwrap() else {
+        panic!()
+    };
+    assert_eq!(s.last_cmd_seq, None, "nothing sent yet");
+    assert_eq!(s.len, 2000, "snapshot padded to the configured size");
+
+    assert!(
+        h.send_raw(a, &command(1, Some(s.tick))).is_empty(),
+        "commands get no direct reply"
+    );
+    assert!(h.send_raw(a, &command(2, Some(s.tick))).is_empty());
+    let out = h.tick();
+    let bytes = snapshot_for(&out, a);
+    let Packet::Snapshot(s2) = Packet::decode(&bytes).unwrap() else {
+        panic!()
+    };
+    assert_eq!(s2.tick, s.tick + 1);
+    assert_eq!(
+        s2.last_cmd_seq,
+        Some(2),
+        "the newest command is reflected by the next tick"
+    );
+    assert_eq!(s2.frame_us, 500, "previous frame time is reported");
+
+    // A late, reordered command does not roll the acknowledgement back.
+    h.send_raw(a, &command(1, None));
+    let out = h.tick();
+    let bytes = snapshot_for(&out, a);
+    let Packet::Snapshot(s3) = Packet::decode(&bytes).unwrap() else {
+        panic!()
+    };
+    assert_eq!(s3.last_cmd_seq, Some(2));
+}
+
+#[test]
+fn snapshots_are_deltas_against_the_acknowledged_tick_and_decode() {
+    let mut h = Harness::new(ServerConfig {
+        bots: 4,
+        ..Default::default()
+    });
+    let a = addr(1);
+    h.connect(a);
+    let mut states: Vec<(u32, Vec<EntityState>)> = vec![];
+    let mut deltas = 0;
+    for i in 0..200u32 {
+        let out = h.tick();
+        let bytes = snapshot_for(&out, a);
+        let Packet::Snapshot(s) = Packet::decode(&bytes).unwrap() else {
+            panic!()
+        };
+        let base: &[EntityState] = match s.baseline_tick {
+            None => &[],
+            Some(t) => {
+                deltas += 1;
+                &states
+                    .iter()
+                    .find(|(st, _)| *st == t)
+                    .expect("baseline the client acked")
+                    .1
+            }
+        };
+        let mut cur = vec![];
+        delta::apply(base, s.records, s.record_count, &mut cur).expect("snapshot applies");
+        assert!(
+            cur.iter().any(|e| e.flags & entity_flags::BOT == 0),
+            "the player sees itself"
+        );
+        states.push((s.tick, cur));
+        h.send_raw(a, &command(i + 1, Some(s.tick)));
+    }
+    assert!(
+        deltas > 190,
+        "after the first ack every snapshot is a delta ({deltas})"
+    );
+    let seen_bots = states
+        .iter()
+        .any(|(_, e)| e.iter().any(|e| e.flags & entity_flags::BOT != 0));
+    assert!(seen_bots, "bots show up in snapshots");
+    assert!(h.server.world().counters().shots > 0, "bots shoot");
+}
+
+#[test]
+fn refusals_bad_tokens_full_and_version() {
+    let mut h = Harness::new(ServerConfig {
+        max_players: 2,
+        ..Default::default()
+    });
+    let (a, b, c) = (addr(1), addr(2), addr(3));
+    // A token issued to a is useless to b.
+    let r = h.send(
+        a,
+        Packet::Hello {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+        },
+    );
+    let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
+        panic!()
+    };
+    let r = h.send(
+        b,
+        Packet::Connect {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+            token,
+            name: "x",
+        },
+    );
+    assert_eq!(
+        Packet::decode(&r[0].1).unwrap(),
+        Packet::Refused {
+            reason: RefuseReason::BadToken
+        }
+    );
+    // Expired after two windows.
+    h.now += 25_000_000;
+    let r = h.send(
+        a,
+        Packet::Connect {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+            token,
+            name: "x",
+        },
+    );
+    assert_eq!(
+        Packet::decode(&r[0].1).unwrap(),
+        Packet::Refused {
+            reason: RefuseReason::BadToken
+        }
+    );
+    let r = h.send(
+        a,
+        Packet::Hello {
+            version: 99,
+            nonce: 1,
+        },
+    );
+    assert_eq!(
+        Packet::decode(&r[0].1).unwrap(),
+        Packet::Refused {
+            reason: RefuseReason::Version
+        }
+    );
+    h.connect(a);
+    h.connect(b);
+    assert_eq!(h.server.players(), 2);
+    let r = h.send(
+        c,
+        Packet::Hello {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+        },
+    );
+    let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
+        panic!()
+    };
+    let r = h.send(
+        c,
+        Packet::Connect {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+            token,
+            name: "x",
+        },
+    );
+    assert_eq!(
+        Packet::decode(&r[0].1).unwrap(),
+        Packet::Refused {
+            reason: RefuseReason::Full
+        }
+    );
+    // A player leaving frees the slot.
+    h.send(
+        a,
+        Packet::Disconnect {
+            reason: DisconnectReason::ClientLeaving,
+        },
+    );
+    assert_eq!(h.server.players(), 1);
+    h.connect(c);
+}
+
+#[test]
+fn unproven_sources_never_get_more_bytes_than_they_sent() {
+    let mut h = Harness::new(ServerConfig {
+        bots: 2,
+        ..Default::default()
+    });
+    let victim = addr(7);
+    h.connect(addr(1)); // someone legitimately playing
+    let other_token = {
+        let r = h.send(
+            addr(2),
+            Packet::Hello {
+                version: PROTOCOL_VERSION,
+                nonce: 1,
+            },
+        );
+        let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
+            panic!()
+        };
+        token
+    };
+    let mut a2s_info = vec![];
+    a2s::Query::Info { challenge: None }.encode(&mut a2s_info);
+    let mut a2s_players_wrong = vec![];
+    a2s::Query::Players {
+        challenge: Some(1234),
+    }
+    .encode(&mut a2s_players_wrong);
+    let spoofed: Vec<Vec<u8>> = vec![
+        Packet::Hello {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+        }
+        .to_vec(),
+        Packet::Connect {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+            token: other_token,
+            name: "x",
+        }
+        .to_vec(),
+        Packet::Ping {
+            nonce: 1,
+            client_time_us: 0,
+            len: 19,
+        }
+        .to_vec(),
+        Packet::Ping {
+            nonce: 1,
+            client_time_us: 0,
+            len: 1000,
+        }
+        .to_vec(),
+        Packet::StatsRequest { nonce: 1 }.to_vec(),
+        command(1, None),
+        a2s_info,
+        a2s_players_wrong,
+        vec![0xFF, 0xFF, 0xFF, 0xFF, 0x55], // A2S_PLAYER with no challenge field: 5 bytes
+        vec![0xFF, 0xFF, 0xFF, 0xFF, 0x56],
+        b"TP\x01".to_vec(),
+        vec![0u8; 40],
+    ];
+    for req in &spoofed {
+        for _ in 0..3 {
+            let replies = h.send_raw(victim, req);
+            let sent: usize = replies
+                .iter()
+                .filter(|(a, _)| *a == victim)
+                .map(|(_, b)| b.len())
+                .sum();
+            assert!(
+                sent <= req.len(),
+                "{} bytes answered to a {}-byte request {:?}",
+                sent,
+                req.len(),
+                &req[..req.len().min(8)]
+            );
+        }
+        // And ticks never send the victim anything.
+        let out = h.tick();
+        assert!(
+            out.iter().all(|(a, _)| *a != victim),
+            "a tick sent data to an unproven source"
+        );
+    }
+    assert!(
+        h.server.counters().amplification_drops >= 3,
+        "the 5-byte A2S requests were not answered"
+    );
+}
+
+#[test]
+fn a2s_info_and_players_after_challenge() {
+    let mut h = Harness::new(ServerConfig {
+        bots: 3,
+        map: "tp_arena".into(),
+        ..Default::default()
+    });
+    h.connect(addr(1));
+    let q = addr(9);
+    let mut req = vec![];
+    a2s::Query::Info { challenge: None }.encode(&mut req);
+    let r = h.send_raw(q, &req);
+    assert_eq!(r[0].1[4], 0x41, "challenge first");
+    let challenge = u32::from_le_bytes(r[0].1[5..9].try_into().unwrap());
+    let mut req = vec![];
+    a2s::Query::Info {
+        challenge: Some(challenge),
+    }
+    .encode(&mut req);
+    let r = h.send_raw(q, &req);
+    let info = &r[0].1;
+    assert_eq!(info[4], 0x49);
+    assert!(info.windows(9).any(|w| w == b"tp_arena\0"));
+    let mut req = vec![];
+    a2s::Query::Players {
+        challenge: Some(challenge),
+    }
+    .encode(&mut req);
+    let r = h.send_raw(q, &req);
+    assert_eq!(r[0].1[4], 0x44);
+    assert_eq!(r[0].1[5], 4, "one human and three bots listed");
+}
+
+#[test]
+fn silent_players_time_out_and_shutdown_says_goodbye() {
+    let mut h = Harness::new(ServerConfig {
+        timeout_us: 1_000_000,
+        ..Default::default()
+    });
+    let (a, b) = (addr(1), addr(2));
+    h.connect(a);
+    h.connect(b);
+    for i in 0..150 {
+        h.send_raw(b, &command(i + 1, None));
+        h.tick();
+    }
+    assert_eq!(
+        h.server.players(),
+        1,
+        "a went silent for 1.5 s and was dropped"
+    );
+    h.server.shutdown();
+    let out = h.out();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, b);
+    assert_eq!(
+        Packet::decode(&out[0].1).unwrap(),
+        Packet::Disconnect {
+            reason: DisconnectReason::ServerShutdown
+        }
+    );
+    let r = h.send(
+        addr(3),
+        Packet::Hello {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+        },
+    );
+    let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
+        panic!()
+    };
+    let r = h.send(
+        addr(3),
+        Packet::Connect {
+            version: PROTOCOL_VERSION,
+            nonce: 1,
+            token,
+            name: "",
+        },
+    );
+    assert_eq!(
+        Packet::decode(&r[0].1).unwrap(),
+        Packet::Refused {
+            reason: RefuseReason::ShuttingDown
+        }
+    );
+}
+
+#[test]
+fn garbage_is_counted_never_fatal() {
+    let mut h = Harness::new(ServerConfig::default());
+    let a = addr(1);
+    h.connect(a);
+    let mut x: u64 = 0x1234_5678;
+    for n in 0..5000usize {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = (x % 300) as usize;
+        let mut buf: Vec<u8> = (0..len).map(|i| (x >> (i % 56)) as u8).collect();
+        if n % 3 == 0 && buf.len() > 3 {
+            buf[0] = b'T';
+            buf[1] = b'P';
+        }
+        h.server.handle(h.now, addr(100 + (n % 50) as u16), &buf);
+    }
+    let _ = h.out();
+    assert!(h.server.counters().malformed > 4000);
+    let out = h.tick();
+    snapshot_for(&out, a);
+}
+
+#[test]
+fn stats_reply_reports_ticks_and_players() {
+    let mut h = Harness::new(ServerConfig {
+        bots: 2,
+        ..Default::default()
+    });
+    h.connect(addr(1));
+    for _ in 0..10 {
+        h.tick();
+    }
+    let r = h.send(addr(5), Packet::StatsRequest { nonce: 77 });
+    let Packet::Stats(s) = Packet::decode(&r[0].1).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (s.nonce, s.tick, s.players, s.bots, s.tick_hz),
+        (77, 10, 1, 2, 100)
+    );
+    assert_eq!(s.frame_p50_us, 500);
+}
