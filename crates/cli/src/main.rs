@@ -43,6 +43,11 @@ enum Command {
     /// Start a server and players on this machine, pinned to separate
     /// cores, and print what the players saw.
     Demo(cmd::demo::Args),
+    /// Run many isolated game servers on this machine: own IP, files, PIDs,
+    /// CPU and memory each, placed on cores, restarted when they crash.
+    Host(cmd::host::Args),
+    #[command(name = "__instance-init", hide = true)]
+    InstanceInit(cmd::host::InitArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +57,8 @@ fn main() -> ExitCode {
         Command::Players(a) => cmd::players::run(a),
         Command::Ping(a) => cmd::ping::run(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Host(a) => cmd::host::run(a),
+        Command::InstanceInit(a) => cmd::host::instance_init(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod demo;
+pub mod host;
 pub mod ping;
 pub mod players;
 pub mod server;

@@ -51,6 +51,18 @@ pub struct Args {
     pub json: Option<PathBuf>,
 }
 
+/// Percentiles with a fractional part (the ping histogram has 0.1 us steps).
+#[derive(Serialize)]
+pub struct FloatPercentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub count: u64,
+}
+
 #[derive(Serialize)]
 pub struct PingResult {
     pub schema: &'static str,
@@ -61,9 +73,9 @@ pub struct PingResult {
     pub cpu: Option<usize>,
     pub sent: u64,
     pub lost: u64,
-    pub rtt_us: Percentiles,
-    /// RTT in nanoseconds would exceed most needs; this keeps 0.1 us
-    /// resolution: the histogram records tenths of microseconds.
+    /// Round trip percentiles in microseconds, to 0.1 us.
+    pub rtt_us: FloatPercentiles,
+    /// The histogram behind `rtt_us`, in tenths of a microsecond.
     pub rtt_tenths_us_histogram: String,
 }
 
@@ -164,8 +176,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
         ));
     }
     let tenths = Percentiles::from_histogram(&hist);
-    let us = |v: u64| v / 10;
-    let rtt_us = Percentiles {
+    let us = |v: u64| v as f64 / 10.0;
+    let rtt_us = FloatPercentiles {
         p50: us(tenths.p50),
         p90: us(tenths.p90),
         p99: us(tenths.p99),
@@ -176,16 +188,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     };
     println!(
         "ping {} x{} ({} B, {:?}): rtt p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us; {} lost",
-        a.target,
-        sent,
-        a.size,
-        a.mode,
-        tenths.p50 as f64 / 10.0,
-        tenths.p90 as f64 / 10.0,
-        tenths.p99 as f64 / 10.0,
-        tenths.p999 as f64 / 10.0,
-        tenths.max as f64 / 10.0,
-        lost
+        a.target, sent, a.size, a.mode, rtt_us.p50, rtt_us.p90, rtt_us.p99, rtt_us.p999, rtt_us.max, lost
     );
     let result = PingResult {
         schema: "tickpack.ping/1",

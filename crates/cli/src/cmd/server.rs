@@ -292,7 +292,7 @@ pub fn prometheus_text(server: &Server, now_us: u64) -> String {
     t
 }
 
-fn serve_metrics(listener: TcpListener, text: Arc<Mutex<String>>) {
+pub fn serve_metrics(listener: TcpListener, text: Arc<Mutex<String>>) {
     use std::io::Read;
     for conn in listener.incoming() {
         let Ok(mut conn) = conn else { continue };

@@ -1,0 +1,471 @@
+//! A host's settings: flags or a TOML file, validated before anything is
+//! created.
+//!
+//! ```toml
+//! name = "h1"                 # 1-4 of [a-z0-9]; prefixes everything created: tph1...
+//! instances = 8
+//! backend = "netns"           # or "process"
+//! net = "bridge"              # veth | bridge | macvlan | ipvlan (netns only)
+//! range = "198.18.0.0/16"     # instance addresses (netns)
+//! port = 27015                # every netns instance binds this; process: port + id - 1
+//! placement = "spread"        # spread | pack | none
+//! reserved_cpus = "0"         # kept for the host and the load generator
+//! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
+//! cpu_quota = 1.0             # cores per instance (cgroup), optional
+//! memory = "256MiB"           # per instance (cgroup), optional
+//! health = "tickpack"         # tickpack (stats over the wire) | none
+//!
+//! [[instance]]                # per-instance overrides
+//! id = 3
+//! memory = "64MiB"
+//! command = "/opt/game/srcds_run -port {port} +ip {ip}"
+//! ```
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::netpath::NetKind;
+use crate::placement::Policy;
+
+/// Where the instances run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Plain processes on the host network, distinct ports (the native baseline).
+    Process,
+    /// Own network, mount, PID and UTS namespaces, unprivileged user, cgroup.
+    Netns,
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "process" => Ok(Backend::Process),
+            "netns" => Ok(Backend::Netns),
+            _ => Err(format!("unknown backend {s:?} (expected process or netns)")),
+        }
+    }
+}
+
+/// How the supervisor checks that an instance is alive beyond its PID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Health {
+    /// Ask for stats over the tickpack protocol once a second.
+    Tickpack,
+    /// Only watch the process.
+    None,
+}
+
+/// Restart behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RestartPolicy {
+    /// Give up after this many crashes...
+    pub max_crashes: u32,
+    /// ...within this many seconds.
+    pub window_s: f64,
+    /// First restart delay; doubles per crash in the window.
+    pub backoff_ms: u64,
+    pub max_backoff_ms: u64,
+    /// An instance silent this long (with health checks) is killed and restarted.
+    pub unresponsive_s: f64,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        Self {
+            max_crashes: 5,
+            window_s: 30.0,
+            backoff_ms: 100,
+            max_backoff_ms: 5_000,
+            unresponsive_s: 5.0,
+        }
+    }
+}
+
+/// Per-instance overrides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceOverride {
+    pub id: u32,
+    pub command: Option<String>,
+    pub memory: Option<String>,
+    pub cpu_quota: Option<f64>,
+}
+
+/// The file form (every field optional; flags fill the rest).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetFile {
+    pub name: Option<String>,
+    pub instances: Option<u32>,
+    pub backend: Option<String>,
+    pub net: Option<String>,
+    pub range: Option<String>,
+    pub port: Option<u16>,
+    pub placement: Option<String>,
+    pub reserved_cpus: Option<String>,
+    pub command: Option<String>,
+    pub cpu_quota: Option<f64>,
+    pub memory: Option<String>,
+    pub health: Option<String>,
+    pub run_dir: Option<PathBuf>,
+    #[serde(default, rename = "instance")]
+    pub instances_override: Vec<InstanceOverride>,
+}
+
+impl FleetFile {
+    pub fn load(path: &Path) -> Result<Self, FleetError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| FleetError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+        toml::from_str(&text).map_err(|e| FleetError::Invalid(format!("{}: {e}", path.display())))
+    }
+}
+
+/// One instance's resolved settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceSpec {
+    pub id: u32,
+    pub command: String,
+    pub memory_bytes: Option<u64>,
+    pub cpu_quota: Option<f64>,
+}
+
+/// A validated host configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetConfig {
+    pub name: String,
+    pub run_dir: PathBuf,
+    pub backend: Backend,
+    pub net: NetKind,
+    pub range: String,
+    pub port: u16,
+    pub placement: Policy,
+    /// `None`: the default (CPU 0 when there are two or more).
+    pub reserved_cpus: Option<Vec<usize>>,
+    pub health: Health,
+    pub restart: RestartPolicy,
+    pub instances: Vec<InstanceSpec>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error("bad host configuration: {0}")]
+    Invalid(String),
+}
+
+/// The reference server, the default command.
+pub const DEFAULT_COMMAND: &str = "{tickpack} server --bind {ip}:{port} --name tickpack-{id}";
+
+/// Parses `256MiB`, `1GiB`, `512M`, `1048576`.
+pub fn parse_bytes(s: &str) -> Result<u64, FleetError> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| FleetError::Invalid(format!("memory size {s:?}: expected e.g. 256MiB")))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" | "k" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        u => {
+            return Err(FleetError::Invalid(format!(
+                "memory size {s:?}: unknown unit {u:?} (use KiB, MiB, GiB)"
+            )))
+        }
+    };
+    let v = (n * mult as f64) as u64;
+    if v < (4 << 20) {
+        return Err(FleetError::Invalid(format!(
+            "memory size {s:?} is below the 4 MiB minimum"
+        )));
+    }
+    Ok(v)
+}
+
+impl FleetFile {
+    /// Resolves and validates; `default_run_root` is /run/tickpack normally.
+    pub fn resolve(self, default_run_root: &Path) -> Result<FleetConfig, FleetError> {
+        let bad = |m: String| Err(FleetError::Invalid(m));
+        let name = self.name.unwrap_or_else(|| "h".into());
+        if name.is_empty()
+            || name.len() > 4
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        {
+            return bad(format!("host name {name:?} must be 1-4 characters of a-z and 0-9 (it prefixes interface names)"));
+        }
+        let n = self.instances.unwrap_or(1);
+        if n == 0 || n > 250 {
+            return bad(format!("instances must be 1..=250, got {n}"));
+        }
+        let backend: Backend = self
+            .backend
+            .as_deref()
+            .unwrap_or("netns")
+            .parse()
+            .map_err(FleetError::Invalid)?;
+        let net: NetKind = self
+            .net
+            .as_deref()
+            .unwrap_or("bridge")
+            .parse()
+            .map_err(|e| FleetError::Invalid(format!("{e}")))?;
+        let placement: Policy = match self.placement.as_deref().unwrap_or("spread") {
+            "spread" => Policy::Spread,
+            "pack" => Policy::Pack,
+            "none" => Policy::None,
+            p => {
+                return bad(format!(
+                    "unknown placement {p:?} (expected spread, pack or none)"
+                ))
+            }
+        };
+        let reserved_cpus = match self.reserved_cpus.as_deref() {
+            None => None,
+            Some("") | Some("none") => Some(vec![]),
+            Some(s) => Some(parse_cpu_list(s)?),
+        };
+        let health = match self.health.as_deref() {
+            None if self.command.is_some() => Health::None,
+            None | Some("tickpack") => Health::Tickpack,
+            Some("none") => Health::None,
+            Some(h) => {
+                return bad(format!(
+                    "unknown health check {h:?} (expected tickpack or none)"
+                ))
+            }
+        };
+        let port = self.port.unwrap_or(27015);
+        if port == 0 {
+            return bad("port must not be 0".into());
+        }
+        if backend == Backend::Process && u32::from(port) + n > 65_536 {
+            return bad(format!(
+                "ports {port}..{} do not fit below 65536",
+                u32::from(port) + n
+            ));
+        }
+        let range = self.range.unwrap_or_else(|| "198.18.0.0/16".into());
+        let memory = self.memory.as_deref().map(parse_bytes).transpose()?;
+        if let Some(q) = self.cpu_quota {
+            if !(q > 0.0 && q <= 1024.0) {
+                return bad(format!("cpu_quota must be in (0, 1024] cores, got {q}"));
+            }
+        }
+        let command = self.command.unwrap_or_else(|| DEFAULT_COMMAND.into());
+        check_template(&command)?;
+        let mut instances: Vec<InstanceSpec> = (1..=n)
+            .map(|id| InstanceSpec {
+                id,
+                command: command.clone(),
+                memory_bytes: memory,
+                cpu_quota: self.cpu_quota,
+            })
+            .collect();
+        let mut seen = BTreeSet::new();
+        for o in self.instances_override {
+            if !seen.insert(o.id) {
+                return bad(format!("instance {} is overridden twice", o.id));
+            }
+            let Some(inst) = instances.iter_mut().find(|i| i.id == o.id) else {
+                return bad(format!(
+                    "override for instance {} but instances are 1..={n}",
+                    o.id
+                ));
+            };
+            if let Some(c) = o.command {
+                check_template(&c)?;
+                inst.command = c;
+            }
+            if let Some(m) = o.memory {
+                inst.memory_bytes = Some(parse_bytes(&m)?);
+            }
+            if let Some(q) = o.cpu_quota {
+                inst.cpu_quota = Some(q);
+            }
+        }
+        if backend == Backend::Process
+            && instances
+                .iter()
+                .any(|i| i.memory_bytes.is_some() || i.cpu_quota.is_some())
+        {
+            return bad("memory and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
+        }
+        let run_dir = self.run_dir.unwrap_or_else(|| default_run_root.join(&name));
+        Ok(FleetConfig {
+            name,
+            run_dir,
+            backend,
+            net,
+            range,
+            port,
+            placement,
+            reserved_cpus,
+            health,
+            restart: RestartPolicy::default(),
+            instances,
+        })
+    }
+}
+
+fn parse_cpu_list(s: &str) -> Result<Vec<usize>, FleetError> {
+    let mut out = vec![];
+    for part in s.split(',') {
+        let part = part.trim();
+        let r = match part.split_once('-') {
+            Some((a, b)) => a
+                .parse::<usize>()
+                .ok()
+                .zip(b.parse::<usize>().ok())
+                .filter(|(a, b)| a <= b)
+                .map(|(a, b)| a..=b),
+            None => part.parse::<usize>().ok().map(|a| a..=a),
+        };
+        match r {
+            Some(r) => out.extend(r),
+            None => {
+                return Err(FleetError::Invalid(format!(
+                    "reserved CPU list {s:?}: expected e.g. 0 or 0-1,4"
+                )))
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+const PLACEHOLDERS: [&str; 5] = ["{ip}", "{port}", "{id}", "{dir}", "{tickpack}"];
+
+fn check_template(t: &str) -> Result<(), FleetError> {
+    if t.split_whitespace().next().is_none() {
+        return Err(FleetError::Invalid("command is empty".into()));
+    }
+    let mut rest = t;
+    while let Some(i) = rest.find('{') {
+        let tail = &rest[i..];
+        match PLACEHOLDERS.iter().find(|p| tail.starts_with(**p)) {
+            Some(p) => rest = &tail[p.len()..],
+            None => {
+                let end = tail.find('}').map_or(tail.len(), |e| e + 1);
+                return Err(FleetError::Invalid(format!(
+                    "unknown placeholder {} in command (known: {})",
+                    &tail[..end],
+                    PLACEHOLDERS.join(" ")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Expands a command template into argv (split on whitespace).
+pub fn expand(
+    template: &str,
+    ip: &str,
+    port: u16,
+    id: u32,
+    dir: &Path,
+    tickpack: &Path,
+) -> Vec<String> {
+    template
+        .split_whitespace()
+        .map(|w| {
+            w.replace("{ip}", ip)
+                .replace("{port}", &port.to_string())
+                .replace("{id}", &id.to_string())
+                .replace("{dir}", &dir.display().to_string())
+                .replace("{tickpack}", &tickpack.display().to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(toml_text: &str) -> Result<FleetConfig, FleetError> {
+        toml::from_str::<FleetFile>(toml_text)
+            .map_err(|e| FleetError::Invalid(e.to_string()))?
+            .resolve(Path::new("/run/tickpack"))
+    }
+
+    #[test]
+    fn a_full_file_resolves_with_overrides() {
+        let c = resolve(
+            r#"
+            name = "h1"
+            instances = 4
+            backend = "netns"
+            net = "macvlan"
+            memory = "256MiB"
+            [[instance]]
+            id = 3
+            memory = "64MiB"
+            command = "/opt/game/run -port {port} +ip {ip}"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.instances.len(), 4);
+        assert_eq!(c.run_dir, Path::new("/run/tickpack/h1"));
+        assert_eq!(c.instances[0].memory_bytes, Some(256 << 20));
+        assert_eq!(c.instances[2].memory_bytes, Some(64 << 20));
+        assert!(c.instances[2].command.starts_with("/opt/game/run"));
+        assert_eq!(c.health, Health::Tickpack);
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        for (text, needle) in [
+            ("instances = 0", "instances"),
+            ("name = \"Host_1\"", "host name"),
+            ("backend = \"vm\"", "backend"),
+            ("net = \"wifi\"", "wifi"),
+            ("memory = \"lots\"", "memory size"),
+            ("memory = \"1KiB\"", "minimum"),
+            ("placement = \"random\"", "placement"),
+            ("command = \"srv {address}\"", "{address}"),
+            ("instances = 2\n[[instance]]\nid = 9", "override"),
+            ("backend = \"process\"\nmemory = \"64MiB\"", "netns backend"),
+            ("reserved_cpus = \"a-b\"", "reserved CPU"),
+            ("colour = \"blue\"", "colour"),
+        ] {
+            let e = resolve(text).expect_err(text).to_string();
+            assert!(e.contains(needle), "{text:?} gave {e:?}");
+        }
+    }
+
+    #[test]
+    fn templates_expand() {
+        let argv = expand(
+            "{tickpack} server --bind {ip}:{port} --name s{id} --log {dir}/x",
+            "198.18.0.2",
+            27015,
+            7,
+            Path::new("/r/7"),
+            Path::new("/bin/tp"),
+        );
+        assert_eq!(
+            argv,
+            [
+                "/bin/tp",
+                "server",
+                "--bind",
+                "198.18.0.2:27015",
+                "--name",
+                "s7",
+                "--log",
+                "/r/7/x"
+            ]
+        );
+    }
+}

@@ -1,0 +1,16 @@
+//! The consolidation host: many game server instances on one machine, each
+//! isolated as if it owned it.
+//!
+//! - [`cgroup`]: per-instance cgroups (cpuset, CPU quota, memory limit) on
+//!   cgroup v1 or v2, detected; roots are parameters so tests use temp trees.
+//! - [`placement`]: CPU topology from /sys and the placement policies.
+//! - [`netpath`]: network namespaces and the links that reach them (veth,
+//!   bridge, macvlan), named with the `tp` prefix, recorded, removed.
+
+pub mod cgroup;
+pub mod fleet;
+pub mod netpath;
+pub mod placement;
+pub mod spawn;
+pub mod status;
+pub mod supervisor;

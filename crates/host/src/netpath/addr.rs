@@ -1,0 +1,359 @@
+//! Address arithmetic: a tiny IPv4 prefix type and the plan that gives each
+//! instance its address and gateway. Pure functions, no I/O.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::{NetError, NetKind};
+
+/// An IPv4 prefix such as `198.18.0.0/16`, host bits zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Ipv4Net {
+    addr: Ipv4Addr,
+    prefix: u8,
+}
+
+fn mask(prefix: u8) -> u32 {
+    if prefix == 0 {
+        0
+    } else {
+        u32::MAX << (32 - u32::from(prefix))
+    }
+}
+
+impl Ipv4Net {
+    /// A prefix; fails if `prefix > 32` or `addr` has host bits set.
+    pub fn new(addr: Ipv4Addr, prefix: u8) -> Result<Self, NetError> {
+        let text = format!("{addr}/{prefix}");
+        if prefix > 32 {
+            return Err(NetError::InvalidRange {
+                text,
+                reason: "the prefix length must be 0..=32".into(),
+            });
+        }
+        let bits = u32::from(addr);
+        if bits & !mask(prefix) != 0 {
+            let net = Ipv4Addr::from(bits & mask(prefix));
+            return Err(NetError::InvalidRange {
+                text,
+                reason: format!("host bits are set (did you mean {net}/{prefix}?)"),
+            });
+        }
+        Ok(Self { addr, prefix })
+    }
+
+    /// The network address.
+    pub fn addr(&self) -> Ipv4Addr {
+        self.addr
+    }
+
+    /// The prefix length.
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
+    /// Number of addresses, network and broadcast included.
+    pub fn size(&self) -> u64 {
+        1u64 << (32 - u32::from(self.prefix))
+    }
+
+    /// Whether `a` lies inside.
+    pub fn contains(&self, a: Ipv4Addr) -> bool {
+        u32::from(a) & mask(self.prefix) == u32::from(self.addr)
+    }
+
+    /// Whether the two prefixes share at least one address.
+    pub fn overlaps(&self, other: &Ipv4Net) -> bool {
+        self.contains(other.addr) || other.contains(self.addr)
+    }
+
+    /// The `n`th address (0 is the network address), if inside.
+    pub fn nth(&self, n: u64) -> Option<Ipv4Addr> {
+        (n < self.size()).then(|| Ipv4Addr::from(u32::from(self.addr) + n as u32))
+    }
+}
+
+impl fmt::Display for Ipv4Net {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+impl FromStr for Ipv4Net {
+    type Err = NetError;
+
+    fn from_str(s: &str) -> Result<Self, NetError> {
+        let bad = |reason: &str| NetError::InvalidRange {
+            text: s.to_string(),
+            reason: reason.to_string(),
+        };
+        let (a, p) = s
+            .trim()
+            .split_once('/')
+            .ok_or_else(|| bad("expected ADDRESS/PREFIX, e.g. 198.18.0.0/16"))?;
+        let addr: Ipv4Addr = a.parse().map_err(|_| bad("not an IPv4 address"))?;
+        let prefix: u8 = p
+            .parse()
+            .map_err(|_| bad("the prefix length is not a number"))?;
+        Ipv4Net::new(addr, prefix)
+    }
+}
+
+impl TryFrom<String> for Ipv4Net {
+    type Error = NetError;
+    fn try_from(s: String) -> Result<Self, NetError> {
+        s.parse()
+    }
+}
+
+impl From<Ipv4Net> for String {
+    fn from(n: Ipv4Net) -> String {
+        n.to_string()
+    }
+}
+
+/// Widest range accepted (a `/8`): the guard route covers the whole range,
+/// so a huge one would black-hole real destinations.
+pub const MIN_PREFIX: u8 = 8;
+/// Narrowest range accepted.
+pub const MAX_PREFIX: u8 = 24;
+
+/// Ranges that must never be used: "this network", loopback, link-local,
+/// multicast and reserved.
+const FORBIDDEN: [(Ipv4Addr, u8, &str); 4] = [
+    (Ipv4Addr::new(0, 0, 0, 0), 8, "\"this network\" 0.0.0.0/8"),
+    (Ipv4Addr::new(127, 0, 0, 0), 8, "loopback 127.0.0.0/8"),
+    (
+        Ipv4Addr::new(169, 254, 0, 0),
+        16,
+        "link-local 169.254.0.0/16",
+    ),
+    (
+        Ipv4Addr::new(224, 0, 0, 0),
+        3,
+        "multicast/reserved 224.0.0.0/3",
+    ),
+];
+
+/// Which addresses instances and gateways get.
+///
+/// - [`NetKind::Veth`]: instance `id` owns the `/30` block number `id`:
+///   `.1` is the host end (its gateway), `.2` the instance.
+/// - Shared kinds (bridge, macvlan, ipvlan): one L2 segment spanning the
+///   range; `.1` is the host-side gateway, instance `id` is `.(2 + id)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddrPlan {
+    range: Ipv4Net,
+}
+
+impl Default for AddrPlan {
+    /// `198.18.0.0/16`, the RFC 2544 benchmarking range.
+    fn default() -> Self {
+        Self {
+            range: Ipv4Net {
+                addr: Ipv4Addr::new(198, 18, 0, 0),
+                prefix: 16,
+            },
+        }
+    }
+}
+
+impl AddrPlan {
+    /// A plan over `range`; the prefix must be `/8`..=`/24` and the range
+    /// must not touch loopback, link-local or multicast space.
+    pub fn new(range: Ipv4Net) -> Result<Self, NetError> {
+        let bad = |reason: String| NetError::InvalidRange {
+            text: range.to_string(),
+            reason,
+        };
+        if !(MIN_PREFIX..=MAX_PREFIX).contains(&range.prefix) {
+            return Err(bad(format!(
+                "the prefix length must be /{MIN_PREFIX}..=/{MAX_PREFIX}"
+            )));
+        }
+        for (addr, prefix, what) in FORBIDDEN {
+            if range.overlaps(&Ipv4Net { addr, prefix }) {
+                return Err(bad(format!("it overlaps {what}")));
+            }
+        }
+        Ok(Self { range })
+    }
+
+    /// Parses and validates a range such as `198.18.0.0/16`.
+    pub fn parse(range: &str) -> Result<Self, NetError> {
+        Self::new(range.parse()?)
+    }
+
+    /// The range covered (and guarded by the `unreachable` route).
+    pub fn range(&self) -> Ipv4Net {
+        self.range
+    }
+
+    /// How many instance ids fit: ids `0..capacity` are valid.
+    pub fn capacity(&self, kind: NetKind) -> u32 {
+        let size = self.range.size();
+        let n = if kind.is_routed() {
+            size / 4
+        } else {
+            // network, gateway, broadcast
+            size - 3
+        };
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// Fails unless instance `id` fits in the range for `kind`.
+    pub fn check(&self, kind: NetKind, id: u32) -> Result<(), NetError> {
+        let capacity = self.capacity(kind);
+        if id >= capacity {
+            return Err(NetError::RangeTooSmall {
+                range: self.range,
+                kind,
+                capacity,
+                id,
+            });
+        }
+        Ok(())
+    }
+
+    /// The address instance `id` owns (on its `eth0`).
+    pub fn instance_addr(&self, kind: NetKind, id: u32) -> Result<Ipv4Addr, NetError> {
+        self.check(kind, id)?;
+        let n = if kind.is_routed() {
+            4 * u64::from(id) + 2
+        } else {
+            2 + u64::from(id)
+        };
+        Ok(self.range.nth(n).expect("checked against capacity"))
+    }
+
+    /// The host-side address instance `id` routes through: its own veth
+    /// host end for [`NetKind::Veth`], the shared gateway otherwise.
+    pub fn gateway(&self, kind: NetKind, id: u32) -> Result<Ipv4Addr, NetError> {
+        self.check(kind, id)?;
+        let n = if kind.is_routed() {
+            4 * u64::from(id) + 1
+        } else {
+            1
+        };
+        Ok(self.range.nth(n).expect("checked against capacity"))
+    }
+
+    /// Prefix length of the subnet the instance sits in: `/30` for veth,
+    /// the whole range otherwise.
+    pub fn subnet_prefix(&self, kind: NetKind) -> u8 {
+        if kind.is_routed() {
+            30
+        } else {
+            self.range.prefix
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(s: &str) -> Ipv4Net {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_and_prints_prefixes() {
+        assert_eq!(net("198.18.0.0/16").to_string(), "198.18.0.0/16");
+        assert_eq!(net(" 10.1.0.0/24 ").prefix(), 24);
+        let e = "198.18.0.1/16".parse::<Ipv4Net>().unwrap_err().to_string();
+        assert!(e.contains("did you mean 198.18.0.0/16"), "{e}");
+        assert!("198.18.0.0".parse::<Ipv4Net>().is_err());
+        assert!("198.18.0.0/33".parse::<Ipv4Net>().is_err());
+        assert!("1.2.3/8".parse::<Ipv4Net>().is_err());
+    }
+
+    #[test]
+    fn overlap_and_contains() {
+        let a = net("198.18.0.0/16");
+        assert!(a.contains(Ipv4Addr::new(198, 18, 255, 255)));
+        assert!(!a.contains(Ipv4Addr::new(198, 19, 0, 0)));
+        assert!(a.overlaps(&net("198.18.4.0/24")));
+        assert!(net("198.18.4.0/24").overlaps(&a));
+        assert!(!a.overlaps(&net("198.19.0.0/16")));
+        assert!(net("0.0.0.0/0").overlaps(&a));
+    }
+
+    #[test]
+    fn rejects_ranges_that_are_too_wide_too_narrow_or_special() {
+        for (r, why) in [
+            ("198.18.0.0/25", "prefix length"),
+            ("10.0.0.0/7", "prefix length"),
+            ("127.0.0.0/8", "loopback"),
+            ("169.254.0.0/16", "link-local"),
+            ("239.0.0.0/8", "multicast"),
+        ] {
+            let e = AddrPlan::new(net(r)).unwrap_err().to_string();
+            assert!(e.contains(r) && e.contains(why), "{r}: {e}");
+        }
+        assert!(AddrPlan::new(net("198.18.7.0/24")).is_ok());
+    }
+
+    #[test]
+    fn default_plan_is_rfc2544_range() {
+        assert_eq!(AddrPlan::default().range(), net("198.18.0.0/16"));
+        assert_eq!(
+            AddrPlan::new(net("198.18.0.0/16")).unwrap(),
+            AddrPlan::default()
+        );
+    }
+
+    #[test]
+    fn veth_instances_get_their_own_slash30() {
+        let p = AddrPlan::default();
+        let k = NetKind::Veth;
+        assert_eq!(p.subnet_prefix(k), 30);
+        assert_eq!(p.gateway(k, 0).unwrap(), Ipv4Addr::new(198, 18, 0, 1));
+        assert_eq!(p.instance_addr(k, 0).unwrap(), Ipv4Addr::new(198, 18, 0, 2));
+        assert_eq!(p.gateway(k, 3).unwrap(), Ipv4Addr::new(198, 18, 0, 13));
+        assert_eq!(
+            p.instance_addr(k, 3).unwrap(),
+            Ipv4Addr::new(198, 18, 0, 14)
+        );
+        assert_eq!(p.capacity(k), 16384);
+        let last = p.instance_addr(k, 16383).unwrap();
+        assert_eq!(last, Ipv4Addr::new(198, 18, 255, 254));
+        assert!(p.instance_addr(k, 16384).is_err());
+    }
+
+    #[test]
+    fn shared_kinds_sit_behind_one_gateway() {
+        let p = AddrPlan::new(net("198.18.5.0/24")).unwrap();
+        for k in [NetKind::Bridge, NetKind::Macvlan, NetKind::Ipvlan] {
+            assert_eq!(p.subnet_prefix(k), 24);
+            assert_eq!(p.gateway(k, 7).unwrap(), Ipv4Addr::new(198, 18, 5, 1));
+            assert_eq!(p.instance_addr(k, 0).unwrap(), Ipv4Addr::new(198, 18, 5, 2));
+            assert_eq!(p.capacity(k), 253);
+            // never the broadcast address
+            assert_eq!(
+                p.instance_addr(k, 252).unwrap(),
+                Ipv4Addr::new(198, 18, 5, 254)
+            );
+        }
+    }
+
+    #[test]
+    fn too_many_instances_names_range_kind_and_id() {
+        let p = AddrPlan::new(net("198.18.5.0/24")).unwrap();
+        let e = p.check(NetKind::Veth, 64).unwrap_err().to_string();
+        assert!(e.contains("198.18.5.0/24"), "{e}");
+        assert!(e.contains("64 veth"), "{e}");
+        assert!(e.contains("instance 64"), "{e}");
+    }
+
+    #[test]
+    fn serde_uses_the_text_form() {
+        let j = serde_json::to_string(&net("198.18.0.0/16")).unwrap();
+        assert_eq!(j, "\"198.18.0.0/16\"");
+        assert!(serde_json::from_str::<Ipv4Net>("\"198.18.0.1/16\"").is_err());
+    }
+}

@@ -1,0 +1,149 @@
+//! What a host's set-up created, in creation order, so it can be removed
+//! by the process that made it or by a later one after a crash.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Ip, NetError, PREFIX};
+
+/// The form of every route we add: `unreachable <range> metric <max>`.
+const GUARD_ROUTE: &str = "unreachable ";
+
+/// Everything set-up created, in creation order. Persist it (JSON) in the
+/// run directory; [`NetRecord::cleanup`] removes what it lists.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetRecord {
+    /// Network namespaces (`ip netns` names, files under /run/netns).
+    pub namespaces: Vec<String>,
+    /// Links in the root namespace. Links inside a namespace are not listed:
+    /// they go with the namespace or with their root-side peer or parent.
+    pub links: Vec<String>,
+    /// Routes in the root namespace, as `ip route` arguments
+    /// (`unreachable 198.18.0.0/16 metric 4294967295`).
+    pub routes: Vec<String>,
+}
+
+impl NetRecord {
+    /// Whether it lists nothing.
+    pub fn is_empty(&self) -> bool {
+        self.namespaces.is_empty() && self.links.is_empty() && self.routes.is_empty()
+    }
+
+    /// Removes what it lists with the default [`Ip`]; see [`NetRecord::cleanup_with`].
+    pub fn cleanup(&self) -> Result<(), NetError> {
+        self.cleanup_with(&Ip::default())
+    }
+
+    /// Removes what it lists, newest first: links, then namespaces, then
+    /// the guard routes last (so the range stays black-holed until the very
+    /// end). Idempotent: what is already gone is skipped. Refuses any name
+    /// without the `tp` prefix and any route that is not an `unreachable`
+    /// guard, so a damaged record cannot remove someone else's objects. Goes
+    /// on after a failure and reports them all.
+    pub fn cleanup_with(&self, ip: &Ip) -> Result<(), NetError> {
+        let mut failures = Vec::new();
+        let mut note = |r: Result<(), NetError>| {
+            if let Err(e) = r {
+                failures.push(e.to_string());
+            }
+        };
+        for l in self.links.iter().rev() {
+            note(ours(l).and_then(|_| {
+                ip.remove(
+                    &format!("cleanup: delete link {l}"),
+                    &["link", "del", "dev", l],
+                )
+            }));
+        }
+        for n in self.namespaces.iter().rev() {
+            note(ours(n).and_then(|_| {
+                ip.remove(
+                    &format!("cleanup: delete namespace {n}"),
+                    &["netns", "del", n],
+                )
+            }));
+        }
+        for r in self.routes.iter().rev() {
+            note(guard(r).and_then(|args| {
+                let mut a = vec!["route", "del"];
+                a.extend(args);
+                ip.remove("cleanup: delete the unreachable guard route", &a)
+            }));
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(NetError::Cleanup { failures })
+        }
+    }
+
+    /// Appends `other`'s entries.
+    pub(crate) fn extend(&mut self, other: NetRecord) {
+        self.namespaces.extend(other.namespaces);
+        self.links.extend(other.links);
+        self.routes.extend(other.routes);
+    }
+}
+
+fn ours(name: &str) -> Result<(), NetError> {
+    if name.starts_with(PREFIX) && name.len() > PREFIX.len() {
+        Ok(())
+    } else {
+        Err(NetError::ForeignName {
+            name: name.to_string(),
+        })
+    }
+}
+
+fn guard(route: &str) -> Result<Vec<&str>, NetError> {
+    let args: Vec<&str> = route.split_whitespace().collect();
+    let well_formed = route.starts_with(GUARD_ROUTE)
+        && args.len() == 4
+        && args[1].parse::<super::Ipv4Net>().is_ok()
+        && args[2] == "metric";
+    if well_formed {
+        Ok(args)
+    } else {
+        Err(NetError::ForeignName {
+            name: route.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_json() {
+        let r = NetRecord {
+            namespaces: vec!["tph1-1".into()],
+            links: vec!["tph1br".into(), "tph1v1".into()],
+            routes: vec!["unreachable 198.18.0.0/16 metric 4294967295".into()],
+        };
+        let j = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<NetRecord>(&j).unwrap(), r);
+    }
+
+    #[test]
+    fn damaged_record_never_touches_foreign_names() {
+        // The program does not exist: if cleanup tried to run anything for
+        // these entries we would see a spawn error instead.
+        let r = NetRecord {
+            namespaces: vec!["default".into()],
+            links: vec!["eth0".into(), "tp".into()],
+            routes: vec![
+                "default via 192.0.2.1".into(),
+                "unreachable 198.18.0.0/16 dev eth0".into(),
+            ],
+        };
+        let Err(NetError::Cleanup { failures }) = r.cleanup_with(&Ip::new("/nonexistent/ip"))
+        else {
+            panic!("foreign names must be refused");
+        };
+        assert_eq!(failures.len(), 5, "{failures:?}");
+        assert!(
+            failures.iter().all(|f| f.contains("refusing")),
+            "{failures:?}"
+        );
+    }
+}

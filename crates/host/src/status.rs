@@ -1,0 +1,115 @@
+//! What `tickpack host status` shows, and the control socket that carries it.
+//!
+//! The supervisor listens on `RUN_DIR/control.sock` (a Unix socket). A
+//! client writes one line, `status` or `down`, and reads one line of JSON
+//! back. `down` is answered after everything has been removed.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Lifecycle of one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceState {
+    Starting,
+    Running,
+    /// Running, but not answering health checks.
+    Unresponsive,
+    /// Exited; a restart is scheduled.
+    Restarting,
+    /// Crashed too often; given up.
+    Failed,
+    Stopped,
+}
+
+/// One row of `host status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceStatus {
+    pub id: u32,
+    /// ip:port players connect to.
+    pub address: String,
+    pub pid: Option<u32>,
+    pub cpus: Vec<usize>,
+    pub state: InstanceState,
+    pub restarts: u32,
+    /// CPU use over the last second, percent of one core.
+    pub cpu_percent: Option<f64>,
+    /// Tick lateness p99 the instance reports (microseconds).
+    pub tick_p99_us: Option<u32>,
+    /// Frame time p99 the instance reports (microseconds).
+    pub frame_p99_us: Option<u32>,
+    pub players: Option<u8>,
+    pub memory_bytes: Option<u64>,
+    pub memory_limit_bytes: Option<u64>,
+    pub oom_kills: u64,
+    /// Why it last exited, in words.
+    pub last_exit: Option<String>,
+}
+
+/// The whole `host status --json` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostStatus {
+    pub schema: String,
+    pub name: String,
+    pub backend: String,
+    pub net: Option<String>,
+    pub placement: String,
+    pub reserved_cpus: Vec<usize>,
+    pub supervisor_pid: u32,
+    pub uptime_s: f64,
+    pub instances: Vec<InstanceStatus>,
+    /// Recent events, newest last (restarts, OOM kills, give-ups).
+    pub events: Vec<String>,
+}
+
+pub const STATUS_SCHEMA: &str = "tickpack.host-status/1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("no host is running with run dir {dir} (no control socket there); start one with `tickpack host up`")]
+    NotRunning { dir: String },
+    #[error("the host at {dir} did not answer: {source}")]
+    Io {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the host at {dir} answered something unexpected: {text}")]
+    Bad { dir: String, text: String },
+}
+
+/// Sends one command to the supervisor of `run_dir` and returns its answer.
+pub fn request(run_dir: &Path, command: &str, timeout: Duration) -> Result<String, ControlError> {
+    let dir = run_dir.display().to_string();
+    let sock = run_dir.join("control.sock");
+    let mut s =
+        UnixStream::connect(&sock).map_err(|_| ControlError::NotRunning { dir: dir.clone() })?;
+    let io = |source| ControlError::Io {
+        dir: dir.clone(),
+        source,
+    };
+    s.set_read_timeout(Some(timeout)).map_err(io)?;
+    s.write_all(format!("{command}\n").as_bytes()).map_err(io)?;
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).map_err(io)?;
+    if line.is_empty() {
+        return Err(ControlError::Bad {
+            dir,
+            text: "(nothing)".into(),
+        });
+    }
+    Ok(line)
+}
+
+/// Asks for the status.
+pub fn query_status(run_dir: &Path) -> Result<HostStatus, ControlError> {
+    let line = request(run_dir, "status", Duration::from_secs(5))?;
+    serde_json::from_str(&line).map_err(|e| ControlError::Bad {
+        dir: run_dir.display().to_string(),
+        text: format!("{e}: {line}"),
+    })
+}

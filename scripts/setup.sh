@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything tickpack needs on a Debian 12 machine that has the Rust
+# toolchain, then builds the release binary. Safe to run again: it only
+# installs what is missing. Needs root (or sudo) for the system packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v sockperf >/dev/null 2>&1 || need_apt+=(sockperf)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing system packages: ${need_apt[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# python-a2s: a real Valve server-query client, used by the tests to check
+# that server browsers list our servers.
+if ! python3 -c 'import a2s' >/dev/null 2>&1; then
+  echo "setup: installing python-a2s (Valve server query client)" >&2
+  python3 -m pip install -q python-a2s 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages python-a2s
+fi
+
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+echo "setup: building tickpack (release)" >&2
+cargo build --release --locked -p tickpack
+echo "setup: done; the binary is target/release/tickpack" >&2
