@@ -184,6 +184,8 @@ fn garbage_flood_neither_crashes_the_server_nor_costs_players_their_qos() {
     let server = Server::start(&["--tick-hz", "100", "--bots", "4", "--cost", "light"]);
     let target = server.addr;
     let flood = std::thread::spawn(move || {
+        // On the load generator's core, never the server's.
+        tickpack_net::cpu::pin_current_thread(&[0]).unwrap();
         let s = UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut buf = [0u8; 1400];

@@ -13,7 +13,8 @@
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
 //! cpu_quota = 1.0             # cores per instance (cgroup), optional
 //! memory = "256MiB"           # per instance (cgroup), optional
-//! health = "tickpack"         # tickpack (stats over the wire) | none
+//! health = "tickpack"         # tickpack (stats over the wire) | none; default: tickpack
+//!                             # unless `command` runs something other than `{tickpack} server`
 //!
 //! [[instance]]                # per-instance overrides
 //! id = 3
@@ -234,8 +235,13 @@ impl FleetFile {
             Some("") | Some("none") => Some(vec![]),
             Some(s) => Some(parse_cpu_list(s)?),
         };
+        // Foreign servers do not speak tickpack; the reference server does.
+        let foreign = self
+            .command
+            .as_deref()
+            .is_some_and(|c| !c.trim_start().starts_with("{tickpack} server"));
         let health = match self.health.as_deref() {
-            None if self.command.is_some() => Health::None,
+            None if foreign => Health::None,
             None | Some("tickpack") => Health::Tickpack,
             Some("none") => Health::None,
             Some(h) => {
@@ -255,6 +261,15 @@ impl FleetFile {
             ));
         }
         let range = self.range.unwrap_or_else(|| "198.18.0.0/16".into());
+        if backend == Backend::Netns {
+            let plan = crate::netpath::AddrPlan::parse(&range)
+                .map_err(|e| FleetError::Invalid(format!("address range: {e}")))?;
+            for id in 1..=n {
+                plan.check(net, id).map_err(|e| {
+                    FleetError::Invalid(format!("address range {range} for {n} instances: {e}"))
+                })?;
+            }
+        }
         let memory = self.memory.as_deref().map(parse_bytes).transpose()?;
         if let Some(q) = self.cpu_quota {
             if !(q > 0.0 && q <= 1024.0) {

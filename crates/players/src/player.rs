@@ -287,10 +287,8 @@ impl Player {
                     ..
                 },
                 _,
-            ) if nonce == self.nonce => {
-                if rec.in_window(client_time_us) {
-                    record(&mut rec.rtt, now_us.saturating_sub(client_time_us));
-                }
+            ) if nonce == self.nonce && rec.in_window(client_time_us) => {
+                record(&mut rec.rtt, now_us.saturating_sub(client_time_us));
             }
             (Packet::Disconnect { reason }, _) => {
                 self.state = State::Ended(format!(

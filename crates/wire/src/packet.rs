@@ -26,6 +26,8 @@ pub const MAX_NAME_LEN: usize = 32;
 pub const MAX_DATAGRAM: usize = 65_507;
 /// Bytes of a command before its payload.
 pub const COMMAND_HEADER_LEN: usize = 3 + 4 + 8 + 4 + 20;
+// Players send 40-200 byte commands: the smallest must fit.
+const _: () = assert!(COMMAND_HEADER_LEN <= 40);
 /// Bytes of a snapshot before its entity records.
 pub const SNAPSHOT_HEADER_LEN: usize = 3 + 4 + 4 + 4 + 4 + 4 + 2 + 2;
 /// Bytes of a ping or pong without padding.

@@ -28,7 +28,7 @@ pub struct Args {
 pub enum HostCmd {
     /// Start the instances and supervise them in the foreground until
     /// `tickpack host down`, SIGTERM or Ctrl-C.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Show the instances of a running host.
     Status(StatusArgs),
     /// Stop a host and remove everything it created (also after a crash).
@@ -112,7 +112,7 @@ fn run_dir(name: &str, dir: &Option<PathBuf>) -> PathBuf {
 
 pub fn run(a: Args) -> Result<(), Failure> {
     match a.cmd {
-        HostCmd::Up(u) => up(u),
+        HostCmd::Up(u) => up(*u),
         HostCmd::Status(s) => status(s),
         HostCmd::Down(d) => down(d),
     }

@@ -1,0 +1,550 @@
+//! The consolidation host end to end, as root (CI runs as root): real
+//! namespaces, cgroups and links. Every test brings its own uniquely named
+//! host up in a temporary run dir and takes it down again, also when an
+//! assertion fails (a guard runs `host down`, which also removes leftovers).
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tickpack")
+}
+
+fn require_root() {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        uid, 0,
+        "this test needs root (namespaces, cgroups, links); CI runs it as root, run it with sudo"
+    );
+}
+
+/// A host brought up in the background; `down` on drop.
+struct Host {
+    name: String,
+    dir: PathBuf,
+    up: Child,
+}
+
+impl Host {
+    fn up(name: &str, args: &[&str]) -> Host {
+        let dir = std::env::temp_dir().join(format!("tp-host-test-{name}-{}", std::process::id()));
+        let up = Command::new(exe())
+            .args(["host", "up", "--name", name, "--run-dir"])
+            .arg(&dir)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start host up");
+        let h = Host {
+            name: name.into(),
+            dir,
+            up,
+        };
+        h.wait_for(
+            |s| {
+                s["instances"]
+                    .as_array()
+                    .is_some_and(|v| !v.is_empty() && v.iter().all(|i| i["state"] == "running"))
+            },
+            "all instances running",
+        );
+        h
+    }
+
+    fn status(&self) -> Option<Value> {
+        let out = Command::new(exe())
+            .args([
+                "host",
+                "status",
+                "--json",
+                "--name",
+                &self.name,
+                "--run-dir",
+            ])
+            .arg(&self.dir)
+            .output()
+            .ok()?;
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    fn wait_for(&self, ok: impl Fn(&Value) -> bool, what: &str) -> Value {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.status() {
+                if ok(&s) {
+                    return s;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(15),
+                    "timed out waiting for {what}: {s:#}"
+                );
+            } else {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(15),
+                    "timed out waiting for {what}: no status"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn down(&mut self) -> Output {
+        let out = Command::new(exe())
+            .args(["host", "down", "--name", &self.name, "--run-dir"])
+            .arg(&self.dir)
+            .output()
+            .expect("host down");
+        let t0 = Instant::now();
+        while self.up.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        out
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if self.up.try_wait().ok().flatten().is_none() {
+            self.down();
+            let _ = self.up.kill();
+            let _ = self.up.wait();
+        }
+        // Removes leftovers even if the supervisor died.
+        let _ = Command::new(exe())
+            .args(["host", "down", "--name", &self.name, "--run-dir"])
+            .arg(&self.dir)
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn leftovers(prefix: &str) -> Vec<String> {
+    let mut found = vec![];
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    found.extend(
+        String::from_utf8_lossy(&netns.stdout)
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(String::from),
+    );
+    let links = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .unwrap();
+    found.extend(
+        String::from_utf8_lossy(&links.stdout)
+            .lines()
+            .filter_map(|l| l.split(": ").nth(1))
+            .map(|n| n.split('@').next().unwrap_or(n).to_string())
+            .filter(|n| n.starts_with(prefix)),
+    );
+    for root in [
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/memory",
+        "/sys/fs/cgroup/cpuset",
+        "/sys/fs/cgroup/cpu",
+        "/sys/fs/cgroup/cpuacct",
+    ] {
+        if let Ok(rd) = std::fs::read_dir(root) {
+            found.extend(
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(prefix))
+                    .map(|n| format!("{root}/{n}")),
+            );
+        }
+    }
+    found
+}
+
+fn stats(addr: SocketAddr, timeout: Duration) -> bool {
+    let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let req = tickpack_wire::Packet::StatsRequest { nonce: 1 }.to_vec();
+    let t0 = Instant::now();
+    let mut buf = [0u8; 512];
+    while t0.elapsed() < timeout {
+        let _ = s.send_to(&req, addr);
+        if let Ok((n, from)) = s.recv_from(&mut buf) {
+            if from == addr
+                && matches!(
+                    tickpack_wire::Packet::decode(&buf[..n]),
+                    Ok(tickpack_wire::Packet::Stats(_))
+                )
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn addresses(s: &Value) -> Vec<String> {
+    s["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["address"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let mut host = Host::up(
+        "e1",
+        &[
+            "--instances",
+            "4",
+            "--backend",
+            "netns",
+            "--net",
+            "bridge",
+            "--command",
+            "{tickpack} server --bind {ip}:{port} --cost light",
+        ],
+    );
+    let st = host.status().unwrap();
+    let addrs = addresses(&st);
+    assert_eq!(addrs.len(), 4);
+    let ips: std::collections::BTreeSet<_> = addrs
+        .iter()
+        .map(|a| a.rsplit_once(':').unwrap().0.to_string())
+        .collect();
+    assert_eq!(ips.len(), 4, "one IP per instance: {addrs:?}");
+    assert!(
+        addrs.iter().all(|a| a.ends_with(":27015")),
+        "every instance binds the game's usual port: {addrs:?}"
+    );
+    for i in st["instances"].as_array().unwrap() {
+        for key in [
+            "id",
+            "address",
+            "pid",
+            "cpus",
+            "state",
+            "restarts",
+            "cpu_percent",
+            "tick_p99_us",
+        ] {
+            assert!(i.get(key).is_some(), "status lacks {key}: {i}");
+        }
+    }
+    let out = Command::new(exe())
+        .args([
+            "players",
+            "--target",
+            &addrs.join(","),
+            "--players",
+            "8",
+            "--duration",
+            "3s",
+            "--quiet",
+            "--cpus",
+            "0",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&text[text.find("{\n").unwrap()..]).unwrap();
+    assert_eq!(doc["connected"], 8);
+    assert_eq!(doc["snapshots"]["lost"], 0, "{}", doc["snapshots"]);
+    assert_eq!(doc["commands"]["lost"], 0);
+    // The instances saw the players.
+    let st = host.wait_for(
+        |s| {
+            s["instances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|i| i["tick_p99_us"].is_u64())
+        },
+        "stats from every instance",
+    );
+    assert_eq!(st["instances"].as_array().unwrap().len(), 4);
+    let out = host.down();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        leftovers("tpe1").is_empty(),
+        "left behind: {:?}",
+        leftovers("tpe1")
+    );
+}
+
+#[test]
+fn a_killed_instance_is_restarted_and_reachable_within_a_second() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let host = Host::up(
+        "e2",
+        &["--instances", "2", "--backend", "netns", "--net", "veth"],
+    );
+    let st = host.status().unwrap();
+    let victim = &st["instances"][1];
+    let pid = victim["pid"].as_u64().unwrap();
+    let addr: SocketAddr = victim["address"].as_str().unwrap().parse().unwrap();
+    assert!(
+        stats(addr, Duration::from_secs(2)),
+        "instance reachable before the kill"
+    );
+    let t0 = Instant::now();
+    assert!(Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    // Wait until the old process is gone, then the instance must answer again.
+    while std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && t0.elapsed() < Duration::from_millis(500)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let back = stats(
+        addr,
+        Duration::from_millis(1000).saturating_sub(t0.elapsed()),
+    );
+    let took = t0.elapsed();
+    assert!(
+        back,
+        "instance not reachable again within 1 s of kill -9 ({took:?})"
+    );
+    let st = host.wait_for(|s| s["instances"][1]["restarts"] == 1, "restart recorded");
+    assert_ne!(
+        st["instances"][1]["pid"].as_u64().unwrap(),
+        pid,
+        "a new process"
+    );
+    assert!(
+        st["instances"][1]["last_exit"]
+            .as_str()
+            .unwrap()
+            .contains("signal 9"),
+        "{}",
+        st["instances"][1]
+    );
+    assert!(
+        st["instances"][0]["restarts"] == 0,
+        "the other instance was left alone"
+    );
+}
+
+#[test]
+fn memory_limit_is_enforced_and_the_kill_reported() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    // Instance 2 runs a command that grows without bound: `tail` buffers a
+    // "line" of zeros that never ends.
+    let cfg = std::env::temp_dir().join(format!("tp-fleet-e3-{}.toml", std::process::id()));
+    std::fs::write(
+        &cfg,
+        "instances = 2\nbackend = \"netns\"\nnet = \"veth\"\nhealth = \"none\"\ncommand = \"{tickpack} server --bind {ip}:{port} --cost light\"\n[[instance]]\nid = 2\nmemory = \"32MiB\"\ncommand = \"tail /dev/zero\"\n",
+    )
+    .unwrap();
+    let child = Command::new(exe())
+        .args(["host", "up", "--name", "e3", "--config"])
+        .arg(&cfg)
+        .arg("--run-dir")
+        .arg(std::env::temp_dir().join(format!("tp-host-test-e3-{}", std::process::id())))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let host = Host {
+        name: "e3".into(),
+        dir: std::env::temp_dir().join(format!("tp-host-test-e3-{}", std::process::id())),
+        up: child,
+    };
+    let st = host.wait_for(
+        |s| {
+            s["instances"]
+                .as_array()
+                .is_some_and(|v| v.len() == 2 && v[1]["oom_kills"].as_u64().unwrap_or(0) >= 1)
+        },
+        "an OOM kill of instance 2",
+    );
+    let i2 = &st["instances"][1];
+    assert_eq!(i2["memory_limit_bytes"], 32 << 20);
+    let st = host.wait_for(
+        |s| {
+            s["instances"][1]["last_exit"]
+                .as_str()
+                .is_some_and(|e| e.contains("OOM"))
+        },
+        "the OOM kill reported as the exit reason",
+    );
+    assert!(
+        st["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().contains("OOM")),
+        "{st:#}"
+    );
+    assert_eq!(
+        st["instances"][0]["restarts"], 0,
+        "the neighbour is unaffected"
+    );
+    let _ = std::fs::remove_file(&cfg);
+}
+
+#[test]
+fn a_bad_config_is_one_clear_error_and_creates_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let dir = std::env::temp_dir().join(format!("tp-host-test-e4-{}", std::process::id()));
+    for (args, needle) in [
+        (vec!["--instances", "0"], "instances"),
+        (vec!["--net", "wifi"], "wifi"),
+        (vec!["--memory", "lots"], "memory size"),
+        (vec!["--command", "srv --bind {address}"], "{address}"),
+        (vec!["--range", "300.1.0.0/16"], "300.1.0.0"),
+    ] {
+        let out = Command::new(exe())
+            .args(["host", "up", "--name", "e4", "--run-dir"])
+            .arg(&dir)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(2) | Some(3)),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(
+            leftovers("tpe4").is_empty(),
+            "{args:?} left {:?}",
+            leftovers("tpe4")
+        );
+        assert!(!dir.join("control.sock").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let mut first = Host::up(
+        "e5",
+        &["--instances", "2", "--backend", "netns", "--net", "macvlan"],
+    );
+    let pids: Vec<u64> = first.status().unwrap()["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["pid"].as_u64().unwrap())
+        .collect();
+    first.up.kill().unwrap(); // SIGKILL: no clean-up happens
+    first.up.wait().unwrap();
+    assert!(
+        !leftovers("tpe5").is_empty(),
+        "the killed supervisor left its namespaces behind"
+    );
+    // `down` without a supervisor removes what it left.
+    let out = Command::new(exe())
+        .args(["host", "down", "--name", "e5", "--run-dir"])
+        .arg(&first.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("leftovers"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        leftovers("tpe5").is_empty(),
+        "left: {:?}",
+        leftovers("tpe5")
+    );
+    for p in pids {
+        // Gone, or a zombie waiting for the machine's init to reap it.
+        let state = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let alive = state
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'));
+        assert!(!alive, "instance {p} survived: {state}");
+    }
+    // And a new `up` after another kill -9 starts cleanly over the remains.
+    let mut second = Host::up(
+        "e5",
+        &["--instances", "2", "--backend", "netns", "--net", "bridge"],
+    );
+    second.up.kill().unwrap();
+    second.up.wait().unwrap();
+    let third = Host::up(
+        "e5",
+        &["--instances", "1", "--backend", "netns", "--net", "veth"],
+    );
+    assert_eq!(
+        third.status().unwrap()["instances"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    drop(third);
+    drop(second);
+    assert!(
+        leftovers("tpe5").is_empty(),
+        "left: {:?}",
+        leftovers("tpe5")
+    );
+}
+
+#[test]
+fn process_backend_is_the_native_baseline_on_distinct_ports() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let host = Host::up(
+        "e6",
+        &[
+            "--instances",
+            "3",
+            "--backend",
+            "process",
+            "--port",
+            "47015",
+        ],
+    );
+    let addrs = addresses(&host.status().unwrap());
+    assert_eq!(
+        addrs,
+        ["127.0.0.1:47015", "127.0.0.1:47016", "127.0.0.1:47017"]
+    );
+    for a in addrs {
+        assert!(
+            stats(a.parse().unwrap(), Duration::from_secs(2)),
+            "{a} answers"
+        );
+    }
+}
