@@ -85,6 +85,10 @@ pub struct PlayersConfig {
     pub threads: usize,
     /// CPUs to pin the threads to (round robin); empty: no pinning.
     pub cpus: Vec<usize>,
+    /// Spin instead of sleeping between events: the load generator then
+    /// adds no wake-up latency of its own to what it measures, at the price
+    /// of one busy core per thread.
+    pub busy_poll: bool,
     pub seed: u64,
 }
 
@@ -102,6 +106,7 @@ impl Default for PlayersConfig {
             connect_timeout: Duration::from_secs(3),
             threads: 1,
             cpus: vec![],
+            busy_poll: false,
             seed: 1,
         }
     }

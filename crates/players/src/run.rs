@@ -263,14 +263,21 @@ fn thread_main(
             }
         }
         let deadline = heap.peek().map_or(end, |r| r.0 .0).min(end).min(next_check);
-        match waiter.wait(&epfd, deadline.saturating_mul(1000)) {
-            Ok(Wake::Deadline) => continue,
-            Ok(Wake::Readable(_)) => {}
-            Err(e) => return Err(PlayersError::Setup(format!("wait: {e}"))),
+        if !cfg.busy_poll {
+            match waiter.wait(&epfd, deadline.saturating_mul(1000)) {
+                Ok(Wake::Deadline) => continue,
+                Ok(Wake::Readable(_)) => {}
+                Err(e) => return Err(PlayersError::Setup(format!("wait: {e}"))),
+            }
         }
         let n = epoll
             .ready(&mut events)
             .map_err(|e| PlayersError::Setup(format!("epoll: {e}")))?;
+        if n == 0 {
+            // Busy-polling (or a spurious wake): nothing to read yet.
+            std::hint::spin_loop();
+            continue;
+        }
         for ev in &events[..n] {
             let i = ev.u64 as usize;
             loop {

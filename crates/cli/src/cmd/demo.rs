@@ -70,6 +70,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         threads: 1,
         cpus: player_cpu.map(|c| super::CpuList(vec![c])),
         json: a.json,
+        busy_poll: false,
         seed: 1,
         quiet: false,
     };

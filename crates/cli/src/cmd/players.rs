@@ -50,6 +50,10 @@ pub struct Args {
     /// Pin the load generator threads to these CPUs (e.g. 0 or 0-1), round robin.
     #[arg(long, value_parser = parse_cpus)]
     pub cpus: Option<CpuList>,
+    /// Spin instead of sleeping between events (one busy core per thread):
+    /// the load generator then adds no wake-up latency of its own.
+    #[arg(long)]
+    pub busy_poll: bool,
     /// Write the versioned result document (percentiles and serialized
     /// HdrHistograms) to this file; `-` for stdout.
     #[arg(long)]
@@ -76,6 +80,7 @@ impl Args {
             connect_timeout: self.connect_timeout,
             threads: self.threads,
             cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),
+            busy_poll: self.busy_poll,
             seed: self.seed,
         };
         cfg.validate().code(Code::Config)?;
