@@ -20,6 +20,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+pub mod bench;
 pub mod system;
 
 /// Schema id of `tickpack players --json`.

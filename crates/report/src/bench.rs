@@ -1,0 +1,184 @@
+//! The `tickpack bench` result document (`tickpack.bench/1`).
+//!
+//! Written to `DIR/result.json` atomically after every step, so Ctrl-C or a
+//! crash keeps every finished step (`complete` stays `false` then). Each step
+//! keeps its serialized histograms, so percentiles can be recomputed and
+//! steps merged later.
+
+use serde::{Deserialize, Serialize};
+
+use crate::system::SystemInfo;
+use crate::{CommandCounts, Percentiles, PlayersHistograms, SnapshotCounts};
+
+/// Schema id of `result.json`.
+pub const BENCH_SCHEMA: &str = "tickpack.bench/1";
+
+/// QoS limits a step must meet (all configurable; docs/methodology.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QosLimits {
+    /// p99 in-game transaction latency, absolute (microseconds).
+    pub p99_transaction_us: u64,
+    /// p99 transaction latency relative to the one-tile baseline step.
+    pub p99_relative_to_baseline: f64,
+    /// p99 tick lateness (microseconds).
+    pub p99_tick_lateness_us: u64,
+    /// Largest tolerated fraction of snapshots lost (0.001 = 0.1 %).
+    pub max_snapshot_loss: f64,
+    /// p99 server frame time as a fraction of the tick interval.
+    pub p99_frame_budget: f64,
+}
+
+/// How a run was set up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchSettings {
+    /// Servers per tile (the case study's VM held 3).
+    pub tile_servers: u32,
+    pub players_per_server: u32,
+    pub bots_per_server: u32,
+    pub tick_hz: u32,
+    /// The server's `--cost` profile.
+    pub cost: String,
+    pub step_duration_s: f64,
+    pub warmup_s: f64,
+    pub max_steps: u32,
+    /// Steps run past the first failure, to show the knee.
+    pub steps_past_failure: u32,
+    /// CPU busy target for the recommended density (0.75 = 75 %).
+    pub headroom_target: f64,
+    pub qos: QosLimits,
+    /// What `--compare` asked for: "none", "placement" or "backend".
+    pub compare: String,
+}
+
+/// Who used which cores.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CoreUse {
+    pub total: usize,
+    pub load_generator: Vec<usize>,
+    pub servers: Vec<usize>,
+}
+
+/// CPU use during a step's measurement.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuUse {
+    /// Busy share of the server cores, 0-100 %.
+    pub servers_busy_percent: f64,
+    /// Busy share of the whole machine, 0-100 %.
+    pub machine_busy_percent: f64,
+    /// Busy share per CPU, 0-100 %, indexed by CPU number.
+    pub per_cpu_percent: Vec<f64>,
+    /// Load generator CPU time over the step, seconds.
+    pub load_generator_cpu_s: f64,
+}
+
+/// Power during a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Power {
+    pub watts: f64,
+    /// "rapl", "ipmi", "command" or "modeled".
+    pub source: String,
+}
+
+/// One step of the ladder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub index: u32,
+    pub tiles: u32,
+    pub servers: u32,
+    pub players: u32,
+    /// "pass" or "fail".
+    pub verdict: String,
+    /// Each limit missed, in words.
+    pub failures: Vec<String>,
+    pub duration_s: f64,
+    pub transaction_latency_us: Percentiles,
+    pub rtt_us: Percentiles,
+    pub server_frame_us: Percentiles,
+    pub tick_lateness_us: Percentiles,
+    pub snapshot_jitter_us: Percentiles,
+    pub snapshots: SnapshotCounts,
+    pub commands: CommandCounts,
+    pub cpu: CpuUse,
+    pub power: Option<Power>,
+    pub histograms: PlayersHistograms,
+}
+
+/// One ladder (one variant of a comparison).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ladder {
+    /// e.g. "netns/bridge, placement spread".
+    pub label: String,
+    pub backend: String,
+    pub net: Option<String>,
+    pub placement: String,
+    pub steps: Vec<Step>,
+    /// Largest step that passed before the first failure.
+    pub max_servers: Option<u32>,
+    /// Largest passing step whose server-core busy share is within the headroom target.
+    pub recommended_servers: Option<u32>,
+    /// Why the ladder stopped, in words.
+    pub stopped: String,
+}
+
+/// Cost figures (see `tickpack tco`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tco {
+    pub inputs: TcoInputs,
+    pub before: TcoSide,
+    pub after: TcoSide,
+    pub savings: TcoSavings,
+    /// Where the watts came from: "measured (rapl)", "modeled", "given".
+    pub watts_source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TcoInputs {
+    pub before_watts: f64,
+    pub after_watts: f64,
+    pub ratio: f64,
+    pub machines: u64,
+    pub price_per_kwh: f64,
+    pub currency_rate: f64,
+    pub hours_per_year: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TcoSide {
+    pub machines: u64,
+    pub watts_each: f64,
+    pub annual_kwh: f64,
+    pub annual_cost: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TcoSavings {
+    pub machines: u64,
+    pub annual_kwh: f64,
+    pub annual: f64,
+    /// Savings as a share of the before cost, 0-100 %.
+    pub percent: f64,
+}
+
+/// The whole `result.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub schema: String,
+    pub tickpack_version: String,
+    pub system: SystemInfo,
+    pub settings: BenchSettings,
+    pub cores: CoreUse,
+    pub ladders: Vec<Ladder>,
+    /// Recommended density of the first ladder (tickpack's own settings).
+    pub recommended_servers: Option<u32>,
+    pub max_servers: Option<u32>,
+    /// For `--compare placement`: first ladder's max servers over the
+    /// second's (tickpack's placement vs the kernel's).
+    pub comparison_ratio: Option<f64>,
+    /// Servers per machine vs one server per machine, at the recommended density.
+    pub consolidation_ratio: Option<f64>,
+    pub tco: Option<Tco>,
+    /// False until the run finished; an interrupted run keeps its steps.
+    pub complete: bool,
+    pub started_unix: u64,
+    pub finished_unix: Option<u64>,
+}
