@@ -19,17 +19,18 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT INT TERM
 
-start_server() { # name, args...
+start_server() { # name, args...; sets $addr and appends to $pids (no subshell, so the PID is kept)
   local name=$1; shift
   "$tp" server --bind 127.0.0.1:0 --cpu "$scpu" "$@" >"$tmp/$name.out" 2>/dev/null &
   pids+=($!)
   for _ in $(seq 50); do grep -q listening "$tmp/$name.out" 2>/dev/null && break; sleep 0.1; done
-  sed -n 's/^tickpack server listening on \([^ ]*\).*/\1/p' "$tmp/$name.out"
+  addr=$(sed -n 's/^tickpack server listening on \([^ ]*\).*/\1/p' "$tmp/$name.out")
+  [ -n "$addr" ] || { echo "server $name did not start" >&2; exit 1; }
 }
 
 echo "# 1. players per core at 100 Hz (load generator on CPU 0, servers on CPU $scpu, light world, 2000 B snapshots)"
 targets=()
-for i in 1 2 3 4; do targets+=("$(start_server s$i --max-players 128 --cost light)"); done
+for i in 1 2 3 4; do start_server "s$i" --max-players 128 --cost light; targets+=("$addr"); done
 tlist=$(IFS=,; echo "${targets[*]}")
 printf "%8s %10s %12s %10s %10s %14s\n" players gen_cpu_% snaps_lost p99_ms rtt_p99_ms players/core
 for n in 48 96 192 384; do
@@ -49,7 +50,7 @@ pids=()
 
 echo
 echo "# 2. one 12-player server, 4 bots, reference cost, ${secs}s measured (server on CPU $scpu)"
-addr=$(start_server one --bots 4)
+start_server one --bots 4
 spid=${pids[0]}
 "$tp" players --target "$addr" --players 12 --duration "${secs}s" --cpus 0 --quiet --json "$tmp/one.json" >/dev/null
 python3 - "$spid" "$tmp/one.json" <<'PY'

@@ -19,7 +19,7 @@ const AFTER_HELP: &str = "\
 Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config,
 3 isolation unavailable, 4 QoS failed, 5 target unreachable.
 
-Start with: tickpack demo   (a server and 12 players on this machine, 10 s)";
+Start with: tickpack bench --quick   (a short consolidation ladder on this machine)";
 
 /// Pack many latency-sensitive game servers onto one machine, and prove
 /// with numbers that the players do not notice.
@@ -43,6 +43,13 @@ enum Command {
     /// Start a server and players on this machine, pinned to separate
     /// cores, and print what the players saw.
     Demo(cmd::demo::Args),
+    /// The consolidation benchmark: add tiles of servers until a QoS limit
+    /// fails; report density, CPU headroom, latency, power and cost.
+    Bench(Box<cmd::bench::Args>),
+    /// Rebuild the HTML report from result.json files (several side by side).
+    Report(cmd::bench::ReportArgs),
+    /// Machines, energy and money before and after consolidating.
+    Tco(cmd::tco::Args),
     /// Run many isolated game servers on this machine: own IP, files, PIDs,
     /// CPU and memory each, placed on cores, restarted when they crash.
     Host(cmd::host::Args),
@@ -57,6 +64,9 @@ fn main() -> ExitCode {
         Command::Players(a) => cmd::players::run(a),
         Command::Ping(a) => cmd::ping::run(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Bench(a) => cmd::bench::run(*a),
+        Command::Report(a) => cmd::bench::report(a),
+        Command::Tco(a) => cmd::tco::run(a),
         Command::Host(a) => cmd::host::run(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
     };

@@ -119,6 +119,9 @@ pub struct Waiter {
     pollfds: Vec<libc::pollfd>,
     spin_margin_ns: u64,
     lead_ns: u64,
+    /// The target the timerfd is armed for and has not fired at yet: a
+    /// wait for the same target (after a datagram woke us) skips re-arming.
+    armed_ns: Option<u64>,
     /// The thread whose timer slack was lowered (Precise only).
     slack_set_on: Option<ThreadId>,
     stats: WaitStats,
@@ -134,6 +137,7 @@ impl Waiter {
             pollfds: Vec::new(),
             spin_margin_ns: INITIAL_SPIN_NS,
             lead_ns: DEFAULT_LEAD_NS,
+            armed_ns: None,
             slack_set_on: None,
             stats: WaitStats::default(),
         };
@@ -252,7 +256,10 @@ impl Waiter {
     /// Returns the index of a ready fd, or `None` when the timer fired.
     fn sleep_until(&mut self, fds: &[RawFd], target_ns: u64) -> Result<Option<usize>, NetError> {
         let timer = self.timer.as_ref().map_or(-1, |t| t.as_raw_fd());
-        arm(timer, target_ns)?;
+        if self.armed_ns != Some(target_ns) {
+            arm(timer, target_ns)?;
+            self.armed_ns = Some(target_ns);
+        }
         self.pollfds.clear();
         self.pollfds
             .extend(fds.iter().chain([&timer]).map(|&fd| libc::pollfd {
@@ -293,6 +300,7 @@ impl Waiter {
         }
         if timer_entry.revents & libc::POLLIN != 0 {
             // No need to read the timerfd: the next `arm` resets its expiry count.
+            self.armed_ns = None;
             return Ok(None);
         }
         let ready = libc::POLLIN | libc::POLLERR | libc::POLLHUP;

@@ -21,6 +21,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 pub mod bench;
+pub mod html;
 pub mod system;
 
 /// Schema id of `tickpack players --json`.

@@ -1,10 +1,12 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod demo;
 pub mod host;
 pub mod ping;
 pub mod players;
 pub mod server;
+pub mod tco;
 
 /// Parses `10s`, `500ms`, `2m` for clap.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -151,12 +151,13 @@ pub fn run(a: Args) -> Result<(), Failure> {
 
     let drain = |server: &mut Server, rx: &mut RecvBatch, tx: &mut SendBatch| {
         while let Ok(n) = sock.recv_batch(rx) {
-            if n == 0 {
-                break;
-            }
             let now = now_us();
             for (from, data) in rx.iter() {
                 server.handle(now, from, data);
+            }
+            // A short batch means the socket is empty: skip the extra call.
+            if n < rx.capacity() {
+                break;
             }
         }
         server.drain_transmits(|to, bytes| tx.push(to, bytes));

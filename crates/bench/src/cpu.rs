@@ -1,0 +1,95 @@
+//! Per-CPU busy time from /proc/stat, sampled at the edges of a measurement.
+
+/// Cumulative (busy, total) jiffies per CPU, indexed by CPU number.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CpuTimes(pub Vec<(u64, u64)>);
+
+impl CpuTimes {
+    /// Reads `/proc/stat` (or the given text, for tests).
+    pub fn read() -> CpuTimes {
+        Self::parse(&std::fs::read_to_string("/proc/stat").unwrap_or_default())
+    }
+
+    pub fn parse(text: &str) -> CpuTimes {
+        let mut v: Vec<(u64, u64)> = vec![];
+        for line in text.lines() {
+            // "cpuN ..." lines only; the aggregate "cpu  ..." line is skipped.
+            let Some(rest) = line
+                .strip_prefix("cpu")
+                .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            else {
+                continue;
+            };
+            let mut f = rest.split_whitespace();
+            let Some(Ok(n)) = f.next().map(str::parse::<usize>) else {
+                continue;
+            };
+            let x: Vec<u64> = f.filter_map(|t| t.parse().ok()).collect();
+            if x.len() < 5 {
+                continue;
+            }
+            // user nice system idle iowait irq softirq steal [guest guest_nice]
+            let idle = x[3] + x[4];
+            let total: u64 = x.iter().take(8).sum();
+            if v.len() <= n {
+                v.resize(n + 1, (0, 0));
+            }
+            v[n] = (total - idle, total);
+        }
+        CpuTimes(v)
+    }
+
+    /// Busy percent per CPU between `self` (earlier) and `later`.
+    pub fn busy_percent(&self, later: &CpuTimes) -> Vec<f64> {
+        later
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, &(b1, t1))| {
+                let (b0, t0) = self.0.get(i).copied().unwrap_or((0, 0));
+                let dt = t1.saturating_sub(t0);
+                if dt == 0 {
+                    0.0
+                } else {
+                    (100.0 * b1.saturating_sub(b0) as f64 / dt as f64 * 10.0).round() / 10.0
+                }
+            })
+            .collect()
+    }
+}
+
+/// Mean of `per_cpu` over `cpus` (all CPUs when empty).
+pub fn mean_over(per_cpu: &[f64], cpus: &[usize]) -> f64 {
+    let pick: Vec<f64> = if cpus.is_empty() {
+        per_cpu.to_vec()
+    } else {
+        cpus.iter()
+            .filter_map(|&c| per_cpu.get(c).copied())
+            .collect()
+    };
+    if pick.is_empty() {
+        0.0
+    } else {
+        pick.iter().sum::<f64>() / pick.len() as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_share_per_cpu() {
+        let a = CpuTimes::parse(
+            "cpu  1 2 3 4\ncpu0 100 0 0 900 0 0 0 0 0 0\ncpu1 0 0 0 1000 0 0 0 0 0 0\n",
+        );
+        let b = CpuTimes::parse("cpu0 150 0 0 950 0 0 0 0 0 0\ncpu1 75 0 25 1100 0 0 0 0 0 0\n");
+        let p = a.busy_percent(&b);
+        assert_eq!(p, vec![50.0, 50.0]);
+        assert_eq!(mean_over(&p, &[1]), 50.0);
+        assert!(
+            !CpuTimes::read().0.is_empty(),
+            "this machine's /proc/stat has CPUs"
+        );
+    }
+}

@@ -1,0 +1,319 @@
+//! `tickpack bench`: how many game servers fit on this machine before the
+//! players notice, at what CPU headroom, and what that saves.
+//!
+//! Order: [`BenchConfig`] → [`BenchConfig::validate`] → [`run`], which
+//! climbs one ladder per compared variant ([`ladder`]), judges every step
+//! ([`verdict`]), samples CPU ([`cpu`]) and power ([`power`]), rewrites
+//! `OUT/result.json` atomically after every step (so Ctrl-C keeps every
+//! finished step), and fills in the summary and the cost figures ([`tco`])
+//! at the end. The HTML report is rendered by `tickpack_report::html`.
+//!
+//! Not here: the servers (`tickpack server`), the host (`tickpack-host`),
+//! the players (`tickpack-players`); this crate only drives them.
+
+pub mod cpu;
+pub mod ladder;
+pub mod power;
+pub mod tco;
+pub mod verdict;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use tickpack_host::fleet::Backend;
+use tickpack_host::netpath::NetKind;
+use tickpack_host::placement::Policy;
+use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, TcoInputs, BENCH_SCHEMA};
+
+pub use ladder::{LadderSpec, Observer, Plan};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("bad benchmark settings: {0}")]
+    Config(String),
+    #[error("isolation unavailable: {0}")]
+    Isolation(String),
+    #[error("{0}")]
+    Host(#[from] tickpack_host::supervisor::HostError),
+    #[error("players: {0}")]
+    Players(#[from] tickpack_players::PlayersError),
+    #[error("writing results: {0}")]
+    Report(#[from] tickpack_report::ReportError),
+}
+
+/// What to compare in one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    None,
+    /// tickpack's placement (spread) vs the kernel's (none).
+    Placement,
+    /// process vs netns veth, bridge, macvlan.
+    Backend,
+}
+
+/// Cost inputs besides the measured density and watts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostInputs {
+    pub before_watts: f64,
+    /// Servers one machine ran before consolidating (the case study: 108
+    /// servers replaced 18 machines, 6 each).
+    pub before_servers: u32,
+    pub machines: u64,
+    pub price_per_kwh: f64,
+    pub currency_rate: f64,
+    pub hours_per_year: f64,
+}
+
+/// Everything `tickpack bench` needs.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub settings: BenchSettings,
+    pub out_dir: PathBuf,
+    pub compare: Compare,
+    /// `None`: netns when root, else process.
+    pub backend: Option<Backend>,
+    pub net: NetKind,
+    pub load_generator_cpus: Vec<usize>,
+    pub power: power::PowerConfig,
+    pub cost: CostInputs,
+    pub exe: PathBuf,
+    pub run_dir: PathBuf,
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc_geteuid() == 0 }
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+impl BenchConfig {
+    /// Checks the settings and resolves defaults; nothing is started before.
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let s = &self.settings;
+        let bad = |m: String| Err(BenchError::Config(m));
+        if s.tile_servers == 0 || s.tile_servers > 64 {
+            return bad(format!(
+                "--tile-servers must be 1..=64, got {}",
+                s.tile_servers
+            ));
+        }
+        if s.players_per_server == 0 || s.players_per_server > 255 {
+            return bad(format!(
+                "--players-per-server must be 1..=255, got {}",
+                s.players_per_server
+            ));
+        }
+        if s.max_steps == 0 || s.max_steps * s.tile_servers > 250 {
+            return bad(format!(
+                "--max-steps x --tile-servers must be 1..=250 servers, got {}",
+                s.max_steps * s.tile_servers
+            ));
+        }
+        if !(s.step_duration_s >= 0.5 && s.step_duration_s <= 3600.0) {
+            return bad("--step-duration must be 500ms..1h".into());
+        }
+        if !(s.headroom_target > 0.0 && s.headroom_target <= 1.0) {
+            return bad(format!(
+                "--headroom must be in (0, 100] %, got {}",
+                s.headroom_target * 100.0
+            ));
+        }
+        if self.compare == Compare::Backend && !is_root() {
+            return Err(BenchError::Isolation(
+                "--compare backend needs root (network namespaces)".into(),
+            ));
+        }
+        if self.backend == Some(Backend::Netns) && !is_root() {
+            return Err(BenchError::Isolation(
+                "the netns backend needs root; run as root or use --backend process".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn ladders(&self) -> Vec<LadderSpec> {
+        let backend = self.backend.unwrap_or(if is_root() {
+            Backend::Netns
+        } else {
+            Backend::Process
+        });
+        let spec = |backend: Backend, net: NetKind, placement: Policy| LadderSpec {
+            label: match backend {
+                Backend::Process => format!("process, placement {placement}"),
+                Backend::Netns => format!("netns/{net}, placement {placement}"),
+            },
+            backend,
+            net,
+            placement,
+        };
+        match self.compare {
+            Compare::None => vec![spec(backend, self.net, Policy::Spread)],
+            Compare::Placement => vec![
+                spec(backend, self.net, Policy::Spread),
+                spec(backend, self.net, Policy::None),
+            ],
+            Compare::Backend => vec![
+                spec(Backend::Process, self.net, Policy::Spread),
+                spec(Backend::Netns, NetKind::Veth, Policy::Spread),
+                spec(Backend::Netns, NetKind::Bridge, Policy::Spread),
+                spec(Backend::Netns, NetKind::Macvlan, Policy::Spread),
+            ],
+        }
+    }
+}
+
+/// Runs the benchmark; `on_update` sees the result after every step (the
+/// caller's progress display). Writes `out_dir/result.json` as it goes.
+pub fn run(
+    cfg: &BenchConfig,
+    stop: &Arc<AtomicBool>,
+    obs: &mut dyn Observer,
+) -> Result<BenchResult, BenchError> {
+    cfg.validate()?;
+    std::fs::create_dir_all(&cfg.out_dir)
+        .map_err(|e| BenchError::Config(format!("cannot create {}: {e}", cfg.out_dir.display())))?;
+    let online = tickpack_net::cpu::online_cpus();
+    let server_cpus: Vec<usize> = online
+        .iter()
+        .copied()
+        .filter(|c| !cfg.load_generator_cpus.contains(c))
+        .collect();
+    let plan = Plan {
+        settings: cfg.settings.clone(),
+        load_generator_cpus: cfg.load_generator_cpus.clone(),
+        server_cpus: if server_cpus.is_empty() {
+            online.clone()
+        } else {
+            server_cpus.clone()
+        },
+        exe: cfg.exe.clone(),
+        run_dir: cfg.run_dir.clone(),
+        host_name: "bn".into(),
+    };
+    let (mut power, power_reason) = power::detect_with_reason(&cfg.power);
+    obs.note(&format!("power: {power_reason}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut result = BenchResult {
+        schema: BENCH_SCHEMA.into(),
+        tickpack_version: env!("CARGO_PKG_VERSION").into(),
+        system: tickpack_report::system::SystemInfo::collect(),
+        settings: cfg.settings.clone(),
+        cores: CoreUse {
+            total: online.len(),
+            load_generator: cfg.load_generator_cpus.clone(),
+            servers: plan.server_cpus.clone(),
+        },
+        ladders: vec![],
+        recommended_servers: None,
+        max_servers: None,
+        comparison_ratio: None,
+        consolidation_ratio: None,
+        tco: None,
+        complete: false,
+        started_unix: now,
+        finished_unix: None,
+    };
+    let path = cfg.out_dir.join("result.json");
+    tickpack_report::write_json_atomic(&path, &result)?;
+
+    struct Saving<'a> {
+        inner: &'a mut dyn Observer,
+        result: &'a mut BenchResult,
+        path: PathBuf,
+        error: Option<tickpack_report::ReportError>,
+    }
+    impl Observer for Saving<'_> {
+        fn step_started(&mut self, ladder: &str, index: u32, servers: u32) {
+            self.inner.step_started(ladder, index, servers);
+        }
+        fn note(&mut self, msg: &str) {
+            self.inner.note(msg);
+        }
+        fn step_finished(&mut self, ladder: &tickpack_report::bench::Ladder) {
+            // The ladder in progress replaces its previous copy.
+            match self
+                .result
+                .ladders
+                .iter_mut()
+                .find(|l| l.label == ladder.label)
+            {
+                Some(l) => *l = ladder.clone(),
+                None => self.result.ladders.push(ladder.clone()),
+            }
+            if let Err(e) = tickpack_report::write_json_atomic(&self.path, &*self.result) {
+                self.error.get_or_insert(e);
+            }
+            self.inner.step_finished(ladder);
+        }
+    }
+
+    for spec in cfg.ladders() {
+        let mut saving = Saving {
+            inner: &mut *obs,
+            result: &mut result,
+            path: path.clone(),
+            error: None,
+        };
+        let ladder = ladder::run_ladder(&plan, &spec, power.as_mut(), stop, &mut saving)?;
+        if let Some(e) = saving.error {
+            return Err(e.into());
+        }
+        match result.ladders.iter_mut().find(|l| l.label == ladder.label) {
+            Some(l) => *l = ladder,
+            None => result.ladders.push(ladder),
+        }
+        tickpack_report::write_json_atomic(&path, &result)?;
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(result);
+        }
+    }
+
+    let first = &result.ladders[0];
+    result.recommended_servers = first.recommended_servers;
+    result.max_servers = first.max_servers;
+    if cfg.compare == Compare::Placement && result.ladders.len() == 2 {
+        if let (Some(a), Some(b)) = (result.ladders[0].max_servers, result.ladders[1].max_servers) {
+            result.comparison_ratio = Some((f64::from(a) / f64::from(b) * 100.0).round() / 100.0);
+        }
+    }
+    if let Some(rec) = result.recommended_servers {
+        let ratio = f64::from(rec) / f64::from(cfg.cost.before_servers.max(1));
+        result.consolidation_ratio = Some((ratio * 100.0).round() / 100.0);
+        let step = first.steps.iter().find(|s| s.servers == rec);
+        let after_watts = step
+            .and_then(|s| s.power.as_ref())
+            .map(|p| (p.watts, p.source.clone()));
+        if let Some((watts, source)) = after_watts.filter(|_| ratio >= 1.0) {
+            let inputs = TcoInputs {
+                before_watts: cfg.cost.before_watts,
+                after_watts: watts,
+                ratio,
+                machines: cfg.cost.machines,
+                price_per_kwh: cfg.cost.price_per_kwh,
+                currency_rate: cfg.cost.currency_rate,
+                hours_per_year: cfg.cost.hours_per_year,
+            };
+            let label = if source == "modeled" {
+                "modeled".to_string()
+            } else {
+                format!("measured ({source})")
+            };
+            result.tco = tco::compute(&inputs, &label).ok();
+        }
+    }
+    result.complete = true;
+    result.finished_unix = Some(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    );
+    tickpack_report::write_json_atomic(&path, &result)?;
+    Ok(result)
+}

@@ -1,0 +1,356 @@
+//! `tickpack bench` and `tickpack report`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use tickpack_bench::{BenchConfig, Compare, CostInputs, Observer};
+use tickpack_report::bench::{BenchResult, BenchSettings, Ladder};
+
+use super::{parse_cpus, parse_duration, CpuList};
+use crate::exit::{fail, Code, Failure, WithCode};
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum CompareArg {
+    /// tickpack's placement (spread) against the kernel's (none), side by side
+    Placement,
+    /// process against netns veth, bridge and macvlan (root)
+    Backend,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A short ladder (1-server tiles, 2 steps, 2 s each): a first look, and tests.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for result.json and report.html.
+    #[arg(long, default_value = "tickpack-results")]
+    pub out: PathBuf,
+    /// Also climb the ladder for a comparison, in the same run.
+    #[arg(long, value_enum)]
+    pub compare: Option<CompareArg>,
+    /// Servers added per step (the case study's VM held 3).
+    #[arg(long)]
+    pub tile_servers: Option<u32>,
+    /// Emulated players per server.
+    #[arg(long, default_value_t = 12)]
+    pub players_per_server: u32,
+    /// Server-side bots per server.
+    #[arg(long, default_value_t = 0)]
+    pub bots: u32,
+    /// Game work per tick of each server (see `tickpack server --help`).
+    #[arg(long, default_value = "default")]
+    pub cost: String,
+    #[arg(long, default_value_t = 100)]
+    pub tick_hz: u32,
+    /// Measured time per step.
+    #[arg(long, value_parser = parse_duration)]
+    pub step_duration: Option<Duration>,
+    /// Unmeasured time at the start of each step.
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Most steps per ladder.
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    /// Steps to run past the first failure, to show the knee.
+    #[arg(long, default_value_t = 0)]
+    pub steps_past_failure: u32,
+    /// CPU busy target (percent of the server cores) for the recommended density.
+    #[arg(long, default_value_t = 75.0)]
+    pub headroom: f64,
+    /// QoS: p99 transaction latency limit in ms [default: one tick + 5 ms].
+    #[arg(long)]
+    pub qos_p99_ms: Option<f64>,
+    /// QoS: p99 transaction latency limit relative to the one-tile step.
+    #[arg(long, default_value_t = 1.5)]
+    pub qos_relative: f64,
+    /// QoS: p99 tick lateness limit in ms [default: a quarter tick].
+    #[arg(long)]
+    pub qos_tick_lateness_ms: Option<f64>,
+    /// QoS: largest share of snapshots lost, percent.
+    #[arg(long, default_value_t = 0.1)]
+    pub qos_loss_percent: f64,
+    /// QoS: p99 server frame time limit, as a share of the tick.
+    #[arg(long, default_value_t = 0.5)]
+    pub qos_frame_budget: f64,
+    /// Isolation backend: netns or process [default: netns as root, else process].
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Network path for netns.
+    #[arg(long, default_value = "veth")]
+    pub net: String,
+    /// CPUs for the load generator [default: CPU 0 when there are 2+].
+    #[arg(long, value_parser = parse_cpus)]
+    pub load_cpus: Option<CpuList>,
+    /// A command that prints the machine's watts (tried before RAPL and IPMI).
+    #[arg(long)]
+    pub power_command: Option<String>,
+    /// Power model: watts idle (used when nothing measures power; labeled "modeled").
+    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_IDLE_WATTS)]
+    pub idle_watts: f64,
+    /// Power model: watts with every core busy.
+    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_MAX_WATTS)]
+    pub max_watts: f64,
+    /// Cost: watts of one machine before consolidating.
+    #[arg(long, default_value_t = 350.0)]
+    pub before_watts: f64,
+    /// Cost: servers one machine ran before consolidating (case study: 6).
+    #[arg(long, default_value_t = 6)]
+    pub before_servers: u32,
+    /// Cost: machines before consolidating.
+    #[arg(long, default_value_t = 1000)]
+    pub machines: u64,
+    #[arg(long, default_value_t = 0.16)]
+    pub price_per_kwh: f64,
+    /// Converts the price's currency to the reporting currency.
+    #[arg(long, default_value_t = 1.0)]
+    pub currency_rate: f64,
+    /// Run dir of the temporary hosts the steps bring up.
+    #[arg(long, hide = true)]
+    pub run_dir: Option<PathBuf>,
+}
+
+fn config(a: &Args) -> Result<BenchConfig, Failure> {
+    let tick_hz = a.tick_hz.clamp(1, 1000);
+    let mut qos = tickpack_bench::verdict::default_limits(tick_hz);
+    if let Some(ms) = a.qos_p99_ms {
+        qos.p99_transaction_us = (ms * 1000.0) as u64;
+    }
+    if let Some(ms) = a.qos_tick_lateness_ms {
+        qos.p99_tick_lateness_us = (ms * 1000.0) as u64;
+    }
+    qos.p99_relative_to_baseline = a.qos_relative;
+    qos.max_snapshot_loss = a.qos_loss_percent / 100.0;
+    qos.p99_frame_budget = a.qos_frame_budget;
+    let settings = BenchSettings {
+        tile_servers: a.tile_servers.unwrap_or(if a.quick { 1 } else { 3 }),
+        players_per_server: a.players_per_server,
+        bots_per_server: a.bots,
+        tick_hz,
+        cost: a.cost.clone(),
+        step_duration_s: a.step_duration.map_or(if a.quick { 2.0 } else { 6.0 }, |d| d.as_secs_f64()),
+        warmup_s: a.warmup.map_or(if a.quick { 0.5 } else { 1.0 }, |d| d.as_secs_f64()),
+        max_steps: a.max_steps.unwrap_or(if a.quick { 2 } else { 12 }),
+        steps_past_failure: a.steps_past_failure,
+        headroom_target: a.headroom / 100.0,
+        qos,
+        compare: match a.compare {
+            None => "none",
+            Some(CompareArg::Placement) => "placement",
+            Some(CompareArg::Backend) => "backend",
+        }
+        .into(),
+    };
+    if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
+        return Err(fail(Code::Config, format!("--cost {:?}: expected light, default, heavy or a factor", a.cost)));
+    }
+    let backend = a
+        .backend
+        .as_deref()
+        .map(str::parse::<tickpack_host::fleet::Backend>)
+        .transpose()
+        .map_err(|e| fail(Code::Config, e))?;
+    let net = a.net.parse().map_err(|e| fail(Code::Config, format!("--net: {e}")))?;
+    let online = tickpack_net::cpu::online_cpus();
+    let load = match &a.load_cpus {
+        Some(c) => c.0.clone(),
+        None if online.len() >= 2 => vec![online[0]],
+        None => online.clone(),
+    };
+    Ok(BenchConfig {
+        settings,
+        out_dir: a.out.clone(),
+        compare: match a.compare {
+            None => Compare::None,
+            Some(CompareArg::Placement) => Compare::Placement,
+            Some(CompareArg::Backend) => Compare::Backend,
+        },
+        backend,
+        net,
+        load_generator_cpus: load,
+        power: tickpack_bench::power::PowerConfig {
+            command: a.power_command.clone(),
+            idle_watts: a.idle_watts,
+            max_watts: a.max_watts,
+            ..Default::default()
+        },
+        cost: CostInputs {
+            before_watts: a.before_watts,
+            before_servers: a.before_servers,
+            machines: a.machines,
+            price_per_kwh: a.price_per_kwh,
+            currency_rate: a.currency_rate,
+            hours_per_year: 8760.0,
+        },
+        exe: std::env::current_exe().context("finding the tickpack binary")?,
+        run_dir: a.run_dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("tickpack-bench-{}", std::process::id()))),
+    })
+}
+
+/// Progress on stderr: a bar when it is a terminal, one line per step otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Observer for Progress {
+    fn step_started(&mut self, ladder: &str, index: u32, servers: u32) {
+        let msg = format!("{ladder}: step {index}, {servers} servers");
+        match &self.bar {
+            Some(b) => b.set_message(msg),
+            None => eprintln!("bench: {msg} ..."),
+        }
+    }
+    fn step_finished(&mut self, ladder: &Ladder) {
+        let Some(s) = ladder.steps.last() else { return };
+        let line = format!(
+            "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%){}",
+            ladder.label,
+            s.servers,
+            s.verdict.to_uppercase(),
+            s.transaction_latency_us.p99 as f64 / 1000.0,
+            s.cpu.servers_busy_percent,
+            if s.failures.is_empty() { String::new() } else { format!(": {}", s.failures.join("; ")) }
+        );
+        match &self.bar {
+            Some(b) => {
+                b.inc(1);
+                b.println(line);
+            }
+            None => eprintln!("bench: {line}"),
+        }
+    }
+    fn note(&mut self, msg: &str) {
+        match &self.bar {
+            Some(b) => b.println(format!("bench: {msg}")),
+            None => eprintln!("bench: {msg}"),
+        }
+    }
+}
+
+pub fn run(a: Args) -> Result<(), Failure> {
+    let cfg = config(&a)?;
+    cfg.validate().map_err(bench_failure)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let ladders = match cfg.compare {
+        Compare::None => 1,
+        Compare::Placement => 2,
+        Compare::Backend => 4,
+    };
+    let steps = u64::from(cfg.settings.max_steps) * ladders;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = ProgressBar::new(steps);
+        b.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps (at most) {msg}").expect("static template"));
+        b.enable_steady_tick(Duration::from_millis(200));
+        b
+    });
+    let mut progress = Progress { bar };
+    eprintln!(
+        "tickpack bench: tiles of {} servers x {} players, {} s per step, load generator on CPU {:?}; results in {}",
+        cfg.settings.tile_servers,
+        cfg.settings.players_per_server,
+        cfg.settings.step_duration_s,
+        cfg.load_generator_cpus,
+        cfg.out_dir.display()
+    );
+    let result = tickpack_bench::run(&cfg, &stop, &mut progress);
+    if let Some(b) = &progress.bar {
+        b.finish_and_clear();
+    }
+    let result = result.map_err(bench_failure)?;
+    let html = tickpack_report::html::render(&[("result.json".to_string(), result.clone())]);
+    let report = cfg.out_dir.join("report.html");
+    std::fs::write(&report, html).with_context(|| format!("writing {}", report.display()))?;
+    print_summary(&result);
+    println!("results: {} and {}", cfg.out_dir.join("result.json").display(), report.display());
+    if !result.complete {
+        return Err(fail(Code::Runtime, "interrupted: the finished steps are kept in result.json"));
+    }
+    if result.ladders.first().is_some_and(|l| l.steps.first().is_some_and(|s| s.verdict == "fail")) {
+        return Err(fail(
+            Code::QosFailed,
+            "QoS failed already at the first step: this machine cannot hold even one tile at these limits",
+        ));
+    }
+    Ok(())
+}
+
+fn bench_failure(e: tickpack_bench::BenchError) -> Failure {
+    use tickpack_bench::BenchError as E;
+    let code = match &e {
+        E::Config(_) => Code::Config,
+        E::Isolation(_) | E::Host(_) => Code::Isolation,
+        E::Players(_) | E::Report(_) => Code::Runtime,
+    };
+    Failure { code, error: e.into() }
+}
+
+/// The terminal summary.
+pub fn print_summary(r: &BenchResult) {
+    let or_na = |v: Option<u32>| v.map_or("not reached".to_string(), |v| v.to_string());
+    for l in &r.ladders {
+        println!("\n{} ({})", l.label, l.stopped);
+        println!(
+            "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8}",
+            "servers", "players", "verdict", "p50 ms", "p99 ms", "p99.9 ms", "tick p99", "CPU %", "watts"
+        );
+        for s in &l.steps {
+            println!(
+                "{:>8} {:>8} {:>7} {:>10.2} {:>10.2} {:>10.2} {:>9.2} {:>8.1} {:>8}",
+                s.servers,
+                s.players,
+                s.verdict,
+                s.transaction_latency_us.p50 as f64 / 1000.0,
+                s.transaction_latency_us.p99 as f64 / 1000.0,
+                s.transaction_latency_us.p999 as f64 / 1000.0,
+                s.tick_lateness_us.p99 as f64 / 1000.0,
+                s.cpu.servers_busy_percent,
+                s.power.as_ref().map_or("-".into(), |p| format!("{:.0}{}", p.watts, if p.source == "modeled" { "*" } else { "" }))
+            );
+        }
+        println!(
+            "maximum density {} servers; recommended (servers' CPU <= {:.0}%) {} servers",
+            or_na(l.max_servers),
+            r.settings.headroom_target * 100.0,
+            or_na(l.recommended_servers)
+        );
+    }
+    if let Some(ratio) = r.comparison_ratio {
+        println!("\ntickpack's placement fits {ratio:.2}x the servers the kernel's scheduling fits at the same QoS");
+    }
+    if let Some(c) = r.consolidation_ratio {
+        println!("consolidation ratio {c:.2}:1 (recommended servers per machine before)");
+    }
+    if let Some(t) = &r.tco {
+        println!(
+            "cost ({} watts): {} machines -> {}, {:.0} -> {:.0} per year, saving {:.0} ({:.0}%)",
+            t.watts_source, t.before.machines, t.after.machines, t.before.annual_cost, t.after.annual_cost, t.savings.annual, t.savings.percent
+        );
+    }
+    if r.ladders.iter().flat_map(|l| &l.steps).any(|s| s.power.as_ref().is_some_and(|p| p.source == "modeled")) {
+        println!("* modeled watts (no power meter found); see docs/methodology.md");
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// result.json files from `tickpack bench` (several are compared side by side).
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Where to write the HTML report.
+    #[arg(long, default_value = "report.html")]
+    pub out: PathBuf,
+}
+
+pub fn report(a: ReportArgs) -> Result<(), Failure> {
+    let html = tickpack_report::html::render_file(&a.results).code(Code::Config)?;
+    std::fs::write(&a.out, html).with_context(|| format!("writing {}", a.out.display()))?;
+    println!("report: {}", a.out.display());
+    Ok(())
+}

@@ -1,0 +1,363 @@
+//! The report's charts, built from a [`BenchResult`]: x = servers per step
+//! with one series per ladder, or the latency distribution of each step.
+
+use crate::bench::{BenchResult, Ladder, Step};
+use crate::decode_histogram;
+
+use super::svg::{Chart, Limit, Point, Series, YScale, FAIL_RED};
+use super::{fmt_ms, fmt_num};
+
+/// Ladder colours (no red: red marks failures and limits).
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
+];
+/// Colour of the headroom target line.
+const TARGET: &str = "#b26a00";
+
+pub(super) fn ladder_color(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// A chart and the sentence under it.
+pub(super) struct Figure {
+    pub chart: Chart,
+    pub caption: String,
+    /// What to say instead of an empty chart.
+    pub empty: String,
+}
+
+fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
+    let mut t = format!(
+        "{}: step {}, {} servers, {what}",
+        ladder.label, step.index, step.servers
+    );
+    if step.verdict != "pass" {
+        t.push_str(" - FAIL");
+        if !step.failures.is_empty() {
+            t.push_str(": ");
+            t.push_str(&step.failures.join("; "));
+        }
+    }
+    t
+}
+
+fn failed(step: &Step) -> bool {
+    step.verdict != "pass"
+}
+
+/// Series name: the ladder's label, or only `what` when there is one ladder.
+fn name(r: &BenchResult, ladder: &Ladder, what: &str) -> String {
+    match (r.ladders.len() > 1, what.is_empty()) {
+        (true, true) => ladder.label.clone(),
+        (true, false) => format!("{} {what}", ladder.label),
+        (false, true) => ladder.label.clone(),
+        (false, false) => what.to_string(),
+    }
+}
+
+/// How one percentile is drawn: name, field, dash, width, opacity.
+type PercentileStyle = (
+    &'static str,
+    fn(&Step) -> u64,
+    Option<&'static str>,
+    f64,
+    f64,
+);
+
+/// Transaction latency p50/p99/p99.9 against servers.
+pub(super) fn latency(r: &BenchResult) -> Figure {
+    let mut c = Chart::new(
+        "Transaction latency vs servers",
+        "servers",
+        "transaction latency (ms)",
+    );
+    c.y_scale = YScale::Auto;
+    for (li, ladder) in r.ladders.iter().enumerate() {
+        let styles: [PercentileStyle; 3] = [
+            ("p50", |s| s.transaction_latency_us.p50, None, 1.5, 0.55),
+            ("p99", |s| s.transaction_latency_us.p99, None, 2.5, 1.0),
+            (
+                "p99.9",
+                |s| s.transaction_latency_us.p999,
+                Some("2 3"),
+                1.5,
+                1.0,
+            ),
+        ];
+        for (what, get, dash, width, opacity) in styles {
+            let mut s = Series::new(name(r, ladder, what), ladder_color(li));
+            s.dash = dash;
+            s.width = width;
+            s.opacity = opacity;
+            s.points = ladder
+                .steps
+                .iter()
+                .map(|st| Point {
+                    x: f64::from(st.servers),
+                    y: get(st) as f64 / 1000.0,
+                    failed: failed(st),
+                    tip: tip(ladder, st, &format!("{what} {} ms", fmt_ms(get(st)))),
+                })
+                .collect();
+            c.series.push(s);
+        }
+    }
+    let limit_ms = r.settings.qos.p99_transaction_us as f64 / 1000.0;
+    c.limits.push(Limit {
+        y: limit_ms,
+        label: format!("QoS limit: p99 ≤ {} ms", fmt_num(limit_ms)),
+        color: FAIL_RED,
+    });
+    Figure {
+        chart: c,
+        caption: format!(
+            "Latency from the time a command was due to the first snapshot reflecting it. \
+             Solid thick: p99; thin: p50; dotted: p99.9. Dashed red: the absolute QoS limit \
+             on p99 ({} ms); a step also fails above {}x its ladder's first step. \
+             Red dots: failed steps.",
+            fmt_num(limit_ms),
+            fmt_num(r.settings.qos.p99_relative_to_baseline)
+        ),
+        empty: "No steps finished: no latency to show.".into(),
+    }
+}
+
+/// Server-core CPU busy share against servers, with the headroom target.
+pub(super) fn cpu(r: &BenchResult) -> Figure {
+    let mut c = Chart::new(
+        "CPU busy (server cores) vs servers",
+        "servers",
+        "server cores busy (%)",
+    );
+    c.y_max = Some(100.0);
+    for (li, ladder) in r.ladders.iter().enumerate() {
+        let mut s = Series::new(name(r, ladder, ""), ladder_color(li));
+        s.points = ladder
+            .steps
+            .iter()
+            .map(|st| Point {
+                x: f64::from(st.servers),
+                y: st.cpu.servers_busy_percent,
+                failed: failed(st),
+                tip: tip(
+                    ladder,
+                    st,
+                    &format!("{} % busy", fmt_num(st.cpu.servers_busy_percent)),
+                ),
+            })
+            .collect();
+        c.series.push(s);
+    }
+    let target = r.settings.headroom_target * 100.0;
+    c.limits.push(Limit {
+        y: target,
+        label: format!("headroom target {} %", fmt_num(target)),
+        color: TARGET,
+    });
+    Figure {
+        chart: c,
+        caption: format!(
+            "Busy share of the cores the servers ran on. The recommended density is the \
+             largest passing step at or under the headroom target ({} %, dashed). \
+             Red dots: failed steps.",
+            fmt_num(target)
+        ),
+        empty: "No steps finished: no CPU figures to show.".into(),
+    }
+}
+
+/// The power sources of all steps, in order of appearance.
+pub(super) fn power_sources(r: &BenchResult) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for st in r.ladders.iter().flat_map(|l| &l.steps) {
+        if let Some(p) = &st.power {
+            if !v.contains(&p.source) {
+                v.push(p.source.clone());
+            }
+        }
+    }
+    v
+}
+
+/// "modeled, not measured", "measured (rapl)" or "sources: ...".
+pub(super) fn power_source_words(sources: &[String]) -> String {
+    match sources {
+        [] => "no power source".into(),
+        [s] if s == "modeled" => "modeled, not measured".into(),
+        [s] => format!("measured ({s})"),
+        more => format!("sources: {}", more.join(", ")),
+    }
+}
+
+/// Watts against servers; `None` when no step has a power figure.
+pub(super) fn power(r: &BenchResult) -> Option<Figure> {
+    let sources = power_sources(r);
+    if sources.is_empty() {
+        return None;
+    }
+    let words = power_source_words(&sources);
+    let mut c = Chart::new(
+        format!("Power vs servers ({words})"),
+        "servers",
+        if sources.iter().all(|s| s == "modeled") {
+            "watts (modeled)"
+        } else {
+            "watts"
+        },
+    );
+    for (li, ladder) in r.ladders.iter().enumerate() {
+        let mut s = Series::new(name(r, ladder, ""), ladder_color(li));
+        s.points = ladder
+            .steps
+            .iter()
+            .filter_map(|st| {
+                let p = st.power.as_ref()?;
+                Some(Point {
+                    x: f64::from(st.servers),
+                    y: p.watts,
+                    failed: failed(st),
+                    tip: tip(
+                        ladder,
+                        st,
+                        &format!("{} W ({})", fmt_num(p.watts), p.source),
+                    ),
+                })
+            })
+            .collect();
+        c.series.push(s);
+    }
+    let caption = if sources.iter().any(|s| s == "modeled") {
+        "Watts per step. Modeled watts come from a power model of the CPU busy share, \
+         not from a meter: treat them as an estimate. Red dots: failed steps."
+            .to_string()
+    } else {
+        "Watts per step, as measured. Red dots: failed steps.".to_string()
+    };
+    Some(Figure {
+        chart: c,
+        caption,
+        empty: "No step has a power figure.".into(),
+    })
+}
+
+/// Colour of step `i` of `n`: light to dark blue for passing steps, light
+/// to dark red for failing ones.
+fn step_color(i: usize, n: usize, fail: bool) -> String {
+    let t = if n > 1 {
+        i as f64 / (n - 1) as f64
+    } else {
+        1.0
+    };
+    let (a, b) = if fail {
+        ((0xfc, 0x8d, 0x59), (0x99, 0x00, 0x0d))
+    } else {
+        ((0x9e, 0xca, 0xe1), (0x08, 0x30, 0x6b))
+    };
+    let mix = |x: u8, y: u8| (f64::from(x) + (f64::from(y) - f64::from(x)) * t).round() as u8;
+    format!(
+        "#{:02x}{:02x}{:02x}",
+        mix(a.0, b.0),
+        mix(a.1, b.1),
+        mix(a.2, b.2)
+    )
+}
+
+/// The percentile curve of every step of `ladder`, recomputed from the
+/// serialized transaction-latency histograms. Steps whose histogram is
+/// empty or unreadable are left out and named in `notes`.
+pub(super) fn distribution(r: &BenchResult, ladder: &Ladder, notes: &mut Vec<String>) -> Figure {
+    // x = log10(1 / (1 - q)): 0 -> 0 %, 1 -> 90 %, ..., 4 -> 99.99 %.
+    const X_MAX: f64 = 4.0;
+    const SAMPLES: usize = 80;
+    let mut c = Chart::new(
+        format!("Latency distribution per step: {}", ladder.label),
+        "percentile",
+        "transaction latency (ms)",
+    );
+    c.y_scale = YScale::Auto;
+    c.x_ticks = Some(
+        ["0%", "90%", "99%", "99.9%", "99.99%"]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i as f64, l.to_string()))
+            .collect(),
+    );
+    let n = ladder.steps.len();
+    let fails = ladder.steps.iter().filter(|s| failed(s)).count();
+    let (mut pi, mut fi) = (0, 0);
+    for st in &ladder.steps {
+        let fail = failed(st);
+        let color = if fail {
+            fi += 1;
+            step_color(fi - 1, fails, true)
+        } else {
+            pi += 1;
+            step_color(pi - 1, n - fails, false)
+        };
+        let h = match decode_histogram(&st.histograms.transaction_latency_us) {
+            Ok(h) if !h.is_empty() => h,
+            Ok(_) => {
+                notes.push(format!("step {}: no latency samples", st.index));
+                continue;
+            }
+            Err(e) => {
+                notes.push(format!("step {}: histogram unreadable ({e})", st.index));
+                continue;
+            }
+        };
+        let mut s = Series::new(
+            format!(
+                "{} servers{}",
+                st.servers,
+                if fail { " (fail)" } else { "" }
+            ),
+            color,
+        );
+        s.markers = false;
+        s.width = if fail { 2.0 } else { 1.8 };
+        s.dash = fail.then_some("6 3");
+        s.points = (0..=SAMPLES)
+            .map(|i| {
+                let x = X_MAX * i as f64 / SAMPLES as f64;
+                let q = 1.0 - 10f64.powf(-x);
+                let v = h.value_at_quantile(q);
+                Point {
+                    x,
+                    y: v as f64 / 1000.0,
+                    failed: false,
+                    tip: format!(
+                        "step {}, {} servers: p{} = {} ms",
+                        st.index,
+                        st.servers,
+                        super::fmt_quantile(q),
+                        fmt_ms(v)
+                    ),
+                }
+            })
+            .collect();
+        c.series.push(s);
+    }
+    let limit_ms = r.settings.qos.p99_transaction_us as f64 / 1000.0;
+    c.limits.push(Limit {
+        y: limit_ms,
+        label: format!("QoS limit: p99 ≤ {} ms", fmt_num(limit_ms)),
+        color: FAIL_RED,
+    });
+    let samples: u64 = ladder
+        .steps
+        .iter()
+        .map(|s| s.transaction_latency_us.count)
+        .sum();
+    Figure {
+        chart: c,
+        caption: format!(
+            "Recomputed from the stored HdrHistograms ({} samples over {} steps). \
+             x: percentile, stretched towards the tail (each tick is ten times rarer). \
+             Blue, darker = more servers: passing steps; dashed red: failing steps. \
+             The p99 limit applies where a curve crosses 99%.",
+            super::fmt_int(samples),
+            n
+        ),
+        empty: "No step has latency samples to plot.".into(),
+    }
+}

@@ -1,0 +1,453 @@
+//! The HTML report as a user sees it: a page that opens offline, says the
+//! verdict in words, marks failures and interruptions, and never shows a
+//! missing value as 0.
+
+use std::path::PathBuf;
+
+use tickpack_report::bench::{
+    BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, Power, QosLimits, Step, Tco, TcoInputs,
+    TcoSavings, TcoSide, BENCH_SCHEMA,
+};
+use tickpack_report::system::SystemInfo;
+use tickpack_report::{
+    encode_histogram, html, new_histogram, record, CommandCounts, Percentiles, PlayersHistograms,
+    SnapshotCounts,
+};
+
+/// A step whose latencies centre on `base_us`, with a tail 6x longer.
+fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
+    let mut h = new_histogram();
+    for i in 0..20_000u64 {
+        let v = if i % 100 == 0 {
+            base_us * 6 + i % 997
+        } else {
+            base_us + (i * 7919) % (base_us / 2)
+        };
+        record(&mut h, v);
+    }
+    let mut small = new_histogram();
+    for v in [100, 200, 300, 900] {
+        record(&mut small, v);
+    }
+    let p = Percentiles::from_histogram(&h);
+    let hist = encode_histogram(&h);
+    let small_p = Percentiles::from_histogram(&small);
+    Step {
+        index,
+        tiles: servers / 3,
+        servers,
+        players: servers * 10,
+        verdict: if fail { "fail" } else { "pass" }.into(),
+        failures: if fail {
+            vec!["p99 transaction latency 61.2 ms > 50 ms".into()]
+        } else {
+            vec![]
+        },
+        duration_s: 30.0,
+        transaction_latency_us: p,
+        rtt_us: small_p,
+        server_frame_us: small_p,
+        tick_lateness_us: small_p,
+        snapshot_jitter_us: small_p,
+        snapshots: SnapshotCounts {
+            expected: 100_000,
+            received: 99_990,
+            lost: 10,
+        },
+        commands: CommandCounts {
+            sent: 20_000,
+            reflected: 20_000,
+            lost: 0,
+        },
+        cpu: CpuUse {
+            servers_busy_percent: busy,
+            machine_busy_percent: busy * 0.8,
+            per_cpu_percent: vec![busy; 4],
+            load_generator_cpu_s: 3.5,
+        },
+        power: Some(Power {
+            watts: 60.0 + busy,
+            source: "modeled".into(),
+        }),
+        histograms: PlayersHistograms {
+            transaction_latency_us: hist,
+            rtt_us: encode_histogram(&small),
+            server_frame_us: encode_histogram(&small),
+            tick_lateness_us: encode_histogram(&small),
+            snapshot_jitter_us: encode_histogram(&small),
+        },
+    }
+}
+
+/// Two ladders of three steps; the kernel's ladder fails at its third step.
+fn sample() -> BenchResult {
+    let tickpack = Ladder {
+        label: "netns/bridge, placement spread".into(),
+        backend: "netns".into(),
+        net: Some("bridge".into()),
+        placement: "spread".into(),
+        steps: vec![
+            step(0, 3, 4_000, 20.0, false),
+            step(1, 6, 5_000, 45.0, false),
+            step(2, 9, 7_000, 70.0, false),
+        ],
+        max_servers: Some(9),
+        recommended_servers: Some(9),
+        stopped: "max steps reached".into(),
+    };
+    let kernel = Ladder {
+        label: "netns/bridge, kernel scheduling".into(),
+        backend: "netns".into(),
+        net: Some("bridge".into()),
+        placement: "kernel".into(),
+        steps: vec![
+            step(0, 3, 4_500, 25.0, false),
+            step(1, 6, 9_000, 60.0, false),
+            step(2, 9, 40_000, 88.0, true),
+        ],
+        max_servers: Some(6),
+        recommended_servers: Some(6),
+        stopped: "QoS failed at 9 servers".into(),
+    };
+    BenchResult {
+        schema: BENCH_SCHEMA.into(),
+        tickpack_version: "0.1.0-test".into(),
+        system: SystemInfo {
+            cpu_model: "AMD EPYC 7B13".into(),
+            logical_cpus: 8,
+            kernel: "6.1.0-test".into(),
+            unix_time: 1_735_689_600,
+        },
+        settings: BenchSettings {
+            tile_servers: 3,
+            players_per_server: 10,
+            bots_per_server: 2,
+            tick_hz: 64,
+            cost: "arena".into(),
+            step_duration_s: 30.0,
+            warmup_s: 5.0,
+            max_steps: 3,
+            steps_past_failure: 1,
+            headroom_target: 0.75,
+            qos: QosLimits {
+                p99_transaction_us: 50_000,
+                p99_relative_to_baseline: 3.0,
+                p99_tick_lateness_us: 2_000,
+                max_snapshot_loss: 0.001,
+                p99_frame_budget: 0.5,
+            },
+            compare: "placement".into(),
+        },
+        cores: CoreUse {
+            total: 8,
+            load_generator: vec![0, 1],
+            servers: vec![2, 3, 4, 5, 6, 7],
+        },
+        ladders: vec![tickpack, kernel],
+        recommended_servers: Some(9),
+        max_servers: Some(9),
+        comparison_ratio: Some(1.5),
+        consolidation_ratio: Some(9.0),
+        tco: Some(Tco {
+            inputs: TcoInputs {
+                before_watts: 65.0,
+                after_watts: 130.0,
+                ratio: 9.0,
+                machines: 900,
+                price_per_kwh: 0.25,
+                currency_rate: 1.0,
+                hours_per_year: 8760.0,
+            },
+            before: TcoSide {
+                machines: 900,
+                watts_each: 65.0,
+                annual_kwh: 512_460.0,
+                annual_cost: 128_115.0,
+            },
+            after: TcoSide {
+                machines: 100,
+                watts_each: 130.0,
+                annual_kwh: 113_880.0,
+                annual_cost: 28_470.0,
+            },
+            savings: TcoSavings {
+                machines: 800,
+                annual_kwh: 398_580.0,
+                annual: 99_645.0,
+                percent: 77.8,
+            },
+            watts_source: "modeled".into(),
+        }),
+        complete: true,
+        started_unix: 1_735_689_600,
+        finished_unix: Some(1_735_690_500),
+    }
+}
+
+fn page(r: BenchResult) -> String {
+    html::render(&[("result.json".into(), r)])
+}
+
+#[test]
+fn page_opens_offline() {
+    let p = html::render(&[("a".into(), sample()), ("b".into(), sample())]);
+    for banned in [
+        "http://", "https://", "<script", "<link", "src=", "url(", "@import",
+    ] {
+        assert!(!p.contains(banned), "page contains {banned:?}");
+    }
+    assert!(p.starts_with("<!DOCTYPE html>"));
+    assert!(p.contains("<style>"));
+    assert!(p.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn each_chart_is_one_inline_svg() {
+    let p = page(sample());
+    // Latency, CPU, power, latency distribution.
+    assert_eq!(p.matches("<svg").count(), 4);
+    assert_eq!(p.matches("<figure>").count(), 4);
+    assert!(p.contains("Transaction latency vs servers"));
+    assert!(p.contains("CPU busy (server cores) vs servers"));
+    assert!(p.contains("Latency distribution per step: netns/bridge, placement spread"));
+    // The QoS limit and the headroom target are drawn as dashed lines.
+    assert!(p.contains("QoS limit: p99 ≤ 50 ms"));
+    assert!(p.contains("headroom target 75 %"));
+    // One distribution curve per step of the first ladder.
+    for s in ["3 servers", "6 servers", "9 servers"] {
+        assert!(p.contains(&format!(">{s}</text>")), "no legend entry {s}");
+    }
+}
+
+#[test]
+fn verdict_is_said_in_words_at_the_top() {
+    let p = page(sample());
+    let verdict = &p[p.find("class=\"verdict\"").unwrap()..p.find("<h3>Run</h3>").unwrap()];
+    assert!(verdict.contains("Recommended density: <strong>9 servers</strong>"));
+    assert!(verdict.contains("maximum density: <strong>9 servers</strong>"));
+    assert!(verdict.contains("(3 tiles of 3)"));
+    assert!(verdict.contains("75 %"));
+    assert!(verdict.contains("Consolidation ratio: <strong>9x</strong>"));
+    assert!(verdict.contains(
+        "tickpack's placement (netns/bridge, placement spread) fits <strong>1.50x</strong> \
+         the servers the kernel's scheduling (netns/bridge, kernel scheduling) fits at the same QoS"
+    ));
+    // The header: version, date, system, cores, settings, QoS limits.
+    for s in [
+        "0.1.0-test",
+        "2025-01-01 00:00:00 UTC",
+        "(took 15 min 00 s)",
+        "AMD EPYC 7B13, 8 logical CPUs, kernel 6.1.0-test",
+        "load generator: 0-1 (2); servers: 2-7 (6)",
+        "tiles of 3 servers; 10 players per server (+2 bots); 64 Hz tick; cost profile arena",
+        "30 s measured after 5 s warm-up",
+        "p99 transaction latency &le; 50 ms",
+        "p99 tick lateness &le; 2 ms",
+        "snapshots lost &le; 0.1 %",
+        "p99 server frame &le; 50 % of the tick interval (7.81 ms at 64 Hz)",
+        "complete",
+    ] {
+        assert!(p.contains(s), "header lacks {s:?}");
+    }
+    assert!(!p.contains("Interrupted"));
+}
+
+#[test]
+fn failing_steps_are_marked_in_charts_and_tables() {
+    let p = page(sample());
+    assert_eq!(p.matches("<tr class=\"fail\">").count(), 1);
+    let row = &p[p.find("<tr class=\"fail\">").unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(row.contains("FAIL"));
+    assert!(row.contains("p99 transaction latency 61.2 ms &gt; 50 ms"));
+    assert!(row.contains(">9<"), "failing row is not the 9-server step");
+    // The failed step's points are red in the latency, CPU and power charts.
+    assert!(p.matches("class=\"failed-point\"").count() >= 3);
+    assert!(p.contains(">failed step</text>"));
+    // Recommended and max steps are tagged in the table.
+    assert!(p.contains("badge tag\">recommended"));
+}
+
+#[test]
+fn modeled_power_says_so() {
+    let p = page(sample());
+    assert!(p.contains("Power vs servers (modeled, not measured)"));
+    assert!(p.contains("watts (modeled)"));
+    assert!(p.contains("Watts (modeled)"));
+    assert!(p.contains("Watts: <strong>modeled</strong>"));
+    assert!(p.contains("99,645"), "annual savings missing");
+    assert!(p.contains("77.8 %"));
+}
+
+#[test]
+fn interrupted_run_is_shown_as_such() {
+    let mut r = sample();
+    r.complete = false;
+    r.finished_unix = None;
+    r.ladders[1].steps.truncate(1);
+    let p = page(r);
+    assert!(p.contains("Interrupted run: this result is incomplete."));
+    assert!(p.contains("shows the 4 steps that did"));
+    assert!(p.contains("did not finish: interrupted, incomplete"));
+}
+
+#[test]
+fn strings_from_the_file_are_escaped() {
+    let mut r = sample();
+    r.ladders[0].label = "<script>alert('x')</script> & \"co\"".into();
+    r.system.cpu_model = "<b>CPU</b>".into();
+    r.ladders[1].steps[2].failures = vec!["<img src=x>".into()];
+    let p = html::render(&[("<i>label</i>".into(), r)]);
+    assert!(!p.contains("<script"));
+    assert!(!p.contains("<b>CPU"));
+    assert!(!p.contains("<i>label"));
+    assert!(!p.contains("<img"));
+    assert!(p.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;co&quot;"));
+    assert!(p.contains("&lt;b&gt;CPU&lt;/b&gt;"));
+    assert!(p.contains("&lt;i&gt;label&lt;/i&gt;"));
+}
+
+#[test]
+fn missing_values_are_not_reached_or_na_never_zero() {
+    let mut r = sample();
+    r.recommended_servers = None;
+    r.max_servers = None;
+    r.comparison_ratio = None;
+    r.consolidation_ratio = None;
+    r.tco = None;
+    for l in &mut r.ladders {
+        l.recommended_servers = None;
+        l.max_servers = None;
+        l.net = None;
+        for s in &mut l.steps {
+            s.power = None;
+        }
+    }
+    let p = page(r);
+    assert!(p.contains("Recommended density: <strong><span class=\"na\">not reached</span>"));
+    assert!(p.contains("maximum density: <strong><span class=\"na\">not reached</span>"));
+    assert!(p.contains("Consolidation ratio: <span class=\"na\">n/a</span>"));
+    assert!(p.contains("Comparison ratio (placement): <span class=\"na\">n/a</span>"));
+    assert!(p.contains("No cost figures in this result"));
+    assert!(p.contains("no power source"));
+    assert!(!p.contains("0 servers<"), "a missing density shows as 0");
+    assert!(!p.contains(">0x<"));
+    // No power: three charts, no power chart.
+    assert_eq!(p.matches("<svg").count(), 3);
+    // No result at all: a page that says so.
+    let empty = html::render(&[]);
+    assert!(empty.contains("No results to show") && !empty.contains("<svg"));
+}
+
+#[test]
+fn two_results_get_a_comparison_table() {
+    let mut b = sample();
+    b.recommended_servers = Some(6);
+    b.system.cpu_model = "Intel Xeon E-2388G".into();
+    let p = html::render(&[("before.json".into(), sample()), ("after.json".into(), b)]);
+    let table = &p[p.find("<h2>Comparison</h2>").expect("no comparison")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("before.json") && table.contains("after.json"));
+    assert!(table.contains("AMD EPYC 7B13") && table.contains("Intel Xeon E-2388G"));
+    assert!(
+        table.contains("<strong>9 servers</strong>")
+            && table.contains("<strong>6 servers</strong>")
+    );
+    assert_eq!(p.matches("<svg").count(), 8);
+    assert!(page(sample()).find("<h2>Comparison</h2>").is_none());
+}
+
+#[test]
+fn unreadable_histogram_is_named_not_fatal() {
+    let mut r = sample();
+    r.ladders[0].steps[1].histograms.transaction_latency_us = "not base64!".into();
+    let p = page(r);
+    assert!(p.contains("step 1: histogram unreadable"));
+    assert_eq!(p.matches("<svg").count(), 4);
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tp-html-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn render_file_names_the_file_and_what_is_wrong() {
+    let dir = temp_dir("files");
+    let good = dir.join("result.json");
+    std::fs::write(&good, serde_json::to_string(&sample()).unwrap()).unwrap();
+    let p = html::render_file(std::slice::from_ref(&good)).unwrap();
+    assert!(p.contains(&good.display().to_string()));
+    assert!(p.contains("1.50x"));
+
+    let players = dir.join("players.json");
+    std::fs::write(
+        &players,
+        r#"{"schema": "tickpack.players/1", "players": 4}"#,
+    )
+    .unwrap();
+    let e = html::render_file(&[good.clone(), players.clone()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&players.display().to_string()), "{e}");
+    assert!(e.contains("\"tickpack.players/1\""), "{e}");
+    assert!(e.contains(BENCH_SCHEMA), "{e}");
+
+    let not_json = dir.join("notes.txt");
+    std::fs::write(&not_json, "hello").unwrap();
+    let e = html::render_file(std::slice::from_ref(&not_json))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("notes.txt") && e.contains("is not JSON"), "{e}");
+
+    let missing = dir.join("missing.json");
+    let e = html::render_file(&[missing]).unwrap_err().to_string();
+    assert!(
+        e.contains("cannot read") && e.contains("missing.json"),
+        "{e}"
+    );
+
+    let no_schema = dir.join("other.json");
+    std::fs::write(&no_schema, "[1, 2]").unwrap();
+    let e = html::render_file(&[no_schema]).unwrap_err().to_string();
+    assert!(
+        e.contains("other.json") && e.contains("no \"schema\" field"),
+        "{e}"
+    );
+
+    let broken = dir.join("broken.json");
+    std::fs::write(
+        &broken,
+        format!(r#"{{"schema": "{BENCH_SCHEMA}", "ladders": []}}"#),
+    )
+    .unwrap();
+    let e = html::render_file(&[broken]).unwrap_err().to_string();
+    assert!(
+        e.contains("broken.json") && e.contains("does not match"),
+        "{e}"
+    );
+
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Writes a sample page where `TICKPACK_HTML_SAMPLE` says, to look at it in a
+/// browser: `TICKPACK_HTML_SAMPLE=/tmp/tickpack-report-sample.html cargo test`.
+#[test]
+fn sample_page() {
+    let mut b = sample();
+    b.complete = false;
+    b.finished_unix = None;
+    b.ladders[1].steps.truncate(2);
+    b.comparison_ratio = None;
+    b.ladders[0].steps[2].verdict = "fail".into();
+    b.ladders[0].steps[2].failures = vec!["p99 tick lateness 2.4 ms > 2 ms".into()];
+    let p = html::render(&[
+        ("bench-2025-01-01/result.json".into(), sample()),
+        ("bench-interrupted/result.json".into(), b),
+    ]);
+    if let Some(path) = std::env::var_os("TICKPACK_HTML_SAMPLE") {
+        std::fs::write(path, &p).unwrap();
+    }
+    assert!(p.len() > 10_000);
+}
