@@ -123,6 +123,9 @@ impl BenchConfig {
                 s.headroom_target * 100.0
             ));
         }
+        self.power
+            .validate()
+            .map_err(|e| BenchError::Config(format!("power model: {e}")))?;
         if self.compare == Compare::Backend && !is_root() {
             return Err(BenchError::Isolation(
                 "--compare backend needs root (network namespaces)".into(),

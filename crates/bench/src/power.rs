@@ -244,9 +244,10 @@ pub fn detect(cfg: &PowerConfig) -> Box<dyn PowerSource> {
 }
 
 /// [`detect`], plus one line saying which source was chosen and why the
-/// ones before it were not, e.g.
-/// `modeled (idle 100 W, max 300 W; not measured) because: rapl: no RAPL
-/// package domain under /sys/class/powercap ...; ipmi: cannot run ipmitool: ...`.
+/// ones before it were not, e.g. on a machine without powercap or ipmitool:
+/// `modeled (idle 100 W, max 300 W; not measured) because: rapl: cannot
+/// read /sys/class/powercap: No such file or directory (os error 2); ipmi:
+/// cannot run ipmitool dcmi power reading: No such file or directory (os error 2)`.
 pub fn detect_with_reason(cfg: &PowerConfig) -> (Box<dyn PowerSource>, String) {
     detect_using(cfg, Path::new("ipmitool"))
 }

@@ -132,8 +132,12 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         bots_per_server: a.bots,
         tick_hz,
         cost: a.cost.clone(),
-        step_duration_s: a.step_duration.map_or(if a.quick { 2.0 } else { 6.0 }, |d| d.as_secs_f64()),
-        warmup_s: a.warmup.map_or(if a.quick { 0.5 } else { 1.0 }, |d| d.as_secs_f64()),
+        step_duration_s: a
+            .step_duration
+            .map_or(if a.quick { 2.0 } else { 6.0 }, |d| d.as_secs_f64()),
+        warmup_s: a
+            .warmup
+            .map_or(if a.quick { 0.5 } else { 1.0 }, |d| d.as_secs_f64()),
         max_steps: a.max_steps.unwrap_or(if a.quick { 2 } else { 12 }),
         steps_past_failure: a.steps_past_failure,
         headroom_target: a.headroom / 100.0,
@@ -146,7 +150,13 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         .into(),
     };
     if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
-        return Err(fail(Code::Config, format!("--cost {:?}: expected light, default, heavy or a factor", a.cost)));
+        return Err(fail(
+            Code::Config,
+            format!(
+                "--cost {:?}: expected light, default, heavy or a factor",
+                a.cost
+            ),
+        ));
     }
     let backend = a
         .backend
@@ -154,7 +164,10 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         .map(str::parse::<tickpack_host::fleet::Backend>)
         .transpose()
         .map_err(|e| fail(Code::Config, e))?;
-    let net = a.net.parse().map_err(|e| fail(Code::Config, format!("--net: {e}")))?;
+    let net = a
+        .net
+        .parse()
+        .map_err(|e| fail(Code::Config, format!("--net: {e}")))?;
     let online = tickpack_net::cpu::online_cpus();
     let load = match &a.load_cpus {
         Some(c) => c.0.clone(),
@@ -187,7 +200,9 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             hours_per_year: 8760.0,
         },
         exe: std::env::current_exe().context("finding the tickpack binary")?,
-        run_dir: a.run_dir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("tickpack-bench-{}", std::process::id()))),
+        run_dir: a.run_dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("tickpack-bench-{}", std::process::id()))
+        }),
     })
 }
 
@@ -213,7 +228,11 @@ impl Observer for Progress {
             s.verdict.to_uppercase(),
             s.transaction_latency_us.p99 as f64 / 1000.0,
             s.cpu.servers_busy_percent,
-            if s.failures.is_empty() { String::new() } else { format!(": {}", s.failures.join("; ")) }
+            if s.failures.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", s.failures.join("; "))
+            }
         );
         match &self.bar {
             Some(b) => {
@@ -246,7 +265,12 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let steps = u64::from(cfg.settings.max_steps) * ladders;
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = ProgressBar::new(steps);
-        b.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps (at most) {msg}").expect("static template"));
+        b.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps (at most) {msg}",
+            )
+            .expect("static template"),
+        );
         b.enable_steady_tick(Duration::from_millis(200));
         b
     });
@@ -268,11 +292,22 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let report = cfg.out_dir.join("report.html");
     std::fs::write(&report, html).with_context(|| format!("writing {}", report.display()))?;
     print_summary(&result);
-    println!("results: {} and {}", cfg.out_dir.join("result.json").display(), report.display());
+    println!(
+        "results: {} and {}",
+        cfg.out_dir.join("result.json").display(),
+        report.display()
+    );
     if !result.complete {
-        return Err(fail(Code::Runtime, "interrupted: the finished steps are kept in result.json"));
+        return Err(fail(
+            Code::Runtime,
+            "interrupted: the finished steps are kept in result.json",
+        ));
     }
-    if result.ladders.first().is_some_and(|l| l.steps.first().is_some_and(|s| s.verdict == "fail")) {
+    if result
+        .ladders
+        .first()
+        .is_some_and(|l| l.steps.first().is_some_and(|s| s.verdict == "fail"))
+    {
         return Err(fail(
             Code::QosFailed,
             "QoS failed already at the first step: this machine cannot hold even one tile at these limits",
@@ -288,7 +323,10 @@ fn bench_failure(e: tickpack_bench::BenchError) -> Failure {
         E::Isolation(_) | E::Host(_) => Code::Isolation,
         E::Players(_) | E::Report(_) => Code::Runtime,
     };
-    Failure { code, error: e.into() }
+    Failure {
+        code,
+        error: e.into(),
+    }
 }
 
 /// The terminal summary.
@@ -298,7 +336,15 @@ pub fn print_summary(r: &BenchResult) {
         println!("\n{} ({})", l.label, l.stopped);
         println!(
             "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8}",
-            "servers", "players", "verdict", "p50 ms", "p99 ms", "p99.9 ms", "tick p99", "CPU %", "watts"
+            "servers",
+            "players",
+            "verdict",
+            "p50 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "tick p99",
+            "CPU %",
+            "watts"
         );
         for s in &l.steps {
             println!(
@@ -311,7 +357,11 @@ pub fn print_summary(r: &BenchResult) {
                 s.transaction_latency_us.p999 as f64 / 1000.0,
                 s.tick_lateness_us.p99 as f64 / 1000.0,
                 s.cpu.servers_busy_percent,
-                s.power.as_ref().map_or("-".into(), |p| format!("{:.0}{}", p.watts, if p.source == "modeled" { "*" } else { "" }))
+                s.power.as_ref().map_or("-".into(), |p| format!(
+                    "{:.0}{}",
+                    p.watts,
+                    if p.source == "modeled" { "*" } else { "" }
+                ))
             );
         }
         println!(
@@ -330,10 +380,20 @@ pub fn print_summary(r: &BenchResult) {
     if let Some(t) = &r.tco {
         println!(
             "cost ({} watts): {} machines -> {}, {:.0} -> {:.0} per year, saving {:.0} ({:.0}%)",
-            t.watts_source, t.before.machines, t.after.machines, t.before.annual_cost, t.after.annual_cost, t.savings.annual, t.savings.percent
+            t.watts_source,
+            t.before.machines,
+            t.after.machines,
+            t.before.annual_cost,
+            t.after.annual_cost,
+            t.savings.annual,
+            t.savings.percent
         );
     }
-    if r.ladders.iter().flat_map(|l| &l.steps).any(|s| s.power.as_ref().is_some_and(|p| p.source == "modeled")) {
+    if r.ladders
+        .iter()
+        .flat_map(|l| &l.steps)
+        .any(|s| s.power.as_ref().is_some_and(|p| p.source == "modeled"))
+    {
         println!("* modeled watts (no power meter found); see docs/methodology.md");
     }
 }

@@ -1,0 +1,262 @@
+//! `tickpack bench`, `report` and `tco` end to end with the real binary.
+//! As root (CI) the ladder runs on the netns backend, otherwise on process.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tickpack")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tp-bench-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("result.json exists"))
+        .expect("valid JSON")
+}
+
+fn no_leftovers() -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.lines()
+        .filter(|l| l.starts_with("tpbn"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn quick_ladder_writes_a_result_that_report_renders() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out_dir = tmp("quick");
+    let out = Command::new(exe())
+        .args(["bench", "--quick", "--cost", "light", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read(&out_dir.join("result.json"));
+    assert_eq!(r["schema"], "tickpack.bench/1");
+    assert_eq!(r["complete"], true, "{text}");
+    let ladder = &r["ladders"][0];
+    let steps = ladder["steps"].as_array().unwrap();
+    assert!(!steps.is_empty() && steps.len() <= 2, "{text}");
+    for (i, s) in steps.iter().enumerate() {
+        assert_eq!(
+            s["servers"],
+            (i + 1) as u64,
+            "tiles of one server in --quick"
+        );
+        assert!(s["verdict"] == "pass" || s["verdict"] == "fail");
+        assert_eq!(
+            s["verdict"] == "pass",
+            s["failures"].as_array().unwrap().is_empty(),
+            "{s}"
+        );
+        for p in ["p50", "p90", "p99", "p999", "max", "count"] {
+            assert!(s["transaction_latency_us"][p].is_u64(), "{p}");
+        }
+        assert!(
+            s["transaction_latency_us"]["count"].as_u64().unwrap() > 100,
+            "transactions measured"
+        );
+        let h = tickpack_report::decode_histogram(
+            s["histograms"]["transaction_latency_us"].as_str().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            h.len(),
+            s["transaction_latency_us"]["count"].as_u64().unwrap(),
+            "histogram kept with the step"
+        );
+        assert!(
+            s["cpu"]["servers_busy_percent"].as_f64().unwrap() > 0.0,
+            "server CPU measured"
+        );
+        assert!(s["power"]["watts"].as_f64().unwrap() > 0.0);
+    }
+    // Exit code agrees with the verdict of the first step.
+    let first_failed = steps[0]["verdict"] == "fail";
+    assert_eq!(
+        out.status.code(),
+        Some(if first_failed { 4 } else { 0 }),
+        "{text}"
+    );
+    assert!(text.contains("maximum density"), "terminal summary: {text}");
+    assert!(out_dir.join("report.html").exists());
+
+    // `report` rebuilds the page from the file, and compares two side by side.
+    let html_path = out_dir.join("again.html");
+    let res = out_dir.join("result.json");
+    let rep = Command::new(exe())
+        .arg("report")
+        .arg(&res)
+        .arg(&res)
+        .arg("--out")
+        .arg(&html_path)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(
+        html.contains("<svg") && !html.contains("http://") && !html.contains("https://"),
+        "self-contained page with charts"
+    );
+    // A file of another kind is refused with its schema named.
+    let players = out_dir.join("players.json");
+    std::fs::write(&players, r#"{"schema":"tickpack.players/1"}"#).unwrap();
+    let bad = Command::new(exe())
+        .arg("report")
+        .arg(&players)
+        .arg("--out")
+        .arg(out_dir.join("x.html"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("tickpack.players/1"));
+    assert!(no_leftovers().is_empty(), "{:?}", no_leftovers());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn an_interrupted_run_keeps_its_finished_steps() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out_dir = tmp("int");
+    let mut child = Command::new(exe())
+        .args([
+            "bench",
+            "--tile-servers",
+            "1",
+            "--max-steps",
+            "6",
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--cost",
+            "light",
+            "--qos-p99-ms",
+            "1000",
+            "--qos-relative",
+            "1000",
+            "--qos-tick-lateness-ms",
+            "1000",
+            "--qos-frame-budget",
+            "100",
+            "--qos-loss-percent",
+            "100",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let path = out_dir.join("result.json");
+    let t0 = Instant::now();
+    loop {
+        if path.exists()
+            && read(&path)["ladders"][0]["steps"]
+                .as_array()
+                .is_some_and(|s| !s.is_empty())
+        {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "no step finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "interrupted runs exit 1");
+    let r = read(&path);
+    assert_eq!(r["complete"], false);
+    let steps = r["ladders"][0]["steps"].as_array().unwrap();
+    assert!(
+        !steps.is_empty() && steps.len() < 6,
+        "finished steps kept: {}",
+        steps.len()
+    );
+    assert!(steps
+        .iter()
+        .all(|s| s["transaction_latency_us"]["count"].as_u64().unwrap() > 0));
+    assert!(no_leftovers().is_empty(), "{:?}", no_leftovers());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn tco_reproduces_the_case_study_table() {
+    let out = Command::new(exe())
+        .args([
+            "tco",
+            "--before-watts",
+            "350",
+            "--after-watts",
+            "710",
+            "--ratio",
+            "18",
+            "--machines",
+            "1000",
+            "--price-per-kwh",
+            "0.16",
+            "--currency-rate",
+            "1.49",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // By hand: 1000 x 350 W x 8760 h = 3,066,000 kWh x 0.16 x 1.49 = 730,934.40;
+    // ceil(1000/18) = 56 x 710 W x 8760 h = 348,297.6 kWh x 0.16 x 1.49 = 83,034.15.
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 0.01;
+    assert!(close(&t["before"]["annual_cost"], 730_934.40), "{t}");
+    assert!(close(&t["after"]["annual_cost"], 83_034.15), "{t}");
+    assert!(close(&t["savings"]["annual"], 647_900.25), "{t}");
+    assert_eq!(t["after"]["machines"], 56);
+    let bad = Command::new(exe())
+        .args([
+            "tco",
+            "--before-watts",
+            "350",
+            "--after-watts",
+            "710",
+            "--ratio",
+            "0.5",
+            "--machines",
+            "10",
+            "--price-per-kwh",
+            "0.1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("ratio"));
+}
