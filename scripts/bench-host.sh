@@ -35,7 +35,7 @@ up() { # args...; sets uppid, waits for all running
   done
   echo "host did not come up:" >&2; cat "$tmp/up.err" >&2; return 1
 }
-down() { "$tp" host down --name bh --run-dir "$tmp/run" >/dev/null; wait "$uppid" 2>/dev/null || true; uppid=""; }
+down() { "$tp" host down --name bh --run-dir "$tmp/run" >/dev/null 2>&1; wait "$uppid" 2>/dev/null || true; uppid=""; }
 
 echo "# 1. start time per instance (time from 'host up' to every instance spawned; network + cgroup + spawn)"
 for net in veth bridge; do

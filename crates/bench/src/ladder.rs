@@ -88,10 +88,21 @@ pub fn run_ladder(
         }
         let servers = index * s.tile_servers;
         obs.step_started(&spec.label, index, servers);
-        let Some(step) = run_step(plan, spec, index, servers, baseline, power, stop)? else {
+        let Some(mut step) = run_step(plan, spec, index, servers, baseline, power, stop)? else {
             ladder.stopped = "interrupted".into();
             break;
         };
+        if step.verdict != "pass" && s.confirm_failures {
+            // One noisy moment must not end the ladder: run it again; the
+            // step fails only if both attempts fail. Both are recorded.
+            obs.note(&format!("{}: {servers} servers failed ({}); running the step again to confirm", spec.label, step.failures.join("; ")));
+            let Some(mut again) = run_step(plan, spec, index, servers, baseline, power, stop)? else {
+                ladder.stopped = "interrupted".into();
+                break;
+            };
+            again.first_attempt_failures = std::mem::take(&mut step.failures);
+            step = again;
+        }
         if index == 1 {
             baseline = Some(step.transaction_latency_us.p99);
         }
@@ -279,6 +290,7 @@ fn measure(
         players,
         verdict: if why.is_empty() { "pass" } else { "fail" }.into(),
         failures: why,
+        first_attempt_failures: vec![],
         duration_s: s.step_duration_s,
         cpu: CpuUse {
             servers_busy_percent: (mean_over(&cpu, &plan.server_cpus) * 10.0).round() / 10.0,

@@ -19,6 +19,15 @@ use tickpack_wire::{
 use crate::config::SizeDist;
 use crate::recorder::Recorder;
 
+/// Send slots per command interval (see `Player::handle`, `Accepted`).
+pub const SLOTS: u64 = 16;
+
+/// Rounds `t_us` up to the next slot boundary of a `cmd_interval_us` grid.
+fn on_grid(t_us: u64, cmd_interval_us: u64) -> u64 {
+    let step = (cmd_interval_us / SLOTS).max(1);
+    t_us.div_ceil(step) * step
+}
+
 /// Retry interval of hello and connect.
 const HANDSHAKE_RETRY_US: u64 = 250_000;
 /// Snapshots kept as delta baselines (matches the server's history).
@@ -263,10 +272,16 @@ impl Player {
                 self.cmd_interval_us = ((1e6 / rate) as u64).max(1);
                 if self.settings.ping_hz > 0.0 {
                     self.ping_interval_us = ((1e6 / self.settings.ping_hz) as u64).max(1);
-                    self.next_ping_us = now_us + self.rng.gen_range(0..self.ping_interval_us);
+                    self.next_ping_us = on_grid(now_us + self.rng.gen_range(0..self.ping_interval_us), self.cmd_interval_us);
                 }
-                // Random phase against the server's tick, as real players have.
-                self.next_cmd_us = now_us + self.rng.gen_range(0..self.cmd_interval_us);
+                // A random phase against the server's tick, as real players
+                // have, drawn from SLOTS slots of a grid shared by all players
+                // (absolute monotonic time): the load generator then wakes at
+                // most SLOTS times per interval however many players it
+                // drives. Latency is measured from these due times.
+                let slot = self.rng.gen_range(0..SLOTS);
+                let start = (now_us / self.cmd_interval_us + 1) * self.cmd_interval_us;
+                self.next_cmd_us = start + slot * (self.cmd_interval_us / SLOTS);
                 self.state = State::Connected;
             }
             (Packet::Refused { reason }, State::Hello { .. } | State::Connect { .. }) => {

@@ -283,13 +283,17 @@ fn thread_main(
             loop {
                 match sockets[i].recv_batch(&mut batch) {
                     Ok(0) => break,
-                    Ok(_) => {
+                    Ok(n) => {
                         let now = now_us();
                         for (_, data) in batch.iter() {
                             players[i].handle(now, data, &mut rec);
                         }
                         live.snapshots
                             .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                        // A short batch means the socket is empty now.
+                        if n < batch.capacity() {
+                            break;
+                        }
                     }
                     Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                         let target = players[i].target;

@@ -43,6 +43,9 @@ pub struct BenchSettings {
     pub max_steps: u32,
     /// Steps run past the first failure, to show the knee.
     pub steps_past_failure: u32,
+    /// Run a failing step a second time; it fails only if both attempts fail.
+    #[serde(default)]
+    pub confirm_failures: bool,
     /// CPU busy target for the recommended density (0.75 = 75 %).
     pub headroom_target: f64,
     pub qos: QosLimits,
@@ -90,6 +93,10 @@ pub struct Step {
     pub verdict: String,
     /// Each limit missed, in words.
     pub failures: Vec<String>,
+    /// What the first attempt missed when it failed and was run again to
+    /// confirm (a step fails only if both attempts fail); empty otherwise.
+    #[serde(default)]
+    pub first_attempt_failures: Vec<String>,
     pub duration_s: f64,
     pub transaction_latency_us: Percentiles,
     pub rtt_us: Percentiles,

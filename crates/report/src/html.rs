@@ -864,15 +864,22 @@ fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: &Ladder) {
         if ladder.max_servers == Some(st.servers) && !fail {
             verdict.push_str(" <span class=\"badge tag\">max</span>");
         }
-        let failures = if st.failures.is_empty() {
-            String::new()
-        } else {
-            st.failures
-                .iter()
-                .map(|f| esc(f))
-                .collect::<Vec<_>>()
-                .join("<br>")
-        };
+        let mut failures = st
+            .failures
+            .iter()
+            .map(|f| esc(f))
+            .collect::<Vec<_>>()
+            .join("<br>");
+        if !st.first_attempt_failures.is_empty() {
+            // A retried step is never hidden: say what its first attempt missed.
+            if !failures.is_empty() {
+                failures.push_str("<br>");
+            }
+            failures.push_str(&format!(
+                "<em>first attempt failed: {}; run again to confirm</em>",
+                st.first_attempt_failures.iter().map(|f| esc(f)).collect::<Vec<_>>().join("; ")
+            ));
+        }
         let watts = st.power.as_ref().map_or(NA.into(), |p| fmt_num(p.watts));
         w!(
             out,

@@ -43,6 +43,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         } else {
             vec![]
         },
+        first_attempt_failures: vec![],
         duration_s: 30.0,
         transaction_latency_us: p,
         rtt_us: small_p,
@@ -128,6 +129,7 @@ fn sample() -> BenchResult {
             warmup_s: 5.0,
             max_steps: 3,
             steps_past_failure: 1,
+            confirm_failures: true,
             headroom_target: 0.75,
             qos: QosLimits {
                 p99_transaction_us: 50_000,

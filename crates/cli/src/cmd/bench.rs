@@ -59,6 +59,10 @@ pub struct Args {
     /// Steps to run past the first failure, to show the knee.
     #[arg(long, default_value_t = 0)]
     pub steps_past_failure: u32,
+    /// Do not re-run a failing step to confirm it (by default a step fails
+    /// only if it fails twice in a row: one noisy moment must not end a ladder).
+    #[arg(long)]
+    pub no_confirm: bool,
     /// CPU busy target (percent of the server cores) for the recommended density.
     #[arg(long, default_value_t = 75.0)]
     pub headroom: f64,
@@ -140,6 +144,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             .map_or(if a.quick { 0.5 } else { 1.0 }, |d| d.as_secs_f64()),
         max_steps: a.max_steps.unwrap_or(if a.quick { 2 } else { 12 }),
         steps_past_failure: a.steps_past_failure,
+        confirm_failures: !a.no_confirm,
         headroom_target: a.headroom / 100.0,
         qos,
         compare: match a.compare {
@@ -362,6 +367,14 @@ pub fn print_summary(r: &BenchResult) {
                     p.watts,
                     if p.source == "modeled" { "*" } else { "" }
                 ))
+            );
+        }
+        for s in l.steps.iter().filter(|s| !s.first_attempt_failures.is_empty()) {
+            println!(
+                "  {} servers: first attempt failed ({}); second attempt {}",
+                s.servers,
+                s.first_attempt_failures.join("; "),
+                s.verdict
             );
         }
         println!(
