@@ -95,8 +95,13 @@ pub fn run_ladder(
         if step.verdict != "pass" && s.confirm_failures {
             // One noisy moment must not end the ladder: run it again; the
             // step fails only if both attempts fail. Both are recorded.
-            obs.note(&format!("{}: {servers} servers failed ({}); running the step again to confirm", spec.label, step.failures.join("; ")));
-            let Some(mut again) = run_step(plan, spec, index, servers, baseline, power, stop)? else {
+            obs.note(&format!(
+                "{}: {servers} servers failed ({}); running the step again to confirm",
+                spec.label,
+                step.failures.join("; ")
+            ));
+            let Some(mut again) = run_step(plan, spec, index, servers, baseline, power, stop)?
+            else {
                 ladder.stopped = "interrupted".into();
                 break;
             };

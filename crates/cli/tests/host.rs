@@ -202,6 +202,12 @@ fn addresses(s: &Value) -> Vec<String> {
 fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     require_root();
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{metrics_port}");
     let mut host = Host::up(
         "e1",
         &[
@@ -213,6 +219,8 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
             "bridge",
             "--command",
             "{tickpack} server --bind {ip}:{port} --cost light",
+            "--metrics",
+            &metrics,
         ],
     );
     let st = host.status().unwrap();
@@ -280,6 +288,25 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
         "stats from every instance",
     );
     assert_eq!(st["instances"].as_array().unwrap().len(), 4);
+    // Prometheus text for every instance.
+    std::thread::sleep(Duration::from_millis(1_100));
+    let body = {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(&metrics).unwrap();
+        c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut b = String::new();
+        c.read_to_string(&mut b).unwrap();
+        b
+    };
+    assert!(body.contains("# TYPE tickpack_instance_up gauge"), "{body}");
+    for id in 1..=4 {
+        assert!(
+            body.contains(&format!(
+                "tickpack_instance_up{{host=\"e1\",instance=\"{id}\""
+            )),
+            "instance {id} in {body}"
+        );
+    }
     let out = host.down();
     assert!(
         out.status.success(),

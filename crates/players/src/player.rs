@@ -272,7 +272,10 @@ impl Player {
                 self.cmd_interval_us = ((1e6 / rate) as u64).max(1);
                 if self.settings.ping_hz > 0.0 {
                     self.ping_interval_us = ((1e6 / self.settings.ping_hz) as u64).max(1);
-                    self.next_ping_us = on_grid(now_us + self.rng.gen_range(0..self.ping_interval_us), self.cmd_interval_us);
+                    self.next_ping_us = on_grid(
+                        now_us + self.rng.gen_range(0..self.ping_interval_us),
+                        self.cmd_interval_us,
+                    );
                 }
                 // A random phase against the server's tick, as real players
                 // have, drawn from SLOTS slots of a grid shared by all players

@@ -877,7 +877,11 @@ fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: &Ladder) {
             }
             failures.push_str(&format!(
                 "<em>first attempt failed: {}; run again to confirm</em>",
-                st.first_attempt_failures.iter().map(|f| esc(f)).collect::<Vec<_>>().join("; ")
+                st.first_attempt_failures
+                    .iter()
+                    .map(|f| esc(f))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ));
         }
         let watts = st.power.as_ref().map_or(NA.into(), |p| fmt_num(p.watts));

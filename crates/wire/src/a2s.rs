@@ -12,7 +12,7 @@
 //! the challenge is missing or wrong, reply [`encode_challenge`]; otherwise
 //! reply [`encode_info`], [`encode_players`] or [`encode_rules`].
 
-use crate::codec::{DecodeError, Reader, Writer};
+use crate::codec::{truncate_utf8, DecodeError, Reader, Writer};
 
 /// The four 0xFF bytes that start every single-packet A2S datagram.
 pub const CONNECTIONLESS: [u8; 4] = [0xFF; 4];
@@ -130,10 +130,10 @@ pub fn encode_info(info: &ServerInfo<'_>, out: &mut Vec<u8>) {
     w.bytes(&CONNECTIONLESS);
     w.u8(INFO_REPLY);
     w.u8(17); // network protocol version
-    w.cstr(clip(info.name, 64));
-    w.cstr(clip(info.map, 64));
-    w.cstr(clip(info.folder, 64));
-    w.cstr(clip(info.game, 64));
+    w.cstr(truncate_utf8(info.name, 64));
+    w.cstr(truncate_utf8(info.map, 64));
+    w.cstr(truncate_utf8(info.folder, 64));
+    w.cstr(truncate_utf8(info.game, 64));
     w.u16(info.app_id);
     w.u8(info.players);
     w.u8(info.max_players);
@@ -142,10 +142,10 @@ pub fn encode_info(info: &ServerInfo<'_>, out: &mut Vec<u8>) {
     w.u8(b'l'); // linux
     w.u8(0); // no password
     w.u8(0); // no VAC
-    w.cstr(clip(info.version, 32));
+    w.cstr(truncate_utf8(info.version, 32));
     w.u8(0x80 | 0x20); // EDF: port, keywords
     w.u16(info.port);
-    w.cstr(clip(info.keywords, 128));
+    w.cstr(truncate_utf8(info.keywords, 128));
     debug_assert!(w.out.len() - start <= MAX_REPLY);
 }
 
@@ -166,7 +166,7 @@ pub fn encode_players(players: &[PlayerInfo<'_>], out: &mut Vec<u8>) {
     out.push(0);
     let mut count = 0u8;
     for (i, p) in players.iter().enumerate().take(255) {
-        let name = clip(p.name, 32);
+        let name = truncate_utf8(p.name, 32);
         if out.len() - start + 1 + name.len() + 1 + 8 > MAX_REPLY {
             break;
         }
@@ -189,7 +189,7 @@ pub fn encode_rules(rules: &[(&str, &str)], out: &mut Vec<u8>) {
     out.extend_from_slice(&[0, 0]);
     let mut count = 0u16;
     for (k, v) in rules {
-        let (k, v) = (clip(k, 64), clip(v, 64));
+        let (k, v) = (truncate_utf8(k, 64), truncate_utf8(v, 64));
         if out.len() - start + k.len() + v.len() + 2 > MAX_REPLY {
             break;
         }
@@ -199,17 +199,6 @@ pub fn encode_rules(rules: &[(&str, &str)], out: &mut Vec<u8>) {
         count += 1;
     }
     out[count_at..count_at + 2].copy_from_slice(&count.to_le_bytes());
-}
-
-fn clip(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 #[cfg(test)]

@@ -118,3 +118,16 @@ impl Writer<'_> {
         }
     }
 }
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a char
+/// boundary (names and A2S strings are clipped, never split mid-character).
+pub(crate) fn truncate_utf8(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

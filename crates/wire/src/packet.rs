@@ -5,7 +5,7 @@
 //! share the port and are told apart by [`Datagram::decode`].
 
 use crate::a2s;
-use crate::codec::{DecodeError, Reader, Writer};
+use crate::codec::{truncate_utf8, DecodeError, Reader, Writer};
 use crate::token::{Token, TOKEN_LEN};
 use crate::types::Input;
 
@@ -555,17 +555,6 @@ fn min_len(buf: &[u8], min: usize) -> Result<(), DecodeError> {
     } else {
         Ok(())
     }
-}
-
-fn truncate_utf8(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// Anything that can arrive on the server's port.

@@ -369,7 +369,11 @@ pub fn print_summary(r: &BenchResult) {
                 ))
             );
         }
-        for s in l.steps.iter().filter(|s| !s.first_attempt_failures.is_empty()) {
+        for s in l
+            .steps
+            .iter()
+            .filter(|s| !s.first_attempt_failures.is_empty())
+        {
             println!(
                 "  {} servers: first attempt failed ({}); second attempt {}",
                 s.servers,
