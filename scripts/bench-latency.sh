@@ -7,8 +7,9 @@
 #           `tickpack host up --backend netns --net PATH` (instance running
 #           `sleep`), sockperf server inside it via `ip netns exec`
 # Servers on the last CPU, clients on CPU 0. Blocking mode: blocking recv on
-# both ends. Busy mode: sockperf client --nonblocked, sockperf server
-# --nonblocked with recvfrom (it spins, as tickpack's busy echo does).
+# both ends (sockperf server: epoll). Busy mode: sockperf client
+# --nonblocked, sockperf server -F recvfrom --nonblocked (it spins, as
+# tickpack's busy echo does).
 # Prints the median p50 per path, mode and size and the ratio
 # tickpack/sockperf (goal: <= 1.0 in busy mode).
 #
@@ -63,24 +64,28 @@ down() {
   uppid=""
 }
 
-server() { # NS ADDR MODE: starts a sockperf server; sets spid
-  local extra=()
-  [ "$3" = busy ] && extra=(-F recvfrom --nonblocked)
-  if [ -n "$1" ]; then
-    ip netns exec "$1" taskset -c "$scpu" sockperf server -i "$2" -p "$port" "${extra[@]}" >"$tmp/srv.out" 2>&1 &
-  else
-    taskset -c "$scpu" sockperf server -i "$2" -p "$port" "${extra[@]}" >"$tmp/srv.out" 2>&1 &
+server() { # NS ADDR MODE PORT: starts a sockperf server; sets spid
+  # Busy: sockperf's server spins only with -F recvfrom --nonblocked, which
+  # needs its addresses in a feed file (-f).
+  local args=(-i "$2" -p "$4")
+  if [ "$3" = busy ]; then
+    echo "$2:$4" >"$tmp/feed"
+    args=(-f "$tmp/feed" -F recvfrom --nonblocked)
   fi
+  local pre=()
+  [ -n "$1" ] && pre=(ip netns exec "$1")
+  "${pre[@]}" taskset -c "$scpu" sockperf server "${args[@]}" >"$tmp/srv.out" 2>&1 &
   spid=$!
   sleep 0.3
+  kill -0 "$spid" 2>/dev/null || { echo "sockperf server did not start:" >&2; cat "$tmp/srv.out" >&2; exit 1; }
 }
 stop_server() { [ -n "$spid" ] && { kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; }; spid=""; }
 
-sockperf_row() { # ROUND PATH MODE ADDR: one sockperf ping-pong per size, rows to $tmp/rows
+sockperf_row() { # ROUND PATH MODE ADDR PORT: one sockperf ping-pong per size, rows to $tmp/rows
   local extra=()
   [ "$3" = busy ] && extra=(--nonblocked --recv_looping_num 1)
   for size in ${sizes//,/ }; do
-    taskset -c "$ccpu" sockperf ping-pong -i "$4" -p "$port" -m "$size" -t "$secs" --full-rtt "${extra[@]}" >"$tmp/sp.out" 2>&1 || true
+    taskset -c "$ccpu" sockperf ping-pong -i "$4" -p "$5" -m "$size" -t "$secs" --full-rtt "${extra[@]}" >"$tmp/sp.out" 2>&1 || true
     p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$tmp/sp.out" | head -1)
     p99=$(sed -n 's/.*percentile 99.000 = *\([0-9.]*\).*/\1/p' "$tmp/sp.out" | head -1)
     [ -n "$p50" ] || { echo "could not read sockperf's output ($2 $3 $size):" >&2; cat "$tmp/sp.out" >&2; exit 1; }
@@ -109,9 +114,11 @@ PY
   # sockperf: the same paths, built by tickpack host.
   for path in $paths; do
     if [ "$path" = native ]; then
+      # A free port: 27015 may be taken by a game server on loopback.
+      lport=$(python3 -c 'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
       for mode in blocking busy; do
-        server "" 127.0.0.1 "$mode"
-        sockperf_row "$r" native "$mode" 127.0.0.1
+        server "" 127.0.0.1 "$mode" "$lport"
+        sockperf_row "$r" native "$mode" 127.0.0.1 "$lport"
         stop_server
       done
       continue
@@ -127,8 +134,8 @@ PY
     dev=$(ip -o route get "$addr" | sed -n 's/.* dev \([^ ]*\).*/\1/p')
     case $dev in tp*) ;; *) echo "route to $addr leaves through $dev, not a tickpack link: refusing" >&2; exit 3 ;; esac
     for mode in blocking busy; do
-      server "$ns" "$addr" "$mode"
-      sockperf_row "$r" "$path" "$mode" "$addr"
+      server "$ns" "$addr" "$mode" "$port"
+      sockperf_row "$r" "$path" "$mode" "$addr" "$port"
       stop_server
     done
     down

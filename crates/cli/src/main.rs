@@ -50,6 +50,9 @@ enum Command {
     Report(cmd::bench::ReportArgs),
     /// Machines, energy and money before and after consolidating.
     Tco(cmd::tco::Args),
+    /// What each isolation path (loopback, veth, bridge, macvlan) adds to a
+    /// UDP request/response round trip, blocking and busy-polling.
+    Latency(cmd::latency::Args),
     /// Run many isolated game servers on this machine: own IP, files, PIDs,
     /// CPU and memory each, placed on cores, restarted when they crash.
     Host(cmd::host::Args),
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(*a),
         Command::Report(a) => cmd::bench::report(a),
         Command::Tco(a) => cmd::tco::run(a),
+        Command::Latency(a) => cmd::latency::run(a),
         Command::Host(a) => cmd::host::run(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
     };

@@ -5,7 +5,7 @@
 //! leftovers even when an assertion fails.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -44,7 +44,9 @@ fn ip(args: &[&str]) -> String {
 fn slash24s(base: &str) -> Vec<String> {
     let (head, third) = base.rsplit_once('.').unwrap();
     let third: u32 = third.parse().unwrap();
-    (0..4).map(|i| format!("{head}.{}.0/24", third + i)).collect()
+    (0..4)
+        .map(|i| format!("{head}.{}.0/24", third + i))
+        .collect()
 }
 
 /// What an operator would see: namespaces (`ip netns list`), links
@@ -102,6 +104,54 @@ fn run(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run tickpack latency")
+}
+
+/// A running `tickpack latency`: interrupted (then killed) on drop, so a
+/// failed assertion does not leave it measuring.
+struct Running(Option<Child>);
+
+impl Running {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+
+    /// SIGINT, then waits up to `limit`; panics (after SIGKILL) if it
+    /// does not stop.
+    fn interrupt(&mut self, limit: Duration) -> ExitStatus {
+        let c = self.child();
+        // SAFETY: kill has no memory preconditions; the pid is our child's
+        // and it has not been reaped yet.
+        unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+        let t = Instant::now();
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                return st;
+            }
+            if t.elapsed() > limit {
+                let _ = c.kill();
+                let _ = c.wait();
+                panic!("tickpack latency did not stop within {limit:?} of SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            if matches!(c.try_wait(), Ok(None)) {
+                // SAFETY: as in `interrupt`.
+                unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+                let t = Instant::now();
+                while matches!(c.try_wait(), Ok(None)) && t.elapsed() < Duration::from_secs(15) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
 }
 
 fn text(b: &[u8]) -> String {
@@ -173,7 +223,10 @@ fn quick_run_measures_every_available_path_and_leaves_nothing_behind() {
     let unavailable = d["unavailable"].as_array().unwrap();
     for u in unavailable {
         let p = u["path"].as_str().unwrap();
-        assert!(!measured.iter().any(|m| m == p), "{p} both measured and unavailable");
+        assert!(
+            !measured.iter().any(|m| m == p),
+            "{p} both measured and unavailable"
+        );
         assert!(
             u["reason"].as_str().is_some_and(|r| r.len() > 10),
             "no reason for {p}: {u}"
@@ -185,7 +238,10 @@ fn quick_run_measures_every_available_path_and_leaves_nothing_behind() {
         assert!(listed, "{p} is neither measured nor unavailable");
     }
     for p in ["native", "veth", "bridge"] {
-        assert!(measured.iter().any(|m| m == p), "{p} was not measured: {measured:?}");
+        assert!(
+            measured.iter().any(|m| m == p),
+            "{p} was not measured: {measured:?}"
+        );
     }
 
     // One well-formed row per measured path x size x mode.
@@ -213,8 +269,8 @@ fn quick_run_measures_every_available_path_and_leaves_nothing_behind() {
                 assert_eq!(r["rounds"], 1);
                 let count = r["all_rounds"]["count"].as_u64().unwrap();
                 assert!(count > 10, "{p} {size} {mode}: only {count} round trips");
-                let h = tickpack_report::decode_histogram(r["histogram_ns"].as_str().unwrap())
-                    .unwrap();
+                let h =
+                    tickpack_report::decode_histogram(r["histogram_ns"].as_str().unwrap()).unwrap();
                 assert_eq!(h.len(), count);
             }
         }
@@ -224,7 +280,10 @@ fn quick_run_measures_every_available_path_and_leaves_nothing_behind() {
     for p in &measured {
         assert!(stdout.contains(p.as_str()), "{p} missing from\n{stdout}");
     }
-    assert!(stdout.contains("p50 us") && stdout.contains("x native"), "{stdout}");
+    assert!(
+        stdout.contains("p50 us") && stdout.contains("x native"),
+        "{stdout}"
+    );
     let page = std::fs::read_to_string(&html).unwrap();
     assert_eq!(page.matches("<svg").count(), 2, "one chart per mode");
     assert_eq!(
@@ -248,42 +307,33 @@ fn ctrl_c_removes_every_path_and_keeps_a_valid_result() {
     let dir = tmp("sigint");
     let json = dir.join("out.json");
     let range = format!("{base}.0/22");
-    let mut child = Command::new(exe())
-        .args(["latency", "--name", "lt2", "--range", &range])
-        .args(["--paths", "veth,bridge", "--streams", "2", "--rounds", "3"])
-        .args(["--duration", "2s", "--json", json.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tickpack latency");
+    let mut run = Running(Some(
+        Command::new(exe())
+            .args(["latency", "--name", "lt2", "--range", &range])
+            .args(["--paths", "veth,bridge", "--streams", "2", "--rounds", "3"])
+            .args(["--duration", "2s", "--json", json.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start tickpack latency"),
+    ));
     // Wait until both paths exist and measuring has begun.
     let t0 = Instant::now();
-    while !(ip(&["-o", "link", "show"]).contains("tplt2br")
+    while !(ip(&["-o", "link", "show"]).contains("tplt2bbr")
         && ip(&["netns", "list"]).contains("tplt2v-1"))
     {
         assert!(
             t0.elapsed() < Duration::from_secs(20),
             "the paths were not built within 20 s"
         );
-        if let Some(st) = child.try_wait().unwrap() {
+        if let Some(st) = run.child().try_wait().unwrap() {
             panic!("tickpack latency exited early: {st}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill has no memory preconditions; the pid is our child's.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t1.elapsed() > Duration::from_secs(15) {
-            let _ = child.kill();
-            panic!("tickpack latency did not stop within 15 s of SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = run.interrupt(Duration::from_secs(15));
+    let child = run.0.take().unwrap();
     let out = child.wait_with_output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(status.code(), Some(1), "{stderr}");
@@ -334,7 +384,10 @@ fn bad_flags_exit_2_and_name_the_problem() {
         let out = run(args);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(word), "{args:?}: {stderr:?} should mention {word:?}");
+        assert!(
+            stderr.contains(word),
+            "{args:?}: {stderr:?} should mention {word:?}"
+        );
     }
 }
 
@@ -349,6 +402,11 @@ fn without_root_the_namespaced_paths_exit_3_and_say_why() {
         .expect("run setpriv (util-linux)");
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("root") && stderr.contains("veth"), "{stderr}");
-    assert!(ip(&["netns", "list"]).lines().all(|l| !l.starts_with("tplt3")));
+    assert!(
+        stderr.contains("root") && stderr.contains("veth"),
+        "{stderr}"
+    );
+    assert!(ip(&["netns", "list"])
+        .lines()
+        .all(|l| !l.starts_with("tplt3")));
 }

@@ -164,7 +164,9 @@ impl Observer for Progress {
             "latency: {} ready: {} echo server(s) {}{} via {via}{parent}",
             i.path,
             i.echo_addresses.len(),
-            i.range.as_ref().map_or("on 127.0.0.1", |_| "in namespaces on "),
+            i.range
+                .as_ref()
+                .map_or("on 127.0.0.1", |_| "in namespaces on "),
             i.range.clone().unwrap_or_default(),
         ));
     }
@@ -201,10 +203,7 @@ impl Observer for Progress {
         }
         if self.bar.is_none() && !doc.complete {
             let rounds = doc.results.iter().map(|r| r.rounds).max().unwrap_or(0);
-            eprintln!(
-                "latency: round {rounds}/{} done",
-                doc.settings.rounds
-            );
+            eprintln!("latency: round {rounds}/{} done", doc.settings.rounds);
         }
     }
 }
@@ -232,8 +231,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = ProgressBar::new(0);
         b.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-                .expect("static template"),
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+            )
+            .expect("static template"),
         );
         b.enable_steady_tick(Duration::from_millis(200));
         b

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod demo;
 pub mod host;
+pub mod latency;
 pub mod ping;
 pub mod players;
 pub mod server;
