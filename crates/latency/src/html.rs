@@ -15,21 +15,7 @@ const RIGHT: f64 = 18.0;
 const TOP: f64 = 44.0;
 const PLOT_H: f64 = 260.0;
 
-/// Escapes text for HTML and SVG.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
+pub use tickpack_report::html::esc;
 
 /// The colour of a path's bars.
 fn color(p: PathName) -> &'static str {
@@ -49,20 +35,8 @@ fn axis(max: f64) -> (f64, f64) {
     } else {
         1.0
     };
-    let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let f = raw / mag;
-    let nice = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    let step = nice * mag;
-    ((max / step).ceil() * step, step)
+    let (_, top, step) = tickpack_report::html::linear_ticks(0.0, max, 5, 0.0);
+    (top, step)
 }
 
 fn fmt_tick(v: f64, step: f64) -> String {

@@ -33,6 +33,8 @@ use crate::bench::{BenchResult, Ladder, Step, BENCH_SCHEMA};
 mod charts;
 mod svg;
 
+pub use svg::linear_ticks;
+
 /// Appends formatted text to a `String` (which cannot fail).
 macro_rules! w {
     ($dst:expr, $($arg:tt)*) => {{
@@ -198,7 +200,7 @@ footer { margin-top: 40px; font-size: 13px; color: var(--muted); }
 ";
 
 /// HTML-escapes text for element content and quoted attribute values.
-pub(crate) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -439,7 +439,7 @@ fn layout_legend(items: &[LegendItem], width: f64) -> (usize, Vec<(usize, f64)>)
 
 /// A nice axis covering `lo..=hi` with about `target` ticks, steps of 1, 2
 /// or 5 times a power of ten, at least `min_step`: (lo, hi, step).
-fn linear_ticks(lo: f64, hi: f64, target: usize, min_step: f64) -> (f64, f64, f64) {
+pub fn linear_ticks(lo: f64, hi: f64, target: usize, min_step: f64) -> (f64, f64, f64) {
     let span = (hi - lo).max(f64::MIN_POSITIVE);
     let raw = span / target.max(1) as f64;
     let mag = 10f64.powf(raw.log10().floor());
