@@ -34,7 +34,7 @@ pub enum BenchError {
     Config(String),
     #[error("isolation unavailable: {0}")]
     Isolation(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Host(#[from] tickpack_host::supervisor::HostError),
     #[error("players: {0}")]
     Players(#[from] tickpack_players::PlayersError),

@@ -6,9 +6,7 @@
 pub enum Code {
     Runtime = 1,
     Config = 2,
-    #[allow(dead_code)] // used by the host backends
     Isolation = 3,
-    #[allow(dead_code)] // used by the benchmark
     QosFailed = 4,
     Unreachable = 5,
 }

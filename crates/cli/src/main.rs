@@ -77,8 +77,25 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("tickpack: {:#}", f.error);
+            eprintln!("tickpack: {}", one_line(&f.error));
             ExitCode::from(f.code as u8)
         }
     }
+}
+
+/// The error and its causes on one line, each said once: many messages
+/// already include their cause's text, which the chain would repeat.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.contains(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg
 }

@@ -65,15 +65,12 @@ pub enum SpawnError {
     EmptyCommand,
     #[error("{what} contains a NUL byte")]
     Nul { what: &'static str },
-    #[error("cannot open {path}: {source}")]
-    Open {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot start {program} (or set up its namespaces before exec): {source}")]
+    #[error("cannot open {path}: {err}")]
+    Open { path: PathBuf, err: std::io::Error },
+    #[error("cannot start {program} (or set up its namespaces before exec): {err}")]
     Exec {
         program: String,
-        source: std::io::Error,
+        err: std::io::Error,
     },
 }
 
@@ -93,24 +90,34 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
         .create(true)
         .append(true)
         .open(&spec.log)
-        .map_err(|source| SpawnError::Open {
+        .map_err(|err| SpawnError::Open {
             path: spec.log.clone(),
-            source,
+            err,
         })?;
-    let log_err = log.try_clone().map_err(|source| SpawnError::Open {
+    let log_err = log.try_clone().map_err(|err| SpawnError::Open {
         path: spec.log.clone(),
-        source,
+        err,
     })?;
     let netns = match &spec.isolation.netns {
-        Some(p) => Some(File::open(p).map_err(|source| SpawnError::Open {
+        Some(p) => Some(File::open(p).map_err(|err| SpawnError::Open {
             path: p.clone(),
-            source,
+            err,
         })?),
         None => None,
     };
     let isolated = spec.isolation.hostname.is_some();
     let mut cmd = if isolated {
-        let mut c = Command::new(&spec.init_exe);
+        // Our own binary is exec'd through /proc/self/exe, which resolves to
+        // the file itself: its path may be hidden by the private /tmp (a
+        // checkout under /tmp). Another init binary is exec'd by path.
+        let own = std::env::current_exe().is_ok_and(|e| e == spec.init_exe);
+        let mut c = if own {
+            let mut c = Command::new("/proc/self/exe");
+            c.arg0("tickpack");
+            c
+        } else {
+            Command::new(&spec.init_exe)
+        };
         c.arg("__instance-init");
         if let Some((uid, gid)) = spec.isolation.user {
             c.args(["--uid", &uid.to_string(), "--gid", &gid.to_string()]);
@@ -222,9 +229,9 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
             Ok(())
         });
     }
-    cmd.spawn().map_err(|source| SpawnError::Exec {
+    cmd.spawn().map_err(|err| SpawnError::Exec {
         program: program.clone(),
-        source,
+        err,
     })
 }
 
@@ -264,6 +271,14 @@ pub fn instance_init(uid: Option<u32>, gid: Option<u32>, argv: &[String]) -> i32
         return 127;
     };
     let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    // The command is often this very binary (`{tickpack} server ...`), whose
+    // path the private /tmp may hide: run it through /proc/self/exe then.
+    let own = std::env::current_exe().is_ok_and(|e| e.as_os_str() == std::ffi::OsStr::new(program));
+    let exec_path = if own {
+        CString::new("/proc/self/exe").expect("static")
+    } else {
+        cargs[0].clone()
+    };
     ptrs.push(std::ptr::null());
     let proc_ = CString::new("proc").expect("static");
     let proc_dir = CString::new("/proc").expect("static");
@@ -297,7 +312,7 @@ pub fn instance_init(uid: Option<u32>, gid: Option<u32>, argv: &[String]) -> i32
                     libc::_exit(126);
                 }
             }
-            libc::execvp(ptrs[0], ptrs.as_ptr());
+            libc::execvp(exec_path.as_ptr(), ptrs.as_ptr());
             let msg = b"tickpack __instance-init: exec failed\n";
             libc::write(2, msg.as_ptr().cast(), msg.len());
             libc::_exit(127);

@@ -42,18 +42,15 @@ pub enum HostError {
     Isolation(String),
     #[error("a host named {name} is already running (supervisor pid {pid}); stop it with `tickpack host down --run-dir {dir}`")]
     AlreadyRunning { name: String, pid: u32, dir: String },
-    #[error("{step}: {source}")]
-    Io {
-        step: String,
-        source: std::io::Error,
-    },
-    #[error("starting instance {id}: {source}")]
-    Spawn { id: u32, source: spawn::SpawnError },
+    #[error("{step}: {err}")]
+    Io { step: String, err: std::io::Error },
+    #[error("starting instance {id}: {err}")]
+    Spawn { id: u32, err: spawn::SpawnError },
 }
 
 fn io(step: impl Into<String>) -> impl FnOnce(std::io::Error) -> HostError {
     let step = step.into();
-    move |source| HostError::Io { step, source }
+    move |err| HostError::Io { step, err }
 }
 
 /// What `state.json` records: enough to clean up after a crash.
@@ -403,10 +400,7 @@ impl Supervisor {
             },
             init_exe: self.exe.clone(),
         };
-        let child = spawn::spawn(&spec).map_err(|source| HostError::Spawn {
-            id: i.spec.id,
-            source,
-        })?;
+        let child = spawn::spawn(&spec).map_err(|err| HostError::Spawn { id: i.spec.id, err })?;
         i.child = Some(child);
         i.state = InstanceState::Starting;
         i.started = Instant::now();
