@@ -81,15 +81,7 @@ pub struct BenchConfig {
     pub run_dir: PathBuf,
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc_geteuid() == 0 }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
+use tickpack_host::supervisor::is_root;
 
 impl BenchConfig {
     /// Checks the settings and resolves defaults; nothing is started before.

@@ -134,7 +134,8 @@ fn quick_ladder_writes_a_result_that_report_renders() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("tickpack.players/1"));
-    assert!(no_leftovers().is_empty(), "{:?}", no_leftovers());
+    let left = no_leftovers();
+    assert!(left.is_empty(), "{:?}", left);
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
@@ -203,7 +204,8 @@ fn an_interrupted_run_keeps_its_finished_steps() {
     assert!(steps
         .iter()
         .all(|s| s["transaction_latency_us"]["count"].as_u64().unwrap() > 0));
-    assert!(no_leftovers().is_empty(), "{:?}", no_leftovers());
+    let left = no_leftovers();
+    assert!(left.is_empty(), "{:?}", left);
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 

@@ -313,11 +313,8 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        leftovers("tpe1").is_empty(),
-        "left behind: {:?}",
-        leftovers("tpe1")
-    );
+    let left = leftovers("tpe1");
+    assert!(left.is_empty(), "left behind: {:?}", left);
 }
 
 #[test]
@@ -463,11 +460,8 @@ fn a_bad_config_is_one_clear_error_and_creates_nothing() {
         );
         assert!(err.contains(needle), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-        assert!(
-            leftovers("tpe4").is_empty(),
-            "{args:?} left {:?}",
-            leftovers("tpe4")
-        );
+        let left = leftovers("tpe4");
+        assert!(left.is_empty(), "{args:?} left {:?}", left);
         assert!(!dir.join("control.sock").exists());
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -509,11 +503,8 @@ fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        leftovers("tpe5").is_empty(),
-        "left: {:?}",
-        leftovers("tpe5")
-    );
+    let left = leftovers("tpe5");
+    assert!(left.is_empty(), "left: {:?}", left);
     for p in pids {
         // Gone, or a zombie waiting for the machine's init to reap it.
         let state = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
@@ -542,11 +533,8 @@ fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
     );
     drop(third);
     drop(second);
-    assert!(
-        leftovers("tpe5").is_empty(),
-        "left: {:?}",
-        leftovers("tpe5")
-    );
+    let left = leftovers("tpe5");
+    assert!(left.is_empty(), "left: {:?}", left);
 }
 
 #[test]

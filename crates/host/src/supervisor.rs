@@ -97,6 +97,8 @@ pub struct Supervisor {
     instances: Vec<Instance>,
     events: VecDeque<String>,
     health: Option<UdpSocket>,
+    /// Instance index by address, for health replies (addresses never change).
+    health_by_addr: HashMap<SocketAddr, usize>,
     next_health: Instant,
     started: Instant,
     control: Option<UnixListener>,
@@ -105,7 +107,8 @@ pub struct Supervisor {
     record: StateRecord,
 }
 
-fn is_root() -> bool {
+/// True when running as root (needed by the netns backend).
+pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
@@ -195,6 +198,7 @@ impl Supervisor {
             instances: vec![],
             events: VecDeque::new(),
             health: None,
+            health_by_addr: HashMap::new(),
             next_health: Instant::now(),
             started: Instant::now(),
             control: None,
@@ -346,6 +350,12 @@ impl Supervisor {
             }
             let s = UdpSocket::bind("0.0.0.0:0").map_err(io("binding the health-check socket"))?;
             s.set_nonblocking(true).map_err(io("health-check socket"))?;
+            self.health_by_addr = self
+                .instances
+                .iter()
+                .enumerate()
+                .map(|(k, i)| (i.addr, k))
+                .collect();
             self.health = Some(s);
         }
         for k in 0..self.instances.len() {
@@ -527,17 +537,11 @@ impl Supervisor {
             return;
         };
         let mut buf = [0u8; 512];
-        let by_addr: HashMap<SocketAddr, usize> = self
-            .instances
-            .iter()
-            .enumerate()
-            .map(|(k, i)| (i.addr, k))
-            .collect();
         for _ in 0..1024 {
             let Ok((n, from)) = sock.recv_from(&mut buf) else {
                 break;
             };
-            let Some(&k) = by_addr.get(&from) else {
+            let Some(&k) = self.health_by_addr.get(&from) else {
                 continue;
             };
             if let Ok(Packet::Stats(s)) = Packet::decode(&buf[..n]) {

@@ -17,7 +17,7 @@
 //! address), every reply to it passes through one check that drops the reply
 //! if it is larger than the request that caused it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
@@ -89,7 +89,7 @@ struct Client {
     applied_seq: Option<u32>,
     acked_tick: Option<u32>,
     /// Ring of (tick, entities) sent to this player.
-    history: Vec<(u32, Vec<EntityState>)>,
+    history: VecDeque<(u32, Vec<EntityState>)>,
 }
 
 /// Counters since start (monotonic), for stats and metrics.
@@ -438,7 +438,7 @@ impl Server {
                     received_seq: None,
                     applied_seq: None,
                     acked_tick: None,
-                    history: Vec::with_capacity(HISTORY),
+                    history: VecDeque::with_capacity(HISTORY),
                 });
                 self.by_addr.insert(from, s);
                 self.counters.connects += 1;
@@ -551,10 +551,15 @@ impl Server {
         );
         let baseline_tick = baseline.map(|(t, _)| *t);
         // Remember what this player now has, for later deltas.
-        if c.history.len() == HISTORY {
-            c.history.remove(0);
-        }
-        c.history.push((self.tick, self.scratch.clone()));
+        // Reuse the oldest entry's buffer: no allocation per player per tick.
+        let mut kept = if c.history.len() == HISTORY {
+            c.history.pop_front().map(|(_, v)| v).unwrap_or_default()
+        } else {
+            Vec::with_capacity(self.scratch.len())
+        };
+        kept.clear();
+        kept.extend_from_slice(&self.scratch);
+        c.history.push_back((self.tick, kept));
         let addr = c.addr;
         let snap = Snapshot {
             tick: self.tick,

@@ -44,8 +44,8 @@ impl Harness {
         self.out()
     }
 
-    /// Full handshake; returns the entity id.
-    fn connect(&mut self, from: SocketAddr) -> u16 {
+    /// Hello from `from`; returns the token of the challenge it gets back.
+    fn token(&mut self, from: SocketAddr) -> Token {
         let r = self.send(
             from,
             Packet::Hello {
@@ -53,9 +53,14 @@ impl Harness {
                 nonce: 9,
             },
         );
-        let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
-            panic!("expected a challenge, got {:?}", r)
-        };
+        match Packet::decode(&r[0].1).unwrap() {
+            Packet::Challenge { token, .. } => token,
+            other => panic!("expected a challenge, got {other:?}"),
+        }
+    }
+
+    /// Connect from `from` with `token`: the entity id, or why it was refused.
+    fn connect_with(&mut self, from: SocketAddr, token: Token) -> Result<u16, RefuseReason> {
         let r = self.send(
             from,
             Packet::Connect {
@@ -74,10 +79,17 @@ impl Harness {
             } => {
                 assert_eq!(tick_hz, 100);
                 assert_eq!(snapshot_len, 2000);
-                client_id
+                Ok(client_id)
             }
-            other => panic!("expected accepted, got {other:?}"),
+            Packet::Refused { reason } => Err(reason),
+            other => panic!("expected accepted or refused, got {other:?}"),
         }
+    }
+
+    /// Full handshake; returns the entity id.
+    fn connect(&mut self, from: SocketAddr) -> u16 {
+        let token = self.token(from);
+        self.connect_with(from, token).expect("accepted")
     }
 }
 
@@ -202,48 +214,11 @@ fn refusals_bad_tokens_full_and_version() {
     });
     let (a, b, c) = (addr(1), addr(2), addr(3));
     // A token issued to a is useless to b.
-    let r = h.send(
-        a,
-        Packet::Hello {
-            version: PROTOCOL_VERSION,
-            nonce: 1,
-        },
-    );
-    let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
-        panic!()
-    };
-    let r = h.send(
-        b,
-        Packet::Connect {
-            version: PROTOCOL_VERSION,
-            nonce: 1,
-            token,
-            name: "x",
-        },
-    );
-    assert_eq!(
-        Packet::decode(&r[0].1).unwrap(),
-        Packet::Refused {
-            reason: RefuseReason::BadToken
-        }
-    );
+    let token = h.token(a);
+    assert_eq!(h.connect_with(b, token), Err(RefuseReason::BadToken));
     // Expired after two windows.
     h.now += 25_000_000;
-    let r = h.send(
-        a,
-        Packet::Connect {
-            version: PROTOCOL_VERSION,
-            nonce: 1,
-            token,
-            name: "x",
-        },
-    );
-    assert_eq!(
-        Packet::decode(&r[0].1).unwrap(),
-        Packet::Refused {
-            reason: RefuseReason::BadToken
-        }
-    );
+    assert_eq!(h.connect_with(a, token), Err(RefuseReason::BadToken));
     let r = h.send(
         a,
         Packet::Hello {
@@ -260,31 +235,8 @@ fn refusals_bad_tokens_full_and_version() {
     h.connect(a);
     h.connect(b);
     assert_eq!(h.server.players(), 2);
-    let r = h.send(
-        c,
-        Packet::Hello {
-            version: PROTOCOL_VERSION,
-            nonce: 1,
-        },
-    );
-    let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
-        panic!()
-    };
-    let r = h.send(
-        c,
-        Packet::Connect {
-            version: PROTOCOL_VERSION,
-            nonce: 1,
-            token,
-            name: "x",
-        },
-    );
-    assert_eq!(
-        Packet::decode(&r[0].1).unwrap(),
-        Packet::Refused {
-            reason: RefuseReason::Full
-        }
-    );
+    let token = h.token(c);
+    assert_eq!(h.connect_with(c, token), Err(RefuseReason::Full));
     // A player leaving frees the slot.
     h.send(
         a,
@@ -304,19 +256,7 @@ fn unproven_sources_never_get_more_bytes_than_they_sent() {
     });
     let victim = addr(7);
     h.connect(addr(1)); // someone legitimately playing
-    let other_token = {
-        let r = h.send(
-            addr(2),
-            Packet::Hello {
-                version: PROTOCOL_VERSION,
-                nonce: 1,
-            },
-        );
-        let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
-            panic!()
-        };
-        token
-    };
+    let other_token = h.token(addr(2));
     let mut a2s_info = vec![];
     a2s::Query::Info { challenge: None }.encode(&mut a2s_info);
     let mut a2s_players_wrong = vec![];
@@ -448,30 +388,10 @@ fn silent_players_time_out_and_shutdown_says_goodbye() {
             reason: DisconnectReason::ServerShutdown
         }
     );
-    let r = h.send(
-        addr(3),
-        Packet::Hello {
-            version: PROTOCOL_VERSION,
-            nonce: 1,
-        },
-    );
-    let Packet::Challenge { token, .. } = Packet::decode(&r[0].1).unwrap() else {
-        panic!()
-    };
-    let r = h.send(
-        addr(3),
-        Packet::Connect {
-            version: PROTOCOL_VERSION,
-            nonce: 1,
-            token,
-            name: "",
-        },
-    );
+    let token = h.token(addr(3));
     assert_eq!(
-        Packet::decode(&r[0].1).unwrap(),
-        Packet::Refused {
-            reason: RefuseReason::ShuttingDown
-        }
+        h.connect_with(addr(3), token),
+        Err(RefuseReason::ShuttingDown)
     );
 }
 

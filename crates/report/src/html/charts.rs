@@ -102,12 +102,9 @@ pub(super) fn latency(r: &BenchResult) -> Figure {
             c.series.push(s);
         }
     }
-    let limit_ms = r.settings.qos.p99_transaction_us as f64 / 1000.0;
-    c.limits.push(Limit {
-        y: limit_ms,
-        label: format!("QoS limit: p99 ≤ {} ms", fmt_num(limit_ms)),
-        color: FAIL_RED,
-    });
+    let limit = p99_limit(r);
+    let limit_ms = limit.y;
+    c.limits.push(limit);
     Figure {
         chart: c,
         caption: format!(
@@ -337,12 +334,7 @@ pub(super) fn distribution(r: &BenchResult, ladder: &Ladder, notes: &mut Vec<Str
             .collect();
         c.series.push(s);
     }
-    let limit_ms = r.settings.qos.p99_transaction_us as f64 / 1000.0;
-    c.limits.push(Limit {
-        y: limit_ms,
-        label: format!("QoS limit: p99 ≤ {} ms", fmt_num(limit_ms)),
-        color: FAIL_RED,
-    });
+    c.limits.push(p99_limit(r));
     let samples: u64 = ladder
         .steps
         .iter()
@@ -359,5 +351,15 @@ pub(super) fn distribution(r: &BenchResult, ladder: &Ladder, notes: &mut Vec<Str
             n
         ),
         empty: "No step has latency samples to plot.".into(),
+    }
+}
+
+/// The absolute p99 transaction-latency QoS limit, as a dashed line.
+fn p99_limit(r: &BenchResult) -> Limit {
+    let limit_ms = r.settings.qos.p99_transaction_us as f64 / 1000.0;
+    Limit {
+        y: limit_ms,
+        label: format!("QoS limit: p99 ≤ {} ms", fmt_num(limit_ms)),
+        color: FAIL_RED,
     }
 }
