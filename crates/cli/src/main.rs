@@ -4,7 +4,9 @@
 //!
 //! Exit codes (also in `--help` and the README):
 //! 0 done; 1 internal or runtime error; 2 bad flags or config;
-//! 3 isolation unavailable; 4 QoS failed; 5 target unreachable.
+//! 3 isolation unavailable; 4 QoS failed; 5 target unreachable (a player
+//! never connected); 6 the players lost snapshots or commands, or had an
+//! outage.
 
 use std::process::ExitCode;
 
@@ -17,7 +19,8 @@ mod table;
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config,
-3 isolation unavailable, 4 QoS failed, 5 target unreachable.
+3 isolation unavailable, 4 QoS failed, 5 target unreachable (a player never
+connected), 6 players lost snapshots or commands or had an outage.
 
 Start with: tickpack bench --quick   (a short consolidation ladder on this machine)";
 
