@@ -18,7 +18,8 @@
 use std::collections::VecDeque;
 
 /// A stretch without snapshots at least this long is an outage (a player
-/// notices a freeze of a tenth of a second; this is twice that).
+/// notices a freeze of a tenth of a second; this is twice that). The time
+/// between two server processes (a restart) is an outage however short.
 pub const OUTAGE_MIN_US: u64 = 200_000;
 /// Ranges of received ticks kept per piece before the oldest are settled.
 const MAX_RANGES: usize = 256;
@@ -153,24 +154,25 @@ impl Coverage {
             hi
         };
         let first = nominal(lo);
-        let (missing, without_us) = match self.last {
+        match self.last {
             // Same numbering: exactly the tick numbers never seen.
             Some(l) if l.piece == id => {
                 let m = u64::from(lo.wrapping_sub(l.tick).wrapping_sub(1));
-                (m, ((m + 1) as f64 * t) as u64)
+                self.lost(m, ((m + 1) as f64 * t) as u64);
             }
-            // Another server run: the time between, in ticks.
+            // Another server process: the time between, in ticks; always
+            // an outage.
             Some(l) => {
                 let gap = (first - l.nominal_us).max(0.0);
-                (((gap / t).round() as u64).saturating_sub(1), gap as u64)
+                self.tally.lost += ((gap / t).round() as u64).saturating_sub(1);
+                self.tally.outage(gap as u64);
             }
             // The span's start to the first tick: slots of this grid in it.
             None => {
                 let gap = (first - self.span.0 as f64).max(0.0);
-                ((gap / t).floor() as u64, gap as u64)
+                self.lost((gap / t).floor() as u64, gap as u64);
             }
-        };
-        self.lost(missing, without_us);
+        }
         self.tally.received += u64::from(hi_in - lo) + 1;
         self.last = Some(Last {
             piece: id,

@@ -315,6 +315,19 @@ fn a_restarted_server_is_an_outage_then_the_players_reconnect_and_keep_measuring
 }
 
 #[test]
+fn a_server_restart_is_an_outage_however_short() {
+    // Restarted within 100 ms: the players' first retries find it.
+    let kill = START + WARMUP + 1_500_000;
+    let mut net = Net::new(4, 3_000_000, Fault::Restart(kill, kill + 100_000));
+    net.run();
+    let s = net.rec.snapshots;
+    assert!(s.outage_longest_us < 200_000, "a short one: {s:?}");
+    assert_eq!(s.outages, 4, "{s:?}");
+    assert!(s.lost >= 4 * 9, "{s:?}");
+    assert_eq!(net.rec.reconnects, 4);
+}
+
+#[test]
 fn a_silent_server_makes_the_players_reconnect_and_the_silence_is_an_outage() {
     // No answer and no ICMP for 700 ms (a stalled host), same process after.
     let from = START + WARMUP + 1_000_000;
