@@ -100,7 +100,11 @@ pub fn failures(s: &StepFigures<'_>, baseline_p99_us: Option<u64>, q: &QosLimits
     if s.commands.lost > 0
         && s.commands.lost as f64 / s.commands.due().max(1) as f64 > q.max_snapshot_loss
     {
-        f.push(format!("{} commands never reflected", s.commands.lost));
+        f.push(format!(
+            "{} of {} due commands lost (not reflected within the loss deadline)",
+            s.commands.lost,
+            s.commands.due()
+        ));
     }
     let budget = (1_000_000.0 / f64::from(s.tick_hz.max(1)) * q.p99_frame_budget) as u64;
     if s.server_frame_us.p99 > budget {
@@ -264,7 +268,7 @@ mod tests {
         let why = failures(&f.figures(), None, &default_limits(100));
         assert!(
             why.iter()
-                .any(|w| w.contains("12000 commands never reflected")),
+                .any(|w| w.contains("12000 of 12000 due commands lost")),
             "{why:?}"
         );
     }
