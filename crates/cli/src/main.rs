@@ -39,6 +39,12 @@ enum Command {
     Server(cmd::server::Args),
     /// Emulate players against one or more servers and measure in-game
     /// transaction latency, round trip, server frame time and losses.
+    ///
+    /// Snapshots are expected for every server tick of the measured window
+    /// and commands count as lost if not reflected within --loss-deadline,
+    /// so a dead or restarted server shows as loss and outages (players
+    /// reconnect and keep measuring). Exits 5 if a player never connected,
+    /// 6 if anything was lost or there was an outage.
     Players(cmd::players::Args),
     /// Measure the bare round trip to a server with closed-loop pings
     /// (the latency floor; compare with sockperf ping-pong).

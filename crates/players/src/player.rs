@@ -609,11 +609,15 @@ impl Player {
         }
         let span = self.coverage.span();
         let deadline = self.settings.loss_deadline_us;
+        // Without a session nothing outstanding can still be reflected.
+        let connected = self.state == State::Connected;
         rec.commands_lost += self
             .outstanding
             .iter()
             .filter(|&&(_, due)| {
-                due >= span.0 && due < span.1.min(span_end_us) && due + deadline <= now_us
+                due >= span.0
+                    && due < span.1.min(span_end_us)
+                    && (!connected || due + deadline <= now_us)
             })
             .count() as u64;
         self.outstanding.clear();

@@ -35,6 +35,9 @@ enum Fault {
     Absent,
 }
 
+/// Rewrites a snapshot's `last_cmd_seq`, given the time it is sent.
+type Reflect = Box<dyn FnMut(u64, Option<u32>) -> Option<u32>>;
+
 struct Net {
     server: Server,
     players: Vec<Player>,
@@ -47,7 +50,7 @@ struct Net {
     /// Slots of the tick schedule the server skips (its loop fell behind).
     skip: fn(u64) -> bool,
     /// Rewrites the `last_cmd_seq` a snapshot carries (None: unchanged).
-    reflect: Option<Box<dyn FnMut(u64, Option<u32>) -> Option<u32>>>,
+    reflect: Option<Reflect>,
     /// Delay of server-to-player datagrams, by time sent.
     delay: fn(u64) -> u64,
 }
@@ -141,11 +144,9 @@ impl Net {
                 }
             }
             if now >= due {
-                if !(self.skip)(slot) {
-                    if self.up(now) {
-                        self.server.tick(due, due);
-                        self.server.record_frame(300);
-                    }
+                if !(self.skip)(slot) && self.up(now) {
+                    self.server.tick(due, due);
+                    self.server.record_frame(300);
                 }
                 slot += 1;
                 due += TICK;
