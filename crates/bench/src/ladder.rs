@@ -286,6 +286,7 @@ fn measure(
         server_frame_us: &r.server_frame_us,
         snapshots: &r.snapshots,
         commands: &r.commands,
+        outages: &r.outages,
     };
     let why = failures(&figures, baseline, &s.qos);
     Ok(Some(Step {
@@ -314,6 +315,8 @@ fn measure(
         snapshot_jitter_us: r.snapshot_jitter_us,
         snapshots: r.snapshots,
         commands: r.commands,
+        outages: r.outages,
+        reconnects: r.reconnects,
         histograms: r.histograms,
     }))
 }

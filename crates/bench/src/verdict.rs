@@ -1,14 +1,16 @@
 //! The QoS verdict of one ladder step: which limits it missed, in words.
 //!
-//! A step passes when every player connected and, at the 99th percentile,
+//! A step passes when every player connected, no player went without
+//! snapshots long enough to call it an outage, and, at the 99th percentile,
 //! in-game transaction latency stays within an absolute limit and within a
-//! factor of the one-tile baseline step, ticks start on time, snapshots are
-//! not lost, and the servers' frames fit their tick budget. The limits are
+//! factor of the one-tile baseline step, ticks start on time, snapshots and
+//! commands are not lost (counted against the schedule, so a dead or
+//! restarted server is loss), and the servers' frames fit their tick budget. The limits are
 //! [`QosLimits`]; their defaults are in [`default_limits`] and
 //! docs/methodology.md.
 
 use tickpack_report::bench::QosLimits;
-use tickpack_report::{CommandCounts, Percentiles, SnapshotCounts};
+use tickpack_report::{CommandCounts, Outages, Percentiles, SnapshotCounts};
 
 /// Defaults for a tick rate: p99 transaction latency within one tick + 5 ms
 /// and within 1.5x the one-tile baseline; p99 tick lateness within a quarter
@@ -35,6 +37,7 @@ pub struct StepFigures<'a> {
     pub server_frame_us: &'a Percentiles,
     pub snapshots: &'a SnapshotCounts,
     pub commands: &'a CommandCounts,
+    pub outages: &'a Outages,
 }
 
 /// Every limit `s` misses; empty means pass. `baseline_p99_us` is the p99
@@ -46,6 +49,14 @@ pub fn failures(s: &StepFigures<'_>, baseline_p99_us: Option<u64>, q: &QosLimits
         f.push(format!(
             "only {} of {} players connected",
             s.connected, s.players
+        ));
+    }
+    if s.outages.count > 0 {
+        f.push(format!(
+            "outage: {} stretch(es) of 200 ms or more without snapshots (longest {:.0} ms, {:.0} ms in all)",
+            s.outages.count,
+            ms(s.outages.longest_us),
+            ms(s.outages.total_us)
         ));
     }
     if s.transaction_latency_us.count == 0 {
@@ -85,10 +96,15 @@ pub fn failures(s: &StepFigures<'_>, baseline_p99_us: Option<u64>, q: &QosLimits
             q.max_snapshot_loss * 100.0
         ));
     }
+    // Against every command due, sent or not (a dead server sends none).
     if s.commands.lost > 0
-        && s.commands.lost as f64 / s.commands.sent.max(1) as f64 > q.max_snapshot_loss
+        && s.commands.lost as f64 / s.commands.due().max(1) as f64 > q.max_snapshot_loss
     {
-        f.push(format!("{} commands never reflected", s.commands.lost));
+        f.push(format!(
+            "{} of {} due commands lost (not reflected within the loss deadline)",
+            s.commands.lost,
+            s.commands.due()
+        ));
     }
     let budget = (1_000_000.0 / f64::from(s.tick_hz.max(1)) * q.p99_frame_budget) as u64;
     if s.server_frame_us.p99 > budget {
@@ -121,6 +137,7 @@ mod tests {
         frame: Percentiles,
         snaps: SnapshotCounts,
         cmds: CommandCounts,
+        outages: Outages,
     }
 
     impl Fixture {
@@ -140,6 +157,7 @@ mod tests {
                     reflected: 12_000,
                     lost: 0,
                 },
+                outages: Outages::default(),
             }
         }
         fn figures(&self) -> StepFigures<'_> {
@@ -152,6 +170,7 @@ mod tests {
                 server_frame_us: &self.frame,
                 snapshots: &self.snaps,
                 commands: &self.cmds,
+                outages: &self.outages,
             }
         }
     }
@@ -214,6 +233,44 @@ mod tests {
         let why = failures(&fig, None, &default_limits(100));
         assert!(why.iter().any(|w| w.contains("only 10 of 12")), "{why:?}");
         assert!(why.iter().any(|w| w.contains("no transaction")), "{why:?}");
+    }
+
+    #[test]
+    fn a_step_with_an_outage_fails_qos_even_if_its_loss_is_below_the_limit() {
+        let mut f = Fixture::good();
+        // One player of 12 lost 250 ms of a 100 s step: 25 of 120 000
+        // snapshots (0.02 %), within the loss limit; the outage is not.
+        f.snaps = SnapshotCounts {
+            expected: 120_000,
+            received: 119_975,
+            lost: 25,
+        };
+        f.outages = Outages {
+            count: 1,
+            total_us: 250_000,
+            longest_us: 250_000,
+        };
+        let why = failures(&f.figures(), None, &default_limits(100));
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].starts_with("outage: 1 "), "{why:?}");
+        assert!(why[0].contains("longest 250 ms"), "{why:?}");
+    }
+
+    #[test]
+    fn commands_never_sent_to_a_dead_server_fail_the_loss_limit() {
+        let mut f = Fixture::good();
+        // The players could send nothing: every due command is lost.
+        f.cmds = CommandCounts {
+            sent: 0,
+            reflected: 0,
+            lost: 12_000,
+        };
+        let why = failures(&f.figures(), None, &default_limits(100));
+        assert!(
+            why.iter()
+                .any(|w| w.contains("12000 of 12000 due commands lost")),
+            "{why:?}"
+        );
     }
 
     #[test]

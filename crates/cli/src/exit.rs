@@ -9,6 +9,9 @@ pub enum Code {
     Isolation = 3,
     QosFailed = 4,
     Unreachable = 5,
+    /// `players`: snapshots or commands were lost, or a player went without
+    /// snapshots for an outage, against the schedule.
+    Lost = 6,
 }
 
 /// An error on its way out of `main`.

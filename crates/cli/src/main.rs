@@ -4,7 +4,9 @@
 //!
 //! Exit codes (also in `--help` and the README):
 //! 0 done; 1 internal or runtime error; 2 bad flags or config;
-//! 3 isolation unavailable; 4 QoS failed; 5 target unreachable.
+//! 3 isolation unavailable; 4 QoS failed; 5 target unreachable (a player
+//! never connected); 6 the players lost snapshots or commands, or had an
+//! outage.
 
 use std::process::ExitCode;
 
@@ -17,7 +19,8 @@ mod table;
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config,
-3 isolation unavailable, 4 QoS failed, 5 target unreachable.
+3 isolation unavailable, 4 QoS failed, 5 target unreachable (a player never
+connected), 6 players lost snapshots or commands or had an outage.
 
 Start with: tickpack bench --quick   (a short consolidation ladder on this machine)";
 
@@ -36,6 +39,12 @@ enum Command {
     Server(cmd::server::Args),
     /// Emulate players against one or more servers and measure in-game
     /// transaction latency, round trip, server frame time and losses.
+    ///
+    /// Snapshots are expected for every server tick of the measured window
+    /// and commands count as lost if not reflected within --loss-deadline,
+    /// so a dead or restarted server shows as loss and outages (players
+    /// reconnect and keep measuring). Exits 5 if a player never connected,
+    /// 6 if anything was lost or there was an outage.
     Players(cmd::players::Args),
     /// Measure the bare round trip to a server with closed-loop pings
     /// (the latency floor; compare with sockperf ping-pong).

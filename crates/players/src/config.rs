@@ -81,6 +81,9 @@ pub struct PlayersConfig {
     pub ping_size: usize,
     /// How long a player keeps trying to connect before giving up.
     pub connect_timeout: Duration,
+    /// A command not reflected by a snapshot this long after it was due is
+    /// lost; the run drains this long after the window.
+    pub loss_deadline: Duration,
     /// Load generator threads.
     pub threads: usize,
     /// CPUs to pin the threads to (round robin); empty: no pinning.
@@ -104,6 +107,7 @@ impl Default for PlayersConfig {
             ping_hz: 10.0,
             ping_size: 64,
             connect_timeout: Duration::from_secs(3),
+            loss_deadline: Duration::from_secs(1),
             threads: 1,
             cpus: vec![],
             busy_poll: false,
@@ -143,6 +147,14 @@ impl PlayersConfig {
             return bad(format!(
                 "--ping-size must be {}..=65000 bytes",
                 tickpack_wire::PING_LEN
+            ));
+        }
+        if self.loss_deadline < Duration::from_millis(10)
+            || self.loss_deadline > Duration::from_secs(60)
+        {
+            return bad(format!(
+                "--loss-deadline must be 10ms..=60s, got {:?}",
+                self.loss_deadline
             ));
         }
         if self.threads == 0 || self.threads > 64 {

@@ -10,8 +10,11 @@
 //!
 //! Also recorded: ping round trips (from the time each ping was due), the
 //! server's own frame time and tick lateness as carried in snapshots (once
-//! per server tick), snapshot inter-arrival jitter, snapshots lost by tick
-//! number, and commands never reflected.
+//! per server tick), snapshot inter-arrival jitter, and what the schedule
+//! promised against what arrived: snapshots expected for every tick of each
+//! player's span whatever arrived ([`coverage`]), commands not reflected
+//! within the loss deadline, outages and reconnects. A player whose server
+//! restarts or goes silent reconnects and keeps measuring.
 //!
 //! # Main types and order
 //!
@@ -23,6 +26,7 @@
 //! Not here: the server (see `tickpack-sim`) and the command-line front end.
 
 pub mod config;
+pub mod coverage;
 pub mod player;
 pub mod recorder;
 pub mod run;
@@ -68,10 +72,17 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         tick_lateness_us: p(&r.lateness),
         snapshot_jitter_us: p(&r.jitter),
         snapshots: tickpack_report::SnapshotCounts {
-            expected: r.snapshots_expected,
-            received: r.snapshots_received,
-            lost: r.snapshots_expected.saturating_sub(r.snapshots_received),
+            expected: r.snapshots.received + r.snapshots.lost,
+            received: r.snapshots.received,
+            lost: r.snapshots.lost,
         },
+        outages: tickpack_report::Outages {
+            count: r.snapshots.outages,
+            total_us: r.snapshots.outage_total_us,
+            longest_us: r.snapshots.outage_longest_us,
+        },
+        reconnects: r.reconnects,
+        loss_deadline_s: cfg.loss_deadline.as_secs_f64(),
         commands: tickpack_report::CommandCounts {
             sent: r.commands_sent,
             reflected: r.commands_reflected,

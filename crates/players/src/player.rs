@@ -1,10 +1,25 @@
 //! One emulated player as a state machine: handshake, an open-loop command
-//! schedule, pings, and snapshot bookkeeping. No sockets, no clock.
+//! schedule, pings, snapshot bookkeeping, and reconnection. No sockets, no
+//! clock.
 //!
 //! Call [`Player::poll_transmit`] until it returns `false` whenever
 //! [`Player::next_deadline`] has come or after [`Player::handle`]; give every
-//! datagram from the server to [`Player::handle`]; call [`Player::finish`] once
-//! at the end.
+//! datagram from the server to [`Player::handle`]; report a socket that says
+//! "port unreachable" with [`Player::unreachable`]; call [`Player::finish`]
+//! once at the end.
+//!
+//! # What is counted (docs/methodology.md)
+//!
+//! Each player measures over its *span*: from the end of the warm-up (or
+//! [`CONNECT_GRACE_US`] after its first hello, if later) to the end of the
+//! window. Snapshots are expected for every tick of the span, whatever
+//! arrived ([`crate::coverage`]). A command due in the span is reflected
+//! when a snapshot covers it within the loss deadline, and lost otherwise;
+//! commands due while the player had no connection are lost too.
+//!
+//! A connected player that goes [`silence_us`] without a snapshot, gets
+//! "port unreachable", or is told it timed out, re-handshakes with backoff
+//! and keeps measuring; the time without snapshots is an outage.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -13,10 +28,12 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tickpack_report::record;
 use tickpack_wire::{
-    buttons, delta, Command, EntityState, Input, Packet, RefuseReason, Snapshot, PROTOCOL_VERSION,
+    buttons, delta, Command, DisconnectReason, EntityState, Input, Packet, RefuseReason, Snapshot,
+    PROTOCOL_VERSION,
 };
 
 use crate::config::SizeDist;
+use crate::coverage::Coverage;
 use crate::recorder::Recorder;
 
 /// Send slots per command interval (see `Player::handle`, `Accepted`).
@@ -28,26 +45,41 @@ fn on_grid(t_us: u64, cmd_interval_us: u64) -> u64 {
     t_us.div_ceil(step) * step
 }
 
-/// Retry interval of hello and connect.
-const HANDSHAKE_RETRY_US: u64 = 250_000;
+/// First retry interval of an unanswered hello or connect; it doubles per
+/// try up to [`RETRY_MAX_US`].
+const RETRY_MIN_US: u64 = 50_000;
+const RETRY_MAX_US: u64 = 1_000_000;
+/// A player is due to be connected this long after its first hello (or at
+/// the end of the warm-up, if later): its measured span starts then.
+pub const CONNECT_GRACE_US: u64 = 100_000;
+/// A connected player that hears no snapshot for this long (or ten ticks,
+/// if longer) presumes its session dead and re-handshakes.
+pub const SILENCE_US: u64 = 500_000;
+/// Tick rate assumed for a player that never learned the server's (no
+/// player connected): the reference server's default.
+pub const DEFAULT_TICK_HZ: u32 = 100;
 /// Snapshots kept as delta baselines (matches the server's history).
 const HISTORY: usize = 32;
-/// Commands still waiting for a snapshot that are older than this at the
-/// end of the run count as lost; the run drains this long after the
-/// measurement window so that every measured command gets the chance.
-pub const LOST_AFTER_US: u64 = 500_000;
+
+/// How long a connected player waits for a snapshot before re-handshaking.
+pub fn silence_us(tick_hz: u32) -> u64 {
+    SILENCE_US.max(10 * 1_000_000 / u64::from(tick_hz.max(1)))
+}
 
 #[derive(Debug, Clone, PartialEq)]
 enum State {
     Hello {
         next_try_us: u64,
+        retry_us: u64,
     },
     Connect {
         token: tickpack_wire::Token,
         next_try_us: u64,
+        retry_us: u64,
     },
     Connected,
-    /// The server said goodbye or refused; the text says why.
+    /// The server refused for good or said it is shutting down; the text
+    /// says why.
     Ended(String),
 }
 
@@ -59,7 +91,12 @@ pub struct PlayerSettings {
     pub cmd_size: SizeDist,
     pub ping_hz: f64,
     pub ping_size: usize,
+    /// Give up if the first handshake has not completed by then.
     pub connect_deadline_us: u64,
+    /// Start and end of the measurement window (monotonic microseconds).
+    pub window: (u64, u64),
+    /// A command not reflected this long after it was due is lost.
+    pub loss_deadline_us: u64,
 }
 
 /// One emulated player.
@@ -80,9 +117,18 @@ pub struct Player {
     outstanding: VecDeque<(u32, u64)>,
     history: VecDeque<(u32, Vec<EntityState>)>,
     ack_tick: Option<u32>,
-    /// (first tick, last tick, received) inside the measurement window.
-    window_ticks: Option<(u32, u32, u64)>,
     last_snapshot_us: Option<u64>,
+    /// When the player last heard from its session (accept or snapshot).
+    last_heard_us: u64,
+    /// Since when the player has had no session (None while connected).
+    no_session_since_us: Option<u64>,
+    ever_connected: bool,
+    /// Re-handshaked since the last snapshot: a snapshot numbered below what
+    /// we had then means a new server process.
+    rejoined: bool,
+    /// First command sequence sent in the current session.
+    session_first_seq: u32,
+    coverage: Coverage,
     input: Input,
     payload: Vec<u8>,
     scratch: Vec<EntityState>,
@@ -103,11 +149,16 @@ impl Player {
         // Spread the players' first hello over 50 ms so they do not all
         // arrive in the same instant.
         let first = start_us + rng.gen_range(0..50_000);
+        let (w0, w1) = settings.window;
+        let span = ((first + CONNECT_GRACE_US).max(w0).min(w1), w1);
         Self {
             index,
             target,
             settings,
-            state: State::Hello { next_try_us: first },
+            state: State::Hello {
+                next_try_us: first,
+                retry_us: RETRY_MIN_US,
+            },
             nonce,
             rng,
             cmd_interval_us: 10_000,
@@ -119,8 +170,13 @@ impl Player {
             outstanding: VecDeque::new(),
             history: VecDeque::with_capacity(HISTORY),
             ack_tick: None,
-            window_ticks: None,
             last_snapshot_us: None,
+            last_heard_us: first,
+            no_session_since_us: Some(first),
+            ever_connected: false,
+            rejoined: false,
+            session_first_seq: 1,
+            coverage: Coverage::new(span),
             input: Input::default(),
             payload: vec![0u8; 1400],
             scratch: Vec::new(),
@@ -132,6 +188,11 @@ impl Player {
         self.state == State::Connected
     }
 
+    /// Whether the player completed a handshake at least once.
+    pub fn ever_connected(&self) -> bool {
+        self.ever_connected
+    }
+
     /// Why this player stopped, if it did.
     pub fn ended(&self) -> Option<&str> {
         match &self.state {
@@ -140,51 +201,124 @@ impl Player {
         }
     }
 
-    /// Marks the player as ended with `why` (e.g. the socket saw an error).
+    /// Marks the player as ended with `why`.
     pub fn fail(&mut self, why: String) {
         if !matches!(self.state, State::Ended(_)) {
             self.state = State::Ended(why);
         }
     }
 
+    /// The socket reported "port unreachable" (`why` says so): before the
+    /// first connection nothing listens there and the player gives up; after
+    /// it, the server is presumed restarting and the player reconnects.
+    pub fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
+        if !self.ever_connected {
+            self.fail(why);
+        } else if self.state == State::Connected {
+            self.lose_session(now_us, rec);
+        }
+        // Already re-handshaking: the backoff goes on.
+    }
+
+    /// The session is gone: re-handshake at once, then with backoff.
+    fn lose_session(&mut self, now_us: u64, rec: &mut Recorder) {
+        self.expire(now_us, rec);
+        self.no_session_since_us = Some(now_us);
+        self.next_cmd_us = u64::MAX;
+        self.next_ping_us = u64::MAX;
+        self.state = State::Hello {
+            next_try_us: now_us,
+            retry_us: RETRY_MIN_US,
+        };
+    }
+
     /// When this player next wants [`Self::poll_transmit`] called.
     pub fn next_deadline(&self) -> u64 {
         match self.state {
-            State::Hello { next_try_us } | State::Connect { next_try_us, .. } => {
-                next_try_us.min(self.settings.connect_deadline_us)
+            State::Hello { next_try_us, .. } | State::Connect { next_try_us, .. } => {
+                if self.ever_connected {
+                    next_try_us
+                } else {
+                    next_try_us.min(self.settings.connect_deadline_us)
+                }
             }
-            State::Connected => self.next_cmd_us.min(self.next_ping_us),
+            State::Connected => self
+                .next_cmd_us
+                .min(self.next_ping_us)
+                .min(self.last_heard_us + silence_us(self.tick_hz)),
             State::Ended(_) => u64::MAX,
         }
+    }
+
+    fn in_span(&self, t_us: u64) -> bool {
+        let (a, b) = self.coverage.span();
+        t_us >= a && t_us < b
+    }
+
+    /// Counts commands due in the span that were not reflected in time as
+    /// lost, and forgets them.
+    fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
+        let deadline = self.settings.loss_deadline_us;
+        while let Some(&(_, due)) = self.outstanding.front() {
+            if due + deadline > now_us {
+                break;
+            }
+            self.outstanding.pop_front();
+            if self.in_span(due) {
+                rec.commands_lost += 1;
+            }
+        }
+    }
+
+    /// Commands the schedule made due in `[from, to)` (within the span)
+    /// while the player had no connection: none could be sent, all are lost.
+    fn unsent(&self, from_us: u64, to_us: u64, cmd_interval_us: u64) -> u64 {
+        let (a, b) = self.coverage.span();
+        let (from, to) = (from_us.max(a), to_us.min(b));
+        if to <= from {
+            return 0;
+        }
+        (to - from) / cmd_interval_us.max(1)
     }
 
     /// Writes the next due datagram into `out` (cleared first) and returns
     /// `true`, or returns `false` when nothing is due at `now_us`.
     pub fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         out.clear();
+        if self.state == State::Connected && now_us >= self.last_heard_us + silence_us(self.tick_hz)
+        {
+            self.lose_session(now_us, rec);
+        }
         match self.state {
-            State::Hello { next_try_us } | State::Connect { next_try_us, .. }
-                if now_us >= self.settings.connect_deadline_us =>
+            State::Hello { .. } | State::Connect { .. }
+                if !self.ever_connected && now_us >= self.settings.connect_deadline_us =>
             {
-                let _ = next_try_us;
                 self.state = State::Ended(format!(
                     "no answer from {} to the handshake (is a tickpack server listening there?)",
                     self.target
                 ));
                 false
             }
-            State::Hello { next_try_us } if now_us >= next_try_us => {
+            State::Hello {
+                next_try_us,
+                retry_us,
+            } if now_us >= next_try_us => {
                 Packet::Hello {
                     version: PROTOCOL_VERSION,
                     nonce: self.nonce,
                 }
                 .encode(out);
                 self.state = State::Hello {
-                    next_try_us: now_us + HANDSHAKE_RETRY_US,
+                    next_try_us: now_us + retry_us,
+                    retry_us: (retry_us * 2).min(RETRY_MAX_US),
                 };
                 true
             }
-            State::Connect { token, next_try_us } if now_us >= next_try_us => {
+            State::Connect {
+                token,
+                next_try_us,
+                retry_us,
+            } if now_us >= next_try_us => {
                 let name = format!("player-{}", self.index);
                 Packet::Connect {
                     version: PROTOCOL_VERSION,
@@ -195,7 +329,8 @@ impl Player {
                 .encode(out);
                 self.state = State::Connect {
                     token,
-                    next_try_us: now_us + HANDSHAKE_RETRY_US,
+                    next_try_us: now_us + retry_us,
+                    retry_us: (retry_us * 2).min(RETRY_MAX_US),
                 };
                 true
             }
@@ -211,6 +346,7 @@ impl Player {
                 true
             }
             State::Connected if now_us >= self.next_cmd_us => {
+                self.expire(now_us, rec);
                 let due = self.next_cmd_us;
                 self.next_cmd_us += self.cmd_interval_us;
                 self.seq = self.seq.wrapping_add(1);
@@ -231,7 +367,7 @@ impl Player {
                 })
                 .encode(out);
                 self.outstanding.push_back((self.seq, due));
-                if rec.in_window(due) {
+                if self.in_span(due) {
                     rec.commands_sent += 1;
                 }
                 true
@@ -259,42 +395,43 @@ impl Player {
             return;
         };
         match (p, &self.state) {
-            (Packet::Challenge { nonce, token }, State::Hello { .. }) if nonce == self.nonce => {
+            (Packet::Challenge { nonce, token }, State::Hello { retry_us, .. })
+                if nonce == self.nonce =>
+            {
                 self.state = State::Connect {
                     token,
                     next_try_us: now_us,
+                    retry_us: *retry_us,
                 };
             }
             (Packet::Accepted { tick_hz, .. }, State::Connect { .. }) => {
-                self.tick_hz = u32::from(tick_hz.max(1));
-                self.tick_interval_us = 1_000_000 / u64::from(self.tick_hz);
-                let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(self.tick_hz));
-                self.cmd_interval_us = ((1e6 / rate) as u64).max(1);
-                if self.settings.ping_hz > 0.0 {
-                    self.ping_interval_us = ((1e6 / self.settings.ping_hz) as u64).max(1);
-                    self.next_ping_us = on_grid(
-                        now_us + self.rng.gen_range(0..self.ping_interval_us),
-                        self.cmd_interval_us,
-                    );
-                }
-                // A random phase against the server's tick, as real players
-                // have, drawn from SLOTS slots of a grid shared by all players
-                // (absolute monotonic time): the load generator then wakes at
-                // most SLOTS times per interval however many players it
-                // drives. Latency is measured from these due times.
-                let slot = self.rng.gen_range(0..SLOTS);
-                let start = (now_us / self.cmd_interval_us + 1) * self.cmd_interval_us;
-                self.next_cmd_us = start + slot * (self.cmd_interval_us / SLOTS);
-                self.state = State::Connected;
+                self.on_accepted(now_us, tick_hz, rec)
             }
-            (Packet::Refused { reason }, State::Hello { .. } | State::Connect { .. }) => {
-                self.state =
-                    State::Ended(format!("{} refused the connection: {reason}", self.target));
-                if reason == RefuseReason::BadToken {
+            (Packet::Refused { reason }, State::Hello { retry_us, .. })
+            | (Packet::Refused { reason }, State::Connect { retry_us, .. }) => {
+                let retry_us = *retry_us;
+                match reason {
                     // A stale token: start over rather than give up.
-                    self.state = State::Hello {
-                        next_try_us: now_us,
-                    };
+                    RefuseReason::BadToken => {
+                        self.state = State::Hello {
+                            next_try_us: now_us,
+                            retry_us,
+                        }
+                    }
+                    // Full or stopping after having played: the server may be
+                    // coming back; keep trying with backoff.
+                    RefuseReason::Full | RefuseReason::ShuttingDown if self.ever_connected => {
+                        self.state = State::Hello {
+                            next_try_us: now_us + retry_us,
+                            retry_us: (retry_us * 2).min(RETRY_MAX_US),
+                        }
+                    }
+                    _ => {
+                        self.state = State::Ended(format!(
+                            "{} refused the connection: {reason}",
+                            self.target
+                        ))
+                    }
                 }
             }
             (Packet::Snapshot(s), State::Connected) => self.on_snapshot(now_us, &s, rec),
@@ -308,17 +445,83 @@ impl Player {
             ) if nonce == self.nonce && rec.in_window(client_time_us) => {
                 record(&mut rec.rtt, now_us.saturating_sub(client_time_us));
             }
-            (Packet::Disconnect { reason }, _) => {
-                self.state = State::Ended(format!(
-                    "{} disconnected the player: {reason:?}",
-                    self.target
-                ));
-            }
+            (Packet::Disconnect { reason }, State::Connected) => match reason {
+                // The server dropped us for silence: come back.
+                DisconnectReason::Timeout => self.lose_session(now_us, rec),
+                _ => {
+                    // The rest of the span is without service: counted.
+                    self.no_session_since_us = Some(now_us);
+                    self.state = State::Ended(format!(
+                        "{} disconnected the player: {reason:?}",
+                        self.target
+                    ))
+                }
+            },
             _ => {}
         }
     }
 
+    fn on_accepted(&mut self, now_us: u64, tick_hz: u16, rec: &mut Recorder) {
+        self.tick_hz = u32::from(tick_hz.max(1));
+        self.tick_interval_us = 1_000_000 / u64::from(self.tick_hz);
+        self.coverage.set_tick_hz(self.tick_hz);
+        let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(self.tick_hz));
+        self.cmd_interval_us = ((1e6 / rate) as u64).max(1);
+        if let Some(since) = self.no_session_since_us.take() {
+            rec.commands_lost += self.unsent(since, now_us, self.cmd_interval_us);
+        }
+        if self.ever_connected {
+            rec.reconnects += 1;
+            self.rejoined = true;
+        }
+        self.ever_connected = true;
+        self.last_heard_us = now_us;
+        self.session_first_seq = self.seq.wrapping_add(1);
+        if self.settings.ping_hz > 0.0 {
+            self.ping_interval_us = ((1e6 / self.settings.ping_hz) as u64).max(1);
+            self.next_ping_us = on_grid(
+                now_us + self.rng.gen_range(0..self.ping_interval_us),
+                self.cmd_interval_us,
+            );
+        }
+        // A random phase against the server's tick, as real players have,
+        // drawn from SLOTS slots of a grid shared by all players (absolute
+        // monotonic time): the load generator then wakes at most SLOTS times
+        // per interval however many players it drives. Latency is measured
+        // from these due times.
+        let slot = self.rng.gen_range(0..SLOTS);
+        let start = (now_us / self.cmd_interval_us + 1) * self.cmd_interval_us;
+        self.next_cmd_us = start + slot * (self.cmd_interval_us / SLOTS);
+        self.state = State::Connected;
+    }
+
+    /// A full snapshot numbered at or below what we had, after we had to
+    /// re-handshake: the server restarted and numbers its ticks afresh.
+    fn server_restarted(&mut self, now_us: u64, rec: &mut Recorder) {
+        self.coverage.new_piece();
+        self.history.clear();
+        self.ack_tick = None;
+        // Commands sent to the old process will never be reflected.
+        let first = self.session_first_seq;
+        let span = self.coverage.span();
+        self.outstanding.retain(|&(seq, due)| {
+            let old = seq.wrapping_sub(first) as i32 <= -1;
+            if old && due >= span.0 && due < span.1 {
+                rec.commands_lost += 1;
+            }
+            !old
+        });
+        rec.server_restarted(self.target);
+        self.last_snapshot_us = None;
+        let _ = now_us;
+    }
+
     fn on_snapshot(&mut self, now_us: u64, s: &Snapshot<'_>, rec: &mut Recorder) {
+        self.last_heard_us = now_us;
+        let newest = self.history.back().map(|(t, _)| *t);
+        if self.rejoined && s.baseline_tick.is_none() && newest.is_some_and(|t| s.tick <= t) {
+            self.server_restarted(now_us, rec);
+        }
         // Rebuild the world state this snapshot describes (real client work).
         let baseline: &[EntityState] = match s.baseline_tick {
             None => &[],
@@ -349,13 +552,11 @@ impl Player {
             self.scratch = cur;
             return;
         }
+        self.rejoined = false;
+        self.coverage.tick(now_us, s.tick);
 
         rec.server_tick(self.target, s.tick, s.frame_us, s.lateness_us);
         if rec.in_window(now_us) {
-            self.window_ticks = Some(match self.window_ticks {
-                None => (s.tick, s.tick, 1),
-                Some((first, _, n)) => (first, s.tick, n + 1),
-            });
             if let Some(prev) = self.last_snapshot_us {
                 let gap = now_us - prev;
                 record(&mut rec.jitter, gap.abs_diff(self.tick_interval_us));
@@ -364,36 +565,68 @@ impl Player {
         self.last_snapshot_us = Some(now_us);
 
         if let Some(applied) = s.last_cmd_seq {
+            let deadline = self.settings.loss_deadline_us;
             while let Some(&(seq, due)) = self.outstanding.front() {
                 if seq.wrapping_sub(applied) as i32 > 0 {
                     break;
                 }
                 self.outstanding.pop_front();
-                if rec.in_window(due) {
-                    record(&mut rec.transaction, now_us.saturating_sub(due));
+                if !self.in_span(due) {
+                    continue;
+                }
+                let latency = now_us.saturating_sub(due);
+                if latency <= deadline {
+                    record(&mut rec.transaction, latency);
                     rec.commands_reflected += 1;
+                } else {
+                    rec.commands_lost += 1;
                 }
             }
         }
     }
 
-    /// Settles the counters at the end of the run (`now_us`), and writes the
-    /// goodbye datagram into `out` if connected.
-    pub fn finish(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
-        if let Some((first, last, n)) = self.window_ticks.take() {
-            rec.snapshots_expected += u64::from(last - first) + 1;
-            rec.snapshots_received += n;
+    /// Settles the counters at the end of the run (`now_us`; the span ends
+    /// at `span_end_us`, its planned end unless the run was interrupted;
+    /// `hint_tick_hz` is the tick rate to assume if this player never
+    /// learned it), and writes the goodbye datagram into `out` if connected.
+    pub fn finish(
+        &mut self,
+        now_us: u64,
+        span_end_us: u64,
+        hint_tick_hz: u32,
+        out: &mut Vec<u8>,
+        rec: &mut Recorder,
+    ) -> bool {
+        let hz = if self.tick_hz > 0 {
+            self.tick_hz
+        } else {
+            hint_tick_hz.max(1)
+        };
+        if let Some(since) = self.no_session_since_us.take() {
+            let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(hz));
+            let interval = ((1e6 / rate) as u64).max(1);
+            rec.commands_lost += self.unsent(since, span_end_us, interval);
         }
+        let span = self.coverage.span();
+        let deadline = self.settings.loss_deadline_us;
+        // Without a session nothing outstanding can still be reflected.
+        let connected = self.state == State::Connected;
         rec.commands_lost += self
             .outstanding
             .iter()
-            .filter(|&&(_, due)| rec.in_window(due) && due + LOST_AFTER_US <= now_us)
+            .filter(|&&(_, due)| {
+                due >= span.0
+                    && due < span.1.min(span_end_us)
+                    && (!connected || due + deadline <= now_us)
+            })
             .count() as u64;
         self.outstanding.clear();
+        let t = self.coverage.finish(span_end_us, hz);
+        rec.snapshots.merge(&t);
         out.clear();
         if self.state == State::Connected {
             Packet::Disconnect {
-                reason: tickpack_wire::DisconnectReason::ClientLeaving,
+                reason: DisconnectReason::ClientLeaving,
             }
             .encode(out);
             self.state = State::Ended("finished".into());

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use tickpack_report::{new_histogram, record};
 
+use crate::coverage::Tally;
+
 /// Histograms (microseconds) and counters of one thread's players.
 pub struct Recorder {
     pub transaction: Histogram<u64>,
@@ -13,8 +15,10 @@ pub struct Recorder {
     pub frame: Histogram<u64>,
     pub lateness: Histogram<u64>,
     pub jitter: Histogram<u64>,
-    pub snapshots_expected: u64,
-    pub snapshots_received: u64,
+    /// Snapshots received and lost, and outages, against the schedule.
+    pub snapshots: Tally,
+    /// Handshakes completed after a player's first.
+    pub reconnects: u64,
     pub commands_sent: u64,
     pub commands_reflected: u64,
     pub commands_lost: u64,
@@ -34,8 +38,8 @@ impl Recorder {
             frame: new_histogram(),
             lateness: new_histogram(),
             jitter: new_histogram(),
-            snapshots_expected: 0,
-            snapshots_received: 0,
+            snapshots: Tally::default(),
+            reconnects: 0,
             commands_sent: 0,
             commands_reflected: 0,
             commands_lost: 0,
@@ -59,6 +63,11 @@ impl Recorder {
         }
     }
 
+    /// `server` restarted: its tick numbers start again.
+    pub fn server_restarted(&mut self, server: SocketAddr) {
+        self.server_tick_seen.remove(&server);
+    }
+
     pub fn merge(&mut self, o: &Recorder) {
         for (a, b) in [
             (&mut self.transaction, &o.transaction),
@@ -69,8 +78,8 @@ impl Recorder {
         ] {
             a.add(b).expect("histograms share bounds");
         }
-        self.snapshots_expected += o.snapshots_expected;
-        self.snapshots_received += o.snapshots_received;
+        self.snapshots.merge(&o.snapshots);
+        self.reconnects += o.reconnects;
         self.commands_sent += o.commands_sent;
         self.commands_reflected += o.commands_reflected;
         self.commands_lost += o.commands_lost;

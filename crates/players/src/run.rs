@@ -7,7 +7,9 @@
 //! next deadline), wait until the next deadline or until a socket is
 //! readable, drain the readable sockets with `recvmmsg`, hand each datagram
 //! to its player. After the measurement window the thread stops sending and
-//! drains for [`crate::player::LOST_AFTER_US`] so late snapshots still count.
+//! drains for the loss deadline, so every command due in the window gets its
+//! full deadline. A socket that reports "port unreachable" is handed to its
+//! player, which reconnects if it had been connected.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -21,7 +23,7 @@ use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
 use tickpack_net::wait::{WaitMode, Waiter, Wake};
 
 use crate::config::PlayersConfig;
-use crate::player::{Player, PlayerSettings, LOST_AFTER_US};
+use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
 use crate::recorder::Recorder;
 use crate::PlayersError;
 
@@ -177,6 +179,8 @@ fn thread_main(
         ping_hz: cfg.ping_hz,
         ping_size: cfg.ping_size,
         connect_deadline_us: start + cfg.connect_timeout.as_micros() as u64,
+        window,
+        loss_deadline_us: cfg.loss_deadline.as_micros() as u64,
     };
     let epoll = Epoll::new().map_err(|e| PlayersError::Setup(format!("epoll: {e}")))?;
     let mut players = Vec::new();
@@ -209,27 +213,37 @@ fn thread_main(
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut batch = RecvBatch::new(16, 2048.max(cfg.ping_size + 64));
     let mut buf = Vec::with_capacity(2048);
-    let end = window.1 + LOST_AFTER_US;
+    let deadline_us = cfg.loss_deadline.as_micros() as u64;
+    let end = window.1 + deadline_us;
     let epfd = [epoll.0.as_raw_fd()];
     let mut was_connected = vec![false; players.len()];
     let mut next_check = 0u64;
 
-    let send = |p: &mut Player, sock: &UdpSocket, buf: &[u8]| {
+    let refused = |p: &Player| {
+        format!(
+            "{} refused: nothing is listening there (ICMP port unreachable)",
+            p.target
+        )
+    };
+    let send = |p: &mut Player, sock: &UdpSocket, buf: &[u8], rec: &mut Recorder| {
         if let Err(e) = sock.send(buf) {
             if e.kind() == io::ErrorKind::ConnectionRefused {
-                p.fail(format!(
-                    "{} refused: nothing is listening there (ICMP port unreachable)",
-                    p.target
-                ));
+                let why = refused(p);
+                p.unreachable(now_us(), why, rec);
             }
             // Other errors (a full send buffer) lose this datagram, which the
             // counters then show as a lost command or snapshot.
         }
     };
 
+    let mut interrupted = false;
     loop {
         let now = now_us();
-        if now >= end || stop.load(Ordering::Relaxed) {
+        if now >= end {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
             break;
         }
         if now >= next_check {
@@ -252,7 +266,7 @@ fn thread_main(
             let p = &mut players[i];
             if sending {
                 while p.poll_transmit(now, &mut buf, &mut rec) {
-                    send(p, &sockets[i], &buf);
+                    send(p, &sockets[i], &buf, &mut rec);
                     live.commands.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -296,10 +310,8 @@ fn thread_main(
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                        let target = players[i].target;
-                        players[i].fail(format!(
-                            "{target} refused: nothing is listening there (ICMP port unreachable)"
-                        ));
+                        let why = refused(&players[i]);
+                        players[i].unreachable(now_us(), why, &mut rec);
                         break;
                     }
                     Err(_) => break,
@@ -314,7 +326,7 @@ fn thread_main(
             let now = now_us();
             if sending {
                 while p.poll_transmit(now, &mut buf, &mut rec) {
-                    send(p, &sockets[i], &buf);
+                    send(p, &sockets[i], &buf, &mut rec);
                 }
             }
             let next = if sending { p.next_deadline() } else { u64::MAX };
@@ -328,11 +340,23 @@ fn thread_main(
     }
 
     let now = now_us();
+    // The span ends where the window does, even if every player gave up
+    // early (the rest of the window is then an outage); only an interrupted
+    // run ends it sooner, where commands still had their full deadline.
+    let span_end = if interrupted {
+        window.1.min(now.saturating_sub(deadline_us))
+    } else {
+        window.1
+    };
     let mut errors = vec![];
-    let mut tick_hz = 0;
+    let tick_hz = players.iter().map(|p| p.tick_hz).max().unwrap_or(0);
+    let hint = if tick_hz > 0 {
+        tick_hz
+    } else {
+        DEFAULT_TICK_HZ
+    };
     for (i, p) in players.iter_mut().enumerate() {
-        tick_hz = tick_hz.max(p.tick_hz);
-        if p.finish(now, &mut buf, &mut rec) {
+        if p.finish(now, span_end, hint, &mut buf, &mut rec) {
             let _ = sockets[i].send(&buf);
         }
         if let Some(why) = p.ended().filter(|w| *w != "finished") {

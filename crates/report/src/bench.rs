@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::system::SystemInfo;
-use crate::{CommandCounts, Percentiles, PlayersHistograms, SnapshotCounts};
+use crate::{CommandCounts, Outages, Percentiles, PlayersHistograms, SnapshotCounts};
 
 /// Schema id of `result.json`.
 pub const BENCH_SCHEMA: &str = "tickpack.bench/1";
@@ -105,6 +105,10 @@ pub struct Step {
     pub snapshot_jitter_us: Percentiles,
     pub snapshots: SnapshotCounts,
     pub commands: CommandCounts,
+    #[serde(default)]
+    pub outages: Outages,
+    #[serde(default)]
+    pub reconnects: u64,
     pub cpu: CpuUse,
     pub power: Option<Power>,
     pub histograms: PlayersHistograms,

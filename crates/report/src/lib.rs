@@ -124,25 +124,46 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Rep
     std::fs::rename(&tmp, path).map_err(werr)
 }
 
-/// Counters of snapshots, by server tick number.
+/// Counters of snapshots, against the tick schedule (docs/methodology.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SnapshotCounts {
-    /// Ticks spanned per player between the first and last snapshot received
-    /// in the measurement window, summed over players.
+    /// Every server tick of each player's measured span, whatever arrived,
+    /// summed over players: `received + lost`.
     pub expected: u64,
     pub received: u64,
+    /// Ticks of the span with no snapshot: tick numbers never seen (skipped
+    /// ticks leave gaps), time without a server, a player never connected.
     pub lost: u64,
 }
 
 /// Counters of commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CommandCounts {
+    /// Commands due in the span and sent.
     pub sent: u64,
-    /// Reflected by a snapshot (latency recorded).
+    /// Reflected by a snapshot within the loss deadline (latency recorded).
     pub reflected: u64,
-    /// Never reflected before the run ended (sent at least one second
-    /// before the end, so not merely in flight).
+    /// Due in the span and not reflected within the loss deadline, including
+    /// those due while the player had no connection (never sent):
+    /// `reflected + lost` is every command the schedule made due.
     pub lost: u64,
+}
+
+impl CommandCounts {
+    /// Every command the schedule made due in the span.
+    pub fn due(&self) -> u64 {
+        self.reflected + self.lost
+    }
+}
+
+/// Stretches of at least 200 ms without a snapshot, over all players.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Outages {
+    pub count: u64,
+    /// Summed over players (microseconds).
+    pub total_us: u64,
+    /// The longest of one player (microseconds).
+    pub longest_us: u64,
 }
 
 /// The serialized histograms behind the summaries of a players run.
@@ -185,6 +206,16 @@ pub struct PlayersResult {
     pub snapshot_jitter_us: Percentiles,
     pub snapshots: SnapshotCounts,
     pub commands: CommandCounts,
+    /// Time without snapshots; any outage is a failure of the run.
+    #[serde(default)]
+    pub outages: Outages,
+    /// Handshakes players completed after their first (server restarts,
+    /// silences).
+    #[serde(default)]
+    pub reconnects: u64,
+    /// A command not reflected this long after it was due is lost (seconds).
+    #[serde(default)]
+    pub loss_deadline_s: f64,
     /// Datagrams the players could not decode or apply.
     pub decode_errors: u64,
     /// Problems per target that a person should see (refused, unreachable...).

@@ -60,6 +60,8 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             reflected: 20_000,
             lost: 0,
         },
+        outages: Default::default(),
+        reconnects: 0,
         cpu: CpuUse {
             servers_busy_percent: busy,
             machine_busy_percent: busy * 0.8,

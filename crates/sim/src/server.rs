@@ -120,6 +120,8 @@ pub struct Server {
     by_addr: HashMap<SocketAddr, usize>,
     tick: u32,
     started_us: Option<u64>,
+    /// Due time of the first tick: tick numbers count schedule slots from it.
+    first_due_us: Option<u64>,
     shutting_down: bool,
     last_frame_us: u32,
     last_lateness_us: u32,
@@ -155,6 +157,7 @@ impl Server {
             by_addr: HashMap::new(),
             tick: 0,
             started_us: None,
+            first_due_us: None,
             shutting_down: false,
             last_frame_us: 0,
             last_lateness_us: 0,
@@ -495,7 +498,7 @@ impl Server {
         let lateness = now_us.saturating_sub(due_us);
         self.last_lateness_us = lateness.min(u64::from(u32::MAX)) as u32;
         let _ = self.lateness_hist.record(lateness.max(1));
-        self.tick = self.tick.wrapping_add(1);
+        self.tick = self.next_tick_number(due_us);
         self.counters.ticks += 1;
 
         // Drop players that went silent.
@@ -530,6 +533,22 @@ impl Server {
 
         for slot in 0..self.clients.len() {
             self.build_snapshot(slot);
+        }
+    }
+
+    /// Tick numbers count the slots of the tick schedule, not the ticks
+    /// run: a slot the I/O layer skipped (it fell more than a tick behind)
+    /// leaves a gap in the numbers, so players count its snapshot as lost.
+    fn next_tick_number(&mut self, due_us: u64) -> u32 {
+        let first = *self.first_due_us.get_or_insert(due_us);
+        let interval = 1e6 / f64::from(self.cfg.tick_hz.max(1));
+        let slot = (due_us.saturating_sub(first) as f64 / interval).round() as u32;
+        let next = self.tick.wrapping_add(1);
+        // Never repeat or go back, whatever due times the caller passes.
+        if slot.wrapping_add(1).wrapping_sub(next) as i32 > 0 {
+            slot.wrapping_add(1)
+        } else {
+            next
         }
     }
 

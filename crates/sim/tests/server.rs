@@ -439,3 +439,26 @@ fn stats_reply_reports_ticks_and_players() {
     );
     assert_eq!(s.frame_p50_us, 500);
 }
+
+#[test]
+fn skipped_tick_slots_leave_gaps_in_tick_numbers() {
+    // The I/O loop skips slots it fell behind on; players must see the gap
+    // to count those snapshots as lost.
+    let mut h = Harness::new(ServerConfig::default());
+    let a = addr(1);
+    h.connect(a);
+    let tick_of = |out: &[(SocketAddr, Vec<u8>)]| match Packet::decode(&snapshot_for(out, a)) {
+        Ok(Packet::Snapshot(s)) => s.tick,
+        other => panic!("expected a snapshot, got {other:?}"),
+    };
+    let first = tick_of(&h.tick());
+    // The next due slot is skipped: the tick after runs two slots later.
+    h.now += TICK_US;
+    let out = h.tick();
+    assert_eq!(tick_of(&out), first + 2, "one skipped slot, one gap");
+    // Due times that do not advance (a caller's mistake) never repeat a number.
+    h.server.tick(h.now, h.now);
+    let mut v = vec![];
+    h.server.drain_transmits(|to, b| v.push((to, b.to_vec())));
+    assert_eq!(tick_of(&v), first + 3);
+}

@@ -67,6 +67,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         ping_rate: 10.0,
         ping_size: 64,
         connect_timeout: Duration::from_secs(3),
+        loss_deadline: Duration::from_secs(1),
         threads: 1,
         cpus: player_cpu.map(|c| super::CpuList(vec![c])),
         json: a.json,

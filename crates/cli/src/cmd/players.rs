@@ -44,6 +44,10 @@ pub struct Args {
     /// Give up on a server that does not complete the handshake in this time.
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
+    /// A command not reflected by a snapshot this long after it was due is
+    /// lost; the run waits this long after the window for late snapshots.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub loss_deadline: Duration,
     /// Load generator threads (each takes a share of the players).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -78,6 +82,7 @@ impl Args {
             ping_hz: self.ping_rate,
             ping_size: self.ping_size,
             connect_timeout: self.connect_timeout,
+            loss_deadline: self.loss_deadline,
             threads: self.threads,
             cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),
             busy_poll: self.busy_poll,
@@ -155,7 +160,38 @@ pub fn run(a: Args) -> Result<(), Failure> {
             ),
         ));
     }
+    if let Some(why) = loss(&result) {
+        return Err(fail(Code::Lost, why));
+    }
     Ok(())
+}
+
+/// What the players missed against the schedule, in words; `None` if
+/// nothing.
+pub fn loss(r: &PlayersResult) -> Option<String> {
+    let mut why = vec![];
+    if r.outages.count > 0 {
+        why.push(format!(
+            "{} outage(s), longest {:.0} ms",
+            r.outages.count,
+            r.outages.longest_us as f64 / 1000.0
+        ));
+    }
+    if r.snapshots.lost > 0 {
+        why.push(format!(
+            "{} of {} expected snapshots lost",
+            r.snapshots.lost, r.snapshots.expected
+        ));
+    }
+    if r.commands.lost > 0 {
+        why.push(format!(
+            "{} of {} due commands not reflected within {} s",
+            r.commands.lost,
+            r.commands.due(),
+            r.loss_deadline_s
+        ));
+    }
+    (!why.is_empty()).then(|| format!("the players were not served: {}", why.join(", ")))
 }
 
 /// The terminal summary of a players run.
@@ -204,11 +240,20 @@ pub fn print_summary(r: &PlayersResult) {
         pct(r.snapshots.lost, r.snapshots.expected)
     );
     println!(
-        "commands:  {} sent, {} reflected, {} never reflected ({:.3}%)",
+        "commands:  {} due, {} sent, {} reflected, {} lost ({:.3}%; not reflected within {} s)",
+        r.commands.due(),
         r.commands.sent,
         r.commands.reflected,
         r.commands.lost,
-        pct(r.commands.lost, r.commands.sent)
+        pct(r.commands.lost, r.commands.due()),
+        r.loss_deadline_s
+    );
+    println!(
+        "outages:   {} (no snapshot for 200 ms or more), {:.0} ms in all, longest {:.0} ms; {} reconnect(s)",
+        r.outages.count,
+        r.outages.total_us as f64 / 1000.0,
+        r.outages.longest_us as f64 / 1000.0,
+        r.reconnects
     );
     let cpus = if r.load_generator_cpus.is_empty() {
         "unpinned".to_string()

@@ -1,0 +1,343 @@
+//! A hosted server killed with -9 while `tickpack players` plays against
+//! it: the measurement must show the outage, the reconnects and the lost
+//! commands, and `players` must exit non-zero. As root (CI runs as root):
+//! real namespaces, cgroups and links; every test brings its own host up
+//! (names `tpm*`, its own address range) and takes it down again, also when
+//! an assertion fails.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// `players` exit code when anything was lost or there was an outage.
+const EXIT_LOST: i32 = 6;
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tickpack")
+}
+
+fn require_root() {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        uid, 0,
+        "this test needs root (namespaces, cgroups, links); CI runs it as root, run it with sudo"
+    );
+}
+
+/// One netns instance brought up in the background; `down` on drop, and
+/// any server process the test saw that outlived its instance is killed.
+struct Host {
+    name: String,
+    dir: PathBuf,
+    up: Child,
+    servers: Vec<u32>,
+}
+
+impl Host {
+    fn up(name: &str, range: &str) -> Host {
+        let dir =
+            std::env::temp_dir().join(format!("tp-outage-test-{name}-{}", std::process::id()));
+        let up = Command::new(exe())
+            .args(["host", "up", "--name", name, "--run-dir"])
+            .arg(&dir)
+            .args([
+                "--instances",
+                "1",
+                "--backend",
+                "netns",
+                "--net",
+                "veth",
+                "--range",
+                range,
+                "--command",
+                "{tickpack} server --bind {ip}:{port} --cost light",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start host up");
+        let h = Host {
+            name: name.into(),
+            dir,
+            up,
+            servers: vec![],
+        };
+        h.wait_for(
+            |s| s["instances"][0]["state"] == "running",
+            "the instance running",
+        );
+        h
+    }
+
+    fn status(&self) -> Option<Value> {
+        let out = Command::new(exe())
+            .args(["host", "status", "--json", "--name", &self.name])
+            .arg("--run-dir")
+            .arg(&self.dir)
+            .output()
+            .ok()?;
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    fn wait_for(&self, ok: impl Fn(&Value) -> bool, what: &str) -> Value {
+        let t0 = Instant::now();
+        loop {
+            let s = self.status();
+            if let Some(s) = s.as_ref().filter(|s| ok(s)) {
+                return s.clone();
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "timed out waiting for {what}: {s:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The game server: the child of the init that `host status` reports.
+    fn server_pid(&mut self, init: u32) -> u32 {
+        let t0 = Instant::now();
+        loop {
+            let children = std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
+                .unwrap_or_default();
+            if let Some(pid) = children.split_whitespace().next() {
+                let pid: u32 = pid.parse().unwrap();
+                self.servers.push(pid);
+                return pid;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "the init {init} has no child process"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = Command::new(exe())
+            .args(["host", "down", "--name", &self.name, "--run-dir"])
+            .arg(&self.dir)
+            .output();
+        let t0 = Instant::now();
+        while self.up.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.up.kill();
+        let _ = self.up.wait();
+        // A server orphaned by its init's death (see the init test) is one
+        // this test started: kill it by PID if it is still that server.
+        for &pid in &self.servers {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmd).contains("server") {
+                // SAFETY: kill has no memory preconditions.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+        let _ = Command::new(exe())
+            .args(["host", "down", "--name", &self.name, "--run-dir"])
+            .arg(&self.dir)
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn players(target: &str, json: &PathBuf) -> Child {
+    Command::new(exe())
+        .args([
+            "players",
+            "--target",
+            target,
+            "--players",
+            "6",
+            "--duration",
+            "5s",
+            "--warmup",
+            "1s",
+            "--quiet",
+            "--json",
+        ])
+        .arg(json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start players")
+}
+
+fn finish(child: Child, json: &PathBuf) -> (Output, Value) {
+    let out = child.wait_with_output().unwrap();
+    let text = std::fs::read_to_string(json).unwrap_or_else(|e| {
+        panic!(
+            "no result document ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let _ = std::fs::remove_file(json);
+    (out, serde_json::from_str(&text).unwrap())
+}
+
+fn kill9(pid: u32) {
+    assert!(Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// The longest time (ms) a server went without answering stats requests
+/// sent every 10 ms, while `run` is true: the test's own view of the outage.
+fn probe(addr: SocketAddr, run: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+        let req = tickpack_wire::Packet::StatsRequest { nonce: 3 }.to_vec();
+        let mut buf = [0u8; 512];
+        let mut last = Instant::now();
+        let mut longest = Duration::ZERO;
+        let t_end = Instant::now() + Duration::from_secs(30);
+        while run.load(Ordering::Relaxed) && Instant::now() < t_end {
+            let _ = s.send_to(&req, addr);
+            let sent = Instant::now();
+            while sent.elapsed() < Duration::from_millis(10) {
+                if let Ok((n, from)) = s.recv_from(&mut buf) {
+                    if from == addr
+                        && matches!(
+                            tickpack_wire::Packet::decode(&buf[..n]),
+                            Ok(tickpack_wire::Packet::Stats(_))
+                        )
+                    {
+                        longest = longest.max(last.elapsed());
+                        last = Instant::now();
+                    }
+                }
+            }
+        }
+        longest = longest.max(last.elapsed());
+        longest.as_millis() as u64
+    })
+}
+
+fn summary(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn a_server_killed_mid_run_is_an_outage_and_the_players_reconnect_to_its_restart() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let mut host = Host::up("m1", "198.19.81.0/24");
+    let st = host.status().unwrap();
+    let init = st["instances"][0]["pid"].as_u64().unwrap() as u32;
+    let addr = st["instances"][0]["address"].as_str().unwrap().to_string();
+    let server = host.server_pid(init);
+    let json = std::env::temp_dir().join(format!("tp-outage-m1-{}.json", std::process::id()));
+    let p = players(&addr, &json);
+    // Two seconds into the five-second window.
+    std::thread::sleep(Duration::from_millis(3_000));
+    kill9(server);
+    let (out, doc) = finish(p, &json);
+    let text = summary(&out);
+    let st = host.status().unwrap();
+    assert!(
+        st["instances"][0]["restarts"].as_u64().unwrap() >= 1,
+        "the supervisor restarted the server: {st:#}"
+    );
+    assert_eq!(out.status.code(), Some(EXIT_LOST), "{text}");
+    assert_eq!(doc["connected"], 6, "{text}");
+    // Every player saw the outage and came back.
+    let outages = &doc["outages"];
+    assert!(outages["count"].as_u64().unwrap() >= 6, "{outages} {text}");
+    assert!(
+        outages["longest_us"].as_u64().unwrap() >= 200_000,
+        "{outages}"
+    );
+    assert!(doc["reconnects"].as_u64().unwrap() >= 6, "{text}");
+    let (snaps, cmds) = (&doc["snapshots"], &doc["commands"]);
+    assert!(snaps["lost"].as_u64().unwrap() > 0, "{snaps}");
+    assert_eq!(
+        snaps["expected"].as_u64().unwrap(),
+        snaps["received"].as_u64().unwrap() + snaps["lost"].as_u64().unwrap()
+    );
+    let (reflected, lost) = (
+        cmds["reflected"].as_u64().unwrap(),
+        cmds["lost"].as_u64().unwrap(),
+    );
+    assert!(lost > 0, "{cmds}");
+    // The kill came about 2 s into the 5 s window: far more than 2/5 of the
+    // due commands reflected means the restarted server reflected many.
+    assert!(
+        reflected * 100 > (reflected + lost) * 50,
+        "commands after the restart were reflected: {cmds} {text}"
+    );
+    assert!(text.contains("outages:"), "{text}");
+    assert!(text.contains("not served"), "{text}");
+}
+
+/// Killing the instance's init (the PID `host status` reports) must never
+/// go unseen: whatever happens to the server (it may be killed and
+/// restarted with the instance, or survive the init), the players' report
+/// agrees with the test's own probe of the server, and any interruption is
+/// an outage with lost commands and exit 6.
+#[test]
+fn a_killed_instance_init_is_never_hidden_from_the_players_report() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let mut host = Host::up("m2", "198.19.82.0/24");
+    let st = host.status().unwrap();
+    let init = st["instances"][0]["pid"].as_u64().unwrap() as u32;
+    let addr = st["instances"][0]["address"].as_str().unwrap().to_string();
+    host.server_pid(init);
+    let json = std::env::temp_dir().join(format!("tp-outage-m2-{}.json", std::process::id()));
+    let p = players(&addr, &json);
+    let run = Arc::new(AtomicBool::new(true));
+    std::thread::sleep(Duration::from_millis(1_500));
+    let gap = probe(addr.parse().unwrap(), run.clone());
+    std::thread::sleep(Duration::from_millis(1_500));
+    // The server seen before is killed on drop if it outlives its init.
+    kill9(init);
+    let (out, doc) = finish(p, &json);
+    run.store(false, Ordering::Relaxed);
+    let longest_gap_ms = gap.join().unwrap();
+    let text = summary(&out);
+    let outages = doc["outages"]["count"].as_u64().unwrap();
+    let lost =
+        doc["snapshots"]["lost"].as_u64().unwrap() + doc["commands"]["lost"].as_u64().unwrap();
+    eprintln!("probe: longest gap {longest_gap_ms} ms; players: {outages} outage(s), {lost} lost");
+    // The exit code and the document always agree.
+    assert_eq!(
+        out.status.code() == Some(EXIT_LOST),
+        outages > 0 || lost > 0,
+        "{text}"
+    );
+    if longest_gap_ms >= 300 {
+        // The server was away: the players must say so.
+        assert!(
+            outages >= 1,
+            "probe saw {longest_gap_ms} ms without an answer: {text}"
+        );
+        assert!(doc["commands"]["lost"].as_u64().unwrap() > 0, "{text}");
+        assert_eq!(out.status.code(), Some(EXIT_LOST), "{text}");
+        assert!(doc["reconnects"].as_u64().unwrap() >= 1, "{text}");
+    } else if longest_gap_ms < 100 {
+        // The server never stopped answering: no invented outage.
+        assert_eq!(
+            outages, 0,
+            "probe's longest gap {longest_gap_ms} ms: {text}"
+        );
+    }
+}

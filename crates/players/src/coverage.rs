@@ -1,0 +1,215 @@
+//! What the tick schedule promised one player against what arrived: expected
+//! and lost snapshots and outages, counted from the schedule rather than
+//! from the snapshots that happened to arrive.
+//!
+//! The server numbers its ticks by the slots of its schedule (a skipped slot
+//! leaves a gap), so within one server's run the lost snapshots are exactly
+//! the tick numbers the player never saw. Time between server runs (a
+//! restart) and at the edges of the player's measured span, where no tick
+//! numbers exist, is converted into ticks at the tick rate.
+//!
+//! A *piece* is one unbroken tick numbering: everything received from one
+//! server process. Each piece keeps the smallest `arrival - tick * interval`
+//! seen, the tick's *nominal* arrival (the earliest it could arrive): a tick
+//! belongs to the span when its nominal arrival does, so a load generator
+//! that read late, or a snapshot delayed by jitter, moves nothing across the
+//! span's edges. Ticks are counted from the first that arrived in the span.
+
+use std::collections::VecDeque;
+
+/// A stretch without snapshots at least this long is an outage (a player
+/// notices a freeze of a tenth of a second; this is twice that). The time
+/// between two server processes (a restart) is an outage however short.
+pub const OUTAGE_MIN_US: u64 = 200_000;
+/// Ranges of received ticks kept per piece before the oldest are settled.
+const MAX_RANGES: usize = 256;
+
+/// Counters of one player (or, summed, of many).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub received: u64,
+    pub lost: u64,
+    pub outages: u64,
+    pub outage_total_us: u64,
+    pub outage_longest_us: u64,
+}
+
+impl Tally {
+    fn outage(&mut self, us: u64) {
+        self.outages += 1;
+        self.outage_total_us += us;
+        self.outage_longest_us = self.outage_longest_us.max(us);
+    }
+
+    /// Adds `o` into `self`.
+    pub fn merge(&mut self, o: &Tally) {
+        self.received += o.received;
+        self.lost += o.lost;
+        self.outages += o.outages;
+        self.outage_total_us += o.outage_total_us;
+        self.outage_longest_us = self.outage_longest_us.max(o.outage_longest_us);
+    }
+}
+
+struct Piece {
+    id: u64,
+    offset_us: f64,
+    /// Inclusive ranges of ticks received at or after the span's start.
+    ranges: VecDeque<(u32, u32)>,
+}
+
+#[derive(Clone, Copy)]
+struct Last {
+    piece: u64,
+    tick: u32,
+    nominal_us: f64,
+}
+
+/// The schedule's account of one player's snapshots over its span.
+pub struct Coverage {
+    span: (u64, u64),
+    tick_us: f64,
+    piece: Option<Piece>,
+    pieces: u64,
+    last: Option<Last>,
+    pub tally: Tally,
+}
+
+impl Coverage {
+    /// Counts snapshots over `span` (`[start, end)`, microseconds).
+    pub fn new(span: (u64, u64)) -> Self {
+        Self {
+            span,
+            tick_us: 0.0,
+            piece: None,
+            pieces: 0,
+            last: None,
+            tally: Tally::default(),
+        }
+    }
+
+    pub fn span(&self) -> (u64, u64) {
+        self.span
+    }
+
+    /// The server's tick rate, once known.
+    pub fn set_tick_hz(&mut self, hz: u32) {
+        self.tick_us = 1e6 / f64::from(hz.max(1));
+    }
+
+    /// A new tick (greater than any before in this piece) arrived at `now_us`.
+    pub fn tick(&mut self, now_us: u64, tick: u32) {
+        if self.tick_us == 0.0 {
+            return;
+        }
+        let id = self.pieces;
+        let t_us = self.tick_us;
+        let p = self.piece.get_or_insert_with(|| Piece {
+            id,
+            offset_us: f64::INFINITY,
+            ranges: VecDeque::new(),
+        });
+        p.offset_us = p.offset_us.min(now_us as f64 - f64::from(tick) * t_us);
+        if now_us < self.span.0 {
+            return;
+        }
+        match p.ranges.back_mut() {
+            Some((_, hi)) if tick == hi.wrapping_add(1) => *hi = tick,
+            _ => p.ranges.push_back((tick, tick)),
+        }
+        if p.ranges.len() > MAX_RANGES {
+            let (lo, hi) = p.ranges.pop_front().expect("non-empty");
+            let (id, off) = (p.id, p.offset_us);
+            self.settle(id, off, lo, hi, self.span.1);
+        }
+    }
+
+    /// The server changed (a restart): what follows is a new numbering.
+    pub fn new_piece(&mut self) {
+        self.close_piece(self.span.1);
+        self.pieces += 1;
+    }
+
+    fn close_piece(&mut self, end_us: u64) {
+        if let Some(p) = self.piece.take() {
+            for (lo, hi) in p.ranges {
+                self.settle(p.id, p.offset_us, lo, hi, end_us);
+            }
+        }
+    }
+
+    /// Counts the ticks `lo..=hi` of piece `id` whose nominal arrival is
+    /// before `end_us`, and the gap since the previous counted tick.
+    fn settle(&mut self, id: u64, offset_us: f64, lo: u32, hi: u32, end_us: u64) {
+        let t = self.tick_us;
+        let nominal = |tick: u32| f64::from(tick) * t + offset_us;
+        if nominal(lo) >= end_us as f64 {
+            return;
+        }
+        // The last tick whose nominal arrival is before the end.
+        let last_in = ((end_us as f64 - offset_us) / t).ceil() - 1.0;
+        let hi_in = if last_in < f64::from(hi) {
+            (last_in as u32).max(lo)
+        } else {
+            hi
+        };
+        let first = nominal(lo);
+        match self.last {
+            // Same numbering: exactly the tick numbers never seen.
+            Some(l) if l.piece == id => {
+                let m = u64::from(lo.wrapping_sub(l.tick).wrapping_sub(1));
+                self.lost(m, ((m + 1) as f64 * t) as u64);
+            }
+            // Another server process: the time between, in ticks; always
+            // an outage.
+            Some(l) => {
+                let gap = (first - l.nominal_us).max(0.0);
+                self.tally.lost += ((gap / t).round() as u64).saturating_sub(1);
+                self.tally.outage(gap as u64);
+            }
+            // The span's start to the first tick: slots of this grid in it.
+            None => {
+                let gap = (first - self.span.0 as f64).max(0.0);
+                self.lost((gap / t).floor() as u64, gap as u64);
+            }
+        }
+        self.tally.received += u64::from(hi_in - lo) + 1;
+        self.last = Some(Last {
+            piece: id,
+            tick: hi_in,
+            nominal_us: nominal(hi_in),
+        });
+    }
+
+    fn lost(&mut self, missing: u64, without_us: u64) {
+        self.tally.lost += missing;
+        if missing > 0 && without_us >= OUTAGE_MIN_US {
+            self.tally.outage(without_us);
+        }
+    }
+
+    /// Settles the account: the span ends at `end_us` (its planned end, or
+    /// earlier if the run was interrupted). `hint_hz` is the tick rate to
+    /// assume if this player never learned the server's.
+    pub fn finish(&mut self, end_us: u64, hint_hz: u32) -> Tally {
+        let end_us = end_us.min(self.span.1);
+        if self.tick_us == 0.0 {
+            self.set_tick_hz(hint_hz);
+        }
+        self.close_piece(end_us);
+        let t = self.tick_us;
+        match self.last {
+            Some(l) => {
+                let gap = (end_us as f64 - l.nominal_us).max(0.0);
+                let missing = ((gap / t).ceil() as u64).saturating_sub(1);
+                self.lost(missing, gap as u64);
+            }
+            None if end_us > self.span.0 => {
+                let gap = (end_us - self.span.0) as f64;
+                self.lost((gap / t).round() as u64, gap as u64);
+            }
+            None => {}
+        }
+        std::mem::take(&mut self.tally)
+    }
+}
