@@ -11,7 +11,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tickpack_bench::{BenchConfig, Compare, CostInputs, Observer};
 use tickpack_report::bench::{BenchResult, BenchSettings, Ladder};
 
-use super::{parse_cpus, parse_duration, CpuList};
+use super::{
+    check_cpus, check_dir_flag, check_output_file, parse_cpus, parse_duration, parse_factor,
+    parse_non_negative, parse_percent, parse_positive, parse_positive_duration, parse_share,
+    CpuList,
+};
 use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -45,13 +49,14 @@ pub struct Args {
     /// Game work per tick of each server (see `tickpack server --help`).
     #[arg(long, default_value = "default")]
     pub cost: String,
-    #[arg(long, default_value_t = 100)]
+    /// Ticks per second of every server.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub tick_hz: u32,
     /// Measured time per step.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub step_duration: Option<Duration>,
     /// Unmeasured time at the start of each step.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Most steps per ladder.
     #[arg(long)]
@@ -64,22 +69,22 @@ pub struct Args {
     #[arg(long)]
     pub no_confirm: bool,
     /// CPU busy target (percent of the server cores) for the recommended density.
-    #[arg(long, default_value_t = 75.0)]
+    #[arg(long, default_value_t = 75.0, allow_hyphen_values = true, value_parser = parse_percent)]
     pub headroom: f64,
     /// QoS: p99 transaction latency limit in ms [default: one tick + 5 ms].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_p99_ms: Option<f64>,
     /// QoS: p99 transaction latency limit relative to the one-tile step.
-    #[arg(long, default_value_t = 1.5)]
+    #[arg(long, default_value_t = 1.5, allow_hyphen_values = true, value_parser = parse_factor)]
     pub qos_relative: f64,
     /// QoS: p99 tick lateness limit in ms [default: a quarter tick].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_tick_lateness_ms: Option<f64>,
     /// QoS: largest share of snapshots lost, percent.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, allow_hyphen_values = true, value_parser = parse_percent)]
     pub qos_loss_percent: f64,
     /// QoS: p99 server frame time limit, as a share of the tick.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_share)]
     pub qos_frame_budget: f64,
     /// Isolation backend: netns or process [default: netns as root, else process].
     #[arg(long)]
@@ -94,24 +99,25 @@ pub struct Args {
     #[arg(long)]
     pub power_command: Option<String>,
     /// Power model: watts idle (used when nothing measures power; labeled "modeled").
-    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_IDLE_WATTS)]
+    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_IDLE_WATTS, allow_hyphen_values = true, value_parser = parse_non_negative)]
     pub idle_watts: f64,
     /// Power model: watts with every core busy.
-    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_MAX_WATTS)]
+    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_MAX_WATTS, allow_hyphen_values = true, value_parser = parse_positive)]
     pub max_watts: f64,
     /// Cost: watts of one machine before consolidating.
-    #[arg(long, default_value_t = 350.0)]
+    #[arg(long, default_value_t = 350.0, allow_hyphen_values = true, value_parser = parse_positive)]
     pub before_watts: f64,
     /// Cost: servers one machine ran before consolidating (case study: 6).
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..))]
     pub before_servers: u32,
     /// Cost: machines before consolidating.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub machines: u64,
-    #[arg(long, default_value_t = 0.16)]
+    /// Cost: electricity price per kWh.
+    #[arg(long, default_value_t = 0.16, allow_hyphen_values = true, value_parser = parse_positive)]
     pub price_per_kwh: f64,
     /// Converts the price's currency to the reporting currency.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = parse_positive)]
     pub currency_rate: f64,
     /// Run dir of the temporary hosts the steps bring up.
     #[arg(long, hide = true)]
@@ -119,7 +125,9 @@ pub struct Args {
 }
 
 fn config(a: &Args) -> Result<BenchConfig, Failure> {
-    let tick_hz = a.tick_hz.clamp(1, 1000);
+    // The flags' value parsers checked ranges; what depends on several
+    // flags or on the machine is checked here, before anything is created.
+    let tick_hz = a.tick_hz;
     let mut qos = tickpack_bench::verdict::default_limits(tick_hz);
     if let Some(ms) = a.qos_p99_ms {
         qos.p99_transaction_us = (ms * 1000.0) as u64;
@@ -174,8 +182,20 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         .parse()
         .map_err(|e| fail(Code::Config, format!("--net: {e}")))?;
     let online = tickpack_net::cpu::online_cpus();
+    check_dir_flag("--out", &a.out)?;
+    if let Some(d) = &a.run_dir {
+        check_dir_flag("--run-dir", d)?;
+    }
+    if let Some(w) = a.warmup {
+        if w > Duration::from_secs(3600) {
+            return Err(fail(Code::Config, "--warmup must be at most 1h"));
+        }
+    }
     let load = match &a.load_cpus {
-        Some(c) => c.0.clone(),
+        Some(c) => {
+            check_cpus("--load-cpus", &c.0)?;
+            c.0.clone()
+        }
         None if online.len() >= 2 => vec![online[0]],
         None => online.clone(),
     };
@@ -426,6 +446,7 @@ pub struct ReportArgs {
 }
 
 pub fn report(a: ReportArgs) -> Result<(), Failure> {
+    check_output_file("--out", &a.out)?;
     let html = tickpack_report::html::render_file(&a.results).code(Code::Config)?;
     std::fs::write(&a.out, html).with_context(|| format!("writing {}", a.out.display()))?;
     println!("report: {}", a.out.display());
