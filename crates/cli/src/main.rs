@@ -41,37 +41,37 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the reference LAN game server (fixed tick, bots, game-like work).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Server(cmd::server::Args),
     /// Emulate players against one or more servers and measure in-game
     /// transaction latency, round trip, server frame time and losses.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Players(cmd::players::Args),
     /// Measure the bare round trip to a server with closed-loop pings
     /// (the latency floor; compare with sockperf ping-pong).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Ping(cmd::ping::Args),
     /// Start a server and players on this machine, pinned to separate
     /// cores, and print what the players saw.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Demo(cmd::demo::Args),
     /// The consolidation benchmark: add tiles of servers until a QoS limit
     /// fails; report density, CPU headroom, latency, power and cost.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Bench(Box<cmd::bench::Args>),
     /// Rebuild the HTML report from result.json files (several side by side).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Report(cmd::bench::ReportArgs),
     /// Machines, energy and money before and after consolidating.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Tco(cmd::tco::Args),
     /// What each isolation path (loopback, veth, bridge, macvlan) adds to a
     /// UDP request/response round trip, blocking and busy-polling.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Latency(cmd::latency::Args),
     /// Run many isolated game servers on this machine: own IP, files, PIDs,
     /// CPU and memory each, placed on cores, restarted when they crash.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Host(cmd::host::Args),
     #[command(name = "__instance-init", hide = true)]
     InstanceInit(cmd::host::InitArgs),

@@ -424,3 +424,42 @@ fn tco_negative_numbers_name_the_flag() {
         &["--before-watts", "-5"],
     );
 }
+
+#[test]
+fn negative_numbers_name_their_flag() {
+    for (args, flag) in [
+        (
+            &["players", "--target", "127.0.0.1:9", "--ping-rate", "-1"][..],
+            "--ping-rate",
+        ),
+        (
+            &["players", "--target", "127.0.0.1:9", "--cmd-size", "-5"],
+            "command size",
+        ),
+        (
+            &["bench", "--out", "out", "--tile-servers", "-1"],
+            "--tile-servers",
+        ),
+        (
+            &["host", "up", "--name", "v4", "--memory", "-5MiB"],
+            "memory size",
+        ),
+        (
+            &["host", "up", "--name", "v4", "--cpu-quota", "-2"],
+            "cpu_quota",
+        ),
+    ] {
+        rejected("negnumber", args, &[flag, "-"]);
+    }
+}
+
+#[test]
+fn targets_with_port_0_are_rejected_not_unreachable() {
+    for cmd in ["players", "ping"] {
+        rejected(
+            "port0",
+            &[cmd, "--target", "127.0.0.1:0"],
+            &["--target", "port 0"],
+        );
+    }
+}

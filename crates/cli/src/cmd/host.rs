@@ -28,6 +28,7 @@ pub struct Args {
 pub enum HostCmd {
     /// Start the instances and supervise them in the foreground until
     /// `tickpack host down`, SIGTERM or Ctrl-C.
+    #[command(allow_negative_numbers = true)]
     Up(Box<UpArgs>),
     /// Show the instances of a running host.
     Status(StatusArgs),
@@ -70,7 +71,7 @@ pub struct UpArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub cpu_quota: Option<f64>,
     /// Memory limit per instance, e.g. 256MiB (netns).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub memory: Option<String>,
     /// Health check: tickpack (stats over the wire) or none.
     #[arg(long)]

@@ -193,6 +193,15 @@ pub fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     }
 }
 
+/// [`parse_addr`] for an address to send to: port 0 is no server's port.
+pub fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
+    let a = parse_addr(s)?;
+    if a.port() == 0 {
+        return Err(format!("{s:?}: port 0 is not a server's port"));
+    }
+    Ok(a)
+}
+
 /// A CPU list such as `0`, `0-3` or `1,3` (a newtype so clap takes it as
 /// one value).
 #[derive(Debug, Clone, PartialEq, Eq)]

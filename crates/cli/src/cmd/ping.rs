@@ -12,7 +12,7 @@ use serde::Serialize;
 use tickpack_report::{encode_histogram, new_histogram, record, Percentiles};
 use tickpack_wire::Packet;
 
-use super::{check_cpus, check_output_file, parse_addr, parse_positive_duration};
+use super::{check_cpus, check_output_file, parse_positive_duration, parse_target};
 use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(Clone, Copy, Debug, ValueEnum, Serialize, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub enum Mode {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Server address.
-    #[arg(long, value_parser = parse_addr)]
+    #[arg(long, value_parser = parse_target)]
     pub target: SocketAddr,
     /// Round trips to measure (after 100 warm-up round trips).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]

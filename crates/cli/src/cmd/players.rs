@@ -11,8 +11,8 @@ use tickpack_players::{PlayersConfig, SizeDist};
 use tickpack_report::PlayersResult;
 
 use super::{
-    check_cpus, check_output_file, parse_addr, parse_cpus, parse_duration, parse_positive_duration,
-    CpuList,
+    check_cpus, check_output_file, parse_cpus, parse_duration, parse_positive_duration,
+    parse_target, CpuList,
 };
 use crate::exit::{fail, Code, Failure, WithCode};
 use crate::table;
@@ -21,7 +21,7 @@ use crate::table;
 pub struct Args {
     /// Server address; repeat (or separate with commas) to spread the players
     /// over several servers, round robin.
-    #[arg(long, required = true, value_delimiter = ',', value_parser = parse_addr)]
+    #[arg(long, required = true, value_delimiter = ',', value_parser = parse_target)]
     pub target: Vec<SocketAddr>,
     /// Number of players.
     #[arg(long, default_value_t = 12)]
@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(long)]
     pub cmd_rate: Option<f64>,
     /// Command datagram size in bytes: a number or MIN-MAX (uniform).
-    #[arg(long, default_value = "40-200")]
+    #[arg(long, default_value = "40-200", allow_hyphen_values = true)]
     pub cmd_size: String,
     /// Pings per second per player, for the bare network round trip (0: none).
     #[arg(long, default_value_t = 10.0)]
