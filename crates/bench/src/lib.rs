@@ -128,9 +128,9 @@ impl BenchConfig {
                 q.max_snapshot_loss * 100.0
             ));
         }
-        if !(q.p99_frame_budget > 0.0 && q.p99_frame_budget <= 1.0) {
+        if !(q.p99_frame_budget > 0.0 && q.p99_frame_budget.is_finite()) {
             return bad(format!(
-                "--qos-frame-budget must be in (0, 1], got {}",
+                "--qos-frame-budget must be more than 0, got {}",
                 q.p99_frame_budget
             ));
         }
@@ -254,6 +254,7 @@ pub fn run(
         max_servers: None,
         comparison_ratio: None,
         consolidation_ratio: None,
+        before_servers: Some(cfg.cost.before_servers),
         tco: None,
         complete: false,
         started_unix: now,

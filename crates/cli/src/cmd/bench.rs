@@ -13,8 +13,7 @@ use tickpack_report::bench::{BenchResult, BenchSettings, Ladder};
 
 use super::{
     check_cpus, check_dir_flag, check_output_file, parse_cpus, parse_duration, parse_factor,
-    parse_non_negative, parse_percent, parse_positive, parse_positive_duration, parse_share,
-    CpuList,
+    parse_non_negative, parse_percent, parse_positive, parse_positive_duration, CpuList,
 };
 use crate::exit::{fail, Code, Failure, WithCode};
 
@@ -84,7 +83,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0.1, allow_hyphen_values = true, value_parser = parse_percent)]
     pub qos_loss_percent: f64,
     /// QoS: p99 server frame time limit, as a share of the tick.
-    #[arg(long, default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_share)]
+    #[arg(long, default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_frame_budget: f64,
     /// Isolation backend: netns or process [default: netns as root, else process].
     #[arg(long)]
@@ -354,9 +353,17 @@ fn bench_failure(e: tickpack_bench::BenchError) -> Failure {
     }
 }
 
+/// The consolidation ratio and what it is computed against.
+fn consolidation_line(ratio: f64, recommended: Option<u32>, before: Option<u32>) -> String {
+    let rec = recommended.map_or("the recommended".to_string(), |n| n.to_string());
+    let before = before.map_or("the servers".to_string(), |n| n.to_string());
+    format!(
+        "consolidation ratio {ratio:.2}:1 ({rec} servers per machine at the recommended density / {before} per machine before, --before-servers)"
+    )
+}
+
 /// The terminal summary.
 pub fn print_summary(r: &BenchResult) {
-    let or_na = |v: Option<u32>| v.map_or("not reached".to_string(), |v| v.to_string());
     for l in &r.ladders {
         println!("\n{} ({})", l.label, l.stopped);
         println!(
@@ -402,17 +409,21 @@ pub fn print_summary(r: &BenchResult) {
             );
         }
         println!(
-            "maximum density {} servers; recommended (servers' CPU <= {:.0}%) {} servers",
-            or_na(l.max_servers),
+            "maximum density {}; recommended (servers' CPU <= {:.0}%) {}",
+            l.max_density_words(),
             r.settings.headroom_target * 100.0,
-            or_na(l.recommended_servers)
+            l.recommended_servers
+                .map_or("not reached".to_string(), |n| format!("{n} servers"))
         );
     }
     if let Some(ratio) = r.comparison_ratio {
         println!("\ntickpack's placement fits {ratio:.2}x the servers the kernel's scheduling fits at the same QoS");
     }
     if let Some(c) = r.consolidation_ratio {
-        println!("consolidation ratio {c:.2}:1 (recommended servers per machine before)");
+        println!(
+            "{}",
+            consolidation_line(c, r.recommended_servers, r.before_servers)
+        );
     }
     if let Some(t) = &r.tco {
         println!(
@@ -451,4 +462,18 @@ pub fn report(a: ReportArgs) -> Result<(), Failure> {
     std::fs::write(&a.out, html).with_context(|| format!("writing {}", a.out.display()))?;
     println!("report: {}", a.out.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::consolidation_line;
+
+    #[test]
+    fn consolidation_summary_names_before_servers_as_its_baseline() {
+        let line = consolidation_line(0.67, Some(4), Some(6));
+        assert_eq!(
+            line,
+            "consolidation ratio 0.67:1 (4 servers per machine at the recommended density / 6 per machine before, --before-servers)"
+        );
+    }
 }
