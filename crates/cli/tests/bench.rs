@@ -148,7 +148,7 @@ fn quick_ladder_writes_a_result_that_report_renders() {
 fn an_interrupted_run_keeps_its_finished_steps() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out_dir = tmp("int");
-    let mut child = Command::new(exe())
+    let child = Command::new(exe())
         .args([
             "bench",
             "--tile-servers",
@@ -207,22 +207,27 @@ fn an_interrupted_run_keeps_its_finished_steps() {
         "finished steps kept: {}",
         steps.len()
     );
-    // Every step passed (lenient limits): the ladder never found its limit
-    // and must not claim a maximum density.
-    let passed = steps.len();
-    assert!(steps.iter().all(|s| s["verdict"] == "pass"), "{stdout}");
+    // With these lenient limits the steps pass: the ladder never found its
+    // limit and must not claim a maximum density. (Should a step fail on a
+    // starved machine, the ladder did find its limit and says so.)
     let stopped = r["ladders"][0]["stopped"].as_str().unwrap();
-    assert_eq!(
-        stopped,
-        format!("interrupted before its limit: at least {passed} servers passed")
-    );
-    assert!(
-        stdout.contains(&format!(
-            "maximum density not found (interrupted before its limit: at least {passed} servers passed)"
-        )),
-        "{stdout}"
-    );
-    assert!(!stdout.contains("maximum density 1 servers"), "{stdout}");
+    match steps.iter().position(|s| s["verdict"] != "pass") {
+        None => {
+            let passed = steps.len();
+            assert_eq!(
+                stopped,
+                format!("interrupted before its limit: at least {passed} servers passed")
+            );
+            assert!(
+                stdout.contains(&format!(
+                    "maximum density not found (interrupted before its limit: at least {passed} servers passed)"
+                )),
+                "{stdout}"
+            );
+            assert!(!stdout.contains("maximum density 1 servers"), "{stdout}");
+        }
+        Some(_) => assert!(!stopped.contains("before its limit"), "{stopped}"),
+    }
     assert!(steps
         .iter()
         .all(|s| s["transaction_latency_us"]["count"].as_u64().unwrap() > 0));

@@ -78,15 +78,6 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// A share of a whole: more than 0, at most 1.
-pub fn parse_share(s: &str) -> Result<f64, String> {
-    let v = parse_finite(s)?;
-    if !(v > 0.0 && v <= 1.0) {
-        return Err(format!("must be in (0, 1], got {v}"));
-    }
-    Ok(v)
-}
-
 /// A factor of 1 or more (a limit relative to a baseline).
 pub fn parse_factor(s: &str) -> Result<f64, String> {
     let v = parse_finite(s)?;
@@ -244,7 +235,6 @@ mod tests {
             assert!(parse_positive(s).is_err(), "{s}");
             assert!(parse_non_negative(s).is_err(), "{s}");
             assert!(parse_percent(s).is_err(), "{s}");
-            assert!(parse_share(s).is_err(), "{s}");
             assert!(parse_factor(s).is_err(), "{s}");
         }
         assert!(parse_positive("-5").is_err());
@@ -255,9 +245,6 @@ mod tests {
         assert!(parse_percent("-1").is_err());
         assert!(parse_percent("100.1").is_err());
         assert_eq!(parse_percent("0.1"), Ok(0.1));
-        assert!(parse_share("0").is_err());
-        assert!(parse_share("1.5").is_err());
-        assert_eq!(parse_share("1"), Ok(1.0));
         assert!(parse_factor("0").is_err());
         assert!(parse_factor("0.9").is_err());
         assert_eq!(parse_factor("1.5"), Ok(1.5));

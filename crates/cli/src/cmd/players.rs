@@ -98,7 +98,7 @@ impl Args {
 
 /// Descriptors a players run needs besides one socket per player (epoll,
 /// timers, stdio, threads' own), with room to spare.
-const FILES_BESIDES_PLAYERS: u64 = 64;
+const FILES_BESIDES_PLAYERS: libc::rlim_t = 64;
 
 /// Checks that this process may open a socket per player
 /// (`RLIMIT_NOFILE`), before any is opened.
@@ -111,8 +111,8 @@ fn check_file_limit(players: usize) -> Result<(), Failure> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return Ok(()); // unknown: the socket errors will say (with errno)
     }
-    let need = players as u64 + FILES_BESIDES_PLAYERS;
-    if lim.rlim_cur != libc::RLIM_INFINITY && need > lim.rlim_cur as u64 {
+    let need = players as libc::rlim_t + FILES_BESIDES_PLAYERS;
+    if lim.rlim_cur != libc::RLIM_INFINITY && need > lim.rlim_cur {
         return Err(fail(
             Code::Config,
             format!(
