@@ -343,6 +343,12 @@ fn too_many_players_for_the_open_file_limit_is_rejected_before_any_socket() {
         .arg("ulimit -n 1024 && exec \"$0\" players --target 127.0.0.1:9 --players 5000")
         .arg(exe());
     expect_rejected(cmd, &dir, &["--players 5000", "open files", "ulimit -n"]);
+    // The bench's last step holds max-steps x tile-servers x players sockets.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 1024 && exec \"$0\" bench --out out --max-steps 12 --tile-servers 3 --players-per-server 100")
+        .arg(exe());
+    expect_rejected(cmd, &dir, &["3600 players", "open files", "ulimit -n"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

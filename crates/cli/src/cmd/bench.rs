@@ -180,6 +180,14 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         .net
         .parse()
         .map_err(|e| fail(Code::Config, format!("--net: {e}")))?;
+    // The last step's players each hold a socket in this process.
+    let most_players = u64::from(settings.max_steps)
+        * u64::from(settings.tile_servers)
+        * u64::from(settings.players_per_server);
+    super::players::check_file_limit(
+        &format!("the last step's {most_players} players (--max-steps x --tile-servers x --players-per-server)"),
+        usize::try_from(most_players).unwrap_or(usize::MAX),
+    )?;
     let online = tickpack_net::cpu::online_cpus();
     check_dir_flag("--out", &a.out)?;
     if let Some(d) = &a.run_dir {

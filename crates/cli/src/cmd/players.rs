@@ -88,7 +88,7 @@ impl Args {
         };
         cfg.validate().code(Code::Config)?;
         check_cpus("--cpus", &cfg.cpus)?;
-        check_file_limit(cfg.players)?;
+        check_file_limit(&format!("--players {}", cfg.players), cfg.players)?;
         if let Some(p) = &self.json {
             check_output_file("--json", p)?;
         }
@@ -102,7 +102,7 @@ const FILES_BESIDES_PLAYERS: libc::rlim_t = 64;
 
 /// Checks that this process may open a socket per player
 /// (`RLIMIT_NOFILE`), before any is opened.
-fn check_file_limit(players: usize) -> Result<(), Failure> {
+pub fn check_file_limit(what: &str, players: usize) -> Result<(), Failure> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -116,7 +116,7 @@ fn check_file_limit(players: usize) -> Result<(), Failure> {
         return Err(fail(
             Code::Config,
             format!(
-                "--players {players} needs about {need} open files (one socket per player) but this process may open {} (raise it with `ulimit -n {need}`, or use fewer players)",
+                "{what}: about {need} open files needed (one socket per player), but this process may open {} (raise it with `ulimit -n {need}`, or use fewer players)",
                 lim.rlim_cur
             ),
         ));
