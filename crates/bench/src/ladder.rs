@@ -83,13 +83,13 @@ pub fn run_ladder(
     let mut first_fail: Option<u32> = None;
     for index in 1..=s.max_steps {
         if stop.load(Ordering::Relaxed) {
-            ladder.stopped = "interrupted".into();
+            ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
             break;
         }
         let servers = index * s.tile_servers;
         obs.step_started(&spec.label, index, servers);
         let Some(mut step) = run_step(plan, spec, index, servers, baseline, power, stop)? else {
-            ladder.stopped = "interrupted".into();
+            ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
             break;
         };
         if step.verdict != "pass" && s.confirm_failures {
@@ -102,7 +102,7 @@ pub fn run_ladder(
             ));
             let Some(mut again) = run_step(plan, spec, index, servers, baseline, power, stop)?
             else {
-                ladder.stopped = "interrupted".into();
+                ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
                 break;
             };
             again.first_attempt_failures = std::mem::take(&mut step.failures);
@@ -137,6 +137,18 @@ pub fn run_ladder(
         );
     }
     Ok(ladder)
+}
+
+/// Why an interrupted ladder stopped, saying whether it found its limit.
+fn interrupted(ladder: &Ladder, first_fail: Option<u32>, tile_servers: u32) -> String {
+    match (first_fail, ladder.max_servers) {
+        (Some(f), _) => format!(
+            "interrupted after step {f} ({} servers) failed QoS",
+            f * tile_servers
+        ),
+        (None, Some(n)) => format!("interrupted before its limit: at least {n} servers passed"),
+        (None, None) => "interrupted before a step finished".into(),
+    }
 }
 
 fn cpu_list(cpus: &[usize]) -> String {
@@ -324,5 +336,39 @@ fn measure(
 fn sleep_until(t: Instant, stop: &AtomicBool) {
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
         std::thread::sleep((t - Instant::now()).min(Duration::from_millis(50)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ladder(max: Option<u32>) -> Ladder {
+        Ladder {
+            label: "l".into(),
+            backend: "process".into(),
+            net: None,
+            placement: "spread".into(),
+            steps: vec![],
+            max_servers: max,
+            recommended_servers: None,
+            stopped: String::new(),
+        }
+    }
+
+    #[test]
+    fn an_interrupted_ladder_says_whether_it_found_its_limit() {
+        assert_eq!(
+            interrupted(&ladder(Some(2)), None, 1),
+            "interrupted before its limit: at least 2 servers passed"
+        );
+        assert_eq!(
+            interrupted(&ladder(None), None, 3),
+            "interrupted before a step finished"
+        );
+        assert_eq!(
+            interrupted(&ladder(Some(3)), Some(2), 3),
+            "interrupted after step 2 (6 servers) failed QoS"
+        );
     }
 }

@@ -100,12 +100,56 @@ impl BenchConfig {
                 s.players_per_server
             ));
         }
-        if s.max_steps == 0 || s.max_steps * s.tile_servers > 250 {
+        let servers = u64::from(s.max_steps) * u64::from(s.tile_servers);
+        if s.max_steps == 0 || servers > 250 {
             return bad(format!(
-                "--max-steps x --tile-servers must be 1..=250 servers, got {}",
-                s.max_steps * s.tile_servers
+                "--max-steps x --tile-servers must be 1..=250 servers, got {servers}"
             ));
         }
+        if !(s.warmup_s >= 0.0 && s.warmup_s <= 3600.0) {
+            return bad("--warmup must be 0..1h".into());
+        }
+        if !(s.tick_hz >= 1 && s.tick_hz <= 1000) {
+            return bad(format!("--tick-hz must be 1..=1000, got {}", s.tick_hz));
+        }
+        let q = &s.qos;
+        if q.p99_transaction_us == 0 || q.p99_tick_lateness_us == 0 {
+            return bad("QoS latency limits must be more than 0 ms".into());
+        }
+        if !(q.p99_relative_to_baseline.is_finite() && q.p99_relative_to_baseline >= 1.0) {
+            return bad(format!(
+                "--qos-relative must be 1 or more, got {}",
+                q.p99_relative_to_baseline
+            ));
+        }
+        if !(0.0..=1.0).contains(&q.max_snapshot_loss) {
+            return bad(format!(
+                "--qos-loss-percent must be 0..=100, got {}",
+                q.max_snapshot_loss * 100.0
+            ));
+        }
+        if !(q.p99_frame_budget > 0.0 && q.p99_frame_budget.is_finite()) {
+            return bad(format!(
+                "--qos-frame-budget must be more than 0, got {}",
+                q.p99_frame_budget
+            ));
+        }
+        let c = &self.cost;
+        if c.before_servers == 0 || c.machines == 0 {
+            return bad("--before-servers and --machines must be 1 or more".into());
+        }
+        // The cost figures are computed at the end: check their inputs now
+        // (the measured side is stood in by the before side).
+        tco::validate(&tickpack_report::bench::TcoInputs {
+            before_watts: c.before_watts,
+            after_watts: c.before_watts,
+            ratio: 1.0,
+            machines: c.machines,
+            price_per_kwh: c.price_per_kwh,
+            currency_rate: c.currency_rate,
+            hours_per_year: c.hours_per_year,
+        })
+        .map_err(|e| BenchError::Config(format!("cost: {e}")))?;
         if !(s.step_duration_s >= 0.5 && s.step_duration_s <= 3600.0) {
             return bad("--step-duration must be 500ms..1h".into());
         }
@@ -210,6 +254,7 @@ pub fn run(
         max_servers: None,
         comparison_ratio: None,
         consolidation_ratio: None,
+        before_servers: Some(cfg.cost.before_servers),
         tco: None,
         complete: false,
         started_unix: now,

@@ -1,13 +1,18 @@
 //! Errors with the exit code `main` should return.
 
-/// Documented exit codes.
+/// Documented exit codes (shown at the end of every `--help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Code {
+    /// Something failed while running (an I/O error, an interrupted run).
     Runtime = 1,
+    /// Bad flags or config: found before anything is started or created.
     Config = 2,
+    /// Isolation (namespaces, cgroups, root) is unavailable.
     Isolation = 3,
+    /// The measurement ran and QoS failed.
     QosFailed = 4,
+    /// The target did not answer or refused.
     Unreachable = 5,
     /// `players`: snapshots or commands were lost, or a player went without
     /// snapshots for an outage, against the schedule.

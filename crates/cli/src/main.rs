@@ -17,12 +17,20 @@ mod cmd;
 mod exit;
 mod table;
 
-const AFTER_HELP: &str = "\
-Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config,
-3 isolation unavailable, 4 QoS failed, 5 target unreachable (a player never
-connected), 6 players lost snapshots or commands or had an outage.
-
-Start with: tickpack bench --quick   (a short consolidation ladder on this machine)";
+/// The exit codes (see `exit.rs`), shown in every `--help`.
+macro_rules! exit_codes {
+    () => {
+        "Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config
+(checked before anything is started or created), 3 isolation unavailable,
+4 QoS failed, 5 target unreachable (a player never connected), 6 players lost
+snapshots or commands or had an outage."
+    };
+}
+const EXIT_CODES: &str = exit_codes!();
+const AFTER_HELP: &str = concat!(
+    exit_codes!(),
+    "\n\nStart with: tickpack bench --quick   (a short consolidation ladder on this machine)"
+);
 
 /// Pack many latency-sensitive game servers onto one machine, and prove
 /// with numbers that the players do not notice.
@@ -36,6 +44,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the reference LAN game server (fixed tick, bots, game-like work).
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Server(cmd::server::Args),
     /// Emulate players against one or more servers and measure in-game
     /// transaction latency, round trip, server frame time and losses.
@@ -45,25 +54,33 @@ enum Command {
     /// so a dead or restarted server shows as loss and outages (players
     /// reconnect and keep measuring). Exits 5 if a player never connected,
     /// 6 if anything was lost or there was an outage.
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Players(cmd::players::Args),
     /// Measure the bare round trip to a server with closed-loop pings
     /// (the latency floor; compare with sockperf ping-pong).
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Ping(cmd::ping::Args),
     /// Start a server and players on this machine, pinned to separate
     /// cores, and print what the players saw.
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Demo(cmd::demo::Args),
     /// The consolidation benchmark: add tiles of servers until a QoS limit
     /// fails; report density, CPU headroom, latency, power and cost.
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Bench(Box<cmd::bench::Args>),
     /// Rebuild the HTML report from result.json files (several side by side).
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Report(cmd::bench::ReportArgs),
     /// Machines, energy and money before and after consolidating.
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Tco(cmd::tco::Args),
     /// What each isolation path (loopback, veth, bridge, macvlan) adds to a
     /// UDP request/response round trip, blocking and busy-polling.
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Latency(cmd::latency::Args),
     /// Run many isolated game servers on this machine: own IP, files, PIDs,
     /// CPU and memory each, placed on cores, restarted when they crash.
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Host(cmd::host::Args),
     #[command(name = "__instance-init", hide = true)]
     InstanceInit(cmd::host::InitArgs),

@@ -540,6 +540,7 @@ fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
 #[test]
 fn process_backend_is_the_native_baseline_on_distinct_ports() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let base = free_udp_ports(3);
     let host = Host::up(
         "e6",
         &[
@@ -548,18 +549,38 @@ fn process_backend_is_the_native_baseline_on_distinct_ports() {
             "--backend",
             "process",
             "--port",
-            "47015",
+            &base.to_string(),
         ],
     );
     let addrs = addresses(&host.status().unwrap());
-    assert_eq!(
-        addrs,
-        ["127.0.0.1:47015", "127.0.0.1:47016", "127.0.0.1:47017"]
-    );
+    let want: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", base + i)).collect();
+    assert_eq!(addrs, want);
     for a in addrs {
         assert!(
             stats(a.parse().unwrap(), Duration::from_secs(2)),
             "{a} answers"
         );
     }
+}
+
+/// The first of `n` consecutive UDP ports on 127.0.0.1 that are free now
+/// (a fixed port may be taken on the machine running the tests).
+fn free_udp_ports(n: u16) -> u16 {
+    for _ in 0..100 {
+        let base = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if base.checked_add(n).is_none() {
+            continue;
+        }
+        let held: Vec<_> = (0..n)
+            .map_while(|i| std::net::UdpSocket::bind(("127.0.0.1", base + i)).ok())
+            .collect();
+        if held.len() == usize::from(n) {
+            return base;
+        }
+    }
+    panic!("no {n} consecutive free UDP ports on 127.0.0.1");
 }

@@ -272,9 +272,7 @@ impl FleetFile {
         }
         let memory = self.memory.as_deref().map(parse_bytes).transpose()?;
         if let Some(q) = self.cpu_quota {
-            if !(q > 0.0 && q <= 1024.0) {
-                return bad(format!("cpu_quota must be in (0, 1024] cores, got {q}"));
-            }
+            check_cpu_quota(q)?;
         }
         let command = self.command.unwrap_or_else(|| DEFAULT_COMMAND.into());
         check_template(&command)?;
@@ -305,6 +303,7 @@ impl FleetFile {
                 inst.memory_bytes = Some(parse_bytes(&m)?);
             }
             if let Some(q) = o.cpu_quota {
+                check_cpu_quota(q)?;
                 inst.cpu_quota = Some(q);
             }
         }
@@ -330,6 +329,16 @@ impl FleetFile {
             instances,
         })
     }
+}
+
+/// A CPU quota in cores: more than 0, at most 1024 (top level and overrides).
+fn check_cpu_quota(q: f64) -> Result<(), FleetError> {
+    if !(q > 0.0 && q <= 1024.0) {
+        return Err(FleetError::Invalid(format!(
+            "cpu_quota must be in (0, 1024] cores, got {q}"
+        )));
+    }
+    Ok(())
 }
 
 fn parse_cpu_list(s: &str) -> Result<Vec<usize>, FleetError> {
@@ -452,10 +461,20 @@ mod tests {
             ("instances = 2\n[[instance]]\nid = 9", "override"),
             ("backend = \"process\"\nmemory = \"64MiB\"", "netns backend"),
             ("reserved_cpus = \"a-b\"", "reserved CPU"),
+            ("cpu_quota = -2.0", "cpu_quota"),
             ("colour = \"blue\"", "colour"),
         ] {
             let e = resolve(text).expect_err(text).to_string();
             assert!(e.contains(needle), "{text:?} gave {e:?}");
+        }
+    }
+
+    #[test]
+    fn a_negative_cpu_quota_override_is_rejected_before_the_network_is_built() {
+        for q in ["-2.0", "0.0", "nan", "2000.0"] {
+            let text = format!("instances = 2\n[[instance]]\nid = 2\ncpu_quota = {q}");
+            let e = resolve(&text).expect_err(&text).to_string();
+            assert!(e.contains("cpu_quota"), "{text:?} gave {e:?}");
         }
     }
 

@@ -132,6 +132,12 @@ impl PlayersConfig {
         if self.duration.is_zero() || self.duration > Duration::from_secs(24 * 3600) {
             return bad("--duration must be more than 0 and at most 24h".into());
         }
+        if self.warmup > Duration::from_secs(3600) {
+            return bad("--warmup must be at most 1h".into());
+        }
+        if self.connect_timeout.is_zero() || self.connect_timeout > Duration::from_secs(3600) {
+            return bad("--connect-timeout must be more than 0 and at most 1h".into());
+        }
         if let Some(r) = self.cmd_rate_hz {
             if !(r > 0.0 && r <= 1000.0) {
                 return bad(format!("--cmd-rate must be in (0, 1000] Hz, got {r}"));

@@ -48,6 +48,23 @@ pub enum PlayersError {
     Internal(String),
 }
 
+/// An error and its causes on one line (`socket 0.0.0.0:0: socket failed:
+/// Too many open files (os error 24)`): the OS error is the source of a
+/// setup error, and a message without it cannot be acted on.
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cause = c.source();
+    }
+    msg
+}
+
 /// Turns a run's outcome into the `tickpack.players/1` document.
 pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
     let r = &o.recorder;
@@ -97,5 +114,22 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
             tick_lateness_us: encode_histogram(&r.lateness),
             snapshot_jitter_us: encode_histogram(&r.jitter),
         },
+    }
+}
+
+#[cfg(test)]
+mod setup_error_tests {
+    use super::with_causes;
+
+    #[test]
+    fn socket_setup_errors_include_the_os_error() {
+        // 192.0.2.1 (TEST-NET-1) is never a local address: bind fails with
+        // EADDRNOTAVAIL, which must reach the user, not only "bind failed".
+        let addr = "192.0.2.1:0".parse().unwrap();
+        let e = tickpack_net::socket::UdpSocket::bind(addr, &Default::default()).unwrap_err();
+        let msg = with_causes(&e);
+        assert!(msg.contains("bind failed"), "{msg}");
+        assert!(msg.contains("os error"), "{msg}");
+        assert!(e.to_string().len() < msg.len(), "the cause is added: {msg}");
     }
 }

@@ -25,7 +25,7 @@ use tickpack_net::wait::{WaitMode, Waiter, Wake};
 use crate::config::PlayersConfig;
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
 use crate::recorder::Recorder;
-use crate::PlayersError;
+use crate::{with_causes, PlayersError};
 
 /// Live counters for a progress display, updated by the threads.
 #[derive(Debug, Default)]
@@ -170,7 +170,7 @@ fn thread_main(
 ) -> Result<ThreadOut, PlayersError> {
     if !cfg.cpus.is_empty() {
         tickpack_net::cpu::pin_current_thread(&[cfg.cpus[t % cfg.cpus.len()]])
-            .map_err(|e| PlayersError::Setup(e.to_string()))?;
+            .map_err(|e| PlayersError::Setup(with_causes(&e)))?;
     }
     let cpu0 = tickpack_net::cpu::thread_cpu_time_ns();
     let settings = PlayerSettings {
@@ -194,7 +194,12 @@ fn thread_main(
         };
         let sock = UdpSocket::bind(local, &SocketOptions::default())
             .and_then(|s| s.connect(target).map(|_| s))
-            .map_err(|e| PlayersError::Setup(format!("player {i} socket to {target}: {e}")))?;
+            .map_err(|e| {
+                PlayersError::Setup(format!(
+                    "player {i} socket to {target}: {}",
+                    with_causes(&e)
+                ))
+            })?;
         epoll
             .add(sock.as_raw_fd(), players.len() as u64)
             .map_err(|e| PlayersError::Setup(format!("epoll add: {e}")))?;
@@ -203,7 +208,7 @@ fn thread_main(
     }
     let mut rec = Recorder::new(window);
     let mut waiter =
-        Waiter::new(WaitMode::Precise).map_err(|e| PlayersError::Setup(e.to_string()))?;
+        Waiter::new(WaitMode::Precise).map_err(|e| PlayersError::Setup(with_causes(&e)))?;
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = players
         .iter()
         .enumerate()

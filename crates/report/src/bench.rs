@@ -131,6 +131,28 @@ pub struct Ladder {
     pub stopped: String,
 }
 
+impl Ladder {
+    /// True when the ladder was interrupted before any step failed QoS:
+    /// it never found its limit, and `max_servers` is only a lower bound.
+    pub fn interrupted_before_limit(&self) -> bool {
+        self.stopped.starts_with("interrupted") && !self.steps.iter().any(|s| s.verdict == "fail")
+    }
+
+    /// The maximum density in words: `4 servers`, `not reached` (the first
+    /// step failed), or, for a ladder interrupted before its limit,
+    /// `not found (interrupted before its limit: at least 4 servers passed)`.
+    pub fn max_density_words(&self) -> String {
+        match (self.interrupted_before_limit(), self.max_servers) {
+            (true, Some(n)) => {
+                format!("not found (interrupted before its limit: at least {n} servers passed)")
+            }
+            (true, None) => "not found (interrupted before a step finished)".into(),
+            (false, Some(n)) => format!("{n} servers"),
+            (false, None) => "not reached".into(),
+        }
+    }
+}
+
 /// Cost figures (see `tickpack tco`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tco {
@@ -185,8 +207,13 @@ pub struct BenchResult {
     /// For `--compare placement`: first ladder's max servers over the
     /// second's (tickpack's placement vs the kernel's).
     pub comparison_ratio: Option<f64>,
-    /// Servers per machine vs one server per machine, at the recommended density.
+    /// Recommended servers per machine over `before_servers` (the servers
+    /// one machine ran before consolidating, `--before-servers`).
     pub consolidation_ratio: Option<f64>,
+    /// The consolidation ratio's baseline: servers per machine before
+    /// (absent in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_servers: Option<u32>,
     pub tco: Option<Tco>,
     /// False until the run finished; an interrupted run keeps its steps.
     pub complete: bool,

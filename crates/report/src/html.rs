@@ -370,6 +370,24 @@ fn servers(n: Option<u32>) -> String {
     }
 }
 
+/// A ladder's maximum density; "not found" when it was interrupted before
+/// its limit (its largest passing step is only a lower bound).
+fn ladder_max(l: &Ladder) -> String {
+    if l.interrupted_before_limit() {
+        return format!("<span class=\"na\">{}</span>", esc(&l.max_density_words()));
+    }
+    servers(l.max_servers)
+}
+
+/// A result's maximum density, from its first ladder when that one was
+/// interrupted before its limit.
+fn max_density(r: &BenchResult) -> String {
+    match r.ladders.first() {
+        Some(l) if l.interrupted_before_limit() => ladder_max(l),
+        _ => servers(r.max_servers),
+    }
+}
+
 fn step_at(ladder: Option<&Ladder>, servers: Option<u32>) -> Option<&Step> {
     let s = servers?;
     ladder?.steps.iter().find(|st| st.servers == s)
@@ -446,7 +464,7 @@ fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
     row(out, "<strong>Recommended density</strong>", &|r| {
         format!("<strong>{}</strong>", servers(r.recommended_servers))
     });
-    row(out, "Maximum density", &|r| servers(r.max_servers));
+    row(out, "Maximum density", &max_density);
     row(out, "Headroom target", &|r| {
         format!(
             "{} % server-core busy",
@@ -574,7 +592,7 @@ fn verdict(out: &mut String, r: &BenchResult) {
         "<p class=\"headline\">Recommended density: <strong>{}</strong> per machine &middot; \
          maximum density: <strong>{}</strong></p>\n",
         servers(r.recommended_servers),
-        servers(r.max_servers)
+        max_density(r)
     );
     // Recommended.
     match (r.recommended_servers, step_at(first, r.recommended_servers)) {
@@ -609,7 +627,18 @@ fn verdict(out: &mut String, r: &BenchResult) {
         ),
     }
     // Maximum.
+    let unfound = first.filter(|l| l.interrupted_before_limit());
     match r.max_servers {
+        _ if unfound.is_some() => w!(
+            out,
+            "<p><strong>Maximum: not found</strong>: the run was interrupted before the ladder \
+             found its limit{}.</p>\n",
+            unfound
+                .and_then(|l| l.max_servers)
+                .map_or(String::new(), |n| format!(
+                    "; at least <strong>{n} servers</strong> met every QoS limit"
+                ))
+        ),
         Some(n) => w!(
             out,
             "<p><strong>Maximum: {n} servers</strong>{}: the largest step that met every QoS \
@@ -631,8 +660,12 @@ fn verdict(out: &mut String, r: &BenchResult) {
         Some(c) => w!(
             out,
             "<p>Consolidation ratio: <strong>{}</strong>: servers per machine at the recommended \
-             density, against one server per machine.</p>\n",
-            fmt_ratio(c)
+             density, against {} per machine before consolidating (<code>--before-servers</code>).</p>\n",
+            fmt_ratio(c),
+            r.before_servers.map_or("the servers".to_string(), |n| format!(
+                "<strong>{n} server{}</strong>",
+                if n == 1 { "" } else { "s" }
+            ))
         ),
         None => out.push_str(
             "<p>Consolidation ratio: <span class=\"na\">n/a</span> (no recommended density).</p>\n",
@@ -815,7 +848,7 @@ fn ladders_table(out: &mut String, r: &BenchResult) {
             or_na(&ladder.placement),
             ladder.steps.len(),
             servers(ladder.recommended_servers),
-            servers(ladder.max_servers),
+            ladder_max(ladder),
             or_na(&ladder.stopped)
         );
     }

@@ -152,6 +152,7 @@ fn sample() -> BenchResult {
         max_servers: Some(9),
         comparison_ratio: Some(1.5),
         consolidation_ratio: Some(9.0),
+        before_servers: Some(1),
         tco: Some(Tco {
             inputs: TcoInputs {
                 before_watts: 65.0,
@@ -454,4 +455,82 @@ fn sample_page() {
         std::fs::write(path, &p).unwrap();
     }
     assert!(p.len() > 10_000);
+}
+
+#[test]
+fn consolidation_ratio_names_its_baseline_not_one_server_per_machine() {
+    let mut r = sample();
+    r.consolidation_ratio = Some(1.5);
+    r.before_servers = Some(6);
+    let p = page(r.clone());
+    assert!(
+        !p.contains("one server per machine"),
+        "wrong baseline named"
+    );
+    assert!(
+        p.contains("against <strong>6 servers</strong> per machine before consolidating"),
+        "the baseline --before-servers is said"
+    );
+    assert!(p.contains("<code>--before-servers</code>"));
+    // Results written before the baseline was recorded still name the flag.
+    r.before_servers = None;
+    let p = page(r);
+    assert!(!p.contains("one server per machine"));
+    assert!(p.contains("against the servers per machine before consolidating"));
+}
+
+/// The first ladder of `sample()`, interrupted after `passed` passing steps,
+/// as the bench writes it (the top-level maximum is left unset).
+fn interrupted_after(passed: usize, stopped: &str) -> BenchResult {
+    let mut r = sample();
+    r.complete = false;
+    r.finished_unix = None;
+    r.max_servers = None;
+    r.recommended_servers = None;
+    r.consolidation_ratio = None;
+    r.comparison_ratio = None;
+    r.tco = None;
+    r.ladders.truncate(1);
+    let l = &mut r.ladders[0];
+    l.steps.truncate(passed);
+    l.max_servers = l.steps.last().map(|s| s.servers);
+    l.recommended_servers = l.max_servers;
+    l.stopped = stopped.into();
+    r
+}
+
+#[test]
+fn an_interrupted_ladder_does_not_claim_a_maximum_density() {
+    // "interrupted" is what results written before this fix say.
+    for stopped in [
+        "interrupted",
+        "interrupted before its limit: at least 3 servers passed",
+    ] {
+        let r = interrupted_after(1, stopped);
+        assert!(r.ladders[0].interrupted_before_limit());
+        assert_eq!(
+            r.ladders[0].max_density_words(),
+            "not found (interrupted before its limit: at least 3 servers passed)"
+        );
+        let p = page(r);
+        let verdict = &p[p.find("class=\"verdict\"").unwrap()..p.find("<h3>Run</h3>").unwrap()];
+        assert!(
+            verdict.contains("Maximum: not found</strong>: the run was interrupted before the ladder found its limit; at least <strong>3 servers</strong> met every QoS limit"),
+            "{verdict}"
+        );
+        assert!(
+            verdict.contains("maximum density: <strong><span class=\"na\">not found (interrupted before its limit: at least 3 servers passed)"),
+            "{verdict}"
+        );
+        assert!(!verdict.contains("no step met the QoS limits"), "{verdict}");
+        assert!(!p.contains("<td class=\"num\">3 servers</td><td>interrupted"));
+    }
+    // A ladder that found its limit before it was interrupted keeps it.
+    let mut r = sample();
+    r.ladders[1].stopped = "interrupted after step 3 (9 servers) failed QoS".into();
+    assert!(!r.ladders[1].interrupted_before_limit());
+    assert_eq!(r.ladders[1].max_density_words(), "6 servers");
+    r.complete = false;
+    let p = page(r);
+    assert!(p.contains("Maximum: 9 servers"));
 }

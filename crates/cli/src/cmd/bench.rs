@@ -11,7 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tickpack_bench::{BenchConfig, Compare, CostInputs, Observer};
 use tickpack_report::bench::{BenchResult, BenchSettings, Ladder};
 
-use super::{parse_cpus, parse_duration, CpuList};
+use super::{
+    check_cpus, check_dir_flag, check_output_file, parse_cpus, parse_duration, parse_factor,
+    parse_non_negative, parse_percent, parse_positive, parse_positive_duration, CpuList,
+};
 use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -45,13 +48,14 @@ pub struct Args {
     /// Game work per tick of each server (see `tickpack server --help`).
     #[arg(long, default_value = "default")]
     pub cost: String,
-    #[arg(long, default_value_t = 100)]
+    /// Ticks per second of every server.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub tick_hz: u32,
     /// Measured time per step.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub step_duration: Option<Duration>,
     /// Unmeasured time at the start of each step.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Most steps per ladder.
     #[arg(long)]
@@ -64,22 +68,22 @@ pub struct Args {
     #[arg(long)]
     pub no_confirm: bool,
     /// CPU busy target (percent of the server cores) for the recommended density.
-    #[arg(long, default_value_t = 75.0)]
+    #[arg(long, default_value_t = 75.0, allow_hyphen_values = true, value_parser = parse_percent)]
     pub headroom: f64,
     /// QoS: p99 transaction latency limit in ms [default: one tick + 5 ms].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_p99_ms: Option<f64>,
     /// QoS: p99 transaction latency limit relative to the one-tile step.
-    #[arg(long, default_value_t = 1.5)]
+    #[arg(long, default_value_t = 1.5, allow_hyphen_values = true, value_parser = parse_factor)]
     pub qos_relative: f64,
     /// QoS: p99 tick lateness limit in ms [default: a quarter tick].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_tick_lateness_ms: Option<f64>,
     /// QoS: largest share of snapshots lost, percent.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, allow_hyphen_values = true, value_parser = parse_percent)]
     pub qos_loss_percent: f64,
     /// QoS: p99 server frame time limit, as a share of the tick.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_frame_budget: f64,
     /// Isolation backend: netns or process [default: netns as root, else process].
     #[arg(long)]
@@ -94,24 +98,25 @@ pub struct Args {
     #[arg(long)]
     pub power_command: Option<String>,
     /// Power model: watts idle (used when nothing measures power; labeled "modeled").
-    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_IDLE_WATTS)]
+    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_IDLE_WATTS, allow_hyphen_values = true, value_parser = parse_non_negative)]
     pub idle_watts: f64,
     /// Power model: watts with every core busy.
-    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_MAX_WATTS)]
+    #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_MAX_WATTS, allow_hyphen_values = true, value_parser = parse_positive)]
     pub max_watts: f64,
     /// Cost: watts of one machine before consolidating.
-    #[arg(long, default_value_t = 350.0)]
+    #[arg(long, default_value_t = 350.0, allow_hyphen_values = true, value_parser = parse_positive)]
     pub before_watts: f64,
     /// Cost: servers one machine ran before consolidating (case study: 6).
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..))]
     pub before_servers: u32,
     /// Cost: machines before consolidating.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub machines: u64,
-    #[arg(long, default_value_t = 0.16)]
+    /// Cost: electricity price per kWh.
+    #[arg(long, default_value_t = 0.16, allow_hyphen_values = true, value_parser = parse_positive)]
     pub price_per_kwh: f64,
     /// Converts the price's currency to the reporting currency.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = parse_positive)]
     pub currency_rate: f64,
     /// Run dir of the temporary hosts the steps bring up.
     #[arg(long, hide = true)]
@@ -119,7 +124,9 @@ pub struct Args {
 }
 
 fn config(a: &Args) -> Result<BenchConfig, Failure> {
-    let tick_hz = a.tick_hz.clamp(1, 1000);
+    // The flags' value parsers checked ranges; what depends on several
+    // flags or on the machine is checked here, before anything is created.
+    let tick_hz = a.tick_hz;
     let mut qos = tickpack_bench::verdict::default_limits(tick_hz);
     if let Some(ms) = a.qos_p99_ms {
         qos.p99_transaction_us = (ms * 1000.0) as u64;
@@ -173,9 +180,29 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         .net
         .parse()
         .map_err(|e| fail(Code::Config, format!("--net: {e}")))?;
+    // The last step's players each hold a socket in this process.
+    let most_players = u64::from(settings.max_steps)
+        * u64::from(settings.tile_servers)
+        * u64::from(settings.players_per_server);
+    super::players::check_file_limit(
+        &format!("the last step's {most_players} players (--max-steps x --tile-servers x --players-per-server)"),
+        usize::try_from(most_players).unwrap_or(usize::MAX),
+    )?;
     let online = tickpack_net::cpu::online_cpus();
+    check_dir_flag("--out", &a.out)?;
+    if let Some(d) = &a.run_dir {
+        check_dir_flag("--run-dir", d)?;
+    }
+    if let Some(w) = a.warmup {
+        if w > Duration::from_secs(3600) {
+            return Err(fail(Code::Config, "--warmup must be at most 1h"));
+        }
+    }
     let load = match &a.load_cpus {
-        Some(c) => c.0.clone(),
+        Some(c) => {
+            check_cpus("--load-cpus", &c.0)?;
+            c.0.clone()
+        }
         None if online.len() >= 2 => vec![online[0]],
         None => online.clone(),
     };
@@ -334,9 +361,17 @@ fn bench_failure(e: tickpack_bench::BenchError) -> Failure {
     }
 }
 
+/// The consolidation ratio and what it is computed against.
+fn consolidation_line(ratio: f64, recommended: Option<u32>, before: Option<u32>) -> String {
+    let rec = recommended.map_or("the recommended".to_string(), |n| n.to_string());
+    let before = before.map_or("the servers".to_string(), |n| n.to_string());
+    format!(
+        "consolidation ratio {ratio:.2}:1 ({rec} servers per machine at the recommended density / {before} per machine before, --before-servers)"
+    )
+}
+
 /// The terminal summary.
 pub fn print_summary(r: &BenchResult) {
-    let or_na = |v: Option<u32>| v.map_or("not reached".to_string(), |v| v.to_string());
     for l in &r.ladders {
         println!("\n{} ({})", l.label, l.stopped);
         println!(
@@ -382,17 +417,21 @@ pub fn print_summary(r: &BenchResult) {
             );
         }
         println!(
-            "maximum density {} servers; recommended (servers' CPU <= {:.0}%) {} servers",
-            or_na(l.max_servers),
+            "maximum density {}; recommended (servers' CPU <= {:.0}%) {}",
+            l.max_density_words(),
             r.settings.headroom_target * 100.0,
-            or_na(l.recommended_servers)
+            l.recommended_servers
+                .map_or("not reached".to_string(), |n| format!("{n} servers"))
         );
     }
     if let Some(ratio) = r.comparison_ratio {
         println!("\ntickpack's placement fits {ratio:.2}x the servers the kernel's scheduling fits at the same QoS");
     }
     if let Some(c) = r.consolidation_ratio {
-        println!("consolidation ratio {c:.2}:1 (recommended servers per machine before)");
+        println!(
+            "{}",
+            consolidation_line(c, r.recommended_servers, r.before_servers)
+        );
     }
     if let Some(t) = &r.tco {
         println!(
@@ -426,8 +465,23 @@ pub struct ReportArgs {
 }
 
 pub fn report(a: ReportArgs) -> Result<(), Failure> {
+    check_output_file("--out", &a.out)?;
     let html = tickpack_report::html::render_file(&a.results).code(Code::Config)?;
     std::fs::write(&a.out, html).with_context(|| format!("writing {}", a.out.display()))?;
     println!("report: {}", a.out.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::consolidation_line;
+
+    #[test]
+    fn consolidation_summary_names_before_servers_as_its_baseline() {
+        let line = consolidation_line(0.67, Some(4), Some(6));
+        assert_eq!(
+            line,
+            "consolidation ratio 0.67:1 (4 servers per machine at the recommended density / 6 per machine before, --before-servers)"
+        );
+    }
 }

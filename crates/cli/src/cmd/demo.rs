@@ -4,20 +4,23 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{parse_duration, players};
+use super::{parse_positive_duration, players};
 use crate::child::ServerChild;
 use crate::exit::{fail, Code, Failure};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Measured time.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Duration,
-    #[arg(long, default_value_t = 12)]
-    pub players: usize,
-    #[arg(long, default_value_t = 4)]
+    /// Players (the server gets a slot for each).
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u8).range(1..=255))]
+    pub players: u8,
+    /// Server-side bots.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(0..=64))]
     pub bots: u8,
-    #[arg(long, default_value_t = 100)]
+    /// Ticks per second.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub tick_hz: u16,
     /// Write the players' result document here.
     #[arg(long)]
@@ -25,6 +28,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
+    if let Some(p) = &a.json {
+        super::check_output_file("--json", p)?;
+    }
     let cpus = tickpack_net::cpu::allowed_cpus().unwrap_or_default();
     // Server on the last CPU, players on the first: never the same core
     // when there are two or more.
@@ -41,7 +47,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         "--bots".into(),
         a.bots.to_string(),
         "--max-players".into(),
-        a.players.clamp(1, 255).to_string(),
+        a.players.to_string(),
     ];
     if let Some(c) = server_cpu {
         args.extend(["--cpu".into(), c.to_string()]);
@@ -59,7 +65,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     );
     let pa = players::Args {
         target: vec![server.addr],
-        players: a.players,
+        players: usize::from(a.players),
         duration: a.duration,
         warmup: Duration::from_secs(1),
         cmd_rate: None,

@@ -28,6 +28,7 @@ pub struct Args {
 pub enum HostCmd {
     /// Start the instances and supervise them in the foreground until
     /// `tickpack host down`, SIGTERM or Ctrl-C.
+    #[command(allow_negative_numbers = true)]
     Up(Box<UpArgs>),
     /// Show the instances of a running host.
     Status(StatusArgs),
@@ -67,10 +68,10 @@ pub struct UpArgs {
     #[arg(long)]
     pub command: Option<String>,
     /// CPU quota per instance, in cores (netns).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub cpu_quota: Option<f64>,
     /// Memory limit per instance, e.g. 256MiB (netns).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub memory: Option<String>,
     /// Health check: tickpack (stats over the wire) or none.
     #[arg(long)]
@@ -155,8 +156,15 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         name,
         run_dir
     );
-    f.resolve(Path::new(RUN_ROOT))
-        .map_err(|e| fail(Code::Config, e))
+    let cfg = f
+        .resolve(Path::new(RUN_ROOT))
+        .map_err(|e| fail(Code::Config, e))?;
+    // What depends on this machine, before anything is created.
+    if let Some(cpus) = &cfg.reserved_cpus {
+        super::check_cpus("reserved CPUs (--reserved-cpus)", cpus)?;
+    }
+    super::check_dir_flag("run dir (--run-dir)", &cfg.run_dir)?;
+    Ok(cfg)
 }
 
 fn up(u: UpArgs) -> Result<(), Failure> {
@@ -225,6 +233,7 @@ fn up(u: UpArgs) -> Result<(), Failure> {
 
 fn status(s: StatusArgs) -> Result<(), Failure> {
     let dir = run_dir(&s.name, &s.run_dir);
+    super::check_dir_flag("--run-dir", &dir)?;
     let st = query_status(&dir).map_err(control_failure)?;
     if s.json {
         println!("{}", serde_json::to_string_pretty(&st)?);
@@ -297,6 +306,7 @@ pub fn print_status(st: &HostStatus) {
 
 fn down(d: DownArgs) -> Result<(), Failure> {
     let dir = run_dir(&d.name, &d.run_dir);
+    super::check_dir_flag("--run-dir", &dir)?;
     match request(&dir, "down", Duration::from_secs(30)) {
         Ok(_) => {
             eprintln!("tickpack host {}: down", d.name);

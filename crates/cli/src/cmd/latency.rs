@@ -17,7 +17,7 @@ use tickpack_latency::{
     SizeSpec, Unavailable,
 };
 
-use super::parse_duration;
+use super::{check_output_file, parse_duration, parse_positive_duration};
 use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(clap::Args, Debug)]
@@ -48,13 +48,13 @@ pub struct Args {
     #[arg(long)]
     pub rounds: Option<u32>,
     /// Measured time per (path, size, mode) and round [default: 1s; --quick: 300ms].
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// Unmeasured time before each measurement [default: 100ms; --quick: 50ms].
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// A request unanswered this long counts as lost.
-    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "200ms", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub timeout: Duration,
     /// CPU of the client threads [default: the first allowed CPU].
     #[arg(long)]
@@ -122,6 +122,13 @@ pub fn settings(a: &Args) -> Result<Settings, Failure> {
     s.client_cpu = pick("--client-cpu", a.client_cpu, allowed.first().copied())?;
     s.echo_cpu = pick("--echo-cpu", a.echo_cpu, allowed.last().copied())?;
     s.validate().map_err(latency_failure)?;
+    // Output paths are checked now, not after the measurement.
+    if let Some(p) = &a.json {
+        check_output_file("--json", p)?;
+    }
+    if let Some(p) = &a.html {
+        check_output_file("--html", p)?;
+    }
     Ok(s)
 }
 

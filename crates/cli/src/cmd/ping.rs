@@ -12,7 +12,7 @@ use serde::Serialize;
 use tickpack_report::{encode_histogram, new_histogram, record, Percentiles};
 use tickpack_wire::Packet;
 
-use super::{parse_addr, parse_duration};
+use super::{check_cpus, check_output_file, parse_positive_duration, parse_target};
 use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(Clone, Copy, Debug, ValueEnum, Serialize, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub enum Mode {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Server address.
-    #[arg(long, value_parser = parse_addr)]
+    #[arg(long, value_parser = parse_target)]
     pub target: SocketAddr,
     /// Round trips to measure (after 100 warm-up round trips).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
@@ -38,10 +38,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "blocking")]
     pub mode: Mode,
     /// A ping unanswered for this long counts as lost.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub timeout: Duration,
     /// Stop after this long even if --count is not reached.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub max_time: Duration,
     /// Pin to this CPU.
     #[arg(long)]
@@ -86,7 +86,11 @@ pub fn run(a: Args) -> Result<(), Failure> {
             format!("--size must be {}..=65000 bytes", tickpack_wire::PING_LEN),
         ));
     }
+    if let Some(p) = &a.json {
+        check_output_file("--json", p)?;
+    }
     if let Some(cpu) = a.cpu {
+        check_cpus("--cpu", &[cpu])?;
         tickpack_net::cpu::pin_current_thread(&[cpu]).code(Code::Config)?;
     }
     let local = if a.target.is_ipv4() {

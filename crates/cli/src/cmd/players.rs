@@ -10,7 +10,10 @@ use anyhow::Context;
 use tickpack_players::{PlayersConfig, SizeDist};
 use tickpack_report::PlayersResult;
 
-use super::{parse_addr, parse_cpus, parse_duration, CpuList};
+use super::{
+    check_cpus, check_output_file, parse_cpus, parse_duration, parse_positive_duration,
+    parse_target, CpuList,
+};
 use crate::exit::{fail, Code, Failure, WithCode};
 use crate::table;
 
@@ -18,22 +21,22 @@ use crate::table;
 pub struct Args {
     /// Server address; repeat (or separate with commas) to spread the players
     /// over several servers, round robin.
-    #[arg(long, required = true, value_delimiter = ',', value_parser = parse_addr)]
+    #[arg(long, required = true, value_delimiter = ',', value_parser = parse_target)]
     pub target: Vec<SocketAddr>,
     /// Number of players.
     #[arg(long, default_value_t = 12)]
     pub players: usize,
     /// Measured time (after the warm-up), e.g. 10s, 2m.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Duration,
     /// Time after start that is not measured (handshakes, settling).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Duration,
     /// Commands per second per player [default: the server's tick rate].
     #[arg(long)]
     pub cmd_rate: Option<f64>,
     /// Command datagram size in bytes: a number or MIN-MAX (uniform).
-    #[arg(long, default_value = "40-200")]
+    #[arg(long, default_value = "40-200", allow_hyphen_values = true)]
     pub cmd_size: String,
     /// Pings per second per player, for the bare network round trip (0: none).
     #[arg(long, default_value_t = 10.0)]
@@ -42,7 +45,7 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub ping_size: usize,
     /// Give up on a server that does not complete the handshake in this time.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, default_value = "3s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub connect_timeout: Duration,
     /// A command not reflected by a snapshot this long after it was due is
     /// lost; the run waits this long after the window for late snapshots.
@@ -89,8 +92,41 @@ impl Args {
             seed: self.seed,
         };
         cfg.validate().code(Code::Config)?;
+        check_cpus("--cpus", &cfg.cpus)?;
+        check_file_limit(&format!("--players {}", cfg.players), cfg.players)?;
+        if let Some(p) = &self.json {
+            check_output_file("--json", p)?;
+        }
         Ok(cfg)
     }
+}
+
+/// Descriptors a players run needs besides one socket per player (epoll,
+/// timers, stdio, threads' own), with room to spare.
+const FILES_BESIDES_PLAYERS: libc::rlim_t = 64;
+
+/// Checks that this process may open a socket per player
+/// (`RLIMIT_NOFILE`), before any is opened.
+pub fn check_file_limit(what: &str, players: usize) -> Result<(), Failure> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the valid, writable `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(()); // unknown: the socket errors will say (with errno)
+    }
+    let need = players as libc::rlim_t + FILES_BESIDES_PLAYERS;
+    if lim.rlim_cur != libc::RLIM_INFINITY && need > lim.rlim_cur {
+        return Err(fail(
+            Code::Config,
+            format!(
+                "{what}: about {need} open files needed (one socket per player), but this process may open {} (raise it with `ulimit -n {need}`, or use fewer players)",
+                lim.rlim_cur
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Runs players per `cfg`, with a progress line unless `quiet`; returns the

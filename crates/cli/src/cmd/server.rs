@@ -22,7 +22,7 @@ use tickpack_net::wait::{WaitMode, Waiter, Wake};
 use tickpack_sim::world::CostProfile;
 use tickpack_sim::{Server, ServerConfig};
 
-use super::{parse_addr, parse_duration};
+use super::{check_cpus, parse_addr, parse_positive_duration};
 use crate::exit::{Code, Failure, WithCode};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -69,7 +69,7 @@ pub struct Args {
     #[arg(long, default_value = "tickpack reference server")]
     pub name: String,
     /// Stop by itself after this long (default: run until SIGTERM or Ctrl-C).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// Seed of the world (map layout, bots).
     #[arg(long, default_value_t = 1)]
@@ -82,6 +82,7 @@ fn parse_cost(s: &str) -> Result<CostProfile, String> {
 
 pub fn run(a: Args) -> Result<(), Failure> {
     if let Some(cpu) = a.cpu {
+        check_cpus("--cpu", &[cpu])?;
         tickpack_net::cpu::pin_current_thread(&[cpu]).code(Code::Config)?;
     }
     let sock = UdpSocket::bind(
@@ -145,7 +146,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let mut tx = SendBatch::new();
     let fds = [std::os::fd::AsRawFd::as_raw_fd(&sock)];
     let interval_ns = 1_000_000_000 / u64::from(a.tick_hz);
-    let stop_at = a.duration.map(|d| now_ns() + d.as_nanos() as u64);
+    // --duration is at most a year (its parser), far from overflowing.
+    let stop_at = a
+        .duration
+        .map(|d| now_ns().saturating_add(d.as_nanos() as u64));
     let mut due = now_ns() + interval_ns;
     let mut next_metrics = now_ns();
 

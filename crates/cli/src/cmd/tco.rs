@@ -20,16 +20,16 @@ to include cooling.";
 pub struct Args {
     /// Watts one of today's machines draws, at the wall, under its usual
     /// load (e.g. 350).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub before_watts: f64,
     /// Watts one consolidated machine draws while running `--ratio`
     /// machines' worth of servers (e.g. 710).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub after_watts: f64,
     /// Consolidation ratio: how many of today's machines fit on one new
     /// machine (18 means 18:1; at least 1). `tickpack bench` reports it as
     /// consolidation_ratio.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub ratio: f64,
     /// How many machines you run today, one server group each (e.g. 1000).
     /// After consolidating you need ceil(machines / ratio).
@@ -37,14 +37,14 @@ pub struct Args {
     pub machines: u64,
     /// Electricity price per kWh, in the currency of the bill (e.g. 0.16
     /// for 0.16 EUR/kWh).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub price_per_kwh: f64,
     /// Converts the bill's currency into the one to report in (1.49 turns
     /// EUR into USD at 1.49 USD per EUR). 1 when they are the same.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub currency_rate: f64,
     /// Hours a year the machines run: 8760 is 24×7×365, at most 8784.
-    #[arg(long, default_value_t = HOURS_PER_YEAR)]
+    #[arg(long, default_value_t = HOURS_PER_YEAR, allow_hyphen_values = true)]
     pub hours: f64,
     /// Print the result as JSON (the `tco` object of a bench result:
     /// inputs, before, after, savings) instead of a table.

@@ -1,0 +1,471 @@
+//! Bad input, end to end with the real binary: every rejected flag or
+//! config value is one clear line on stderr and exit code 2, before any
+//! work, and nothing is created (no files, no run dir, no namespace).
+//!
+//! Each command runs in an empty directory with `TMPDIR` inside it, so
+//! anything it wrote (results, run dirs, temp dirs) is seen afterwards.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tickpack")
+}
+
+/// An empty working directory (with an empty `tmp/` for TMPDIR).
+fn workdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tp-bad-input-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(d.join("tmp")).unwrap();
+    d
+}
+
+/// Everything under `dir`, relative, but the empty `tmp/` itself.
+fn contents(dir: &Path) -> Vec<String> {
+    let mut out = vec![];
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            if p.is_dir() {
+                stack.push(p.clone());
+                if rel == "tmp" {
+                    continue;
+                }
+            }
+            out.push(rel);
+        }
+    }
+    out
+}
+
+/// Network namespaces and links whose name starts with `prefix`.
+fn host_objects(prefix: &str) -> Vec<String> {
+    let mut found = vec![];
+    for args in [&["netns", "list"][..], &["-o", "link", "show"][..]] {
+        if let Ok(o) = Command::new("ip").args(args).output() {
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                let name = match args[0] {
+                    "netns" => line.split_whitespace().next().unwrap_or(""),
+                    _ => line.split(':').nth(1).unwrap_or("").trim(),
+                };
+                if name.starts_with(prefix) {
+                    found.push(name.to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Runs `cmd` (built for `dir`) and checks the rejection: exit code 2
+/// within 20 s, one error line that contains every needle, nothing on
+/// stdout, nothing created in `dir`.
+fn expect_rejected(mut cmd: Command, dir: &Path, needles: &[&str]) {
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .current_dir(dir)
+        .env("TMPDIR", dir.join("tmp"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            // SIGTERM first: a command that started its work cleans up on it.
+            // SAFETY: kill(2) on the PID of the child this test started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let stopped = Instant::now() + Duration::from_secs(15);
+            while child.try_wait().unwrap().is_none() && Instant::now() < stopped {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{shown}: still running after 20 s: the input was not checked before the work");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{shown}: {stderr}{stdout}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let errors: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("error:") || l.starts_with("tickpack:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{shown}: one error line: {stderr}");
+    // clap adds its usage and "For more information" lines; nothing else.
+    for l in &lines {
+        assert!(
+            l.starts_with("error:")
+                || l.starts_with("tickpack:")
+                || l.starts_with("Usage:")
+                || l.starts_with("For more information"),
+            "{shown}: unexpected output before the error: {stderr}"
+        );
+    }
+    for n in needles {
+        assert!(
+            errors[0].contains(n),
+            "{shown}: {n:?} not in {:?}",
+            errors[0]
+        );
+    }
+    assert!(stdout.trim().is_empty(), "{shown}: printed {stdout}");
+    assert!(
+        contents(dir).is_empty(),
+        "{shown}: created {:?}",
+        contents(dir)
+    );
+}
+
+fn tickpack(args: &[&str]) -> Command {
+    let mut c = Command::new(exe());
+    c.args(args);
+    c
+}
+
+fn rejected(name: &str, args: &[&str], needles: &[&str]) {
+    let dir = workdir(name);
+    expect_rejected(tickpack(args), &dir, needles);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bench_tick_rate_out_of_range_is_rejected_not_clamped() {
+    for hz in ["0", "100000"] {
+        rejected(
+            "tick",
+            &["bench", "--quick", "--out", "out", "--tick-hz", hz],
+            &["--tick-hz", "1..=1000"],
+        );
+    }
+}
+
+#[test]
+fn bench_qos_limits_that_are_negative_zero_or_nan_are_rejected() {
+    for (flag, value) in [
+        ("--qos-p99-ms", "-5"),
+        ("--qos-p99-ms", "0"),
+        ("--qos-tick-lateness-ms", "inf"),
+        ("--qos-loss-percent", "-1"),
+        ("--qos-loss-percent", "101"),
+        ("--qos-relative", "0"),
+        ("--qos-frame-budget", "NaN"),
+        ("--qos-frame-budget", "0"),
+    ] {
+        rejected(
+            "qos",
+            &["bench", "--quick", "--out", "out", flag, value],
+            &[flag],
+        );
+    }
+}
+
+#[test]
+fn bench_cost_inputs_are_checked_before_the_ladder() {
+    for (flag, value) in [
+        ("--before-servers", "0"),
+        ("--machines", "0"),
+        ("--price-per-kwh", "-1"),
+        ("--currency-rate", "NaN"),
+        ("--before-watts", "0"),
+    ] {
+        rejected(
+            "cost",
+            &["bench", "--quick", "--out", "out", flag, value],
+            &[flag],
+        );
+    }
+}
+
+#[test]
+fn bench_load_cpus_that_do_not_exist_exit_2_and_leave_nothing() {
+    let before = host_objects("tpbn");
+    rejected(
+        "loadcpus",
+        &["bench", "--quick", "--out", "out", "--load-cpus", "99"],
+        &["--load-cpus", "CPU 99"],
+    );
+    assert_eq!(host_objects("tpbn"), before, "no bench namespace or link");
+}
+
+#[test]
+fn host_up_reserved_cpus_that_do_not_exist_exit_2() {
+    assert!(
+        !Path::new("/run/tickpack/v1").exists(),
+        "/run/tickpack/v1 exists before the test: remove it"
+    );
+    rejected(
+        "reserved",
+        &["host", "up", "--name", "v1", "--reserved-cpus", "99"],
+        &["--reserved-cpus", "CPU 99"],
+    );
+    assert!(
+        host_objects("tpv1").is_empty(),
+        "{:?}",
+        host_objects("tpv1")
+    );
+    assert!(!Path::new("/run/tickpack/v1").exists(), "no run dir");
+}
+
+#[test]
+fn host_up_run_dir_that_is_a_file_exits_2() {
+    let dir = workdir("rundirfile");
+    let file = std::env::temp_dir().join(format!("tp-bad-input-file-{}", std::process::id()));
+    std::fs::write(&file, "not a directory").unwrap();
+    let mut cmd = tickpack(&["host", "up", "--name", "v2", "--backend", "process"]);
+    cmd.arg("--run-dir").arg(&file);
+    expect_rejected(cmd, &dir, &["--run-dir", "not a directory"]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn host_up_negative_cpu_quota_override_in_toml_exits_2() {
+    let dir = workdir("quota");
+    let conf = std::env::temp_dir().join(format!("tp-bad-input-quota-{}.toml", std::process::id()));
+    std::fs::write(
+        &conf,
+        "name = \"v3\"\ninstances = 2\n[[instance]]\nid = 2\ncpu_quota = -2\n",
+    )
+    .unwrap();
+    let mut cmd = tickpack(&["host", "up", "--config"]);
+    cmd.arg(&conf).arg("--run-dir").arg(dir.join("run"));
+    expect_rejected(cmd, &dir, &["cpu_quota", "-2"]);
+    assert!(
+        host_objects("tpv3").is_empty(),
+        "{:?}",
+        host_objects("tpv3")
+    );
+    std::fs::remove_file(&conf).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn players_cpus_that_do_not_exist_exit_2_like_server_cpu() {
+    rejected(
+        "playercpus",
+        &["players", "--target", "127.0.0.1:9", "--cpus", "99"],
+        &["--cpus", "CPU 99"],
+    );
+    rejected(
+        "servercpu",
+        &["server", "--bind", "127.0.0.1:0", "--cpu", "99"],
+        &["--cpu", "CPU 99"],
+    );
+    rejected(
+        "pingcpu",
+        &["ping", "--target", "127.0.0.1:9", "--cpu", "99"],
+        &["--cpu", "CPU 99"],
+    );
+}
+
+#[test]
+fn players_zero_connect_timeout_is_rejected_not_unreachable() {
+    rejected(
+        "conntimeout",
+        &[
+            "players",
+            "--target",
+            "127.0.0.1:9",
+            "--connect-timeout",
+            "0s",
+        ],
+        &["--connect-timeout", "more than 0"],
+    );
+}
+
+#[test]
+fn server_duration_beyond_the_clock_is_rejected_not_wrapped() {
+    // 18446744074 s is just over 2^64 ns: it wrapped to 0.3 s.
+    rejected(
+        "overflow",
+        &[
+            "server",
+            "--bind",
+            "127.0.0.1:0",
+            "--duration",
+            "18446744074s",
+        ],
+        &["--duration", "365 days"],
+    );
+}
+
+#[test]
+fn negative_durations_say_they_must_be_positive() {
+    for args in [
+        &["server", "--bind", "127.0.0.1:0", "--duration", "-5s"][..],
+        &["players", "--target", "127.0.0.1:9", "--duration", "-5s"],
+        &["ping", "--target", "127.0.0.1:9", "--timeout", "-1s"],
+        &["bench", "--quick", "--out", "out", "--step-duration", "-2s"],
+        &["demo", "--duration", "-5s"],
+    ] {
+        rejected("negative", args, &["-", "positive"]);
+    }
+    rejected(
+        "negwarmup",
+        &["players", "--target", "127.0.0.1:9", "--warmup", "-1s"],
+        &["--warmup", "negative"],
+    );
+}
+
+#[test]
+fn absurd_warmups_and_zero_ping_limits_are_rejected() {
+    rejected(
+        "warmup",
+        &["players", "--target", "127.0.0.1:9", "--warmup", "100000h"],
+        &["--warmup"],
+    );
+    rejected(
+        "pingtimeout",
+        &["ping", "--target", "127.0.0.1:9", "--timeout", "0s"],
+        &["--timeout", "more than 0"],
+    );
+    rejected(
+        "pingmaxtime",
+        &["ping", "--target", "127.0.0.1:9", "--max-time", "0s"],
+        &["--max-time", "more than 0"],
+    );
+}
+
+#[test]
+fn too_many_players_for_the_open_file_limit_is_rejected_before_any_socket() {
+    let dir = workdir("nofile");
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 1024 && exec \"$0\" players --target 127.0.0.1:9 --players 5000")
+        .arg(exe());
+    expect_rejected(cmd, &dir, &["--players 5000", "open files", "ulimit -n"]);
+    // The bench's last step holds max-steps x tile-servers x players sockets.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 1024 && exec \"$0\" bench --out out --max-steps 12 --tile-servers 3 --players-per-server 100")
+        .arg(exe());
+    expect_rejected(cmd, &dir, &["3600 players", "open files", "ulimit -n"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn output_files_in_a_missing_directory_are_rejected_before_measuring() {
+    for args in [
+        &[
+            "players",
+            "--target",
+            "127.0.0.1:9",
+            "--connect-timeout",
+            "1s",
+            "--duration",
+            "1s",
+            "--json",
+            "missing/r.json",
+        ][..],
+        &[
+            "latency",
+            "--quick",
+            "--paths",
+            "native",
+            "--json",
+            "missing/r.json",
+        ],
+        &[
+            "latency",
+            "--quick",
+            "--paths",
+            "native",
+            "--html",
+            "missing/r.html",
+        ],
+        &[
+            "ping",
+            "--target",
+            "127.0.0.1:9",
+            "--max-time",
+            "2s",
+            "--json",
+            "missing/r.json",
+        ],
+        &["demo", "--duration", "1s", "--json", "missing/r.json"],
+        &["report", "--out", "missing/r.html", "result.json"],
+    ] {
+        rejected("outdir", args, &["missing", "does not exist"]);
+    }
+}
+
+#[test]
+fn demo_bad_values_are_rejected_before_the_server_starts() {
+    for (flag, value) in [
+        ("--players", "0"),
+        ("--players", "1000"),
+        ("--tick-hz", "0"),
+        ("--bots", "200"),
+    ] {
+        rejected("demo", &["demo", "--duration", "1s", flag, value], &[flag]);
+    }
+}
+
+#[test]
+fn tco_negative_numbers_name_the_flag() {
+    rejected(
+        "tco",
+        &[
+            "tco",
+            "--before-watts",
+            "-5",
+            "--after-watts",
+            "300",
+            "--ratio",
+            "2",
+            "--machines",
+            "10",
+            "--price-per-kwh",
+            "0.1",
+        ],
+        &["--before-watts", "-5"],
+    );
+}
+
+#[test]
+fn negative_numbers_name_their_flag() {
+    for (args, flag) in [
+        (
+            &["players", "--target", "127.0.0.1:9", "--ping-rate", "-1"][..],
+            "--ping-rate",
+        ),
+        (
+            &["players", "--target", "127.0.0.1:9", "--cmd-size", "-5"],
+            "command size",
+        ),
+        (
+            &["bench", "--out", "out", "--tile-servers", "-1"],
+            "--tile-servers",
+        ),
+        (
+            &["host", "up", "--name", "v4", "--memory", "-5MiB"],
+            "memory size",
+        ),
+        (
+            &["host", "up", "--name", "v4", "--cpu-quota", "-2"],
+            "cpu_quota",
+        ),
+    ] {
+        rejected("negnumber", args, &[flag, "-"]);
+    }
+}
+
+#[test]
+fn targets_with_port_0_are_rejected_not_unreachable() {
+    for cmd in ["players", "ping"] {
+        rejected(
+            "port0",
+            &[cmd, "--target", "127.0.0.1:0"],
+            &["--target", "port 0"],
+        );
+    }
+}
