@@ -78,7 +78,14 @@ pub struct BenchConfig {
     pub power: power::PowerConfig,
     pub cost: CostInputs,
     pub exe: PathBuf,
+    /// Run dir of the steps' hosts: keep it stable per host name (the
+    /// default `/run/tickpack/bn`) so a run killed with -9 is found and
+    /// cleaned up by the next one, or by `host down --name NAME`.
     pub run_dir: PathBuf,
+    /// Host name of the steps' hosts (everything created is `tp<name>...`).
+    pub host_name: String,
+    /// Instance address range (netns); `None`: the host's default.
+    pub range: Option<String>,
 }
 
 use tickpack_host::supervisor::is_root;
@@ -162,6 +169,20 @@ impl BenchConfig {
     }
 }
 
+/// Removes what an earlier run of the same host name left behind (a bench
+/// or host killed with -9): recorded processes, namespaces, links, the guard
+/// route, the firewall table and cgroups. Returns what was removed.
+pub fn recover_leftovers(cfg: &BenchConfig) -> Result<Vec<String>, BenchError> {
+    let fleet = tickpack_host::fleet::FleetFile {
+        name: Some(cfg.host_name.clone()),
+        run_dir: Some(cfg.run_dir.clone()),
+        ..Default::default()
+    }
+    .resolve(&cfg.run_dir)
+    .map_err(|e| BenchError::Config(e.to_string()))?;
+    Ok(tickpack_host::supervisor::recover(&fleet)?)
+}
+
 /// Runs the benchmark; `on_update` sees the result after every step (the
 /// caller's progress display). Writes `out_dir/result.json` as it goes.
 pub fn run(
@@ -188,8 +209,16 @@ pub fn run(
         },
         exe: cfg.exe.clone(),
         run_dir: cfg.run_dir.clone(),
-        host_name: "bn".into(),
+        host_name: cfg.host_name.clone(),
+        range: cfg.range.clone(),
     };
+    let removed = recover_leftovers(cfg)?;
+    if !removed.is_empty() {
+        obs.note(&format!(
+            "removed leftovers of an earlier run: {}",
+            removed.join(", ")
+        ));
+    }
     let (mut power, power_reason) = power::detect_with_reason(&cfg.power);
     obs.note(&format!("power: {power_reason}"));
     let now = std::time::SystemTime::now()
