@@ -132,12 +132,16 @@ struct Host {
 
 impl Host {
     fn start(name: &str, config: &str, args: &[&str]) -> Host {
-        let dir = std::env::temp_dir().join(format!("tp-nf-{name}-{}", std::process::id()));
-        Host::start_in(name, config, &dir.join("run"), args)
+        let run = std::env::temp_dir().join(format!("tp-nf-{name}-{}-run", std::process::id()));
+        Host::start_in(name, config, &run, args)
     }
 
+    /// Like [`Host::start`] with a given run dir (kept on drop if it is
+    /// not under this host's own temp dir).
     fn start_in(name: &str, config: &str, run_dir: &Path, args: &[&str]) -> Host {
-        let dir = std::env::temp_dir().join(format!("tp-nf-{name}-{}", std::process::id()));
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("tp-nf-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let conf = dir.join("fleet.toml");
@@ -166,7 +170,14 @@ impl Host {
 
     fn status(&self) -> Option<Value> {
         let out = Command::new(exe())
-            .args(["host", "status", "--json", "--name", &self.name, "--run-dir"])
+            .args([
+                "host",
+                "status",
+                "--json",
+                "--name",
+                &self.name,
+                "--run-dir",
+            ])
             .arg(self.run_dir())
             .output()
             .ok()?;
@@ -236,6 +247,13 @@ impl Drop for Host {
         }
         host_down(&self.name, &self.run_dir());
         let _ = std::fs::remove_dir_all(&self.dir);
+        if self
+            .run_dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("-run"))
+        {
+            let _ = std::fs::remove_dir_all(&self.run_dir);
+        }
     }
 }
 
@@ -389,13 +407,25 @@ fn probe_results(out: &str) -> Vec<(String, String, String)> {
 fn players_connect(addr: &str) -> Value {
     let out = Command::new(exe())
         .args([
-            "players", "--target", addr, "--players", "4", "--duration", "2s", "--quiet", "--cpus",
-            "0", "--json", "-",
+            "players",
+            "--target",
+            addr,
+            "--players",
+            "4",
+            "--duration",
+            "2s",
+            "--quiet",
+            "--cpus",
+            "0",
+            "--json",
+            "-",
         ])
         .output()
         .unwrap();
     let t = String::from_utf8_lossy(&out.stdout);
-    let start = t.find("{\n").unwrap_or_else(|| panic!("no JSON: {}", text(&out)));
+    let start = t
+        .find("{\n")
+        .unwrap_or_else(|| panic!("no JSON: {}", text(&out)));
     serde_json::from_str(&t[start..]).unwrap()
 }
 
@@ -445,7 +475,12 @@ fn instances_cannot_reach_host_services_unless_a_port_is_allowed() {
         let mut host = Host::start(
             &name,
             &probe_fleet(net, &range, &services, &others),
-            &["--allow-host-port", &tcp_port, "--allow-host-port", &udp_port],
+            &[
+                "--allow-host-port",
+                &tcp_port,
+                "--allow-host-port",
+                &udp_port,
+            ],
         );
         host.wait_for(
             |s| s["instances"][0]["state"] == "running",
@@ -467,7 +502,10 @@ fn instances_cannot_reach_host_services_unless_a_port_is_allowed() {
 }
 
 fn nft_table_exists(table: &str) -> bool {
-    let out = Command::new("nft").args(["list", "tables"]).output().unwrap();
+    let out = Command::new("nft")
+        .args(["list", "tables"])
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .any(|l| l.trim() == format!("table inet {table}"))
@@ -477,7 +515,8 @@ fn nft_table_exists(table: &str) -> bool {
 fn the_firewall_table_is_removed_after_a_kill_9_of_the_supervisor() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     require_root();
-    let config = "instances = 1\nbackend = \"netns\"\nnet = \"bridge\"\nrange = \"198.19.132.0/24\"\n";
+    let config =
+        "instances = 1\nbackend = \"netns\"\nnet = \"bridge\"\nrange = \"198.19.132.0/24\"\n";
     let mut first = Host::start("nfk", config, &[]);
     first.wait_for(
         |s| s["instances"][0]["state"] == "running",
@@ -486,7 +525,10 @@ fn the_firewall_table_is_removed_after_a_kill_9_of_the_supervisor() {
     assert!(nft_table_exists("tpnfk"), "host up made its firewall");
     first.up.kill().unwrap(); // SIGKILL: no clean-up happens
     first.up.wait().unwrap();
-    assert!(nft_table_exists("tpnfk"), "the killed supervisor left its table");
+    assert!(
+        nft_table_exists("tpnfk"),
+        "the killed supervisor left its table"
+    );
     // `host down` without a supervisor removes it with the rest.
     let out = host_down("nfk", &first.run_dir());
     assert!(out.status.success(), "{}", text(&out));
@@ -604,7 +646,10 @@ fn a_bench_killed_with_9_is_cleaned_up_by_the_next_bench_and_by_host_down() {
         serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
     assert_eq!(r["complete"], true, "{t}");
     let left = leftovers("nfb", prefix);
-    assert!(left.is_empty(), "left behind after the next bench: {left:?}");
+    assert!(
+        left.is_empty(),
+        "left behind after the next bench: {left:?}"
+    );
     assert!(
         !Path::new("/run/tickpack/nfb").exists(),
         "the bench removes its run dir"

@@ -101,7 +101,10 @@ mod tests {
 
     #[test]
     fn a_process_that_is_gone_is_not_signalled() {
-        let mut child = std::process::Command::new("sleep").arg("10").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("10")
+            .spawn()
+            .unwrap();
         let rec = RecordedProcess::of(child.id()).expect("just started");
         assert!(rec.is_same_process());
         child.kill().unwrap();

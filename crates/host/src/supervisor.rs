@@ -307,7 +307,8 @@ impl Supervisor {
             self.save()?;
             let mut journal = self.journal();
             let net = self.net.as_mut().expect("set above");
-            let filtered = net.install_filter(self.cfg.port, &self.cfg.allow_host_ports, &mut journal);
+            let filtered =
+                net.install_filter(self.cfg.port, &self.cfg.allow_host_ports, &mut journal);
             self.record.net = Some(net.record().clone());
             filtered.map_err(|e| HostError::Isolation(format!("instance firewall: {e}")))?;
             self.save()?;

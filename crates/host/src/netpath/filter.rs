@@ -229,7 +229,10 @@ mod tests {
     #[test]
     fn ruleset_drops_new_flows_from_our_links_only() {
         let r = ruleset("tph1", &spec(&[]));
-        assert!(r.starts_with("table inet tph1 {}\ndelete table inet tph1\n"), "{r}");
+        assert!(
+            r.starts_with("table inet tph1 {}\ndelete table inet tph1\n"),
+            "{r}"
+        );
         assert!(r.contains("hook input"), "{r}");
         assert!(r.contains("hook forward"), "{r}");
         assert!(
