@@ -708,3 +708,66 @@ fn a_finished_bench_leaves_no_run_dir_of_its_own() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::io::stderr().flush();
 }
+
+/// Whether `pid` is alive (not gone, not a zombie).
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_string()))
+        .is_some_and(|r| !r.starts_with('Z'))
+}
+
+#[test]
+fn host_down_kills_the_orphans_of_a_killed_process_backend_host() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let config = "instances = 2\nbackend = \"process\"\nport = 47615\n";
+    let mut host = Host::start("nfp", config, &[]);
+    let st = host.wait_for(
+        |s| {
+            s["instances"]
+                .as_array()
+                .is_some_and(|v| v.iter().all(|i| i["state"] == "running"))
+        },
+        "both instances running",
+    );
+    let pids: Vec<u64> = st["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["pid"].as_u64().unwrap())
+        .collect();
+    // The servers are this test's own children's children: killed by PID
+    // on the way out, whatever happens.
+    struct KillOnDrop(Vec<u64>);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            for &p in &self.0 {
+                if alive(p) {
+                    // SAFETY: kill(2) on a PID this test started (checked alive).
+                    unsafe { libc::kill(p as i32, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+    let _servers = KillOnDrop(pids.clone());
+    host.up.kill().unwrap(); // SIGKILL: the servers are orphaned
+    host.up.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        pids.iter().all(|&p| alive(p)),
+        "a killed supervisor orphans its servers (else this test proves nothing)"
+    );
+    let out = host_down("nfp", &host.run_dir());
+    assert!(out.status.success(), "{}", text(&out));
+    let t0 = Instant::now();
+    while pids.iter().any(|&p| alive(p)) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survivors: Vec<u64> = pids.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(
+        survivors.is_empty(),
+        "host down left the recorded servers running: {survivors:?} ({})",
+        text(&out)
+    );
+    assert!(text(&out).contains("process"), "{}", text(&out));
+}
