@@ -779,3 +779,43 @@ fn host_down_kills_the_orphans_of_a_killed_process_backend_host() {
     );
     assert!(text(&out).contains("process"), "{}", text(&out));
 }
+
+#[test]
+fn an_interrupted_bench_leaves_no_run_dir_and_nothing_else() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let _guard = BenchGuard("nfi");
+    let (range, prefix) = ("198.19.141.0/24", "198.19.141.");
+    let out = std::env::temp_dir().join(format!("tp-nf-bench-i-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut b = bench("nfi", range, &out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !leftovers("nfi", prefix)
+        .iter()
+        .any(|l| l.starts_with("process"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20) && b.try_wait().unwrap().is_none(),
+            "the bench never started its server"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = b.id();
+    // SAFETY: SIGINT (Ctrl-C) to the bench this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let o = b.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "interrupted: {}", text(&o));
+    let own = std::env::temp_dir().join(format!("tickpack-bench-{pid}"));
+    assert!(!own.exists(), "{} left behind", own.display());
+    assert!(
+        !Path::new("/run/tickpack/nfi").exists(),
+        "an interrupted bench removes its run dir"
+    );
+    let left = leftovers("nfi", prefix);
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}
