@@ -2,7 +2,9 @@
 //! players notice, at what CPU headroom, and what that saves.
 //!
 //! Order: [`BenchConfig`] → [`BenchConfig::validate`] → [`run`], which
-//! climbs one ladder per compared variant ([`ladder`]), judges every step
+//! first removes what a killed earlier run of the same host name left
+//! ([`recover_leftovers`]; the records live in the stable
+//! [`BenchConfig::run_dir`]), then climbs one ladder per compared variant ([`ladder`]), judges every step
 //! ([`verdict`]), samples CPU ([`cpu`]) and power ([`power`]), rewrites
 //! `OUT/result.json` atomically after every step (so Ctrl-C keeps every
 //! finished step), and fills in the summary and the cost figures ([`tco`])
