@@ -10,6 +10,10 @@ command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v sockperf >/dev/null 2>&1 || need_apt+=(sockperf)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+# nft: the instance firewall of `tickpack host` (one nftables table per host).
+command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
+# stress-ng: CPU/memory noise for the tests and benchmark scripts.
+command -v stress-ng >/dev/null 2>&1 || need_apt+=(stress-ng)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""

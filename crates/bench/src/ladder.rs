@@ -48,6 +48,8 @@ pub struct Plan {
     pub run_dir: PathBuf,
     /// Host name prefixing everything created ("tp<name>...").
     pub host_name: String,
+    /// Instance address range (netns); `None`: the host's default.
+    pub range: Option<String>,
 }
 
 /// Told about progress (a progress bar, a log line).
@@ -190,6 +192,7 @@ fn run_step(
             27015
         }),
         run_dir: Some(plan.run_dir.clone()),
+        range: plan.range.clone(),
         ..Default::default()
     }
     .resolve(&plan.run_dir)

@@ -2,7 +2,9 @@
 //! players notice, at what CPU headroom, and what that saves.
 //!
 //! Order: [`BenchConfig`] → [`BenchConfig::validate`] → [`run`], which
-//! climbs one ladder per compared variant ([`ladder`]), judges every step
+//! first removes what a killed earlier run of the same host name left
+//! ([`recover_leftovers`]; the records live in the stable
+//! [`BenchConfig::run_dir`]), then climbs one ladder per compared variant ([`ladder`]), judges every step
 //! ([`verdict`]), samples CPU ([`cpu`]) and power ([`power`]), rewrites
 //! `OUT/result.json` atomically after every step (so Ctrl-C keeps every
 //! finished step), and fills in the summary and the cost figures ([`tco`])
@@ -78,7 +80,14 @@ pub struct BenchConfig {
     pub power: power::PowerConfig,
     pub cost: CostInputs,
     pub exe: PathBuf,
+    /// Run dir of the steps' hosts: keep it stable per host name (the
+    /// default `/run/tickpack/bn`) so a run killed with -9 is found and
+    /// cleaned up by the next one, or by `host down --name NAME`.
     pub run_dir: PathBuf,
+    /// Host name of the steps' hosts (everything created is `tp<name>...`).
+    pub host_name: String,
+    /// Instance address range (netns); `None`: the host's default.
+    pub range: Option<String>,
 }
 
 use tickpack_host::supervisor::is_root;
@@ -206,6 +215,20 @@ impl BenchConfig {
     }
 }
 
+/// Removes what an earlier run of the same host name left behind (a bench
+/// or host killed with -9): recorded processes, namespaces, links, the guard
+/// route, the firewall table and cgroups. Returns what was removed.
+pub fn recover_leftovers(cfg: &BenchConfig) -> Result<Vec<String>, BenchError> {
+    let fleet = tickpack_host::fleet::FleetFile {
+        name: Some(cfg.host_name.clone()),
+        run_dir: Some(cfg.run_dir.clone()),
+        ..Default::default()
+    }
+    .resolve(&cfg.run_dir)
+    .map_err(|e| BenchError::Config(e.to_string()))?;
+    Ok(tickpack_host::supervisor::recover(&fleet)?)
+}
+
 /// Runs the benchmark; `on_update` sees the result after every step (the
 /// caller's progress display). Writes `out_dir/result.json` as it goes.
 pub fn run(
@@ -232,8 +255,16 @@ pub fn run(
         },
         exe: cfg.exe.clone(),
         run_dir: cfg.run_dir.clone(),
-        host_name: "bn".into(),
+        host_name: cfg.host_name.clone(),
+        range: cfg.range.clone(),
     };
+    let removed = recover_leftovers(cfg)?;
+    if !removed.is_empty() {
+        obs.note(&format!(
+            "removed leftovers of an earlier run: {}",
+            removed.join(", ")
+        ));
+    }
     let (mut power, power_reason) = power::detect_with_reason(&cfg.power);
     obs.note(&format!("power: {power_reason}"));
     let now = std::time::SystemTime::now()

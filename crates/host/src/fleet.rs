@@ -15,6 +15,8 @@
 //! memory = "256MiB"           # per instance (cgroup), optional
 //! health = "tickpack"         # tickpack (stats over the wire) | none; default: tickpack
 //!                             # unless `command` runs something other than `{tickpack} server`
+//! allow_host_ports = [53]     # host TCP/UDP ports instances may connect to (netns);
+//!                             # default: none, instances only answer flows the host started
 //!
 //! [[instance]]                # per-instance overrides
 //! id = 3
@@ -114,6 +116,7 @@ pub struct FleetFile {
     pub memory: Option<String>,
     pub health: Option<String>,
     pub run_dir: Option<PathBuf>,
+    pub allow_host_ports: Option<Vec<u16>>,
     #[serde(default, rename = "instance")]
     pub instances_override: Vec<InstanceOverride>,
 }
@@ -150,6 +153,9 @@ pub struct FleetConfig {
     pub health: Health,
     pub restart: RestartPolicy,
     pub instances: Vec<InstanceSpec>,
+    /// Host ports (TCP and UDP) instances may open connections to (netns).
+    #[serde(default)]
+    pub allow_host_ports: Vec<u16>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -314,6 +320,15 @@ impl FleetFile {
         {
             return bad("memory and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
         }
+        let mut allow_host_ports = self.allow_host_ports.unwrap_or_default();
+        if allow_host_ports.contains(&0) {
+            return bad("allow_host_ports: port 0 is not a port".into());
+        }
+        if backend == Backend::Process && !allow_host_ports.is_empty() {
+            return bad("allow_host_ports needs the netns backend (the process backend shares the host's network and has no firewall)".into());
+        }
+        allow_host_ports.sort_unstable();
+        allow_host_ports.dedup();
         let run_dir = self.run_dir.unwrap_or_else(|| default_run_root.join(&name));
         Ok(FleetConfig {
             name,
@@ -327,6 +342,7 @@ impl FleetFile {
             health,
             restart: RestartPolicy::default(),
             instances,
+            allow_host_ports,
         })
     }
 }
@@ -445,6 +461,9 @@ mod tests {
         assert_eq!(c.instances[2].memory_bytes, Some(64 << 20));
         assert!(c.instances[2].command.starts_with("/opt/game/run"));
         assert_eq!(c.health, Health::Tickpack);
+        assert!(c.allow_host_ports.is_empty(), "closed by default");
+        let c = resolve("allow_host_ports = [8080, 53, 8080]").unwrap();
+        assert_eq!(c.allow_host_ports, [53, 8080]);
     }
 
     #[test]
@@ -463,6 +482,12 @@ mod tests {
             ("reserved_cpus = \"a-b\"", "reserved CPU"),
             ("cpu_quota = -2.0", "cpu_quota"),
             ("colour = \"blue\"", "colour"),
+            ("allow_host_ports = [0]", "port 0"),
+            ("allow_host_ports = [70000]", "allow_host_ports"),
+            (
+                "backend = \"process\"\nallow_host_ports = [53]",
+                "netns backend",
+            ),
         ] {
             let e = resolve(text).expect_err(text).to_string();
             assert!(e.contains(needle), "{text:?} gave {e:?}");

@@ -5,10 +5,14 @@
 //!   cgroup v1 or v2, detected; roots are parameters so tests use temp trees.
 //! - [`placement`]: CPU topology from /sys and the placement policies.
 //! - [`netpath`]: network namespaces and the links that reach them (veth,
-//!   bridge, macvlan), named with the `tp` prefix, recorded, removed.
+//!   bridge, macvlan), named with the `tp` prefix, recorded, removed; the
+//!   instance firewall (nftables).
+//! - [`leftover`]: finding what a killed supervisor left (recorded PIDs, the
+//!   firewall table).
 
 pub mod cgroup;
 pub mod fleet;
+pub mod leftover;
 pub mod netpath;
 pub mod placement;
 pub mod spawn;

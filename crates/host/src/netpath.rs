@@ -56,11 +56,20 @@
 //! too (best effort). After `kill -9`, [`NetRecord::cleanup`] on the
 //! persisted record, or [`cleanup_prefix`], recovers.
 //!
+//! # The instance firewall
+//!
+//! [`HostNet::install_filter`] loads one nftables table per host
+//! (`inet tp<host>`, see [`filter`]): packets from the host's links to the
+//! host's own addresses, or forwarded through it, are dropped unless they
+//! answer a flow the host started, go to a port the operator allowed, or
+//! (forwarded) are UDP to another instance's game port. The table is in the
+//! [`NetRecord`] before it exists and is removed first on teardown.
+//!
 //! # What it does not do
 //!
 //! It starts no process and enters no namespace: the spawner `setns`es into
 //! [`HostNet::netns_path`]. It sends no traffic. It does not touch real
-//! NICs, iptables or sysctls.
+//! NICs, iptables, other nftables tables or sysctls.
 //!
 //! # Order of calls
 //!
@@ -80,6 +89,7 @@
 //! ```
 
 mod addr;
+pub mod filter;
 mod ip;
 mod record;
 
@@ -93,6 +103,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use addr::{AddrPlan, Ipv4Net, MAX_PREFIX, MIN_PREFIX};
+pub use filter::{FilterSpec, Nft};
 pub use ip::{Ip, DEFAULT_TIMEOUT};
 pub use record::NetRecord;
 
@@ -142,6 +153,12 @@ pub enum NetError {
         command: String,
         status: String,
         stderr: String,
+    },
+    #[error("the instance firewall needs `nft` (Debian package nftables; scripts/setup.sh installs it): could not run `{command}`: {source}")]
+    NoNft {
+        command: String,
+        #[source]
+        source: std::io::Error,
     },
     #[error("{step}: could not run `{command}`: {source}")]
     Spawn {
@@ -355,6 +372,21 @@ impl HostNet {
         plan: AddrPlan,
         instances: &[u32],
     ) -> Result<HostNet, NetError> {
+        Self::setup_journaled(ip, host, kind, plan, instances, &mut |_| {})
+    }
+
+    /// Like [`HostNet::setup_with`], but calls `journal` with the record
+    /// right before the guard route is added, so a caller that persists it
+    /// there can remove the route after a `kill -9` in the middle of
+    /// set-up (namespaces and links are found by name; a route is not).
+    pub fn setup_journaled(
+        ip: Ip,
+        host: &str,
+        kind: NetKind,
+        plan: AddrPlan,
+        instances: &[u32],
+        journal: &mut dyn FnMut(&NetRecord),
+    ) -> Result<HostNet, NetError> {
         validate_host_name(host)?;
         let mut seen = BTreeSet::new();
         for &id in instances {
@@ -397,7 +429,7 @@ impl HostNet {
             released: false,
         };
         let built = net
-            .build_shared()
+            .build_shared(journal)
             .and_then(|()| instances.iter().try_for_each(|&id| net.build_instance(id)));
         match built {
             Ok(()) => Ok(net),
@@ -545,6 +577,30 @@ impl HostNet {
         self.record.cleanup_with(&self.ip)
     }
 
+    /// Loads the instance firewall (an nftables table `inet tp<host>`, see
+    /// [`filter`]) over this host's links. The table is added to the record
+    /// and `journal` called with it *before* the table is created, so a
+    /// caller that persists the record can remove it after a `kill -9`.
+    /// Teardown removes it first.
+    pub fn install_filter(
+        &mut self,
+        game_port: u16,
+        allow_host_ports: &[u16],
+        journal: &mut dyn FnMut(&NetRecord),
+    ) -> Result<(), NetError> {
+        let table = filter::table_name(&self.host);
+        let spec = FilterSpec {
+            links: self.record.links.clone(),
+            game_port,
+            allow_host_ports: allow_host_ports.to_vec(),
+        };
+        if !self.record.tables.contains(&table) {
+            self.record.tables.push(table.clone());
+        }
+        journal(&self.record);
+        Nft::default().install(&table, &spec)
+    }
+
     /// Gives up ownership without removing anything: the caller keeps the
     /// record and must clean up later (e.g. a supervisor handing over).
     pub fn into_record(mut self) -> NetRecord {
@@ -552,12 +608,16 @@ impl HostNet {
         std::mem::take(&mut self.record)
     }
 
-    /// Guard route, then the links every instance shares.
-    fn build_shared(&mut self) -> Result<(), NetError> {
+    /// Guard route (journaled before it is added), then the links every
+    /// instance shares.
+    fn build_shared(&mut self, journal: &mut dyn FnMut(&NetRecord)) -> Result<(), NetError> {
         let range = self.plan.range();
         let route = guard_route(range);
         let mut args = vec!["route", "add"];
         args.extend(route.split_whitespace());
+        let mut planned = self.record.clone();
+        planned.routes.push(route.clone());
+        journal(&planned);
         self.ip.run(
             &format!("host {}: add the unreachable guard route", self.host),
             &args,

@@ -62,6 +62,10 @@ pub struct StateRecord {
     pub cgroups: Vec<PathBuf>,
     pub placement: Option<Placement>,
     pub config: Option<FleetConfig>,
+    /// Every process started (instance inits, or the commands of the
+    /// process backend), with its start time, so only these are killed.
+    #[serde(default)]
+    pub processes: Vec<crate::leftover::RecordedProcess>,
 }
 
 struct Instance {
@@ -135,11 +139,18 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
                     dir: cfg.run_dir.display().to_string(),
                 });
             }
+            for p in &rec.processes {
+                if p.kill_if_same() {
+                    removed.push(format!("process {}", p.pid));
+                }
+            }
             if let Some(net) = &rec.net {
                 net.cleanup().map_err(|e| {
                     HostError::Isolation(format!("removing the network of an earlier run: {e}"))
                 })?;
                 removed.extend(net.namespaces.iter().cloned());
+                removed.extend(net.routes.iter().map(|r| format!("route {r}")));
+                removed.extend(net.tables.iter().map(|t| format!("nft table inet {t}")));
             }
             for cg in &rec.cgroups {
                 if cg.exists() {
@@ -156,6 +167,13 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
             ))
         })?;
         removed.extend(gone);
+        let table = crate::netpath::filter::table_name(&cfg.name);
+        if crate::leftover::remove_firewall(&cfg.name).map_err(|e| {
+            HostError::Isolation(format!("removing leftover nft table inet {table}: {e}"))
+        })? && !removed.iter().any(|r| r.ends_with(&table))
+        {
+            removed.push(format!("nft table inet {table}"));
+        }
         if let Ok(layout) = CgroupLayout::detect(Path::new("/sys/fs/cgroup")) {
             if let Ok(gone) = cgroup::remove_stale(&layout, &prefix) {
                 removed.extend(gone.into_iter().map(|p| p.display().to_string()));
@@ -235,11 +253,20 @@ impl Supervisor {
     }
 
     fn save(&self) -> Result<(), HostError> {
-        let path = self.cfg.run_dir.join("state.json");
-        let tmp = self.cfg.run_dir.join(".state.json.tmp");
-        let body = serde_json::to_vec_pretty(&self.record).expect("state serializes");
-        std::fs::write(&tmp, body).map_err(io(format!("writing {}", tmp.display())))?;
-        std::fs::rename(&tmp, &path).map_err(io(format!("writing {}", path.display())))
+        write_state(&self.cfg.run_dir, &self.record)
+    }
+
+    /// A closure for `HostNet`'s journal: persists the record with `net`
+    /// as it will be, before the next object is created.
+    fn journal(&self) -> impl FnMut(&netpath::NetRecord) {
+        let dir = self.cfg.run_dir.clone();
+        let mut rec = self.record.clone();
+        move |net| {
+            rec.net = Some(net.clone());
+            // The same file was just written; a failure here shows up at
+            // the next save.
+            let _ = write_state(&dir, &rec);
+        }
     }
 
     fn bring_up(&mut self) -> Result<(), HostError> {
@@ -272,10 +299,18 @@ impl Supervisor {
             self.layout = Some(layout);
             let plan = AddrPlan::parse(&self.cfg.range)
                 .map_err(|e| HostError::Isolation(e.to_string()))?;
-            let net = HostNet::setup(&self.cfg.name, self.cfg.net, plan, &ids)
+            let (ip, name, kind) = (netpath::Ip::default(), &self.cfg.name, self.cfg.net);
+            let net = HostNet::setup_journaled(ip, name, kind, plan, &ids, &mut self.journal())
                 .map_err(|e| HostError::Isolation(format!("network ({}): {e}", self.cfg.net)))?;
             self.record.net = Some(net.record().clone());
             self.net = Some(net);
+            self.save()?;
+            let mut journal = self.journal();
+            let net = self.net.as_mut().expect("set above");
+            let filtered =
+                net.install_filter(self.cfg.port, &self.cfg.allow_host_ports, &mut journal);
+            self.record.net = Some(net.record().clone());
+            filtered.map_err(|e| HostError::Isolation(format!("instance firewall: {e}")))?;
             self.save()?;
         }
 
@@ -411,13 +446,16 @@ impl Supervisor {
             init_exe: self.exe.clone(),
         };
         let child = spawn::spawn(&spec).map_err(|err| HostError::Spawn { id: i.spec.id, err })?;
+        let recorded = crate::leftover::RecordedProcess::of(child.id());
         i.child = Some(child);
         i.state = InstanceState::Starting;
         i.started = Instant::now();
         i.last_heard = None;
         i.stats = None;
         i.cpu_sample = None;
-        Ok(())
+        self.record.processes.retain(|p| p.is_same_process());
+        self.record.processes.extend(recorded);
+        self.save()
     }
 
     /// One round of supervision; call every ~50 ms. Returns `true` once a
@@ -768,6 +806,15 @@ impl Supervisor {
         }
         problems
     }
+}
+
+/// Writes `dir/state.json` atomically (temp file, rename).
+fn write_state(dir: &Path, record: &StateRecord) -> Result<(), HostError> {
+    let path = dir.join("state.json");
+    let tmp = dir.join(".state.json.tmp");
+    let body = serde_json::to_vec_pretty(record).expect("state serializes");
+    std::fs::write(&tmp, body).map_err(io(format!("writing {}", tmp.display())))?;
+    std::fs::rename(&tmp, &path).map_err(io(format!("writing {}", path.display())))
 }
 
 fn describe_exit(status: std::process::ExitStatus) -> String {

@@ -11,6 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tickpack_bench::{BenchConfig, Compare, CostInputs, Observer};
 use tickpack_report::bench::{BenchResult, BenchSettings, Ladder};
 
+use tickpack_host::supervisor::HostError;
+
 use super::{
     check_cpus, check_dir_flag, check_output_file, parse_cpus, parse_duration, parse_factor,
     parse_non_negative, parse_percent, parse_positive, parse_positive_duration, CpuList,
@@ -118,12 +120,63 @@ pub struct Args {
     /// Converts the price's currency to the reporting currency.
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = parse_positive)]
     pub currency_rate: f64,
-    /// Run dir of the temporary hosts the steps bring up.
+    /// Run dir of the temporary hosts the steps bring up [default:
+    /// /run/tickpack/<name> as root, else $XDG_RUNTIME_DIR/tickpack/<name>,
+    /// else a temporary directory]. Removed at the end of the run.
     #[arg(long, hide = true)]
     pub run_dir: Option<PathBuf>,
+    /// Host name of the steps' hosts (1-4 of a-z0-9): `host down --name`
+    /// with it removes what a killed bench left.
+    #[arg(long, hide = true, default_value = "bn")]
+    pub name: String,
+    /// Instance address range of the steps' hosts (netns).
+    #[arg(long, hide = true)]
+    pub range: Option<String>,
+}
+
+/// Where the steps' hosts keep their records: the same place `host down
+/// --name NAME` and the next bench look, so a bench killed with -9 is found.
+fn default_run_dir(name: &str) -> PathBuf {
+    if tickpack_host::supervisor::is_root() {
+        return PathBuf::from(super::host::RUN_ROOT).join(name);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d).join("tickpack").join(name),
+        None => std::env::temp_dir().join(format!("tickpack-bench-{}", std::process::id())),
+    }
+}
+
+/// Removes the bench's run dir when the run ends (finished, failed or
+/// interrupted), unless a host could not be cleaned up: then its
+/// `state.json` stays for `host down` or the next bench.
+struct RunDirGuard {
+    dir: PathBuf,
+    /// Cleared when the dir turned out to belong to a bench still running.
+    armed: bool,
+}
+
+impl Drop for RunDirGuard {
+    fn drop(&mut self) {
+        if self.armed && !self.dir.join("state.json").exists() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
 }
 
 fn config(a: &Args) -> Result<BenchConfig, Failure> {
+    // Checked first: the name becomes part of the run dir's path.
+    if a.name.is_empty()
+        || a.name.len() > 4
+        || !a
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        return Err(fail(
+            Code::Config,
+            format!("--name {:?}: 1-4 characters of a-z and 0-9", a.name),
+        ));
+    }
     // The flags' value parsers checked ranges; what depends on several
     // flags or on the machine is checked here, before anything is created.
     let tick_hz = a.tick_hz;
@@ -232,9 +285,12 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             hours_per_year: 8760.0,
         },
         exe: std::env::current_exe().context("finding the tickpack binary")?,
-        run_dir: a.run_dir.clone().unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("tickpack-bench-{}", std::process::id()))
-        }),
+        run_dir: a
+            .run_dir
+            .clone()
+            .unwrap_or_else(|| default_run_dir(&a.name)),
+        host_name: a.name.clone(),
+        range: a.range.clone(),
     })
 }
 
@@ -285,6 +341,11 @@ impl Observer for Progress {
 pub fn run(a: Args) -> Result<(), Failure> {
     let cfg = config(&a)?;
     cfg.validate().map_err(bench_failure)?;
+    // A run dir given by hand that already held something is left alone.
+    let mut run_dir = (a.run_dir.is_none() || !cfg.run_dir.exists()).then(|| RunDirGuard {
+        dir: cfg.run_dir.clone(),
+        armed: true,
+    });
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
@@ -318,6 +379,11 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let result = tickpack_bench::run(&cfg, &stop, &mut progress);
     if let Some(b) = &progress.bar {
         b.finish_and_clear();
+    }
+    if let (Err(tickpack_bench::BenchError::Host(HostError::AlreadyRunning { .. })), Some(g)) =
+        (&result, run_dir.as_mut())
+    {
+        g.armed = false;
     }
     let result = result.map_err(bench_failure)?;
     let html = tickpack_report::html::render(&[("result.json".to_string(), result.clone())]);

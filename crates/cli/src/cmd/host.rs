@@ -85,6 +85,12 @@ pub struct UpArgs {
     /// Serve Prometheus metrics for all instances on this address.
     #[arg(long, value_parser = parse_addr)]
     pub metrics: Option<SocketAddr>,
+    /// Let instances open connections to this host port (TCP and UDP, any
+    /// host address); repeat for more. By default instances can only answer
+    /// flows the host started (players, health checks): the host's own
+    /// services are out of reach (netns).
+    #[arg(long = "allow-host-port", value_name = "PORT")]
+    pub allow_host_port: Vec<u16>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -156,6 +162,9 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         name,
         run_dir
     );
+    if !u.allow_host_port.is_empty() {
+        f.allow_host_ports = Some(u.allow_host_port.clone());
+    }
     let cfg = f
         .resolve(Path::new(RUN_ROOT))
         .map_err(|e| fail(Code::Config, e))?;

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::filter::Nft;
 use super::{Ip, NetError, PREFIX};
 
 /// The form of every route we add: `unreachable <range> metric <max>`.
@@ -20,12 +21,19 @@ pub struct NetRecord {
     /// Routes in the root namespace, as `ip route` arguments
     /// (`unreachable 198.18.0.0/16 metric 4294967295`).
     pub routes: Vec<String>,
+    /// nftables tables (`inet` family) holding the instance firewall,
+    /// listed before they are created.
+    #[serde(default)]
+    pub tables: Vec<String>,
 }
 
 impl NetRecord {
     /// Whether it lists nothing.
     pub fn is_empty(&self) -> bool {
-        self.namespaces.is_empty() && self.links.is_empty() && self.routes.is_empty()
+        self.namespaces.is_empty()
+            && self.links.is_empty()
+            && self.routes.is_empty()
+            && self.tables.is_empty()
     }
 
     /// Removes what it lists with the default [`Ip`]; see [`NetRecord::cleanup_with`].
@@ -33,7 +41,7 @@ impl NetRecord {
         self.cleanup_with(&Ip::default())
     }
 
-    /// Removes what it lists, newest first: links, then namespaces, then
+    /// Removes what it lists, newest first: firewall tables, links, then namespaces, then
     /// the guard routes last (so the range stays black-holed until the very
     /// end). Idempotent: what is already gone is skipped. Refuses any name
     /// without the `tp` prefix and any route that is not an `unreachable`
@@ -46,6 +54,10 @@ impl NetRecord {
                 failures.push(e.to_string());
             }
         };
+        let nft = Nft::default();
+        for t in self.tables.iter().rev() {
+            note(nft.remove(t));
+        }
         for l in self.links.iter().rev() {
             note(ours(l).and_then(|_| {
                 ip.remove(
@@ -81,6 +93,7 @@ impl NetRecord {
         self.namespaces.extend(other.namespaces);
         self.links.extend(other.links);
         self.routes.extend(other.routes);
+        self.tables.extend(other.tables);
     }
 }
 
@@ -119,9 +132,13 @@ mod tests {
             namespaces: vec!["tph1-1".into()],
             links: vec!["tph1br".into(), "tph1v1".into()],
             routes: vec!["unreachable 198.18.0.0/16 metric 4294967295".into()],
+            tables: vec!["tph1".into()],
         };
         let j = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<NetRecord>(&j).unwrap(), r);
+        // Records written before tables were recorded still load.
+        let old = r#"{"namespaces":[],"links":[],"routes":[]}"#;
+        assert!(serde_json::from_str::<NetRecord>(old).unwrap().is_empty());
     }
 
     #[test]
@@ -135,12 +152,13 @@ mod tests {
                 "default via 192.0.2.1".into(),
                 "unreachable 198.18.0.0/16 dev eth0".into(),
             ],
+            tables: vec!["filter".into()],
         };
         let Err(NetError::Cleanup { failures }) = r.cleanup_with(&Ip::new("/nonexistent/ip"))
         else {
             panic!("foreign names must be refused");
         };
-        assert_eq!(failures.len(), 5, "{failures:?}");
+        assert_eq!(failures.len(), 6, "{failures:?}");
         assert!(
             failures.iter().all(|f| f.contains("refusing")),
             "{failures:?}"
