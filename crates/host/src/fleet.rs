@@ -13,6 +13,8 @@
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
 //! cpu_quota = 1.0             # cores per instance (cgroup), optional
 //! memory = "256MiB"           # per instance (cgroup), optional
+//! disk = "64MiB"              # working directory size limit (netns), optional: a tmpfs,
+//!                             # emptied at every start and counted as the instance's memory
 //! health = "tickpack"         # tickpack (stats over the wire) | none; default: tickpack
 //!                             # unless `command` runs something other than `{tickpack} server`
 //!
@@ -94,6 +96,7 @@ pub struct InstanceOverride {
     pub id: u32,
     pub command: Option<String>,
     pub memory: Option<String>,
+    pub disk: Option<String>,
     pub cpu_quota: Option<f64>,
 }
 
@@ -112,6 +115,7 @@ pub struct FleetFile {
     pub command: Option<String>,
     pub cpu_quota: Option<f64>,
     pub memory: Option<String>,
+    pub disk: Option<String>,
     pub health: Option<String>,
     pub run_dir: Option<PathBuf>,
     #[serde(default, rename = "instance")]
@@ -133,6 +137,9 @@ pub struct InstanceSpec {
     pub command: String,
     pub memory_bytes: Option<u64>,
     pub cpu_quota: Option<f64>,
+    /// Working directory size limit (a tmpfs of this size).
+    #[serde(default)]
+    pub disk_bytes: Option<u64>,
 }
 
 /// A validated host configuration.
@@ -271,6 +278,7 @@ impl FleetFile {
             }
         }
         let memory = self.memory.as_deref().map(parse_bytes).transpose()?;
+        let disk = self.disk.as_deref().map(parse_bytes).transpose()?;
         if let Some(q) = self.cpu_quota {
             if !(q > 0.0 && q <= 1024.0) {
                 return bad(format!("cpu_quota must be in (0, 1024] cores, got {q}"));
@@ -284,6 +292,7 @@ impl FleetFile {
                 command: command.clone(),
                 memory_bytes: memory,
                 cpu_quota: self.cpu_quota,
+                disk_bytes: disk,
             })
             .collect();
         let mut seen = BTreeSet::new();
@@ -307,13 +316,16 @@ impl FleetFile {
             if let Some(q) = o.cpu_quota {
                 inst.cpu_quota = Some(q);
             }
+            if let Some(d) = o.disk {
+                inst.disk_bytes = Some(parse_bytes(&d)?);
+            }
         }
         if backend == Backend::Process
             && instances
                 .iter()
-                .any(|i| i.memory_bytes.is_some() || i.cpu_quota.is_some())
+                .any(|i| i.memory_bytes.is_some() || i.cpu_quota.is_some() || i.disk_bytes.is_some())
         {
-            return bad("memory and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
+            return bad("memory, disk and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
         }
         let run_dir = self.run_dir.unwrap_or_else(|| default_run_root.join(&name));
         Ok(FleetConfig {

@@ -8,6 +8,7 @@
 //!   bridge, macvlan), named with the `tp` prefix, recorded, removed.
 
 pub mod cgroup;
+pub mod confine;
 pub mod fleet;
 pub mod netpath;
 pub mod placement;
