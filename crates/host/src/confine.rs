@@ -255,13 +255,7 @@ pub fn clear_inheritable_and_ambient() -> Result<(), ConfineError> {
     }; 2];
     // SAFETY: capset reads a version-3 header and two data structs, which
     // both point to live, correctly laid out values.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_capset,
-            &mut header as *mut Header,
-            data.as_ptr(),
-        )
-    };
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) };
     sys("clearing capabilities", rc as libc::c_int)
 }
 
@@ -273,6 +267,9 @@ mod tests {
     fn the_filters_compile_for_this_machine() {
         let f = Filters::build().expect("filters build");
         assert_eq!(f.programs.len(), 2);
-        assert!(f.programs[0].len() > DENIED.len(), "one check per denied call at least");
+        assert!(
+            f.programs[0].len() > DENIED.len(),
+            "one check per denied call at least"
+        );
     }
 }

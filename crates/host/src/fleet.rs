@@ -321,9 +321,9 @@ impl FleetFile {
             }
         }
         if backend == Backend::Process
-            && instances
-                .iter()
-                .any(|i| i.memory_bytes.is_some() || i.cpu_quota.is_some() || i.disk_bytes.is_some())
+            && instances.iter().any(|i| {
+                i.memory_bytes.is_some() || i.cpu_quota.is_some() || i.disk_bytes.is_some()
+            })
         {
             return bad("memory, disk and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
         }

@@ -322,11 +322,8 @@ impl MountPlan {
                     .filter(|p| p.parent().is_some())
                     .map(|p| cpath(p, "run dir"))
                     .collect::<Result<Vec<_>, _>>()?;
-                let mut inner: Vec<&Path> = spec
-                    .workdir
-                    .ancestors()
-                    .take_while(|p| p != h)
-                    .collect();
+                let mut inner: Vec<&Path> =
+                    spec.workdir.ancestors().take_while(|p| p != h).collect();
                 inner.reverse();
                 let inner = inner
                     .into_iter()
@@ -351,7 +348,11 @@ impl MountPlan {
             dev: cstr("/dev", "path")?,
             dev_is_mount,
             tmp: cstr("/tmp", "path")?,
-            shm: if shm { Some(cstr("/dev/shm", "path")?) } else { None },
+            shm: if shm {
+                Some(cstr("/dev/shm", "path")?)
+            } else {
+                None
+            },
             tmpfs: cstr("tmpfs", "fs type")?,
             tmp_opts: cstr(TMPFS_OPTIONS, "mount options")?,
             empty: cstr("", "path")?,
@@ -464,7 +465,10 @@ impl MountPlan {
                     b"hiding the run dir",
                 )?;
                 for d in &self.inner {
-                    step(libc::mkdir(d.as_ptr(), 0o755), b"mkdir in the hidden run dir")?;
+                    step(
+                        libc::mkdir(d.as_ptr(), 0o755),
+                        b"mkdir in the hidden run dir",
+                    )?;
                 }
             }
             match &self.disk_opts {
@@ -504,7 +508,10 @@ impl MountPlan {
                 }
             }
             // The cwd still points below the old mount; enter the new one.
-            step(libc::chdir(self.workdir.as_ptr()), b"chdir to the working directory")?;
+            step(
+                libc::chdir(self.workdir.as_ptr()),
+                b"chdir to the working directory",
+            )?;
         }
         Ok(())
     }
