@@ -272,4 +272,64 @@ mod tests {
             "one check per denied call at least"
         );
     }
+
+    /// In the forked child: `_exit(10 + k)` unless the call failed with `want`.
+    fn expect(k: i32, rc: libc::c_long, want: i32) {
+        // SAFETY: reading errno right after the call; _exit is async-signal-safe.
+        unsafe {
+            let errno = *libc::__errno_location();
+            if rc != -1 || errno != want {
+                libc::_exit(10 + k);
+            }
+        }
+    }
+
+    /// Applies the filters in a forked child (no root needed: installing
+    /// them sets no_new_privs) and checks what each call answers there.
+    /// Arguments are chosen so that a call that got through would fail
+    /// with another errno (or do nothing harmful) instead.
+    #[test]
+    fn denied_calls_answer_eperm_and_clone3_enosys_while_others_work() {
+        let f = Filters::build().expect("filters build");
+        let null = std::ptr::null::<libc::c_void>();
+        // SAFETY: the child only makes raw syscalls and _exits; the filters
+        // are installed without allocating.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            // SAFETY: raw syscalls with integer or null arguments, then _exit.
+            unsafe {
+                if f.apply().is_err() {
+                    libc::_exit(100);
+                }
+                use libc::{syscall as sc, EPERM};
+                expect(0, sc(libc::SYS_mount, null, null, null, 0, null), EPERM);
+                expect(
+                    1,
+                    sc(libc::SYS_ptrace, libc::PTRACE_TRACEME, 0, 0, 0),
+                    EPERM,
+                );
+                expect(2, sc(libc::SYS_bpf, 0, null, 0), EPERM);
+                expect(3, sc(libc::SYS_keyctl, 0, 0, 0, 0, 0), EPERM);
+                expect(4, sc(libc::SYS_unshare, libc::CLONE_NEWUSER), EPERM);
+                expect(5, sc(libc::SYS_perf_event_open, null, 0, -1, -1, 0), EPERM);
+                expect(6, sc(libc::SYS_finit_module, -1, null, 0), EPERM);
+                expect(7, sc(libc::SYS_setns, -1, 0), EPERM);
+                // NEWUSER with CLONE_FS is invalid (EINVAL if it got
+                // through): never an actual fork.
+                let flags = (libc::CLONE_NEWUSER | libc::CLONE_FS | libc::SIGCHLD) as libc::c_ulong;
+                expect(8, sc(libc::SYS_clone, flags, 0, 0, 0, 0), EPERM);
+                expect(9, sc(libc::SYS_clone3, null, 0), libc::ENOSYS);
+                // Not denied: a bad descriptor is still EBADF.
+                expect(10, sc(libc::SYS_close, -1), libc::EBADF);
+                libc::_exit(0);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status), "the child died: {status}");
+        let code = libc::WEXITSTATUS(status);
+        assert_eq!(code, 0, "check {} failed (100: no filter)", code - 10);
+    }
 }

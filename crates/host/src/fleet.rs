@@ -169,6 +169,12 @@ pub enum FleetError {
 pub const DEFAULT_COMMAND: &str = "{tickpack} server --bind {ip}:{port} --name tickpack-{id}";
 
 /// Parses `256MiB`, `1GiB`, `512M`, `1048576`.
+/// A size error of [`parse_bytes`], said of the disk limit.
+fn disk_size(e: FleetError) -> FleetError {
+    let FleetError::Invalid(m) = e;
+    FleetError::Invalid(m.replacen("memory size", "disk size", 1))
+}
+
 pub fn parse_bytes(s: &str) -> Result<u64, FleetError> {
     let t = s.trim();
     let split = t
@@ -278,7 +284,11 @@ impl FleetFile {
             }
         }
         let memory = self.memory.as_deref().map(parse_bytes).transpose()?;
-        let disk = self.disk.as_deref().map(parse_bytes).transpose()?;
+        let disk = self
+            .disk
+            .as_deref()
+            .map(|d| parse_bytes(d).map_err(disk_size))
+            .transpose()?;
         if let Some(q) = self.cpu_quota {
             if !(q > 0.0 && q <= 1024.0) {
                 return bad(format!("cpu_quota must be in (0, 1024] cores, got {q}"));
@@ -317,7 +327,7 @@ impl FleetFile {
                 inst.cpu_quota = Some(q);
             }
             if let Some(d) = o.disk {
-                inst.disk_bytes = Some(parse_bytes(&d)?);
+                inst.disk_bytes = Some(parse_bytes(&d).map_err(disk_size)?);
             }
         }
         if backend == Backend::Process
@@ -435,9 +445,11 @@ mod tests {
             backend = "netns"
             net = "macvlan"
             memory = "256MiB"
+            disk = "32MiB"
             [[instance]]
             id = 3
             memory = "64MiB"
+            disk = "8MiB"
             command = "/opt/game/run -port {port} +ip {ip}"
             "#,
         )
@@ -446,6 +458,8 @@ mod tests {
         assert_eq!(c.run_dir, Path::new("/run/tickpack/h1"));
         assert_eq!(c.instances[0].memory_bytes, Some(256 << 20));
         assert_eq!(c.instances[2].memory_bytes, Some(64 << 20));
+        assert_eq!(c.instances[0].disk_bytes, Some(32 << 20));
+        assert_eq!(c.instances[2].disk_bytes, Some(8 << 20));
         assert!(c.instances[2].command.starts_with("/opt/game/run"));
         assert_eq!(c.health, Health::Tickpack);
     }
@@ -463,6 +477,8 @@ mod tests {
             ("command = \"srv {address}\"", "{address}"),
             ("instances = 2\n[[instance]]\nid = 9", "override"),
             ("backend = \"process\"\nmemory = \"64MiB\"", "netns backend"),
+            ("backend = \"process\"\ndisk = \"64MiB\"", "netns backend"),
+            ("disk = \"lots\"", "disk size"),
             ("reserved_cpus = \"a-b\"", "reserved CPU"),
             ("colour = \"blue\"", "colour"),
         ] {
