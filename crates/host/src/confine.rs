@@ -106,7 +106,7 @@ impl Filters {
         let target = arch.try_into().map_err(build)?;
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED
             .iter()
-            .map(|&(_, nr)| (i64::from(nr), vec![]))
+            .map(|&(_, nr)| (nr, vec![]))
             .collect();
         let clone_rules = NAMESPACE_FLAGS
             .iter()
@@ -122,7 +122,7 @@ impl Filters {
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(build)?;
-        rules.insert(i64::from(libc::SYS_clone), clone_rules);
+        rules.insert(libc::SYS_clone, clone_rules);
         let deny = SeccompFilter::new(
             rules,
             SeccompAction::Allow,
