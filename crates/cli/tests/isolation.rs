@@ -585,3 +585,55 @@ fn kill_9_of_the_init_kills_the_whole_instance_and_it_answers_again_within_a_sec
     );
     assert_eq!(st["instances"][0]["restarts"], 1, "one restart: {st:#}");
 }
+
+/// A run dir that someone else owns (or a link to one) could be read or
+/// swapped under root's feet: `host up` and `host down` refuse it.
+#[test]
+fn a_run_dir_owned_by_another_user_is_refused() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let mut scratch = Scratch(vec![]);
+    let run = scratch.dir("/var/tmp", "i5-run");
+    std::os::unix::fs::chown(&run, Some(4242), Some(4242)).unwrap();
+    let link = scratch.dir("/var/tmp", "i5-link");
+    std::fs::remove_dir(&link).unwrap();
+    let target = scratch.dir("/var/tmp", "i5-target");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for (dir, says) in [(&run, "belongs to uid 4242"), (&link, "not a directory")] {
+        let up = Command::new(exe())
+            .args(["host", "up", "--name", "i5", "--backend", "process"])
+            .args(["--instances", "1", "--port", "27560", "--run-dir"])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The guard takes the host down should it have come up after all.
+        let mut host = Host {
+            name: "i5".into(),
+            dir: dir.to_path_buf(),
+            up,
+        };
+        let t0 = Instant::now();
+        let code = loop {
+            if let Some(st) = host.up.try_wait().unwrap() {
+                break st.code();
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "host up accepted {} and runs",
+                dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(host.up.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(code, Some(3), "{}: {err}", dir.display());
+        assert!(err.contains(says), "{}: {err}", dir.display());
+    }
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "nothing was written through the link"
+    );
+}

@@ -104,10 +104,8 @@ impl Filters {
         let arch = std::env::consts::ARCH;
         let build = |err| ConfineError::Build { arch, err };
         let target = arch.try_into().map_err(build)?;
-        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED
-            .iter()
-            .map(|&(_, nr)| (nr, vec![]))
-            .collect();
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+            DENIED.iter().map(|&(_, nr)| (nr, vec![])).collect();
         let clone_rules = NAMESPACE_FLAGS
             .iter()
             .map(|&flag| {

@@ -122,6 +122,10 @@ fn pid_alive(pid: u32) -> bool {
 /// records list, then anything else carrying its prefix.
 pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     let mut removed = vec![];
+    if std::fs::symlink_metadata(&cfg.run_dir).is_ok() {
+        // Records in a directory someone else controls could name anything.
+        owned_dir(&cfg.run_dir)?;
+    }
     let state_path = cfg.run_dir.join("state.json");
     if let Ok(text) = std::fs::read_to_string(&state_path) {
         if let Ok(rec) = serde_json::from_str::<StateRecord>(&text) {
@@ -197,6 +201,13 @@ fn real_dir(path: &Path) -> Result<std::fs::Metadata, HostError> {
 
 /// A directory owned by us, mode 0700.
 fn private_dir(path: &Path) -> Result<(), HostError> {
+    owned_dir(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+        .map_err(io(format!("chmod 700 {}", path.display())))
+}
+
+/// A directory (not a link) owned by us.
+fn owned_dir(path: &Path) -> Result<(), HostError> {
     let m = real_dir(path)?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
@@ -207,8 +218,7 @@ fn private_dir(path: &Path) -> Result<(), HostError> {
             m.uid()
         )));
     }
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
-        .map_err(io(format!("chmod 700 {}", path.display())))
+    Ok(())
 }
 
 fn is_tickpack(pid: u32) -> bool {
