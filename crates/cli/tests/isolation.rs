@@ -637,3 +637,35 @@ fn a_run_dir_owned_by_another_user_is_refused() {
         "nothing was written through the link"
     );
 }
+
+/// Regression: the instance init said only "exec failed", without the
+/// program or the reason.
+#[test]
+fn exec_failure_names_the_program_and_the_errno() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let mut scratch = Scratch(vec![]);
+    let run = scratch.dir("/var/tmp", "i6-run");
+    let up = Command::new(exe())
+        .args(["host", "up", "--name", "i6", "--run-dir"])
+        .arg(&run)
+        .args(["--backend", "netns", "--net", "veth", "--instances", "1"])
+        .args(["--range", "198.19.68.0/24", "--health", "none"])
+        .args(["--command", "/nonexistent/tpi-game-server --port {port}"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let host = Host {
+        name: "i6".into(),
+        dir: run,
+        up,
+    };
+    let want = "cannot exec /nonexistent/tpi-game-server: No such file or directory";
+    let t0 = Instant::now();
+    while !host.log(1).contains(want) && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = host.log(1);
+    assert!(log.contains(want), "the log says why: {log:?}");
+}
