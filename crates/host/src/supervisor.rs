@@ -236,6 +236,10 @@ impl Supervisor {
             ));
         }
         secure_run_dir(&cfg.run_dir)?;
+        // Absolute and free of links: the instance's mounts name it.
+        let mut cfg = cfg;
+        cfg.run_dir = std::fs::canonicalize(&cfg.run_dir)
+            .map_err(io(format!("resolving {}", cfg.run_dir.display())))?;
         let left = recover(&cfg)?;
         let mut sup = Supervisor {
             record: StateRecord {
