@@ -6,6 +6,9 @@
 //! - [`placement`]: CPU topology from /sys and the placement policies.
 //! - [`netpath`]: network namespaces and the links that reach them (veth,
 //!   bridge, macvlan), named with the `tp` prefix, recorded, removed.
+//! - [`spawn`]: starts one instance in its namespaces (mounts, hostname,
+//!   PIDs) through the instance init; [`confine`]: what the command may
+//!   still do there (no capabilities, no new privileges, seccomp).
 
 pub mod cgroup;
 pub mod confine;
