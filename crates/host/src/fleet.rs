@@ -13,6 +13,8 @@
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
 //! cpu_quota = 1.0             # cores per instance (cgroup), optional
 //! memory = "256MiB"           # per instance (cgroup), optional
+//! disk = "64MiB"              # working directory size limit (netns), optional: a tmpfs,
+//!                             # emptied at every start and counted as the instance's memory
 //! health = "tickpack"         # tickpack (stats over the wire) | none; default: tickpack
 //!                             # unless `command` runs something other than `{tickpack} server`
 //! allow_host_ports = [53]     # host TCP/UDP ports instances may connect to (netns);
@@ -96,6 +98,7 @@ pub struct InstanceOverride {
     pub id: u32,
     pub command: Option<String>,
     pub memory: Option<String>,
+    pub disk: Option<String>,
     pub cpu_quota: Option<f64>,
 }
 
@@ -114,6 +117,7 @@ pub struct FleetFile {
     pub command: Option<String>,
     pub cpu_quota: Option<f64>,
     pub memory: Option<String>,
+    pub disk: Option<String>,
     pub health: Option<String>,
     pub run_dir: Option<PathBuf>,
     pub allow_host_ports: Option<Vec<u16>>,
@@ -136,6 +140,9 @@ pub struct InstanceSpec {
     pub command: String,
     pub memory_bytes: Option<u64>,
     pub cpu_quota: Option<f64>,
+    /// Working directory size limit (a tmpfs of this size).
+    #[serde(default)]
+    pub disk_bytes: Option<u64>,
 }
 
 /// A validated host configuration.
@@ -168,6 +175,12 @@ pub enum FleetError {
 pub const DEFAULT_COMMAND: &str = "{tickpack} server --bind {ip}:{port} --name tickpack-{id}";
 
 /// Parses `256MiB`, `1GiB`, `512M`, `1048576`.
+/// A size error of [`parse_bytes`], said of the disk limit.
+fn disk_size(e: FleetError) -> FleetError {
+    let FleetError::Invalid(m) = e;
+    FleetError::Invalid(m.replacen("memory size", "disk size", 1))
+}
+
 pub fn parse_bytes(s: &str) -> Result<u64, FleetError> {
     let t = s.trim();
     let split = t
@@ -277,6 +290,11 @@ impl FleetFile {
             }
         }
         let memory = self.memory.as_deref().map(parse_bytes).transpose()?;
+        let disk = self
+            .disk
+            .as_deref()
+            .map(|d| parse_bytes(d).map_err(disk_size))
+            .transpose()?;
         if let Some(q) = self.cpu_quota {
             check_cpu_quota(q)?;
         }
@@ -288,6 +306,7 @@ impl FleetFile {
                 command: command.clone(),
                 memory_bytes: memory,
                 cpu_quota: self.cpu_quota,
+                disk_bytes: disk,
             })
             .collect();
         let mut seen = BTreeSet::new();
@@ -312,13 +331,16 @@ impl FleetFile {
                 check_cpu_quota(q)?;
                 inst.cpu_quota = Some(q);
             }
+            if let Some(d) = o.disk {
+                inst.disk_bytes = Some(parse_bytes(&d).map_err(disk_size)?);
+            }
         }
         if backend == Backend::Process
-            && instances
-                .iter()
-                .any(|i| i.memory_bytes.is_some() || i.cpu_quota.is_some())
+            && instances.iter().any(|i| {
+                i.memory_bytes.is_some() || i.cpu_quota.is_some() || i.disk_bytes.is_some()
+            })
         {
-            return bad("memory and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
+            return bad("memory, disk and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
         }
         let mut allow_host_ports = self.allow_host_ports.unwrap_or_default();
         if allow_host_ports.contains(&0) {
@@ -448,9 +470,11 @@ mod tests {
             backend = "netns"
             net = "macvlan"
             memory = "256MiB"
+            disk = "32MiB"
             [[instance]]
             id = 3
             memory = "64MiB"
+            disk = "8MiB"
             command = "/opt/game/run -port {port} +ip {ip}"
             "#,
         )
@@ -459,6 +483,8 @@ mod tests {
         assert_eq!(c.run_dir, Path::new("/run/tickpack/h1"));
         assert_eq!(c.instances[0].memory_bytes, Some(256 << 20));
         assert_eq!(c.instances[2].memory_bytes, Some(64 << 20));
+        assert_eq!(c.instances[0].disk_bytes, Some(32 << 20));
+        assert_eq!(c.instances[2].disk_bytes, Some(8 << 20));
         assert!(c.instances[2].command.starts_with("/opt/game/run"));
         assert_eq!(c.health, Health::Tickpack);
         assert!(c.allow_host_ports.is_empty(), "closed by default");
@@ -479,6 +505,8 @@ mod tests {
             ("command = \"srv {address}\"", "{address}"),
             ("instances = 2\n[[instance]]\nid = 9", "override"),
             ("backend = \"process\"\nmemory = \"64MiB\"", "netns backend"),
+            ("backend = \"process\"\ndisk = \"64MiB\"", "netns backend"),
+            ("disk = \"lots\"", "disk size"),
             ("reserved_cpus = \"a-b\"", "reserved CPU"),
             ("cpu_quota = -2.0", "cpu_quota"),
             ("colour = \"blue\"", "colour"),

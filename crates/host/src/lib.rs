@@ -9,8 +9,12 @@
 //!   instance firewall (nftables).
 //! - [`leftover`]: finding what a killed supervisor left (recorded PIDs, the
 //!   firewall table).
+//! - [`spawn`]: starts one instance in its namespaces (mounts, hostname,
+//!   PIDs) through the instance init; [`confine`]: what the command may
+//!   still do there (no capabilities, no new privileges, seccomp).
 
 pub mod cgroup;
+pub mod confine;
 pub mod fleet;
 pub mod leftover;
 pub mod netpath;

@@ -15,7 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -126,6 +126,10 @@ fn pid_alive(pid: u32) -> bool {
 /// records list, then anything else carrying its prefix.
 pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     let mut removed = vec![];
+    if std::fs::symlink_metadata(&cfg.run_dir).is_ok() {
+        // Records in a directory someone else controls could name anything.
+        owned_dir(&cfg.run_dir)?;
+    }
     let state_path = cfg.run_dir.join("state.json");
     if let Ok(text) = std::fs::read_to_string(&state_path) {
         if let Ok(rec) = serde_json::from_str::<StateRecord>(&text) {
@@ -185,6 +189,56 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     Ok(removed)
 }
 
+/// Where instance `id`'s output goes: `RUN_DIR/logs/ID.log`, in a directory
+/// only root can write, so an instance cannot point it elsewhere.
+pub fn log_path(run_dir: &Path, id: u32) -> PathBuf {
+    run_dir.join("logs").join(format!("{id}.log"))
+}
+
+/// Creates the run dir and makes it root's own (0700): instances (and other
+/// users) can neither read the records nor place links in it. Refuses a
+/// run dir that is a link or belongs to someone else, whose owner could
+/// swap what root writes there.
+fn secure_run_dir(dir: &Path) -> Result<(), HostError> {
+    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+    real_dir(dir)?;
+    private_dir(dir)
+}
+
+/// `path` is a directory itself, not a link to one.
+fn real_dir(path: &Path) -> Result<std::fs::Metadata, HostError> {
+    let m = std::fs::symlink_metadata(path).map_err(io(format!("reading {}", path.display())))?;
+    if !m.file_type().is_dir() {
+        return Err(HostError::Isolation(format!(
+            "{} is not a directory (a link or a file); refusing to use it",
+            path.display()
+        )));
+    }
+    Ok(m)
+}
+
+/// A directory owned by us, mode 0700.
+fn private_dir(path: &Path) -> Result<(), HostError> {
+    owned_dir(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+        .map_err(io(format!("chmod 700 {}", path.display())))
+}
+
+/// A directory (not a link) owned by us.
+fn owned_dir(path: &Path) -> Result<(), HostError> {
+    let m = real_dir(path)?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me {
+        return Err(HostError::Isolation(format!(
+            "{} belongs to uid {}, not to us (uid {me}); choose another --run-dir",
+            path.display(),
+            m.uid()
+        )));
+    }
+    Ok(())
+}
+
 fn is_tickpack(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|c| String::from_utf8_lossy(&c).contains("tickpack"))
@@ -199,6 +253,11 @@ impl Supervisor {
                 "the netns backend needs root (namespaces, cgroups, links); run as root or use --backend process".into(),
             ));
         }
+        secure_run_dir(&cfg.run_dir)?;
+        // Absolute and free of links: the instance's mounts name it.
+        let mut cfg = cfg;
+        cfg.run_dir = std::fs::canonicalize(&cfg.run_dir)
+            .map_err(io(format!("resolving {}", cfg.run_dir.display())))?;
         let left = recover(&cfg)?;
         let mut sup = Supervisor {
             record: StateRecord {
@@ -271,8 +330,11 @@ impl Supervisor {
 
     fn bring_up(&mut self) -> Result<(), HostError> {
         let dir = self.cfg.run_dir.clone();
-        std::fs::create_dir_all(dir.join("instances"))
-            .map_err(io(format!("creating {}", dir.display())))?;
+        for sub in ["instances", "logs"] {
+            let d = dir.join(sub);
+            std::fs::create_dir_all(&d).map_err(io(format!("creating {}", d.display())))?;
+            private_dir(&d)?;
+        }
         self.save()?;
 
         let topo = Topology::read(Path::new("/sys"))
@@ -326,8 +388,11 @@ impl Supervisor {
             let idir = dir.join("instances").join(spec.id.to_string());
             std::fs::create_dir_all(&idir).map_err(io(format!("creating {}", idir.display())))?;
             if self.cfg.backend == Backend::Netns {
+                // `instances/` is root's, so the instance cannot swap its
+                // directory for a link; lchown and the check hold anyway.
                 let uid = USER_BASE + spec.id;
-                std::os::unix::fs::chown(&idir, Some(uid), Some(uid))
+                real_dir(&idir)?;
+                std::os::unix::fs::lchown(&idir, Some(uid), Some(uid))
                     .map_err(io(format!("chown {}", idir.display())))?;
                 std::fs::set_permissions(&idir, std::fs::Permissions::from_mode(0o700))
                     .map_err(io(format!("chmod {}", idir.display())))?;
@@ -430,7 +495,7 @@ impl Supervisor {
         let spec = Spec {
             argv,
             workdir: i.dir.clone(),
-            log: i.dir.join("output.log"),
+            log: log_path(&self.cfg.run_dir, i.spec.id),
             cpus: (!isolated && self.cfg.placement != placement::Policy::None)
                 .then(|| i.cpus.clone()),
             cgroup_procs,
@@ -439,6 +504,8 @@ impl Supervisor {
                     netns,
                     hostname: Some(format!("tp{}-{}", self.cfg.name, i.spec.id)),
                     user: Some((USER_BASE + i.spec.id, USER_BASE + i.spec.id)),
+                    hide: Some(self.cfg.run_dir.clone()),
+                    disk_bytes: i.spec.disk_bytes,
                 }
             } else {
                 Isolation::default()
@@ -487,6 +554,15 @@ impl Supervisor {
             i.child = None;
             let mut why = describe_exit(status);
             if let Some(cg) = &i.cgroup {
+                // The instance dies whole: whatever outlived its init (a
+                // server whose death signal did not fire, its children) is
+                // killed before a restart could find its port taken.
+                if let Err(e) = cg.kill_all() {
+                    events.push(format!(
+                        "instance {}: killing what was left of it: {e}",
+                        i.spec.id
+                    ));
+                }
                 let u = cg.usage();
                 if u.oom_kills > i.oom_kills {
                     i.oom_kills = u.oom_kills;
@@ -813,7 +889,18 @@ fn write_state(dir: &Path, record: &StateRecord) -> Result<(), HostError> {
     let path = dir.join("state.json");
     let tmp = dir.join(".state.json.tmp");
     let body = serde_json::to_vec_pretty(record).expect("state serializes");
-    std::fs::write(&tmp, body).map_err(io(format!("writing {}", tmp.display())))?;
+    // Root never follows a link here (the run dir is root's own, but the
+    // records are written in one place only, with O_NOFOLLOW).
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(io(format!("writing {}", tmp.display())))?;
+    f.write_all(&body)
+        .map_err(io(format!("writing {}", tmp.display())))?;
     std::fs::rename(&tmp, &path).map_err(io(format!("writing {}", path.display())))
 }
 

@@ -73,6 +73,10 @@ pub struct UpArgs {
     /// Memory limit per instance, e.g. 256MiB (netns).
     #[arg(long, allow_hyphen_values = true)]
     pub memory: Option<String>,
+    /// Working directory size limit per instance, e.g. 64MiB (netns): a tmpfs
+    /// of that size, emptied at every start, counted as the instance's memory.
+    #[arg(long)]
+    pub disk: Option<String>,
     /// Health check: tickpack (stats over the wire) or none.
     #[arg(long)]
     pub health: Option<String>,
@@ -158,6 +162,7 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         command,
         cpu_quota,
         memory,
+        disk,
         health,
         name,
         run_dir
