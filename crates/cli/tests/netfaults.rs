@@ -212,11 +212,7 @@ impl Host {
 
     /// Waits (at most 20 s) until instance `id`'s output holds `needle`.
     fn wait_output(&self, id: u32, needle: &str) -> String {
-        let log = self
-            .run_dir()
-            .join("instances")
-            .join(id.to_string())
-            .join("output.log");
+        let log = self.run_dir().join("logs").join(format!("{id}.log"));
         let t0 = Instant::now();
         loop {
             let out = std::fs::read_to_string(&log).unwrap_or_default();
