@@ -17,11 +17,8 @@ fn exe() -> &'static str {
 
 fn signal(pid: u32, sig: libc::c_int) {
     // SAFETY: kill(2) on a child this test started and has not reaped.
-    assert_eq!(
-        unsafe { libc::kill(pid as i32, sig) },
-        0,
-        "kill {pid} {sig}"
-    );
+    let rc = unsafe { libc::kill(pid as i32, sig) };
+    assert_eq!(rc, 0, "kill {pid} {sig}");
 }
 
 /// A child killed (and thawed first, so SIGKILL is not left pending on a
