@@ -78,8 +78,12 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         connected: o.connected as u32,
         cmd_rate_hz: cfg.cmd_rate_hz.unwrap_or(f64::from(o.tick_hz)),
         tick_hz: o.tick_hz,
-        duration_s: cfg.duration.as_secs_f64(),
+        duration_s: match o.interrupted_us {
+            Some(at) => at.clamp(o.window.0, o.window.1).saturating_sub(o.window.0) as f64 / 1e6,
+            None => cfg.duration.as_secs_f64(),
+        },
         warmup_s: cfg.warmup.as_secs_f64(),
+        interrupted: o.interrupted_us.is_some_and(|at| at < o.window.1),
         load_generator_cpus: cfg.cpus.clone(),
         load_generator_threads: cfg.threads.min(cfg.players) as u32,
         load_generator_cpu_s: o.cpu_time_ns as f64 / 1e9,

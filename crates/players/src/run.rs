@@ -44,7 +44,17 @@ pub struct Outcome {
     pub errors: Vec<String>,
     pub cpu_time_ns: u64,
     pub started_us: u64,
+    /// The measured window, in this process's monotonic microseconds.
+    pub window: (u64, u64),
+    /// When `stop` was seen (Ctrl-C, SIGTERM), if the run was interrupted:
+    /// the measured span then ends there.
+    pub interrupted_us: Option<u64>,
 }
+
+/// After an interruption the players stop sending but keep reading this
+/// long, so the snapshots of the ticks before the interruption can arrive
+/// and be judged (an outage just before Ctrl-C must not be hidden).
+const INTERRUPT_DRAIN_US: u64 = 200_000;
 
 struct Epoll(OwnedFd);
 
@@ -132,6 +142,8 @@ pub fn run(
         errors: vec![],
         cpu_time_ns: 0,
         started_us: start,
+        window,
+        interrupted_us: None,
     };
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for r in results {
@@ -140,6 +152,10 @@ pub fn run(
         out.connected += t.connected;
         out.tick_hz = out.tick_hz.max(t.tick_hz);
         out.cpu_time_ns += t.cpu_time_ns;
+        out.interrupted_us = match (out.interrupted_us, t.interrupted_us) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         for e in t.errors {
             *reasons.entry(e).or_default() += 1;
         }
@@ -157,6 +173,7 @@ struct ThreadOut {
     tick_hz: u32,
     errors: Vec<String>,
     cpu_time_ns: u64,
+    interrupted_us: Option<u64>,
 }
 
 fn thread_main(
@@ -219,7 +236,7 @@ fn thread_main(
     let mut batch = RecvBatch::new(16, 2048.max(cfg.ping_size + 64));
     let mut buf = Vec::with_capacity(2048);
     let deadline_us = cfg.loss_deadline.as_micros() as u64;
-    let end = window.1 + deadline_us;
+    let mut end = window.1 + deadline_us;
     let epfd = [epoll.0.as_raw_fd()];
     let mut was_connected = vec![false; players.len()];
     let mut next_check = 0u64;
@@ -241,14 +258,16 @@ fn thread_main(
         }
     };
 
-    let mut interrupted = false;
+    let mut interrupted: Option<u64> = None;
     loop {
         let now = now_us();
-        if now >= end {
-            break;
+        if interrupted.is_none() && stop.load(Ordering::Relaxed) {
+            // Stop sending, but read a little longer: the span ends here and
+            // the snapshots of its last ticks are still on their way.
+            interrupted = Some(now);
+            end = end.min(now + INTERRUPT_DRAIN_US.min(deadline_us));
         }
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
+        if now >= end {
             break;
         }
         if now >= next_check {
@@ -259,7 +278,7 @@ fn thread_main(
             }
         }
         // Send everything due.
-        let sending = now < window.1;
+        let sending = now < window.1 && interrupted.is_none();
         while let Some(&Reverse((due, i))) = heap.peek() {
             if due > now {
                 break;
@@ -347,12 +366,10 @@ fn thread_main(
     let now = now_us();
     // The span ends where the window does, even if every player gave up
     // early (the rest of the window is then an outage); only an interrupted
-    // run ends it sooner, where commands still had their full deadline.
-    let span_end = if interrupted {
-        window.1.min(now.saturating_sub(deadline_us))
-    } else {
-        window.1
-    };
+    // run ends it sooner: where it was interrupted (the drain after that let
+    // the last ticks' snapshots arrive; commands whose deadline had not run
+    // out by the end are judged only if reflected).
+    let span_end = interrupted.map_or(window.1, |at| window.1.min(at));
     let mut errors = vec![];
     let tick_hz = players.iter().map(|p| p.tick_hz).max().unwrap_or(0);
     let hint = if tick_hz > 0 {
@@ -374,5 +391,6 @@ fn thread_main(
         tick_hz,
         errors,
         cpu_time_ns: tickpack_net::cpu::thread_cpu_time_ns() - cpu0,
+        interrupted_us: interrupted,
     })
 }

@@ -188,8 +188,13 @@ pub struct PlayersResult {
     pub cmd_rate_hz: f64,
     /// Tick rate the servers announced.
     pub tick_hz: u32,
+    /// Seconds measured: the planned duration, or less if interrupted.
     pub duration_s: f64,
     pub warmup_s: f64,
+    /// The run was interrupted (Ctrl-C, SIGTERM) before its planned end;
+    /// everything up to the interruption was still judged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// CPUs the load generator was pinned to (empty: not pinned).
     pub load_generator_cpus: Vec<usize>,
     pub load_generator_threads: u32,

@@ -234,11 +234,12 @@ pub fn loss(r: &PlayersResult) -> Option<String> {
 pub fn print_summary(r: &PlayersResult) {
     let w = 26;
     println!(
-        "{}/{} players connected to {}; {:.1} s measured after {:.1} s warm-up; commands at {} Hz, server tick {} Hz",
+        "{}/{} players connected to {}; {:.1} s measured{} after {:.1} s warm-up; commands at {} Hz, server tick {} Hz",
         r.connected,
         r.players,
         r.targets.join(", "),
         r.duration_s,
+        if r.interrupted { " (interrupted)" } else { "" },
         r.warmup_s,
         r.cmd_rate_hz,
         r.tick_hz
