@@ -248,6 +248,7 @@ ans seccomp "$(awk '/^Seccomp:/{print $2}' /proc/self/status)"
 ans capbnd "$(awk '/^CapBnd:/{print $2}' /proc/self/status)"
 ans capeff "$(awk '/^CapEff:/{print $2}' /proc/self/status)"
 ans uid "$(id -u)"
+ans nproc "$(awk '/^Max processes/{print $3 "/" $4}' /proc/self/limits)"
 ans suid_euid "$("$suid" -u 2>&1)"
 ans read_state "$(yn cat "$run/state.json")"
 ans run_dir_list "$(ls -A "$run" 2>&1 | tr '\n' ' ')"
@@ -344,6 +345,11 @@ fn an_instance_gets_nothing_the_host_did_not_give_it() {
         );
     }
     assert_eq!(get("uid"), "200001", "runs as its own uid: {show}");
+    assert_eq!(
+        get("nproc"),
+        "512/512",
+        "a per-instance process limit it cannot raise (no fork bomb takes every PID): {show}"
+    );
     assert_eq!(get("nnp"), "1", "NoNewPrivs: {show}");
     assert_eq!(get("seccomp"), "2", "a seccomp filter: {show}");
     assert_eq!(

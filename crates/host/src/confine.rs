@@ -206,6 +206,26 @@ pub fn drop_bounding_set() -> Result<(), ConfineError> {
     Ok(())
 }
 
+/// Processes and threads one instance may have at once: its uid is its
+/// own (`USER_BASE + id`), so the kernel's per-uid RLIMIT_NPROC is a
+/// per-instance limit, and a fork bomb in one instance cannot take every PID
+/// of the machine from the host, the supervisor and the other instances.
+/// Game servers run a few threads; 512 leaves room for scripts around them.
+pub const MAX_PROCESSES: u64 = 512;
+
+/// Sets RLIMIT_NPROC (soft and hard) to [`MAX_PROCESSES`]: without
+/// CAP_SYS_RESOURCE it can never be raised again. Allocation-free.
+pub fn limit_processes() -> Result<(), ConfineError> {
+    let lim = libc::rlimit {
+        rlim_cur: MAX_PROCESSES,
+        rlim_max: MAX_PROCESSES,
+    };
+    // SAFETY: setrlimit reads one rlimit struct that lives on this stack.
+    sys("limiting processes (RLIMIT_NPROC)", unsafe {
+        libc::setrlimit(libc::RLIMIT_NPROC, &lim)
+    })
+}
+
 /// Sets no_new_privs: exec never grants privileges again (setuid bits and
 /// file capabilities are ignored); also what lets an unprivileged process
 /// install a seccomp filter.

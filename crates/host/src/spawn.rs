@@ -675,6 +675,9 @@ fn run_command(
         return fail("no_new_privs", &e);
     }
     if let Some((u, g)) = user {
+        if let Err(e) = confine::limit_processes() {
+            return fail("process limit", &e);
+        }
         if let Err(e) = drop_privileges(u, g) {
             return fail(&format!("switching to uid {u} gid {g}"), &e);
         }
