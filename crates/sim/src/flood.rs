@@ -83,27 +83,49 @@ pub struct FloodLimits {
     pub source_slots: usize,
 }
 
+impl FloodLimits {
+    /// Pings answered per second to each unproven source by default: a
+    /// `tickpack ping` run of 20 000 round trips fits in the burst.
+    pub const DEFAULT_PING_PER_S: u32 = 20_000;
+
+    /// Sets the ping rate per unproven source (burst: one second's worth)
+    /// and the global ping budget to 2.5 times it; `0` lifts both limits.
+    pub fn with_ping_rate(mut self, per_s: u32) -> Self {
+        let i = Ask::Ping.index();
+        if per_s == 0 {
+            self.per_source[i] = Rate::new(u32::MAX, u32::MAX);
+            self.global[i] = Rate::new(u32::MAX, u32::MAX);
+        } else {
+            self.per_source[i] = Rate::new(per_s, per_s);
+            let all = per_s.saturating_mul(5) / 2;
+            self.global[i] = Rate::new(all, all);
+        }
+        self
+    }
+}
+
 impl Default for FloodLimits {
     /// Far above what players, server browsers and the host's health check
     /// ask (a connect is 2 requests, a browser query 2, a health check 1/s),
-    /// far below what costs a tick its deadline. Pings are cheap echoes and
-    /// `tickpack ping` sends them closed-loop, so they get more room.
+    /// far below what costs a tick its deadline. Pings are cheap same-size
+    /// echoes that `tickpack ping` sends closed-loop, so they get more room.
     fn default() -> Self {
         Self {
             per_source: [
                 Rate::new(20, 40),
                 Rate::new(20, 40),
                 Rate::new(20, 20),
-                Rate::new(100_000, 1_000),
+                Rate::new(0, 0),
             ],
             global: [
                 Rate::new(2_000, 4_000),
                 Rate::new(2_000, 4_000),
                 Rate::new(1_000, 1_000),
-                Rate::new(100_000, 2_000),
+                Rate::new(0, 0),
             ],
-            source_slots: 4096,
+            source_slots: 2048,
         }
+        .with_ping_rate(Self::DEFAULT_PING_PER_S)
     }
 }
 
@@ -260,6 +282,16 @@ mod tests {
         assert!(!b.take(r, 0), "going back in time must not refill");
         assert!(!b.take(r, 5_500_000));
         assert!(b.take(r, 6_000_001));
+    }
+
+    #[test]
+    fn ping_rate_sets_both_limits_and_zero_lifts_them() {
+        let l = FloodLimits::default().with_ping_rate(1_000);
+        let i = Ask::Ping.index();
+        assert_eq!(l.per_source[i], Rate::new(1_000, 1_000));
+        assert_eq!(l.global[i], Rate::new(2_500, 2_500));
+        let mut g = FloodGuard::new(FloodLimits::default().with_ping_rate(0), 1);
+        assert!((0..1_000_000).all(|_| g.admit(0, addr(1), Ask::Ping)));
     }
 
     #[test]
