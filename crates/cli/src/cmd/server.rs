@@ -167,22 +167,30 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let mut due = now_ns() + interval_ns;
     let mut next_metrics = now_ns();
     let mut drains = DrainCounters::default();
+    // The last drain ran up to the tick's due time (the socket never
+    // emptied): no need to drain again before the tick.
+    let mut drained_to_due = false;
 
     while !stop.load(Ordering::Relaxed) && stop_at.is_none_or(|s| now_ns() < s) {
         match waiter.wait(&fds, due).code(Code::Runtime)? {
             Wake::Readable(_) => {
                 // Drain until the tick is due, never past it: once the
                 // deadline passes, the wait returns at once for the tick.
-                drains.count(receive(&sock, &mut server, &mut rx, &mut tx, due));
+                let end = receive(&sock, &mut server, &mut rx, &mut tx, due);
+                drains.count(end);
+                drained_to_due = end == DrainEnd::Deadline;
                 continue;
             }
             Wake::Deadline => {}
         }
         let start = now_ns();
-        // Datagrams that arrived while we slept to the deadline (plain
-        // timer) or spun before it: a short slice of the tick at most.
-        let slice = start + interval_ns / PRE_TICK_SLICE;
-        drains.count(receive(&sock, &mut server, &mut rx, &mut tx, slice));
+        if !drained_to_due {
+            // Datagrams that arrived while we slept to the deadline (plain
+            // timer) or spun before it: a short slice of the tick at most.
+            let slice = start + interval_ns / PRE_TICK_SLICE;
+            drains.count(receive(&sock, &mut server, &mut rx, &mut tx, slice));
+        }
+        drained_to_due = false;
         server.tick(start / 1000, due / 1000);
         server.drain_transmits(|to, bytes| tx.push(to, bytes));
         let _ = tx.flush(&sock);
