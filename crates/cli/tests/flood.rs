@@ -127,13 +127,15 @@ fn a_connectionless_flood_costs_players_nothing_and_is_counted() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start players");
-    // Bounded: 100 000 datagrams/s for 2.5 s from one socket, on the
-    // players' core, starting once the players are in.
+    // Bounded: 50 000 datagrams/s for 2.5 s from one socket, on the
+    // players' core, starting once the players are in. (Far more than any
+    // bucket admits; far less than the server drains, so the players' loss
+    // stays certain on a busy 2-core machine.)
     std::thread::sleep(Duration::from_millis(1_200));
     let flood = Command::new(exe())
         .args(["__flood", "--target", &target])
         .args(["--kind", "hello,a2s-info,stats,ping,connect"])
-        .args(["--rate", "100000", "--duration", "2500ms", "--cpu", "0"])
+        .args(["--rate", "50000", "--duration", "2500ms", "--cpu", "0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -153,7 +155,7 @@ fn a_connectionless_flood_costs_players_nothing_and_is_counted() {
         .nth(3)
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("flood summary: {flood_text}"));
-    assert!(sent > 100_000, "the flood ran: {flood_text}");
+    assert!(sent > 50_000, "the flood ran: {flood_text}");
 
     let out = players.wait_with_output().unwrap();
     let doc: Value =
@@ -181,7 +183,7 @@ fn a_connectionless_flood_costs_players_nothing_and_is_counted() {
     // ... and in the metrics (refreshed once a second).
     std::thread::sleep(Duration::from_millis(1_200));
     let body = http_get(&metrics);
-    // Pings are allowed 20 000/s per source: this flood's 20 000/s stay within.
+    // Pings are allowed 20 000/s per source: this flood's 10 000/s stay within.
     for ask in ["handshake", "a2s", "stats"] {
         let n = sample(
             &body,
