@@ -16,7 +16,10 @@
 #
 # Usage: scripts/bench-flood.sh [ROUNDS=3] [SECONDS=5] [QOS_MS=15] [RATE=400000]
 # SERVER=path/to/tickpack runs another build's server (e.g. an older one)
-# against the same players and flooder.
+# against the same players and flooder. SERVER_WRAP="chrt -f 10" runs the
+# server under a wrapper that execs it (a diagnostic: real-time priority shows
+# what the server does when other work on its CPU cannot preempt it);
+# PLAYERS_WRAP does the same for the players (they share CPU 0 with the flooder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -46,7 +49,7 @@ trap cleanup EXIT INT TERM
 # One run: kind, rate (0: none, max: as fast as the sender goes). Appends a row to $tmp/rows.
 run() {
   local kind=$1 r=$2 label=$3
-  "$server_bin" server --bind 127.0.0.1:0 --cpu "$scpu" >"$tmp/s.out" 2>"$tmp/s.err" &
+  ${SERVER_WRAP:-} "$server_bin" server --bind 127.0.0.1:0 --cpu "$scpu" >"$tmp/s.out" 2>"$tmp/s.err" &
   local spid=$!
   pids=("$spid")
   local addr=""
@@ -67,7 +70,7 @@ run() {
     fpid=$!
     pids+=("$fpid")
   fi
-  "$tp" players --target "$addr" --players 12 --duration "${secs}s" --warmup 1s \
+  ${PLAYERS_WRAP:-} "$tp" players --target "$addr" --players 12 --duration "${secs}s" --warmup 1s \
     --cpus "$ccpu" --quiet --json "$tmp/p.json" >/dev/null 2>&1 || true
   [ -z "$fpid" ] || wait "$fpid" 2>/dev/null || true
   # The server's CPU over its life (the 1 s warm-up, the measured window).
@@ -93,7 +96,7 @@ PY
   tail -1 "$tmp/rows"
 }
 
-echo "# connectionless floods vs 12 players: server ($server_bin) on CPU $scpu; players and flooder on CPU $ccpu"
+echo "# connectionless floods vs 12 players: server (${SERVER_WRAP:+$SERVER_WRAP }$server_bin) on CPU $scpu; players${PLAYERS_WRAP:+ ($PLAYERS_WRAP)} and flooder on CPU $ccpu"
 echo "# ${secs} s measured per run, QoS: p99 transaction latency <= ${qos_ms} ms, nothing lost; load: $(uptime | sed 's/.*load/load/')"
 echo "# columns: section kind flood_pps p99_ms snaps_lost cmds_lost connected rate_limited kernel_drops overruns server_cpu_% verdict"
 for r in $(seq "$rounds"); do
