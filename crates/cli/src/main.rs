@@ -84,6 +84,9 @@ enum Command {
     Host(cmd::host::Args),
     #[command(name = "__instance-init", hide = true)]
     InstanceInit(cmd::host::InitArgs),
+    /// A bounded flood of connectionless requests to a loopback server (benchmarks, tests).
+    #[command(name = "__flood", hide = true)]
+    Flood(cmd::flood::Args),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +102,7 @@ fn main() -> ExitCode {
         Command::Latency(a) => cmd::latency::run(a),
         Command::Host(a) => cmd::host::run(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
+        Command::Flood(a) => cmd::flood::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

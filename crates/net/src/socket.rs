@@ -119,6 +119,35 @@ impl UdpSocket {
         self.inner.send_buffer_size()
     }
 
+    /// Datagrams the kernel dropped on this socket since it was created,
+    /// mostly because the receive buffer was full (`SO_MEMINFO`'s drop
+    /// counter; it wraps at 2^32). One cheap syscall: fine once a second.
+    pub fn drops(&self) -> io::Result<u64> {
+        // Not in the libc crate; the same value on every Linux architecture.
+        const SO_MEMINFO: libc::c_int = 55;
+        let mut info = [0u32; 16];
+        let mut len = mem::size_of_val(&info) as libc::socklen_t;
+        // SAFETY: `info` is a live, writable buffer of `len` bytes and `len`
+        // a live socklen_t; the kernel writes at most `len` bytes into it.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.inner.as_raw_fd(),
+                libc::SOL_SOCKET,
+                SO_MEMINFO,
+                info.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let i = libc::SK_MEMINFO_DROPS as usize;
+        if (len as usize) < (i + 1) * mem::size_of::<u32>() {
+            return Err(io::Error::other("SO_MEMINFO without a drop counter"));
+        }
+        Ok(u64::from(info[i]))
+    }
+
     /// Sends one datagram to `to`. A full send buffer gives `WouldBlock`.
     pub fn send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<usize> {
         self.inner.send_to(buf, &to.into())
@@ -591,6 +620,23 @@ mod tests {
             out.extend(batch.iter().map(|(a, b)| (a, b.to_vec())));
         }
         out
+    }
+
+    #[test]
+    fn drops_count_what_a_full_receive_buffer_turned_away() {
+        let small = SocketOptions {
+            recv_buffer: Some(4096),
+            ..Default::default()
+        };
+        let rx = UdpSocket::bind(localhost(), &small).unwrap();
+        assert_eq!(rx.drops().unwrap(), 0);
+        let tx = bind();
+        // Far more than a 4 KiB buffer holds; nobody reads.
+        for _ in 0..200 {
+            let _ = tx.send_to(&[7; 1000], rx.local_addr());
+        }
+        let drops = rx.drops().unwrap();
+        assert!((100..=200).contains(&drops), "drops {drops}");
     }
 
     #[test]

@@ -9,12 +9,16 @@
 //! - [`server`]: connections (challenge, token, accept), commands applied at
 //!   the next tick, per-player delta snapshots, A2S queries, stats, and the
 //!   anti-amplification rule.
+//! - [`flood`]: token buckets per source and global budgets for what
+//!   unproven sources may ask (hello, connect, A2S, stats, ping).
 //!
 //! Order: [`Server::new`], then per loop iteration [`Server::handle`] for
 //! each datagram, [`Server::tick`] when a tick is due and
 //! [`Server::record_frame`] after it, and [`Server::drain_transmits`].
 
+pub mod flood;
 pub mod server;
 pub mod world;
 
+pub use flood::{Ask, FloodCounters, FloodLimits, Rate};
 pub use server::{Counters, Server, ServerConfig};

@@ -26,6 +26,7 @@ use tickpack_wire::{
     ServerStats, Snapshot, TokenKey, PROTOCOL_VERSION,
 };
 
+use crate::flood::{Ask, FloodCounters, FloodGuard, FloodLimits};
 use crate::world::{CostProfile, World, WorldConfig};
 
 /// Snapshots kept per player as delta baselines.
@@ -51,6 +52,8 @@ pub struct ServerConfig {
     /// A player not heard from for this long is dropped.
     pub timeout_us: u64,
     pub seed: u64,
+    /// What unproven sources may ask, per source and in all (see [`crate::flood`]).
+    pub flood: FloodLimits,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +69,7 @@ impl Default for ServerConfig {
             cost: CostProfile::default(),
             timeout_us: 5_000_000,
             seed: 1,
+            flood: FloodLimits::default(),
         }
     }
 }
@@ -109,6 +113,8 @@ pub struct Counters {
     pub commands: u64,
     pub overruns: u64,
     pub ticks: u64,
+    /// Requests from unproven sources dropped by the flood limits.
+    pub flood: FloodCounters,
 }
 
 /// The server state machine.
@@ -134,6 +140,9 @@ pub struct Server {
     records: Vec<u8>,
     /// CPU time reported by the I/O layer, for stats.
     cpu_time_us: u64,
+    /// Datagrams the kernel dropped on the socket, reported by the I/O layer.
+    socket_drops: u64,
+    flood: FloodGuard,
 }
 
 impl Server {
@@ -149,7 +158,10 @@ impl Server {
             world.add_player(BOT_ID_BASE + i, true);
         }
         let hist = || Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
+        // The slot hash key: secret and per start, like the token key.
+        let flood_key = u64::from_le_bytes(secret[24..].try_into().expect("8 bytes"));
         Self {
+            flood: FloodGuard::new(cfg.flood.clone(), flood_key),
             clients: (0..cfg.max_players).map(|_| None).collect(),
             cfg,
             key: TokenKey::new(secret),
@@ -169,6 +181,7 @@ impl Server {
             scratch: Vec::new(),
             records: Vec::new(),
             cpu_time_us: 0,
+            socket_drops: 0,
         }
     }
 
@@ -177,7 +190,10 @@ impl Server {
     }
 
     pub fn counters(&self) -> Counters {
-        self.counters
+        Counters {
+            flood: self.flood.counters(),
+            ..self.counters
+        }
     }
 
     /// Connected human players.
@@ -206,6 +222,11 @@ impl Server {
     /// Lets the I/O layer report process CPU time for stats.
     pub fn set_cpu_time_us(&mut self, us: u64) {
         self.cpu_time_us = us;
+    }
+
+    /// Lets the I/O layer report the socket's kernel drop count for stats.
+    pub fn set_socket_drops(&mut self, drops: u64) {
+        self.socket_drops = drops;
     }
 
     fn queue(&mut self, dest: SocketAddr, p: &Packet<'_>) {
@@ -258,6 +279,12 @@ impl Server {
             return;
         };
         let slot = self.by_addr.get(&from).copied();
+        // Flood limits, before any work: only for sources not connected.
+        if let (None, Some(ask)) = (slot, unproven_ask(&dgram)) {
+            if !self.flood.admit(now_us, from, ask) {
+                return;
+            }
+        }
         match dgram {
             Datagram::Query(q) => self.handle_query(now_us, from, data.len(), q),
             Datagram::Game(Packet::Hello { version, nonce }) => {
@@ -641,6 +668,21 @@ impl Server {
             packets_out: self.counters.packets_out,
             malformed: self.counters.malformed,
             cpu_time_us: self.cpu_time_us,
+            rate_limited: self.flood.counters().total(),
+            socket_drops: self.socket_drops,
         }
+    }
+}
+
+/// What a datagram from a source that is not connected asks the server to
+/// answer, if anything (see [`crate::flood`]). Datagrams that get no answer
+/// (commands and disconnects from strangers, garbage) are only counted.
+fn unproven_ask(d: &Datagram<'_>) -> Option<Ask> {
+    match d {
+        Datagram::Query(_) => Some(Ask::Query),
+        Datagram::Game(Packet::Hello { .. } | Packet::Connect { .. }) => Some(Ask::Handshake),
+        Datagram::Game(Packet::StatsRequest { .. }) => Some(Ask::Stats),
+        Datagram::Game(Packet::Ping { .. }) => Some(Ask::Ping),
+        Datagram::Game(_) => None,
     }
 }

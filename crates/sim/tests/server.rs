@@ -462,3 +462,157 @@ fn skipped_tick_slots_leave_gaps_in_tick_numbers() {
     h.server.drain_transmits(|to, b| v.push((to, b.to_vec())));
     assert_eq!(tick_of(&v), first + 3);
 }
+
+/// Requests an unproven source can send, one of each kind.
+fn unproven_asks() -> Vec<(&'static str, Vec<u8>)> {
+    let mut a2s_info = vec![];
+    a2s::Query::Info { challenge: None }.encode(&mut a2s_info);
+    vec![
+        (
+            "hello",
+            Packet::Hello {
+                version: PROTOCOL_VERSION,
+                nonce: 1,
+            }
+            .to_vec(),
+        ),
+        ("a2s", a2s_info),
+        ("stats", Packet::StatsRequest { nonce: 1 }.to_vec()),
+        (
+            "ping",
+            Packet::Ping {
+                nonce: 1,
+                client_time_us: 0,
+                len: 64,
+            }
+            .to_vec(),
+        ),
+    ]
+}
+
+#[test]
+fn a_flood_from_one_source_gets_at_most_its_buckets_and_others_are_still_served() {
+    let mut h = Harness::new(ServerConfig::default());
+    let limits = h.server.config().flood.clone();
+    let flooder = addr(66);
+    let secs = 5;
+    // 5 s of virtual time; every 10 us one request of each kind: 100 kHz each.
+    let mut answered = [0u64; 4];
+    let mut sent = 0u64;
+    let asks = unproven_asks();
+    for step in 0..(secs * 100_000) {
+        h.now += 10;
+        for (k, (_, req)) in asks.iter().enumerate() {
+            h.server.handle(h.now, flooder, req);
+            sent += 1;
+            answered[k] += h.out().len() as u64;
+        }
+        if step % 1000 == 0 {
+            h.server.tick(h.now, h.now);
+            let _ = h.out();
+        }
+    }
+    for (k, (name, _)) in asks.iter().enumerate() {
+        let r = limits.per_source[k];
+        let most = u64::from(r.burst) + secs * u64::from(r.per_s) + 1;
+        assert!(
+            answered[k] <= most,
+            "{name}: {} answers to one flooding source, at most {most} allowed",
+            answered[k]
+        );
+    }
+    // Counted: everything not answered was dropped by the limits.
+    let c = h.server.counters();
+    assert_eq!(c.flood.total(), sent - answered.iter().sum::<u64>());
+    let stats = h.server.stats(h.now);
+    assert_eq!(stats.rate_limited, c.flood.total());
+    // A second source is served at once, for every kind.
+    for (name, req) in &asks {
+        let r = h.send_raw(addr(67), req);
+        assert_eq!(r.len(), 1, "{name} from a quiet source went unanswered");
+    }
+    // And can still connect.
+    h.connect(addr(68));
+}
+
+#[test]
+fn connected_players_are_never_rate_limited() {
+    let mut h = Harness::new(ServerConfig::default());
+    let players: Vec<SocketAddr> = (1..=12).map(addr).collect();
+    for &p in &players {
+        h.connect(p);
+    }
+    let flooder = addr(66);
+    let asks = unproven_asks();
+    let ping = &asks[3].1;
+    let mut seq = 0;
+    for _ in 0..200 {
+        seq += 1;
+        // Between two ticks: a flood, each player's command, and far more
+        // pings per player than any unproven source may have answered.
+        for i in 0..2_000 {
+            let (_, req) = &asks[i % asks.len()];
+            h.server.handle(h.now, flooder, req);
+        }
+        let _ = h.out();
+        for &p in &players {
+            h.server.handle(h.now, p, &command(seq, None));
+            for _ in 0..1_500 {
+                h.server.handle(h.now, p, ping);
+            }
+            let pongs = h.out();
+            assert_eq!(
+                pongs.len(),
+                1_500,
+                "a connected player's pings were dropped"
+            );
+        }
+        let out = h.tick();
+        for &p in &players {
+            let snap = snapshot_for(&out, p);
+            let Packet::Snapshot(s) = Packet::decode(&snap).unwrap() else {
+                unreachable!()
+            };
+            assert_eq!(s.last_cmd_seq, Some(seq), "{p}'s command was not applied");
+        }
+    }
+    let c = h.server.counters();
+    assert_eq!(c.commands, 12 * 200);
+    assert!(c.flood.total() > 0, "the flood was not counted");
+}
+
+#[test]
+fn health_checks_are_answered_during_floods() {
+    let mut h = Harness::new(ServerConfig::default());
+    let health = SocketAddr::from(([198, 18, 0, 1], 50_000));
+    let asks = unproven_asks();
+    let mut answered = 0;
+    let secs = 30u64;
+    for s in 0..secs {
+        // A second of flood: stats from one source at 50 kHz, and hellos,
+        // A2S queries and pings from 20 000 different ports at 50 kHz.
+        for i in 0..50_000u64 {
+            h.now += 20;
+            h.server.handle(h.now, addr(66), &asks[2].1);
+            let port = 1024 + ((s * 50_000 + i) % 20_000) as u16;
+            let from = SocketAddr::from(([10, 9, 9, 9], port));
+            let other = [0, 1, 3][(i % 3) as usize];
+            h.server.handle(h.now, from, &asks[other].1);
+            if i % 1_000 == 0 {
+                let _ = h.out();
+            }
+        }
+        let _ = h.out();
+        // The host's health check, once a second.
+        let r = h.send(health, Packet::StatsRequest { nonce: s });
+        answered += r
+            .iter()
+            .filter(|(a, b)| {
+                *a == health && matches!(Packet::decode(b), Ok(Packet::Stats(st)) if st.nonce == s)
+            })
+            .count();
+    }
+    assert_eq!(answered as u64, secs, "health checks went unanswered");
+    let c = h.server.counters().flood;
+    assert!(c.source_limited[2] > 0 && c.budget_limited.iter().sum::<u64>() > 0);
+}

@@ -193,6 +193,12 @@ pub struct ServerStats {
     pub malformed: u64,
     /// CPU time used by the server process (microseconds).
     pub cpu_time_us: u64,
+    /// Requests from unproven sources (hello, connect, A2S, stats, ping)
+    /// dropped by the server's flood limits.
+    pub rate_limited: u64,
+    /// Datagrams the kernel dropped because the server's receive buffer was
+    /// full (the server fell behind).
+    pub socket_drops: u64,
 }
 
 /// One tickpack datagram.
@@ -376,6 +382,8 @@ impl Packet<'_> {
                     s.packets_out,
                     s.malformed,
                     s.cpu_time_us,
+                    s.rate_limited,
+                    s.socket_drops,
                 ] {
                     w.u64(v);
                 }
@@ -533,6 +541,11 @@ impl<'a> Packet<'a> {
                     &mut s.cpu_time_us,
                 ] {
                     *f = r.u64()?;
+                }
+                // Flood counters came later: a reply without them reads as 0.
+                if r.remaining() >= 16 {
+                    s.rate_limited = r.u64()?;
+                    s.socket_drops = r.u64()?;
                 }
                 Packet::Stats(s)
             }

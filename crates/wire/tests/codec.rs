@@ -78,6 +78,30 @@ fn short_hello_and_connect_are_rejected() {
 }
 
 #[test]
+fn stats_carry_the_flood_counters() {
+    let stats = ServerStats {
+        nonce: 5,
+        malformed: 3,
+        cpu_time_us: 9,
+        rate_limited: 123_456,
+        socket_drops: 789,
+        ..Default::default()
+    };
+    let bytes = roundtrip(&Packet::Stats(stats));
+    assert!(bytes.len() <= STATS_REQUEST_LEN, "must not amplify");
+    // A reply from a server without flood counters still decodes, as zeros.
+    let old = Packet::decode(&bytes[..bytes.len() - 16]).expect("decodes");
+    assert_eq!(
+        old,
+        Packet::Stats(ServerStats {
+            rate_limited: 0,
+            socket_drops: 0,
+            ..stats
+        })
+    );
+}
+
+#[test]
 fn long_names_are_truncated_on_a_char_boundary() {
     let name = "é".repeat(40); // 80 bytes
     let bytes = Packet::Connect {

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod demo;
+pub mod flood;
 pub mod host;
 pub mod latency;
 pub mod ping;

@@ -7,6 +7,8 @@
 //! record how long the tick took. A second thread, only with `--metrics`,
 //! serves Prometheus text from a copy refreshed once a second.
 
+mod drain;
+
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,10 +22,19 @@ use tickpack_net::clock::{now_ns, now_us};
 use tickpack_net::socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket};
 use tickpack_net::wait::{WaitMode, Waiter, Wake};
 use tickpack_sim::world::CostProfile;
-use tickpack_sim::{Server, ServerConfig};
+use tickpack_sim::{Ask, FloodLimits, Server, ServerConfig};
 
 use super::{check_cpus, parse_addr, parse_positive_duration};
 use crate::exit::{Code, Failure, WithCode};
+use drain::{DrainCounters, DrainEnd, DrainLimit};
+
+/// Datagrams per `recvmmsg`.
+const RECV_BATCH: usize = 64;
+/// Most datagrams one drain takes before the loop looks at its clock,
+/// signals and metrics again (the tick deadline usually stops it first).
+const DRAIN_MAX: usize = 8192;
+/// The drain just before a tick takes at most 1/this of the tick interval.
+const PRE_TICK_SLICE: u64 = 10;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Timer {
@@ -74,6 +85,12 @@ pub struct Args {
     /// Seed of the world (map layout, bots).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Pings answered per second to each source that is not a connected
+    /// player (2.5x that to all of them together); 0 lifts the limit, e.g.
+    /// for long `tickpack ping` runs. Hellos, connects, A2S queries and stats
+    /// requests have fixed limits (docs/design.md, Trust).
+    #[arg(long, default_value_t = FloodLimits::DEFAULT_PING_PER_S)]
+    pub ping_limit: u32,
 }
 
 fn parse_cost(s: &str) -> Result<CostProfile, String> {
@@ -104,6 +121,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         port: local.port(),
         cost: a.cost,
         seed: a.seed,
+        flood: FloodLimits::default().with_ping_rate(a.ping_limit),
         ..Default::default()
     };
     let mut secret = [0u8; 32];
@@ -142,7 +160,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         Timer::Plain => WaitMode::Plain,
     };
     let mut waiter = Waiter::new(mode).code(Code::Runtime)?;
-    let mut rx = RecvBatch::new(32, 2048);
+    let mut rx = RecvBatch::new(RECV_BATCH, 2048);
     let mut tx = SendBatch::new();
     let fds = [std::os::fd::AsRawFd::as_raw_fd(&sock)];
     let interval_ns = 1_000_000_000 / u64::from(a.tick_hz);
@@ -152,33 +170,31 @@ pub fn run(a: Args) -> Result<(), Failure> {
         .map(|d| now_ns().saturating_add(d.as_nanos() as u64));
     let mut due = now_ns() + interval_ns;
     let mut next_metrics = now_ns();
-
-    let drain = |server: &mut Server, rx: &mut RecvBatch, tx: &mut SendBatch| {
-        while let Ok(n) = sock.recv_batch(rx) {
-            let now = now_us();
-            for (from, data) in rx.iter() {
-                server.handle(now, from, data);
-            }
-            // A short batch means the socket is empty: skip the extra call.
-            if n < rx.capacity() {
-                break;
-            }
-        }
-        server.drain_transmits(|to, bytes| tx.push(to, bytes));
-        let _ = tx.flush(&sock);
-    };
+    let mut drains = DrainCounters::default();
+    // The last drain ran up to the tick's due time (the socket never
+    // emptied): no need to drain again before the tick.
+    let mut drained_to_due = false;
 
     while !stop.load(Ordering::Relaxed) && stop_at.is_none_or(|s| now_ns() < s) {
         match waiter.wait(&fds, due).code(Code::Runtime)? {
             Wake::Readable(_) => {
-                drain(&mut server, &mut rx, &mut tx);
+                // Drain until the tick is due, never past it: once the
+                // deadline passes, the wait returns at once for the tick.
+                let end = receive(&sock, &mut server, &mut rx, &mut tx, due);
+                drains.count(end);
+                drained_to_due = end == DrainEnd::Deadline;
                 continue;
             }
             Wake::Deadline => {}
         }
         let start = now_ns();
-        // Datagrams that arrived while we slept to the deadline (plain timer).
-        drain(&mut server, &mut rx, &mut tx);
+        if !drained_to_due {
+            // Datagrams that arrived while we slept to the deadline (plain
+            // timer) or spun before it: a short slice of the tick at most.
+            let slice = start + interval_ns / PRE_TICK_SLICE;
+            drains.count(receive(&sock, &mut server, &mut rx, &mut tx, slice));
+        }
+        drained_to_due = false;
         server.tick(start / 1000, due / 1000);
         server.drain_transmits(|to, bytes| tx.push(to, bytes));
         let _ = tx.flush(&sock);
@@ -193,24 +209,64 @@ pub fn run(a: Args) -> Result<(), Failure> {
         if end >= next_metrics {
             next_metrics = end + 1_000_000_000;
             server.set_cpu_time_us(tickpack_net::cpu::process_cpu_time_ns() / 1000);
+            if let Ok(d) = sock.drops() {
+                server.set_socket_drops(d);
+            }
             if a.metrics.is_some() {
-                *metrics.lock().expect("metrics lock") = prometheus_text(&server, end / 1000);
+                *metrics.lock().expect("metrics lock") =
+                    prometheus_text(&server, &drains, end / 1000);
             }
         }
     }
     server.shutdown();
     server.drain_transmits(|to, bytes| tx.push(to, bytes));
     let _ = tx.flush(&sock);
+    if let Ok(d) = sock.drops() {
+        server.set_socket_drops(d);
+    }
     let s = server.stats(now_us());
     eprintln!(
-        "tickpack server stopped after {} ticks: frame p99 {} us, tick lateness p99 {} us, {} overruns, {} malformed datagrams dropped",
-        s.tick, s.frame_p99_us, s.lateness_p99_us, s.overruns, s.malformed
+        "tickpack server stopped after {} ticks: frame p99 {} us, tick lateness p99 {} us, {} overruns, {} malformed datagrams dropped, {} requests rate-limited, {} dropped by the kernel (receive buffer full)",
+        s.tick, s.frame_p99_us, s.lateness_p99_us, s.overruns, s.malformed, s.rate_limited, s.socket_drops
     );
     Ok(())
 }
 
+/// Receives and handles datagrams until the socket is empty, the drain's
+/// budget is spent or `deadline_ns` passes, then sends what the server
+/// queued; returns why the drain stopped.
+fn receive(
+    sock: &UdpSocket,
+    server: &mut Server,
+    rx: &mut RecvBatch,
+    tx: &mut SendBatch,
+    deadline_ns: u64,
+) -> DrainEnd {
+    let limit = DrainLimit {
+        max_datagrams: DRAIN_MAX,
+        deadline_ns,
+    };
+    let capacity = rx.capacity();
+    let (_, end) = drain::drain(
+        &limit,
+        capacity,
+        || {
+            let n = sock.recv_batch(rx)?;
+            let now = now_us();
+            for (from, data) in rx.iter() {
+                server.handle(now, from, data);
+            }
+            Ok(n)
+        },
+        now_ns,
+    );
+    server.drain_transmits(|to, bytes| tx.push(to, bytes));
+    let _ = tx.flush(sock);
+    end
+}
+
 /// Prometheus text exposition of one server.
-pub fn prometheus_text(server: &Server, now_us: u64) -> String {
+pub fn prometheus_text(server: &Server, drains: &DrainCounters, now_us: u64) -> String {
     let s = server.stats(now_us);
     let c = server.counters();
     let mut t = String::new();
@@ -287,6 +343,39 @@ pub fn prometheus_text(server: &Server, now_us: u64) -> String {
         "counter",
         "Replies withheld from unproven sources.",
         &one(c.amplification_drops as f64),
+    );
+    let limited = |by: &[u64; 4]| -> Vec<(String, f64)> {
+        Ask::ALL
+            .iter()
+            .map(|k| (format!("{{ask=\"{}\"}}", k.name()), by[k.index()] as f64))
+            .collect()
+    };
+    metric(
+        "tickpack_rate_limited_source_total",
+        "counter",
+        "Requests from unproven sources dropped because their source exceeded its own rate.",
+        &limited(&c.flood.source_limited),
+    );
+    metric(
+        "tickpack_rate_limited_global_total",
+        "counter",
+        "Requests from unproven sources dropped because all unproven sources together exceeded the global budget.",
+        &limited(&c.flood.budget_limited),
+    );
+    metric(
+        "tickpack_socket_drops_total",
+        "counter",
+        "Datagrams the kernel dropped because the receive buffer was full.",
+        &one(s.socket_drops as f64),
+    );
+    metric(
+        "tickpack_drain_cut_total",
+        "counter",
+        "Receive drains stopped before the socket was empty, so the tick runs on time.",
+        &[
+            ("{reason=\"deadline\"}".to_string(), drains.deadline as f64),
+            ("{reason=\"budget\"}".to_string(), drains.budget as f64),
+        ],
     );
     metric(
         "tickpack_cpu_seconds_total",

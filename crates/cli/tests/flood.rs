@@ -1,0 +1,202 @@
+//! End to end on 127.0.0.1: a flood of connectionless requests (hello, A2S,
+//! stats, ping) from one local sender while 12 players play. What is
+//! certain is checked: the players lose nothing, the server's health check
+//! is answered during the flood, and the flood shows in the stats and the
+//! Prometheus metrics. Latency under flood is a benchmark figure
+//! (scripts/bench-flood.sh), not asserted here.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tickpack_wire::{Packet, ServerStats};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tickpack")
+}
+
+fn server_cpu() -> String {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (n - 1).to_string()
+}
+
+/// A server child, killed by PID when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let mut child = Command::new(exe())
+            .args(["server", "--bind", "127.0.0.1:0", "--cpu", &server_cpu()])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .expect("read server banner");
+        let addr = line
+            .strip_prefix("tickpack server listening on ")
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("unexpected banner {line:?}"))
+            .parse()
+            .unwrap();
+        Server { child, addr }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One stats request from a fresh socket, as the host's health check sends
+/// it; a few tries, 300 ms each.
+fn health_check(target: SocketAddr) -> Option<ServerStats> {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    for nonce in 0..5 {
+        s.send_to(&Packet::StatsRequest { nonce }.to_vec(), target)
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline {
+            if let Ok((n, _)) = s.recv_from(&mut buf) {
+                if let Ok(Packet::Stats(st)) = Packet::decode(&buf[..n]) {
+                    return Some(st);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn http_get(addr: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body
+}
+
+/// The value of one Prometheus sample line `name{labels} value`.
+fn sample(body: &str, series: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in metrics:\n{body}"))
+}
+
+#[test]
+fn a_connectionless_flood_costs_players_nothing_and_is_counted() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let server = Server::start(&["--metrics", &metrics, "--bots", "4", "--cost", "light"]);
+    let target = server.addr.to_string();
+    let json = std::env::temp_dir().join(format!("tp-flood-e2e-{}.json", std::process::id()));
+    let players = Command::new(exe())
+        .args(["players", "--target", &target, "--players", "12"])
+        .args([
+            "--duration",
+            "4s",
+            "--warmup",
+            "1s",
+            "--cpus",
+            "0",
+            "--quiet",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start players");
+    // Bounded: 50 000 datagrams/s for 2.5 s from one socket, on the
+    // players' core, starting once the players are in. (Far more than any
+    // bucket admits; far less than the server drains, so the players' loss
+    // stays certain on a busy 2-core machine.)
+    std::thread::sleep(Duration::from_millis(1_200));
+    let flood = Command::new(exe())
+        .args(["__flood", "--target", &target])
+        .args(["--kind", "hello,a2s-info,stats,ping,connect"])
+        .args(["--rate", "50000", "--duration", "2500ms", "--cpu", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start flood");
+    std::thread::sleep(Duration::from_millis(1_000));
+    // The host's health check keeps being answered during the flood.
+    let during = health_check(server.addr).expect("health check unanswered during the flood");
+    let flood = flood.wait_with_output().unwrap();
+    let flood_text = String::from_utf8_lossy(&flood.stdout);
+    assert!(
+        flood.status.success(),
+        "{flood_text}{}",
+        String::from_utf8_lossy(&flood.stderr)
+    );
+    let sent: u64 = flood_text
+        .split_whitespace()
+        .nth(3)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("flood summary: {flood_text}"));
+    assert!(sent > 50_000, "the flood ran: {flood_text}");
+
+    let out = players.wait_with_output().unwrap();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("players wrote JSON")).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let say = format!(
+        "{}{}\nflood: {flood_text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(doc["connected"], 12, "{say}");
+    assert!(doc["snapshots"]["received"].as_u64().unwrap() > 0, "{say}");
+    assert_eq!(doc["snapshots"]["lost"], 0, "snapshots lost: {say}");
+    assert!(doc["commands"]["sent"].as_u64().unwrap() > 0, "{say}");
+    assert_eq!(doc["commands"]["lost"], 0, "commands lost: {say}");
+
+    // Counted in the stats (the health check's view)...
+    let after = health_check(server.addr).expect("server answers after the flood");
+    assert!(
+        after.rate_limited > sent / 2,
+        "rate_limited {} of {sent} flood datagrams (during the flood: {})",
+        after.rate_limited,
+        during.rate_limited
+    );
+    // ... and in the metrics (refreshed once a second).
+    std::thread::sleep(Duration::from_millis(1_200));
+    let body = http_get(&metrics);
+    // Pings are allowed 20 000/s per source: this flood's 10 000/s stay within.
+    for ask in ["handshake", "a2s", "stats"] {
+        let n = sample(
+            &body,
+            &format!("tickpack_rate_limited_source_total{{ask=\"{ask}\"}}"),
+        );
+        assert!(n > 0.0, "{ask} not rate limited:\n{body}");
+    }
+    assert!(
+        body.contains("# TYPE tickpack_socket_drops_total counter"),
+        "{body}"
+    );
+    assert!(
+        body.contains("tickpack_drain_cut_total{reason=\"deadline\"}"),
+        "{body}"
+    );
+}
