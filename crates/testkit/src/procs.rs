@@ -1,0 +1,18 @@
+//! Processes seen through /proc.
+
+/// Whether `pid` is alive (not gone, not a zombie).
+pub fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_string()))
+        .is_some_and(|r| !r.starts_with('Z'))
+}
+
+/// The PIDs of `pid`'s children (empty if it is gone).
+pub fn children(pid: u64) -> Vec<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
