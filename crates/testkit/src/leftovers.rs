@@ -139,3 +139,23 @@ fn processes_binding(range_prefix: &str) -> Vec<String> {
     }
     found
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loopback_link_is_found_by_its_name_and_labelled() {
+        let found = Leftovers::of("lo").scan();
+        assert!(found.iter().any(|l| l == "link lo"), "{found:?}");
+    }
+
+    #[test]
+    fn a_prefix_nobody_uses_finds_nothing() {
+        let found = Leftovers::of("tp-testkit-unused-")
+            .routes(&["203.0.113.254/32"])
+            .processes_binding("203.0.113.254")
+            .scan();
+        assert_eq!(found, Vec::<String>::new());
+    }
+}

@@ -32,3 +32,17 @@ pub fn free_tcp_port() -> u16 {
         .unwrap()
         .port()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_free_udp_ports_can_be_bound_together() {
+        let base = free_udp_ports(3);
+        let held: Vec<UdpSocket> = (0..3)
+            .map(|i| UdpSocket::bind(("127.0.0.1", base + i)).unwrap())
+            .collect();
+        assert_eq!(held.len(), 3);
+    }
+}

@@ -16,3 +16,22 @@ pub fn children(pid: u64) -> Vec<u64> {
         .filter_map(|p| p.parse().ok())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_is_alive_until_killed_and_reaped() {
+        assert!(alive(u64::from(std::process::id())));
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = u64::from(child.id());
+        assert!(alive(pid));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!alive(pid));
+    }
+}
