@@ -55,14 +55,19 @@ impl Drop for Scratch {
     }
 }
 
-/// `host up` of netns instances on veth links with `args`, waiting until
-/// every instance is running; taken down (and checked for leftovers) on drop.
-fn host_up(name: &str, dir: &Path, args: &[&str]) -> Host {
+/// `host up` of netns instances on veth links with `args`, not waiting;
+/// taken down (and checked for leftovers) on drop.
+fn host_spawn(name: &str, dir: &Path, args: &[&str]) -> Host {
     let args: Vec<&str> = ["--backend", "netns", "--net", "veth"]
         .into_iter()
         .chain(args.iter().copied())
         .collect();
-    Host::up(name, dir, &args)
+    Host::spawn(name, dir, &args, Stdio::null())
+}
+
+/// [`host_spawn`], waiting until every instance is running.
+fn host_up(name: &str, dir: &Path, args: &[&str]) -> Host {
+    host_spawn(name, dir, args).running()
 }
 
 /// Waits for the probe of instance `id` to print its last answer (`end=1`)
@@ -283,14 +288,10 @@ exit 1
         target.display(),
         run.display()
     );
-    let mut host = Host::spawn(
+    let mut host = host_spawn(
         "i2",
         &run,
         &[
-            "--backend",
-            "netns",
-            "--net",
-            "veth",
             "--instances",
             "1",
             "--range",
@@ -300,7 +301,6 @@ exit 1
             "--command",
             &command,
         ],
-        Stdio::null(),
     );
     // Restarted at least twice: the links were in place for a restart.
     host.wait_for(
@@ -495,14 +495,10 @@ fn exec_failure_names_the_program_and_the_errno() {
     require_root(ROOT);
     let mut scratch = Scratch(vec![]);
     let run = scratch.dir("/var/tmp", "i6-run");
-    let host = Host::spawn(
+    let host = host_spawn(
         "i6",
         &run,
         &[
-            "--backend",
-            "netns",
-            "--net",
-            "veth",
             "--instances",
             "1",
             "--range",
@@ -512,7 +508,6 @@ fn exec_failure_names_the_program_and_the_errno() {
             "--command",
             "/nonexistent/tpi-game-server --port {port}",
         ],
-        Stdio::null(),
     );
     let want = "cannot exec /nonexistent/tpi-game-server: No such file or directory";
     let t0 = Instant::now();
