@@ -5,13 +5,13 @@
 //! Each command runs in an empty directory with `TMPDIR` inside it, so
 //! anything it wrote (results, run dirs, temp dirs) is seen afterwards.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
-}
+use support::{exe, tickpack, Leftovers};
 
 /// An empty working directory (with an empty `tmp/` for TMPDIR).
 fn workdir(name: &str) -> PathBuf {
@@ -41,23 +41,10 @@ fn contents(dir: &Path) -> Vec<String> {
     out
 }
 
-/// Network namespaces and links whose name starts with `prefix`.
+/// Network namespaces, links, tables and cgroups whose name starts with
+/// `prefix`.
 fn host_objects(prefix: &str) -> Vec<String> {
-    let mut found = vec![];
-    for args in [&["netns", "list"][..], &["-o", "link", "show"][..]] {
-        if let Ok(o) = Command::new("ip").args(args).output() {
-            for line in String::from_utf8_lossy(&o.stdout).lines() {
-                let name = match args[0] {
-                    "netns" => line.split_whitespace().next().unwrap_or(""),
-                    _ => line.split(':').nth(1).unwrap_or("").trim(),
-                };
-                if name.starts_with(prefix) {
-                    found.push(name.to_string());
-                }
-            }
-        }
-    }
-    found
+    Leftovers::of(prefix).scan()
 }
 
 /// Runs `cmd` (built for `dir`) and checks the rejection: exit code 2
@@ -122,12 +109,6 @@ fn expect_rejected(mut cmd: Command, dir: &Path, needles: &[&str]) {
         "{shown}: created {:?}",
         contents(dir)
     );
-}
-
-fn tickpack(args: &[&str]) -> Command {
-    let mut c = Command::new(exe());
-    c.args(args);
-    c
 }
 
 fn rejected(name: &str, args: &[&str], needles: &[&str]) {

@@ -1,18 +1,15 @@
 //! `tickpack bench`, `report` and `tco` end to end with the real binary.
 //! As root (CI) the ladder runs on the netns backend, otherwise on process.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
-}
+use support::{assert_success, exe, serial, text, Leftovers};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tp-bench-test-{name}-{}", std::process::id()));
@@ -25,32 +22,21 @@ fn read(path: &Path) -> Value {
         .expect("valid JSON")
 }
 
+/// What a bench (host name `bn`) left: namespaces, links, tables, cgroups.
 fn no_leftovers() -> Vec<String> {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    out.lines()
-        .filter(|l| l.starts_with("tpbn"))
-        .map(String::from)
-        .collect()
+    Leftovers::of("tpbn").scan()
 }
 
 #[test]
 fn quick_ladder_writes_a_result_that_report_renders() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let out_dir = tmp("quick");
     let out = Command::new(exe())
         .args(["bench", "--quick", "--cost", "light", "--out"])
         .arg(&out_dir)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = text(&out);
     let r = read(&out_dir.join("result.json"));
     assert_eq!(r["schema"], "tickpack.bench/1");
     assert_eq!(r["complete"], true, "{text}");
@@ -117,11 +103,7 @@ fn quick_ladder_writes_a_result_that_report_renders() {
         .arg(&html_path)
         .output()
         .unwrap();
-    assert!(
-        rep.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rep.stderr)
-    );
+    assert_success(&rep);
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(
         html.contains("<svg") && !html.contains("http://") && !html.contains("https://"),
@@ -146,7 +128,7 @@ fn quick_ladder_writes_a_result_that_report_renders() {
 
 #[test]
 fn an_interrupted_run_keeps_its_finished_steps() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let out_dir = tmp("int");
     let child = Command::new(exe())
         .args([
@@ -257,11 +239,7 @@ fn tco_reproduces_the_case_study_table() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let t: Value = serde_json::from_slice(&out.stdout).unwrap();
     // By hand: 1000 x 350 W x 8760 h = 3,066,000 kWh x 0.16 x 1.49 = 730,934.40;
     // ceil(1000/18) = 56 x 710 W x 8760 h = 348,297.6 kWh x 0.16 x 1.49 = 83,034.15.

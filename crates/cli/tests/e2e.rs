@@ -4,19 +4,16 @@
 //! share the machine's two cores, so they run one at a time (a lock), with
 //! the server pinned to the last CPU and the players to the first.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
-}
+use support::{assert_one_error_line, exe, free_tcp_port, http_get_metrics, serial, text};
 
 fn cpus() -> (String, String) {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -106,14 +103,6 @@ fn players(target: SocketAddr, extra: &[&str]) -> (Output, Option<Value>) {
     (out, doc)
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// The QoS a LAN player expects, as far as a test can check it on a shared
 /// machine: nothing lost, and the median transaction within a tick + 2 ms.
 ///
@@ -175,7 +164,7 @@ fn within_attempts(mut attempt: impl FnMut() -> Result<(), String>) {
 
 #[test]
 fn twelve_players_lose_nothing_and_their_median_stays_within_a_tick_plus_2ms() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     within_attempts(|| {
         let mut server = Server::start(&["--tick-hz", "100", "--bots", "4", "--cost", "light"]);
         let (out, doc) = players(server.addr, &["--players", "12", "--duration", "4s"]);
@@ -216,7 +205,7 @@ fn twelve_players_lose_nothing_and_their_median_stays_within_a_tick_plus_2ms() {
 
 #[test]
 fn garbage_flood_neither_crashes_the_server_nor_costs_players_their_qos() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     within_attempts(garbage_flood_attempt);
 }
 
@@ -288,25 +277,23 @@ fn query_stats(target: SocketAddr) -> Option<tickpack_wire::ServerStats> {
 
 #[test]
 fn a_port_in_use_is_one_clear_line_and_exit_2() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let holder = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = holder.local_addr().unwrap();
     let out = Command::new(exe())
         .args(["server", "--bind", &addr.to_string()])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = assert_one_error_line(&out, &[2], &text(&out));
     assert!(
         err.contains(&addr.to_string()) && err.contains("in use"),
         "{err}"
     );
-    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
 }
 
 #[test]
 fn an_unreachable_target_is_reported_not_waited_on() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     // A port nobody listens on: bind and close it.
     let port = UdpSocket::bind("127.0.0.1:0")
         .unwrap()
@@ -341,7 +328,7 @@ fn an_unreachable_target_is_reported_not_waited_on() {
 
 #[test]
 fn malformed_flags_and_addresses_exit_2_with_a_message() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     for args in [
         vec!["players", "--target", "not-an-address"],
         vec!["players", "--target", "127.0.0.1:1", "--cmd-size", "10-5"],
@@ -358,13 +345,8 @@ fn malformed_flags_and_addresses_exit_2_with_a_message() {
 
 #[test]
 fn sigterm_tells_the_players_and_metrics_speak_prometheus() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let metrics = format!("127.0.0.1:{metrics_port}");
+    let _g = serial();
+    let metrics = format!("127.0.0.1:{}", free_tcp_port());
     let mut server = Server::start(&["--metrics", &metrics, "--bots", "2"]);
     let addr = server.addr;
     let players = std::thread::spawn(move || {
@@ -376,10 +358,10 @@ fn sigterm_tells_the_players_and_metrics_speak_prometheus() {
     // The metrics are refreshed once a second: wait until they show the
     // players rather than for a fixed time (a loaded machine is slower).
     let t_wait = Instant::now();
-    let mut body = http_get(&metrics);
+    let mut body = http_get_metrics(&metrics);
     while !body.contains("tickpack_players 4") && t_wait.elapsed() < Duration::from_secs(15) {
         std::thread::sleep(Duration::from_millis(100));
-        body = http_get(&metrics);
+        body = http_get_metrics(&metrics);
     }
     assert!(
         body.contains("# TYPE tickpack_ticks_total counter"),
@@ -404,18 +386,9 @@ fn sigterm_tells_the_players_and_metrics_speak_prometheus() {
     );
 }
 
-fn http_get(addr: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    body
-}
-
 #[test]
 fn valve_query_clients_list_the_server() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let probe = Command::new("python3").args(["-c", "import a2s"]).output();
     assert!(
         probe.map(|o| o.status.success()).unwrap_or(false),

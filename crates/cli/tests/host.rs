@@ -3,168 +3,22 @@
 //! host up in a temporary run dir and takes it down again, also when an
 //! assertion fails (a guard runs `host down`, which also removes leftovers).
 
+mod support;
+
 use std::net::{SocketAddr, UdpSocket};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+use support::host::{host_down, temp_run_dir, Host};
+use support::{
+    assert_one_error_line, assert_success, exe, free_tcp_port, free_udp_ports, http_get_metrics,
+    require_root, serial, Leftovers,
+};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
-}
-
-fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "this test needs root (namespaces, cgroups, links); CI runs it as root, run it with sudo"
-    );
-}
-
-/// A host brought up in the background; `down` on drop.
-struct Host {
-    name: String,
-    dir: PathBuf,
-    up: Child,
-}
-
-impl Host {
-    fn up(name: &str, args: &[&str]) -> Host {
-        let dir = std::env::temp_dir().join(format!("tp-host-test-{name}-{}", std::process::id()));
-        let up = Command::new(exe())
-            .args(["host", "up", "--name", name, "--run-dir"])
-            .arg(&dir)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start host up");
-        let h = Host {
-            name: name.into(),
-            dir,
-            up,
-        };
-        h.wait_for(
-            |s| {
-                s["instances"]
-                    .as_array()
-                    .is_some_and(|v| !v.is_empty() && v.iter().all(|i| i["state"] == "running"))
-            },
-            "all instances running",
-        );
-        h
-    }
-
-    fn status(&self) -> Option<Value> {
-        let out = Command::new(exe())
-            .args([
-                "host",
-                "status",
-                "--json",
-                "--name",
-                &self.name,
-                "--run-dir",
-            ])
-            .arg(&self.dir)
-            .output()
-            .ok()?;
-        serde_json::from_slice(&out.stdout).ok()
-    }
-
-    fn wait_for(&self, ok: impl Fn(&Value) -> bool, what: &str) -> Value {
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = self.status() {
-                if ok(&s) {
-                    return s;
-                }
-                assert!(
-                    t0.elapsed() < Duration::from_secs(15),
-                    "timed out waiting for {what}: {s:#}"
-                );
-            } else {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(15),
-                    "timed out waiting for {what}: no status"
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn down(&mut self) -> Output {
-        let out = Command::new(exe())
-            .args(["host", "down", "--name", &self.name, "--run-dir"])
-            .arg(&self.dir)
-            .output()
-            .expect("host down");
-        let t0 = Instant::now();
-        while self.up.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        out
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        if self.up.try_wait().ok().flatten().is_none() {
-            self.down();
-            let _ = self.up.kill();
-            let _ = self.up.wait();
-        }
-        // Removes leftovers even if the supervisor died.
-        let _ = Command::new(exe())
-            .args(["host", "down", "--name", &self.name, "--run-dir"])
-            .arg(&self.dir)
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn leftovers(prefix: &str) -> Vec<String> {
-    let mut found = vec![];
-    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    found.extend(
-        String::from_utf8_lossy(&netns.stdout)
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .map(String::from),
-    );
-    let links = Command::new("ip")
-        .args(["-o", "link", "show"])
-        .output()
-        .unwrap();
-    found.extend(
-        String::from_utf8_lossy(&links.stdout)
-            .lines()
-            .filter_map(|l| l.split(": ").nth(1))
-            .map(|n| n.split('@').next().unwrap_or(n).to_string())
-            .filter(|n| n.starts_with(prefix)),
-    );
-    for root in [
-        "/sys/fs/cgroup",
-        "/sys/fs/cgroup/memory",
-        "/sys/fs/cgroup/cpuset",
-        "/sys/fs/cgroup/cpu",
-        "/sys/fs/cgroup/cpuacct",
-    ] {
-        if let Ok(rd) = std::fs::read_dir(root) {
-            found.extend(
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with(prefix))
-                    .map(|n| format!("{root}/{n}")),
-            );
-        }
-    }
-    found
-}
+/// What these tests need root for.
+const ROOT: &str = "namespaces, cgroups, links";
 
 fn stats(addr: SocketAddr, timeout: Duration) -> bool {
     let s = UdpSocket::bind("0.0.0.0:0").unwrap();
@@ -200,15 +54,11 @@ fn addresses(s: &Value) -> Vec<String> {
 
 #[test]
 fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let metrics = format!("127.0.0.1:{metrics_port}");
-    let mut host = Host::up(
+    let _g = serial();
+    require_root(ROOT);
+    let metrics = format!("127.0.0.1:{}", free_tcp_port());
+    let mut host = Host::up_in_temp(
+        "host-test",
         "e1",
         &[
             "--instances",
@@ -266,11 +116,7 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     let doc: Value = serde_json::from_str(&text[text.find("{\n").unwrap()..]).unwrap();
     assert_eq!(doc["connected"], 8);
@@ -290,14 +136,7 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
     assert_eq!(st["instances"].as_array().unwrap().len(), 4);
     // Prometheus text for every instance.
     std::thread::sleep(Duration::from_millis(1_100));
-    let body = {
-        use std::io::{Read, Write};
-        let mut c = std::net::TcpStream::connect(&metrics).unwrap();
-        c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-        let mut b = String::new();
-        c.read_to_string(&mut b).unwrap();
-        b
-    };
+    let body = http_get_metrics(&metrics);
     assert!(body.contains("# TYPE tickpack_instance_up gauge"), "{body}");
     for id in 1..=4 {
         assert!(
@@ -308,20 +147,17 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
         );
     }
     let out = host.down();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let left = leftovers("tpe1");
+    assert_success(&out);
+    let left = Leftovers::of("tpe1").scan();
     assert!(left.is_empty(), "left behind: {:?}", left);
 }
 
 #[test]
 fn a_killed_instance_is_restarted_and_reachable_within_a_second() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    let host = Host::up(
+    let _g = serial();
+    require_root(ROOT);
+    let mut host = Host::up_in_temp(
+        "host-test",
         "e2",
         &["--instances", "2", "--backend", "netns", "--net", "veth"],
     );
@@ -377,8 +213,8 @@ fn a_killed_instance_is_restarted_and_reachable_within_a_second() {
 
 #[test]
 fn memory_limit_is_enforced_and_the_kill_reported() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     // Instance 2 runs a command that grows without bound: `tail` buffers a
     // "line" of zeros that never ends.
     let cfg = std::env::temp_dir().join(format!("tp-fleet-e3-{}.toml", std::process::id()));
@@ -387,20 +223,15 @@ fn memory_limit_is_enforced_and_the_kill_reported() {
         "instances = 2\nbackend = \"netns\"\nnet = \"veth\"\nhealth = \"none\"\ncommand = \"{tickpack} server --bind {ip}:{port} --cost light\"\n[[instance]]\nid = 2\nmemory = \"32MiB\"\ncommand = \"tail /dev/zero\"\n",
     )
     .unwrap();
-    let child = Command::new(exe())
-        .args(["host", "up", "--name", "e3", "--config"])
-        .arg(&cfg)
-        .arg("--run-dir")
-        .arg(std::env::temp_dir().join(format!("tp-host-test-e3-{}", std::process::id())))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let host = Host {
-        name: "e3".into(),
-        dir: std::env::temp_dir().join(format!("tp-host-test-e3-{}", std::process::id())),
-        up: child,
-    };
+    let dir = temp_run_dir("host-test", "e3");
+    let mut host = Host::spawn(
+        "e3",
+        &dir,
+        &["--config", cfg.to_str().unwrap()],
+        Stdio::null(),
+    )
+    .remove_on_drop(&dir)
+    .remove_on_drop(&cfg);
     let st = host.wait_for(
         |s| {
             s["instances"]
@@ -431,14 +262,13 @@ fn memory_limit_is_enforced_and_the_kill_reported() {
         st["instances"][0]["restarts"], 0,
         "the neighbour is unaffected"
     );
-    let _ = std::fs::remove_file(&cfg);
 }
 
 #[test]
 fn a_bad_config_is_one_clear_error_and_creates_nothing() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    let dir = std::env::temp_dir().join(format!("tp-host-test-e4-{}", std::process::id()));
+    let _g = serial();
+    require_root(ROOT);
+    let dir = temp_run_dir("host-test", "e4");
     for (args, needle) in [
         (vec!["--instances", "0"], "instances"),
         (vec!["--net", "wifi"], "wifi"),
@@ -452,15 +282,9 @@ fn a_bad_config_is_one_clear_error_and_creates_nothing() {
             .args(&args)
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            matches!(out.status.code(), Some(2) | Some(3)),
-            "{args:?}: {:?} {err}",
-            out.status
-        );
+        let err = assert_one_error_line(&out, &[2, 3], &format!("{args:?}"));
         assert!(err.contains(needle), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-        let left = leftovers("tpe4");
+        let left = Leftovers::of("tpe4").scan();
         assert!(left.is_empty(), "{args:?} left {:?}", left);
         assert!(!dir.join("control.sock").exists());
     }
@@ -469,9 +293,10 @@ fn a_bad_config_is_one_clear_error_and_creates_nothing() {
 
 #[test]
 fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    let mut first = Host::up(
+    let _g = serial();
+    require_root(ROOT);
+    let mut first = Host::up_in_temp(
+        "host-test",
         "e5",
         &["--instances", "2", "--backend", "netns", "--net", "macvlan"],
     );
@@ -484,26 +309,18 @@ fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
     first.up.kill().unwrap(); // SIGKILL: no clean-up happens
     first.up.wait().unwrap();
     assert!(
-        !leftovers("tpe5").is_empty(),
+        !Leftovers::of("tpe5").scan().is_empty(),
         "the killed supervisor left its namespaces behind"
     );
     // `down` without a supervisor removes what it left.
-    let out = Command::new(exe())
-        .args(["host", "down", "--name", "e5", "--run-dir"])
-        .arg(&first.dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = host_down("e5", &first.run_dir);
+    assert_success(&out);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("leftovers"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let left = leftovers("tpe5");
+    let left = Leftovers::of("tpe5").scan();
     assert!(left.is_empty(), "left: {:?}", left);
     for p in pids {
         // Gone, or a zombie waiting for the machine's init to reap it.
@@ -514,13 +331,15 @@ fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
         assert!(!alive, "instance {p} survived: {state}");
     }
     // And a new `up` after another kill -9 starts cleanly over the remains.
-    let mut second = Host::up(
+    let mut second = Host::up_in_temp(
+        "host-test",
         "e5",
         &["--instances", "2", "--backend", "netns", "--net", "bridge"],
     );
     second.up.kill().unwrap();
     second.up.wait().unwrap();
-    let third = Host::up(
+    let third = Host::up_in_temp(
+        "host-test",
         "e5",
         &["--instances", "1", "--backend", "netns", "--net", "veth"],
     );
@@ -533,15 +352,16 @@ fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
     );
     drop(third);
     drop(second);
-    let left = leftovers("tpe5");
+    let left = Leftovers::of("tpe5").scan();
     assert!(left.is_empty(), "left: {:?}", left);
 }
 
 #[test]
 fn process_backend_is_the_native_baseline_on_distinct_ports() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let base = free_udp_ports(3);
-    let host = Host::up(
+    let host = Host::up_in_temp(
+        "host-test",
         "e6",
         &[
             "--instances",
@@ -561,26 +381,4 @@ fn process_backend_is_the_native_baseline_on_distinct_ports() {
             "{a} answers"
         );
     }
-}
-
-/// The first of `n` consecutive UDP ports on 127.0.0.1 that are free now
-/// (a fixed port may be taken on the machine running the tests).
-fn free_udp_ports(n: u16) -> u16 {
-    for _ in 0..100 {
-        let base = std::net::UdpSocket::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if base.checked_add(n).is_none() {
-            continue;
-        }
-        let held: Vec<_> = (0..n)
-            .map_while(|i| std::net::UdpSocket::bind(("127.0.0.1", base + i)).ok())
-            .collect();
-        if held.len() == usize::from(n) {
-            return base;
-        }
-    }
-    panic!("no {n} consecutive free UDP ports on 127.0.0.1");
 }

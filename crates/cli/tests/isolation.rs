@@ -9,30 +9,20 @@
 //! removes the files the test made and checks nothing named after the host
 //! is left over, also when an assertion fails.
 
+mod support;
+
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use support::host::Host;
+use support::{children, require_root, serial};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
-}
-
-fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "this test needs root (namespaces, cgroups, mounts); CI runs it as root, run it with sudo"
-    );
-}
+/// What these tests need root for.
+const ROOT: &str = "namespaces, cgroups, mounts";
 
 /// Files and directories a test made; removed on drop.
 struct Scratch(Vec<PathBuf>);
@@ -46,6 +36,14 @@ impl Scratch {
         self.0.push(d.clone());
         d
     }
+
+    /// A fresh `/var/tmp/tpi-isolation-TEST-tools-PID` the instances may
+    /// read and run (0755).
+    fn tools(&mut self, test: &str) -> PathBuf {
+        let d = self.dir("/var/tmp", &format!("{test}-tools"));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        d
+    }
 }
 
 impl Drop for Scratch {
@@ -57,168 +55,38 @@ impl Drop for Scratch {
     }
 }
 
-/// A host brought up in the background. On drop: `host down`, then a check
-/// that nothing named `tp<name>` is left.
-struct Host {
-    name: String,
-    dir: PathBuf,
-    up: Child,
+/// `host up` of netns instances on veth links with `args`, not waiting;
+/// taken down (and checked for leftovers) on drop.
+fn host_spawn(name: &str, dir: &Path, args: &[&str]) -> Host {
+    let args: Vec<&str> = ["--backend", "netns", "--net", "veth"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    Host::spawn(name, dir, &args, Stdio::null())
 }
 
-impl Host {
-    /// `host up` with `args`, waiting until every instance is running.
-    fn up(name: &str, dir: &Path, args: &[&str]) -> Host {
-        let up = Command::new(exe())
-            .args(["host", "up", "--name", name, "--run-dir"])
-            .arg(dir)
-            .args(["--backend", "netns", "--net", "veth"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start host up");
-        let h = Host {
-            name: name.into(),
-            dir: dir.to_owned(),
-            up,
-        };
-        h.wait_for(
-            |s| {
-                s["instances"]
-                    .as_array()
-                    .is_some_and(|v| !v.is_empty() && v.iter().all(|i| i["state"] == "running"))
-            },
-            "all instances running",
+/// [`host_spawn`], waiting until every instance is running.
+fn host_up(name: &str, dir: &Path, args: &[&str]) -> Host {
+    host_spawn(name, dir, args).running()
+}
+
+/// Waits for the probe of instance `id` to print its last answer (`end=1`)
+/// to its log, and returns the answers.
+fn answers(host: &Host, id: u32) -> HashMap<String, String> {
+    let t0 = Instant::now();
+    let mut log = host.log(id);
+    while !log.lines().any(|l| l == "end=1") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "instance {id} printed no answers; its log:\n{log}"
         );
-        h
+        std::thread::sleep(Duration::from_millis(50));
+        log = host.log(id);
     }
-
-    fn status(&self) -> Option<Value> {
-        let out = Command::new(exe())
-            .args([
-                "host",
-                "status",
-                "--json",
-                "--name",
-                &self.name,
-                "--run-dir",
-            ])
-            .arg(&self.dir)
-            .output()
-            .ok()?;
-        serde_json::from_slice(&out.stdout).ok()
-    }
-
-    fn wait_for(&self, ok: impl Fn(&Value) -> bool, what: &str) -> Value {
-        let t0 = Instant::now();
-        loop {
-            let s = self.status();
-            if let Some(s) = &s {
-                if ok(s) {
-                    return s.clone();
-                }
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(15),
-                "timed out waiting for {what}: {s:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The host-side working directory of instance `id`.
-    fn instance_dir(&self, id: u32) -> PathBuf {
-        self.dir.join("instances").join(id.to_string())
-    }
-
-    /// The log of instance `id`.
-    fn log(&self, id: u32) -> String {
-        std::fs::read_to_string(self.dir.join("logs").join(format!("{id}.log"))).unwrap_or_default()
-    }
-
-    /// Waits for the probe of instance `id` to print its last answer
-    /// (`end=1`) to its log, and returns the answers.
-    fn answers(&self, id: u32) -> HashMap<String, String> {
-        let t0 = Instant::now();
-        let mut log = self.log(id);
-        while !log.lines().any(|l| l == "end=1") {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "instance {id} printed no answers; its log:\n{log}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-            log = self.log(id);
-        }
-        log.lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
-            .collect()
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = Command::new(exe())
-            .args(["host", "down", "--name", &self.name, "--run-dir"])
-            .arg(&self.dir)
-            .output();
-        let t0 = Instant::now();
-        while self.up.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(10)
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.up.kill();
-        let _ = self.up.wait();
-        // Once more: removes leftovers even if the supervisor died.
-        let _ = Command::new(exe())
-            .args(["host", "down", "--name", &self.name, "--run-dir"])
-            .arg(&self.dir)
-            .output();
-        let left = leftovers(&format!("tp{}", self.name));
-        if !std::thread::panicking() {
-            assert!(left.is_empty(), "left over after host down: {left:?}");
-        }
-    }
-}
-
-/// Namespaces, links and cgroups named with `prefix`.
-fn leftovers(prefix: &str) -> Vec<String> {
-    let mut found = vec![];
-    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    found.extend(
-        String::from_utf8_lossy(&netns.stdout)
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .map(String::from),
-    );
-    let links = Command::new("ip")
-        .args(["-o", "link", "show"])
-        .output()
-        .unwrap();
-    found.extend(
-        String::from_utf8_lossy(&links.stdout)
-            .lines()
-            .filter_map(|l| l.split(": ").nth(1))
-            .map(|n| n.split('@').next().unwrap_or(n).to_string())
-            .filter(|n| n.starts_with(prefix)),
-    );
-    for root in [
-        "/sys/fs/cgroup",
-        "/sys/fs/cgroup/memory",
-        "/sys/fs/cgroup/cpuset",
-        "/sys/fs/cgroup/cpu",
-        "/sys/fs/cgroup/cpuacct",
-    ] {
-        if let Ok(rd) = std::fs::read_dir(root) {
-            found.extend(
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with(prefix))
-                    .map(|n| format!("{root}/{n}")),
-            );
-        }
-    }
-    found
+    log.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
 }
 
 fn write_script(path: &Path, body: &str) {
@@ -267,11 +135,10 @@ exec sleep 600
 /// hide anyway), with a setuid-root copy of `id` on the root file system.
 #[test]
 fn an_instance_gets_nothing_the_host_did_not_give_it() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let mut scratch = Scratch(vec![]);
-    let tools = scratch.dir("/var/tmp", "i1-tools");
-    std::fs::set_permissions(&tools, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tools = scratch.tools("i1");
     let probe = tools.join("probe.sh");
     write_script(&probe, PROBE);
     let suid = tools.join("id");
@@ -288,7 +155,7 @@ fn an_instance_gets_nothing_the_host_did_not_give_it() {
         run.display(),
         suid.display()
     );
-    let host = Host::up(
+    let host = host_up(
         "i1",
         &run,
         &[
@@ -304,8 +171,8 @@ fn an_instance_gets_nothing_the_host_did_not_give_it() {
             &command,
         ],
     );
-    let a = host.answers(1);
-    let b = host.answers(2);
+    let a = answers(&host, 1);
+    let b = answers(&host, 2);
     let show = format!("instance 1: {a:#?}");
     let get = |k: &str| a.get(k).map(String::as_str).unwrap_or("(missing)");
 
@@ -397,11 +264,10 @@ fn an_instance_gets_nothing_the_host_did_not_give_it() {
 /// got its output written into any file on the next restart.
 #[test]
 fn an_instance_cannot_make_the_supervisor_write_its_log_into_a_root_file() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let mut scratch = Scratch(vec![]);
-    let tools = scratch.dir("/var/tmp", "i2-tools");
-    std::fs::set_permissions(&tools, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tools = scratch.tools("i2");
     let target = tools.join("root-only");
     std::fs::write(&target, "secret\n").unwrap();
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -428,27 +294,20 @@ exit 1
         target.display(),
         run.display()
     );
-    let up = Command::new(exe())
-        .args(["host", "up", "--name", "i2", "--run-dir"])
-        .arg(&run)
-        .args(["--backend", "netns", "--net", "veth", "--instances", "1"])
-        .args([
+    let mut host = host_spawn(
+        "i2",
+        &run,
+        &[
+            "--instances",
+            "1",
             "--range",
             "198.19.65.0/24",
             "--health",
             "none",
             "--command",
             &command,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let host = Host {
-        name: "i2".into(),
-        dir: run.clone(),
-        up,
-    };
+        ],
+    );
     // Restarted at least twice: the links were in place for a restart.
     host.wait_for(
         |s| s["instances"][0]["restarts"].as_u64().unwrap_or(0) >= 2,
@@ -476,11 +335,10 @@ exit 1
 /// instance's private /tmp hides.
 #[test]
 fn dir_placeholder_is_valid_inside_an_instance_with_a_run_dir_under_tmp() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let mut scratch = Scratch(vec![]);
-    let tools = scratch.dir("/var/tmp", "i3-tools");
-    std::fs::set_permissions(&tools, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tools = scratch.tools("i3");
     let script = tools.join("hello.sh");
     write_script(
         &script,
@@ -488,7 +346,7 @@ fn dir_placeholder_is_valid_inside_an_instance_with_a_run_dir_under_tmp() {
     );
     let run = scratch.dir("/tmp", "i3-run");
     let command = format!("/bin/sh {} {{dir}}", script.display());
-    let host = Host::up(
+    let host = host_up(
         "i3",
         &run,
         &[
@@ -513,15 +371,6 @@ fn dir_placeholder_is_valid_inside_an_instance_with_a_run_dir_under_tmp() {
         "hello from 200001\n",
         "the instance wrote {{dir}}/hello; its log: {log}"
     );
-}
-
-/// The server's PIDs: the children of the instance's init.
-fn children(pid: u64) -> Vec<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 /// Asks `addr` for stats until a server that started after `since` answers.
@@ -551,11 +400,11 @@ fn fresh_answer(addr: SocketAddr, since: Instant, deadline: Instant) -> Option<u
 /// the uid change), holding the port, so every restart failed.
 #[test]
 fn kill_9_of_the_init_kills_the_whole_instance_and_it_answers_again_within_a_second() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let mut scratch = Scratch(vec![]);
     let run = scratch.dir("/var/tmp", "i4-run");
-    let host = Host::up(
+    let mut host = host_up(
         "i4",
         &run,
         &["--instances", "1", "--range", "198.19.67.0/24"],
@@ -596,8 +445,8 @@ fn kill_9_of_the_init_kills_the_whole_instance_and_it_answers_again_within_a_sec
 /// swapped under root's feet: `host up` and `host down` refuse it.
 #[test]
 fn a_run_dir_owned_by_another_user_is_refused() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let mut scratch = Scratch(vec![]);
     let run = scratch.dir("/var/tmp", "i5-run");
     std::os::unix::fs::chown(&run, Some(4242), Some(4242)).unwrap();
@@ -606,20 +455,20 @@ fn a_run_dir_owned_by_another_user_is_refused() {
     let target = scratch.dir("/var/tmp", "i5-target");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     for (dir, says) in [(&run, "belongs to uid 4242"), (&link, "not a directory")] {
-        let up = Command::new(exe())
-            .args(["host", "up", "--name", "i5", "--backend", "process"])
-            .args(["--instances", "1", "--port", "27560", "--run-dir"])
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         // The guard takes the host down should it have come up after all.
-        let mut host = Host {
-            name: "i5".into(),
-            dir: dir.to_path_buf(),
-            up,
-        };
+        let mut host = Host::spawn(
+            "i5",
+            dir,
+            &[
+                "--backend",
+                "process",
+                "--instances",
+                "1",
+                "--port",
+                "27560",
+            ],
+            Stdio::piped(),
+        );
         let t0 = Instant::now();
         let code = loop {
             if let Some(st) = host.up.try_wait().unwrap() {
@@ -648,25 +497,24 @@ fn a_run_dir_owned_by_another_user_is_refused() {
 /// program or the reason.
 #[test]
 fn exec_failure_names_the_program_and_the_errno() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let mut scratch = Scratch(vec![]);
     let run = scratch.dir("/var/tmp", "i6-run");
-    let up = Command::new(exe())
-        .args(["host", "up", "--name", "i6", "--run-dir"])
-        .arg(&run)
-        .args(["--backend", "netns", "--net", "veth", "--instances", "1"])
-        .args(["--range", "198.19.68.0/24", "--health", "none"])
-        .args(["--command", "/nonexistent/tpi-game-server --port {port}"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let host = Host {
-        name: "i6".into(),
-        dir: run,
-        up,
-    };
+    let host = host_spawn(
+        "i6",
+        &run,
+        &[
+            "--instances",
+            "1",
+            "--range",
+            "198.19.68.0/24",
+            "--health",
+            "none",
+            "--command",
+            "/nonexistent/tpi-game-server --port {port}",
+        ],
+    );
     let want = "cannot exec /nonexistent/tpi-game-server: No such file or directory";
     let t0 = Instant::now();
     while !host.log(1).contains(want) && t0.elapsed() < Duration::from_secs(10) {

@@ -4,29 +4,22 @@
 //! `tplt1`/`tplt2`) and its own /22 of 198.19.0.0/16, and a guard removes
 //! leftovers even when an assertion fails.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
-}
+use support::{exe, require_root, serial, Leftovers};
 
 /// Fails loudly without root; then serializes the root tests (they read
 /// the same namespace and link lists, and share two CPUs).
 fn root() -> MutexGuard<'static, ()> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "this test builds network namespaces and links and needs root; CI runs it as root, run it with sudo"
-    );
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    require_root("it builds network namespaces and links");
+    serial()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -50,29 +43,10 @@ fn slash24s(base: &str) -> Vec<String> {
 }
 
 /// What an operator would see: namespaces (`ip netns list`), links
-/// (`ip -o link`) starting with `prefix`, and routes for the /24s.
+/// (`ip -o link`), tables and cgroups starting with `prefix`, and routes for
+/// the /24s.
 fn leftovers(prefix: &str, nets: &[String]) -> Vec<String> {
-    let mut v: Vec<String> = ip(&["netns", "list"])
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(prefix))
-        .map(|n| format!("netns {n}"))
-        .collect();
-    v.extend(
-        ip(&["-o", "link", "show"])
-            .lines()
-            .filter_map(|l| l.split(": ").nth(1))
-            .filter_map(|n| n.split('@').next())
-            .filter(|n| n.starts_with(prefix))
-            .map(|n| format!("link {n}")),
-    );
-    v.extend(
-        ip(&["-4", "route", "show", "table", "main"])
-            .lines()
-            .filter(|l| nets.iter().any(|n| l.contains(n.as_str())))
-            .map(|l| format!("route {l}")),
-    );
-    v
+    Leftovers::of(prefix).routes(nets).scan()
 }
 
 /// Removes whatever a failed run left (pass or fail), so one failure does
@@ -89,10 +63,11 @@ impl Drop for Sweep {
             let _ = match what {
                 "netns" => Command::new("ip").args(["netns", "del", name]).output(),
                 "link" => Command::new("ip").args(["link", "del", name]).output(),
-                _ => Command::new("ip")
+                "route" => Command::new("ip")
                     .args(["route", "del"])
                     .args(name.split_whitespace())
                     .output(),
+                _ => continue,
             };
         }
     }

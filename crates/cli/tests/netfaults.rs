@@ -5,252 +5,55 @@
 //! 198.19.128.0/20, and removes what it created also when it fails (guards
 //! run `host down`, which removes leftovers).
 
+mod support;
+
 use std::io::Write;
 use std::net::{TcpListener, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+use support::host::{host_down, Host};
+use support::{alive, exe, players_json, require_root, run, serial, text, Leftovers};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
-}
-
-fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "this test needs root (namespaces, cgroups, links, nftables); CI runs it as root, run it with sudo"
-    );
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn host_down(name: &str, dir: &Path) -> Output {
-    Command::new(exe())
-        .args(["host", "down", "--name", name, "--run-dir"])
-        .arg(dir)
-        .output()
-        .expect("host down")
-}
+/// What these tests need root for.
+const ROOT: &str = "namespaces, cgroups, links, nftables";
 
 /// Everything of host `name` on `range` (e.g. "198.19.128.") that exists:
 /// namespaces, links, the guard route, the nft table, cgroups, and processes
 /// whose command line binds an address of the range.
 fn leftovers(name: &str, range_prefix: &str) -> Vec<String> {
-    let prefix = format!("tp{name}");
-    let run = |args: &[&str]| {
-        Command::new(args[0])
-            .args(&args[1..])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    };
-    let mut found = vec![];
-    found.extend(
-        run(&["ip", "netns", "list"])
-            .lines()
-            .filter(|l| l.starts_with(&prefix))
-            .map(|l| format!("netns {l}")),
-    );
-    found.extend(
-        run(&["ip", "-o", "link", "show"])
-            .lines()
-            .filter_map(|l| l.split(": ").nth(1))
-            .map(|n| n.split('@').next().unwrap_or(n).to_string())
-            .filter(|n| n.starts_with(&prefix))
-            .map(|n| format!("link {n}")),
-    );
-    found.extend(
-        run(&["ip", "-4", "route", "show"])
-            .lines()
-            .filter(|l| l.contains(range_prefix))
-            .map(|l| format!("route {l}")),
-    );
-    found.extend(
-        run(&["nft", "list", "tables"])
-            .lines()
-            .filter(|l| l.trim() == format!("table inet {prefix}"))
-            .map(String::from),
-    );
-    for root in [
-        "/sys/fs/cgroup",
-        "/sys/fs/cgroup/memory",
-        "/sys/fs/cgroup/cpuset",
-        "/sys/fs/cgroup/cpu",
-        "/sys/fs/cgroup/cpuacct",
-        "/sys/fs/cgroup/unified",
-    ] {
-        if let Ok(rd) = std::fs::read_dir(root) {
-            found.extend(
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n == &prefix)
-                    .map(|n| format!("cgroup {root}/{n}")),
-            );
-        }
-    }
-    if let Ok(rd) = std::fs::read_dir("/proc") {
-        for e in rd.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .unwrap_or_default()
-                .rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-            if cmd.contains(&format!("--bind {range_prefix}")) && !zombie {
-                found.push(format!("process {pid}: {cmd}"));
-            }
-        }
-    }
-    found
+    Leftovers::of(&format!("tp{name}"))
+        .routes(&[range_prefix])
+        .processes_binding(range_prefix)
+        .scan()
 }
 
-/// A host started with a config file, taken down (and its leftovers
-/// removed) on drop.
-struct Host {
-    name: String,
-    dir: PathBuf,
-    run_dir: PathBuf,
-    up: Child,
+/// A host started with a config file (written to a directory of its own,
+/// removed on drop) and run dir `run_dir`, without waiting.
+fn start_in(name: &str, config: &str, run_dir: &Path, args: &[&str]) -> Host {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("tp-nf-{name}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("fleet.toml");
+    std::fs::write(&conf, config).unwrap();
+    let args: Vec<&str> = ["--config", conf.to_str().unwrap()]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    Host::spawn(name, run_dir, &args, Stdio::piped()).remove_on_drop(&dir)
 }
 
-impl Host {
-    fn start(name: &str, config: &str, args: &[&str]) -> Host {
-        let run = std::env::temp_dir().join(format!("tp-nf-{name}-{}-run", std::process::id()));
-        Host::start_in(name, config, &run, args)
-    }
-
-    /// Like [`Host::start`] with a given run dir (kept on drop if it is
-    /// not under this host's own temp dir).
-    fn start_in(name: &str, config: &str, run_dir: &Path, args: &[&str]) -> Host {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("tp-nf-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let conf = dir.join("fleet.toml");
-        std::fs::write(&conf, config).unwrap();
-        let up = Command::new(exe())
-            .args(["host", "up", "--name", name, "--run-dir"])
-            .arg(run_dir)
-            .arg("--config")
-            .arg(&conf)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start host up");
-        Host {
-            name: name.into(),
-            dir,
-            run_dir: run_dir.to_path_buf(),
-            up,
-        }
-    }
-
-    fn run_dir(&self) -> PathBuf {
-        self.run_dir.clone()
-    }
-
-    fn status(&self) -> Option<Value> {
-        let out = Command::new(exe())
-            .args([
-                "host",
-                "status",
-                "--json",
-                "--name",
-                &self.name,
-                "--run-dir",
-            ])
-            .arg(self.run_dir())
-            .output()
-            .ok()?;
-        serde_json::from_slice(&out.stdout).ok()
-    }
-
-    /// Waits (at most 20 s) until `ok` holds for the status.
-    fn wait_for(&mut self, ok: impl Fn(&Value) -> bool, what: &str) -> Value {
-        let t0 = Instant::now();
-        loop {
-            if let Ok(Some(st)) = self.up.try_wait() {
-                let mut err = String::new();
-                if let Some(mut e) = self.up.stderr.take() {
-                    use std::io::Read;
-                    let _ = e.read_to_string(&mut err);
-                }
-                panic!("host up exited ({st}) while waiting for {what}: {err}");
-            }
-            let s = self.status();
-            if let Some(s) = &s {
-                if ok(s) {
-                    return s.clone();
-                }
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "timed out waiting for {what}: {s:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Waits (at most 20 s) until instance `id`'s output holds `needle`.
-    fn wait_output(&self, id: u32, needle: &str) -> String {
-        let log = self.run_dir().join("logs").join(format!("{id}.log"));
-        let t0 = Instant::now();
-        loop {
-            let out = std::fs::read_to_string(&log).unwrap_or_default();
-            if out.contains(needle) {
-                return out;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "instance {id} never printed {needle:?}: {out:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        if self.up.try_wait().ok().flatten().is_none() {
-            host_down(&self.name, &self.run_dir());
-            let t0 = Instant::now();
-            while self.up.try_wait().ok().flatten().is_none()
-                && t0.elapsed() < Duration::from_secs(10)
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.up.kill();
-            let _ = self.up.wait();
-        }
-        host_down(&self.name, &self.run_dir());
-        let _ = std::fs::remove_dir_all(&self.dir);
-        if self
-            .run_dir
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().ends_with("-run"))
-        {
-            let _ = std::fs::remove_dir_all(&self.run_dir);
-        }
-    }
+/// Like [`start_in`] in a run dir of its own, removed on drop.
+fn start(name: &str, config: &str, args: &[&str]) -> Host {
+    let run = std::env::temp_dir().join(format!("tp-nf-{name}-{}-run", std::process::id()));
+    start_in(name, config, &run, args).remove_on_drop(&run)
 }
 
 /// A TCP listener and a UDP echo on 0.0.0.0 (ephemeral ports) in the root
@@ -394,6 +197,15 @@ fn probe_fleet(net: &str, range: &str, services: &HostServices, targets: &[Strin
     )
 }
 
+/// Waits until instance 1 (the reference server) runs: its health checks
+/// pass.
+fn server_running(host: &mut Host) -> Value {
+    host.wait_for(
+        |s| s["instances"][0]["state"] == "running",
+        "the server instance running (health checks pass)",
+    )
+}
+
 /// Lines `PROTO ADDR RESULT` of a probe's first round.
 fn probe_results(out: &str) -> Vec<(String, String, String)> {
     out.lines()
@@ -407,34 +219,26 @@ fn probe_results(out: &str) -> Vec<(String, String, String)> {
 }
 
 fn players_connect(addr: &str) -> Value {
-    let out = Command::new(exe())
-        .args([
-            "players",
-            "--target",
-            addr,
-            "--players",
-            "4",
-            "--duration",
-            "2s",
-            "--quiet",
-            "--cpus",
-            "0",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    let t = String::from_utf8_lossy(&out.stdout);
-    let start = t
-        .find("{\n")
-        .unwrap_or_else(|| panic!("no JSON: {}", text(&out)));
-    serde_json::from_str(&t[start..]).unwrap()
+    players_json(&run(&[
+        "players",
+        "--target",
+        addr,
+        "--players",
+        "4",
+        "--duration",
+        "2s",
+        "--quiet",
+        "--cpus",
+        "0",
+        "--json",
+        "-",
+    ]))
 }
 
 #[test]
 fn instances_cannot_reach_host_services_unless_a_port_is_allowed() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let services = HostServices::start();
     let tcp_port = services.tcp.local_addr().unwrap().port().to_string();
     let udp_port = services.udp_port.to_string();
@@ -444,12 +248,9 @@ fn instances_cannot_reach_host_services_unless_a_port_is_allowed() {
         let range = format!("198.19.{}.0/24", 128 + k);
         let range_prefix = format!("198.19.{}.", 128 + k);
         // Closed by default.
-        let mut host = Host::start(&name, &probe_fleet(net, &range, &services, &others), &[]);
-        let st = host.wait_for(
-            |s| s["instances"][0]["state"] == "running",
-            "the server instance running (health checks pass)",
-        );
-        let out = host.wait_output(2, "done");
+        let mut host = start(&name, &probe_fleet(net, &range, &services, &others), &[]);
+        let st = server_running(&mut host);
+        let out = host.wait_log(2, "done");
         let results = probe_results(&out);
         assert_eq!(results.len(), 2 * (1 + others.len()), "{net}: {out}");
         for (proto, addr, r) in &results {
@@ -476,7 +277,7 @@ fn instances_cannot_reach_host_services_unless_a_port_is_allowed() {
         assert!(left.is_empty(), "{net}: left behind: {left:?}");
 
         // Opened on request.
-        let mut host = Host::start(
+        let mut host = start(
             &name,
             &probe_fleet(net, &range, &services, &others),
             &[
@@ -486,11 +287,8 @@ fn instances_cannot_reach_host_services_unless_a_port_is_allowed() {
                 &udp_port,
             ],
         );
-        host.wait_for(
-            |s| s["instances"][0]["state"] == "running",
-            "the server instance running",
-        );
-        let out = host.wait_output(2, "done");
+        server_running(&mut host);
+        let out = host.wait_log(2, "done");
         let results = probe_results(&out);
         assert_eq!(results.len(), 2 * (1 + others.len()), "{net}: {out}");
         for (proto, addr, r) in &results {
@@ -517,11 +315,11 @@ fn nft_table_exists(table: &str) -> bool {
 
 #[test]
 fn the_firewall_table_is_removed_after_a_kill_9_of_the_supervisor() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let config =
         "instances = 1\nbackend = \"netns\"\nnet = \"bridge\"\nrange = \"198.19.132.0/24\"\n";
-    let mut first = Host::start("nfk", config, &[]);
+    let mut first = start("nfk", config, &[]);
     first.wait_for(
         |s| s["instances"][0]["state"] == "running",
         "the instance running",
@@ -534,27 +332,27 @@ fn the_firewall_table_is_removed_after_a_kill_9_of_the_supervisor() {
         "the killed supervisor left its table"
     );
     // `host down` without a supervisor removes it with the rest.
-    let out = host_down("nfk", &first.run_dir());
+    let out = host_down("nfk", &first.run_dir);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("tpnfk"), "{}", text(&out));
     let left = leftovers("nfk", "198.19.132.");
     assert!(left.is_empty(), "left behind: {left:?}");
 
     // Killed again: the next `host up` removes the table and makes its own.
-    let mut second = Host::start("nfk", config, &[]);
+    let mut second = start("nfk", config, &[]);
     second.wait_for(
         |s| s["instances"][0]["state"] == "running",
         "the instance running",
     );
     second.up.kill().unwrap();
     second.up.wait().unwrap();
-    let mut third = Host::start("nfk", config, &[]);
+    let mut third = start("nfk", config, &[]);
     third.wait_for(
         |s| s["instances"][0]["state"] == "running",
         "the instance running over the remains of a killed host",
     );
     assert!(nft_table_exists("tpnfk"));
-    let out = host_down("nfk", &third.run_dir());
+    let out = host_down("nfk", &third.run_dir);
     assert!(out.status.success(), "{}", text(&out));
     third.up.wait().unwrap();
     assert!(!nft_table_exists("tpnfk"), "host down removed the table");
@@ -588,13 +386,9 @@ fn bench(name: &str, range: &str, out: &Path) -> Command {
     c
 }
 
-/// Starts a bench and kills it with -9 once its step's server runs.
-fn kill_bench_mid_step(name: &str, range: &str, range_prefix: &str, out: &Path) {
-    let mut b = bench(name, range, out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+/// Waits (at most 20 s) until the bench `b` (host `name`) runs its step's
+/// server on `range_prefix`; fails if the bench exits first.
+fn wait_bench_server(b: &mut Child, name: &str, range_prefix: &str) {
     let t0 = Instant::now();
     while !leftovers(name, range_prefix)
         .iter()
@@ -606,6 +400,16 @@ fn kill_bench_mid_step(name: &str, range: &str, range_prefix: &str, out: &Path) 
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Starts a bench and kills it with -9 once its step's server runs.
+fn kill_bench_mid_step(name: &str, range: &str, range_prefix: &str, out: &Path) {
+    let mut b = bench(name, range, out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_bench_server(&mut b, name, range_prefix);
     b.kill().unwrap(); // SIGKILL mid-step
     b.wait().unwrap();
     let left = leftovers(name, range_prefix);
@@ -630,8 +434,8 @@ impl Drop for BenchGuard {
 
 #[test]
 fn a_bench_killed_with_9_is_cleaned_up_by_the_next_bench_and_by_host_down() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let _guard = BenchGuard("nfb");
     let (range, prefix) = ("198.19.136.0/24", "198.19.136.");
     let out = std::env::temp_dir().join(format!("tp-nf-bench-{}", std::process::id()));
@@ -671,7 +475,7 @@ fn a_bench_killed_with_9_is_cleaned_up_by_the_next_bench_and_by_host_down() {
     // And `host up` on the range after a killed bench works.
     kill_bench_mid_step("nfb", range, prefix, &out);
     let conf = format!("instances = 1\nbackend = \"netns\"\nnet = \"veth\"\nrange = \"{range}\"\n");
-    let mut host = Host::start_in("nfb", &conf, Path::new("/run/tickpack/nfb"), &[]);
+    let mut host = start_in("nfb", &conf, Path::new("/run/tickpack/nfb"), &[]);
     host.wait_for(
         |s| s["instances"][0]["state"] == "running",
         "host up over a killed bench's remains",
@@ -684,8 +488,8 @@ fn a_bench_killed_with_9_is_cleaned_up_by_the_next_bench_and_by_host_down() {
 
 #[test]
 fn a_finished_bench_leaves_no_run_dir_of_its_own() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let _guard = BenchGuard("nfd");
     let out = std::env::temp_dir().join(format!("tp-nf-bench-d-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
@@ -713,19 +517,11 @@ fn a_finished_bench_leaves_no_run_dir_of_its_own() {
     let _ = std::io::stderr().flush();
 }
 
-/// Whether `pid` is alive (not gone, not a zombie).
-fn alive(pid: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_string()))
-        .is_some_and(|r| !r.starts_with('Z'))
-}
-
 #[test]
 fn host_down_kills_the_orphans_of_a_killed_process_backend_host() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let config = "instances = 2\nbackend = \"process\"\nport = 47615\n";
-    let mut host = Host::start("nfp", config, &[]);
+    let mut host = start("nfp", config, &[]);
     let st = host.wait_for(
         |s| {
             s["instances"]
@@ -761,7 +557,7 @@ fn host_down_kills_the_orphans_of_a_killed_process_backend_host() {
         pids.iter().all(|&p| alive(p)),
         "a killed supervisor orphans its servers (else this test proves nothing)"
     );
-    let out = host_down("nfp", &host.run_dir());
+    let out = host_down("nfp", &host.run_dir);
     assert!(out.status.success(), "{}", text(&out));
     let t0 = Instant::now();
     while pids.iter().any(|&p| alive(p)) && t0.elapsed() < Duration::from_secs(5) {
@@ -778,8 +574,8 @@ fn host_down_kills_the_orphans_of_a_killed_process_backend_host() {
 
 #[test]
 fn an_interrupted_bench_leaves_no_run_dir_and_nothing_else() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
+    let _g = serial();
+    require_root(ROOT);
     let _guard = BenchGuard("nfi");
     let (range, prefix) = ("198.19.141.0/24", "198.19.141.");
     let out = std::env::temp_dir().join(format!("tp-nf-bench-i-{}", std::process::id()));
@@ -789,17 +585,7 @@ fn an_interrupted_bench_leaves_no_run_dir_and_nothing_else() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !leftovers("nfi", prefix)
-        .iter()
-        .any(|l| l.starts_with("process"))
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20) && b.try_wait().unwrap().is_none(),
-            "the bench never started its server"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_bench_server(&mut b, "nfi", prefix);
     let pid = b.id();
     // SAFETY: SIGINT (Ctrl-C) to the bench this test started.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };

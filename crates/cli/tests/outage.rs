@@ -5,151 +5,54 @@
 //! (names `tpm*`, its own address range) and takes it down again, also when
 //! an assertion fails.
 
+mod support;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+use support::host::Host;
+use support::{children, exe, require_root, serial, text, wait_until};
 
 /// `players` exit code when anything was lost or there was an outage.
 const EXIT_LOST: i32 = 6;
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
+/// One netns instance brought up in the background on `range`; taken down
+/// on drop (see `support::host`).
+fn host_up(name: &str, range: &str) -> Host {
+    Host::up_in_temp(
+        "outage-test",
+        name,
+        &[
+            "--instances",
+            "1",
+            "--backend",
+            "netns",
+            "--net",
+            "veth",
+            "--range",
+            range,
+            "--command",
+            "{tickpack} server --bind {ip}:{port} --cost light",
+        ],
+    )
 }
 
-fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "this test needs root (namespaces, cgroups, links); CI runs it as root, run it with sudo"
-    );
-}
-
-/// One netns instance brought up in the background; `down` on drop, and
-/// any server process the test saw that outlived its instance is killed.
-struct Host {
-    name: String,
-    dir: PathBuf,
-    up: Child,
-    servers: Vec<u32>,
-}
-
-impl Host {
-    fn up(name: &str, range: &str) -> Host {
-        let dir =
-            std::env::temp_dir().join(format!("tp-outage-test-{name}-{}", std::process::id()));
-        let up = Command::new(exe())
-            .args(["host", "up", "--name", name, "--run-dir"])
-            .arg(&dir)
-            .args([
-                "--instances",
-                "1",
-                "--backend",
-                "netns",
-                "--net",
-                "veth",
-                "--range",
-                range,
-                "--command",
-                "{tickpack} server --bind {ip}:{port} --cost light",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start host up");
-        let h = Host {
-            name: name.into(),
-            dir,
-            up,
-            servers: vec![],
-        };
-        h.wait_for(
-            |s| s["instances"][0]["state"] == "running",
-            "the instance running",
-        );
-        h
-    }
-
-    fn status(&self) -> Option<Value> {
-        let out = Command::new(exe())
-            .args(["host", "status", "--json", "--name", &self.name])
-            .arg("--run-dir")
-            .arg(&self.dir)
-            .output()
-            .ok()?;
-        serde_json::from_slice(&out.stdout).ok()
-    }
-
-    fn wait_for(&self, ok: impl Fn(&Value) -> bool, what: &str) -> Value {
-        let t0 = Instant::now();
-        loop {
-            let s = self.status();
-            if let Some(s) = s.as_ref().filter(|s| ok(s)) {
-                return s.clone();
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(15),
-                "timed out waiting for {what}: {s:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The game server: the child of the init that `host status` reports.
-    fn server_pid(&mut self, init: u32) -> u32 {
-        let t0 = Instant::now();
-        loop {
-            let children = std::fs::read_to_string(format!("/proc/{init}/task/{init}/children"))
-                .unwrap_or_default();
-            if let Some(pid) = children.split_whitespace().next() {
-                let pid: u32 = pid.parse().unwrap();
-                self.servers.push(pid);
-                return pid;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "the init {init} has no child process"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = Command::new(exe())
-            .args(["host", "down", "--name", &self.name, "--run-dir"])
-            .arg(&self.dir)
-            .output();
-        let t0 = Instant::now();
-        while self.up.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(10)
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.up.kill();
-        let _ = self.up.wait();
-        // A server orphaned by its init's death (see the init test) is one
-        // this test started: kill it by PID if it is still that server.
-        for &pid in &self.servers {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmd).contains("server") {
-                // SAFETY: kill has no memory preconditions.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            }
-        }
-        let _ = Command::new(exe())
-            .args(["host", "down", "--name", &self.name, "--run-dir"])
-            .arg(&self.dir)
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// The game server: the child of the init that `host status` reports,
+/// killed on drop should it outlive its instance.
+fn server_pid(host: &mut Host, init: u32) -> u32 {
+    let pid = wait_until(Duration::from_secs(5), Duration::from_millis(20), || {
+        children(u64::from(init)).first().copied()
+    })
+    .unwrap_or_else(|| panic!("the init {init} has no child process"));
+    let pid = u32::try_from(pid).unwrap();
+    host.track_server(pid);
+    pid
 }
 
 fn players(target: &str, json: &PathBuf) -> Child {
@@ -228,30 +131,22 @@ fn probe(addr: SocketAddr, run: Arc<AtomicBool>) -> std::thread::JoinHandle<u64>
     })
 }
 
-fn summary(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 fn a_server_killed_mid_run_is_an_outage_and_the_players_reconnect_to_its_restart() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    let mut host = Host::up("m1", "198.19.81.0/24");
+    let _g = serial();
+    require_root("namespaces, cgroups, links");
+    let mut host = host_up("m1", "198.19.81.0/24");
     let st = host.status().unwrap();
     let init = st["instances"][0]["pid"].as_u64().unwrap() as u32;
     let addr = st["instances"][0]["address"].as_str().unwrap().to_string();
-    let server = host.server_pid(init);
+    let server = server_pid(&mut host, init);
     let json = std::env::temp_dir().join(format!("tp-outage-m1-{}.json", std::process::id()));
     let p = players(&addr, &json);
     // Two seconds into the five-second window.
     std::thread::sleep(Duration::from_millis(3_000));
     kill9(server);
     let (out, doc) = finish(p, &json);
-    let text = summary(&out);
+    let text = text(&out);
     let st = host.status().unwrap();
     assert!(
         st["instances"][0]["restarts"].as_u64().unwrap() >= 1,
@@ -295,13 +190,13 @@ fn a_server_killed_mid_run_is_an_outage_and_the_players_reconnect_to_its_restart
 /// an outage with lost commands and exit 6.
 #[test]
 fn a_killed_instance_init_is_never_hidden_from_the_players_report() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    let mut host = Host::up("m2", "198.19.82.0/24");
+    let _g = serial();
+    require_root("namespaces, cgroups, links");
+    let mut host = host_up("m2", "198.19.82.0/24");
     let st = host.status().unwrap();
     let init = st["instances"][0]["pid"].as_u64().unwrap() as u32;
     let addr = st["instances"][0]["address"].as_str().unwrap().to_string();
-    host.server_pid(init);
+    server_pid(&mut host, init);
     let json = std::env::temp_dir().join(format!("tp-outage-m2-{}.json", std::process::id()));
     let p = players(&addr, &json);
     let run = Arc::new(AtomicBool::new(true));
@@ -313,7 +208,7 @@ fn a_killed_instance_init_is_never_hidden_from_the_players_report() {
     let (out, doc) = finish(p, &json);
     run.store(false, Ordering::Relaxed);
     let longest_gap_ms = gap.join().unwrap();
-    let text = summary(&out);
+    let text = text(&out);
     let outages = doc["outages"]["count"].as_u64().unwrap();
     let lost =
         doc["snapshots"]["lost"].as_u64().unwrap() + doc["commands"]["lost"].as_u64().unwrap();

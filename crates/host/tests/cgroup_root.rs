@@ -19,14 +19,9 @@ use tickpack_host::cgroup::{
 use tickpack_host::placement::{Topology, DEFAULT_SYS_ROOT};
 
 fn require_root() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    if euid != 0 {
-        panic!(
-            "this test creates cgroups under {DEFAULT_ROOT} and needs root (CI runs it as \
-             root), but runs as uid {euid}; run `cargo test -p tickpack-host` as root"
-        );
-    }
+    tickpack_testkit::require_root(&format!(
+        "it creates cgroups under {DEFAULT_ROOT}; run `cargo test -p tickpack-host` as root"
+    ));
 }
 
 fn layout() -> CgroupLayout {

@@ -14,12 +14,7 @@ use tickpack_host::netpath::{cleanup_prefix, remove_guard_route, AddrPlan, HostN
 static LOCK: Mutex<()> = Mutex::new(());
 
 fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "these tests create namespaces, links, routes and nftables tables and must run as root (CI does)"
-    );
+    tickpack_testkit::require_root("namespaces, links, routes and nftables tables");
 }
 
 fn out(cmd: &str, args: &[&str]) -> String {

@@ -18,6 +18,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use tickpack_testkit::{require_root, Leftovers};
+
 use tickpack_host::netpath::{
     check_route, cleanup_prefix, remove_guard_route, AddrPlan, HostNet, Ip, Ipv4Net, NetError,
     NetKind, NetRecord,
@@ -29,12 +31,9 @@ static LOCK: Mutex<()> = Mutex::new(());
 
 /// Fails loudly without root; then serializes the test.
 fn root() -> MutexGuard<'static, ()> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "the netpath tests create network namespaces and links and must run as root (CI does); \
-         rerun with sudo, or skip them with `cargo test -- --skip netpath`"
+    require_root(
+        "the netpath tests create network namespaces and links; \
+         or skip them with `cargo test -- --skip netpath`",
     );
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -62,35 +61,11 @@ impl Drop for Sweep {
     }
 }
 
-fn ip(args: &[&str]) -> String {
-    let out = Command::new("ip").args(args).output().expect("running ip");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// What an operator would see of a host: its namespaces (`ip netns list`),
-/// its links (`ip -o link show`) and routes naming its range.
+/// its links (`ip -o link show`), tables and cgroups, and routes naming its
+/// range.
 fn leftovers(prefix: &str, range: &str) -> Vec<String> {
-    let mut v: Vec<String> = ip(&["netns", "list"])
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(prefix))
-        .map(|n| format!("netns {n}"))
-        .collect();
-    v.extend(
-        ip(&["-o", "link", "show"])
-            .lines()
-            .filter_map(|l| l.split(": ").nth(1))
-            .filter_map(|n| n.split('@').next())
-            .filter(|n| n.starts_with(prefix))
-            .map(|n| format!("link {n}")),
-    );
-    v.extend(
-        ip(&["-4", "route", "show", "table", "main"])
-            .lines()
-            .filter(|l| l.contains(range))
-            .map(|l| format!("route {l}")),
-    );
-    v
+    Leftovers::of(prefix).routes(&[range]).scan()
 }
 
 fn plan(range: &str) -> AddrPlan {

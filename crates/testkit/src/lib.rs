@@ -1,0 +1,28 @@
+//! Test support shared by tickpack's end-to-end and root tests; a
+//! dev-dependency only, never linked into the binary.
+//!
+//! What it holds, one concern per module:
+//! - [`root`]: [`require_root`], the check that makes a root test fail with
+//!   a clear message instead of passing silently;
+//! - [`leftovers`]: [`Leftovers`], the scanner for what a host named
+//!   `tp<name>` may leave behind (namespaces, links, routes, nftables tables,
+//!   cgroups, processes), in the words an operator would see;
+//! - [`wait`]: [`wait_until`], polling with a deadline;
+//! - [`ports`]: free UDP/TCP ports on 127.0.0.1;
+//! - [`procs`]: whether a PID is alive, its children.
+//!
+//! What it does not do: start the `tickpack` binary (that needs the binary's
+//! path, which only the cli crate's tests know: `crates/cli/tests/support`).
+//! It sends no traffic and removes nothing.
+
+pub mod leftovers;
+pub mod ports;
+pub mod procs;
+pub mod root;
+pub mod wait;
+
+pub use leftovers::Leftovers;
+pub use ports::{free_tcp_port, free_udp_ports};
+pub use procs::{alive, children};
+pub use root::require_root;
+pub use wait::wait_until;
