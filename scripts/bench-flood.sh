@@ -20,6 +20,10 @@
 # server under a wrapper that execs it (a diagnostic: real-time priority shows
 # what the server does when other work on its CPU cannot preempt it);
 # PLAYERS_WRAP does the same for the players (they share CPU 0 with the flooder).
+# FLOOD_WRAP (default "chrt --idle 0") runs the flooder: it stands for senders
+# on other machines, so by default it runs at SCHED_IDLE and takes only the CPU
+# the players (the measuring instrument) leave on CPU 0; FLOOD_WRAP= (empty)
+# lets it compete with the players as an equal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -29,6 +33,7 @@ rate=${4:-400000}
 tp=target/release/tickpack
 [ -x "$tp" ] || cargo build --release -q -p tickpack
 server_bin=${SERVER:-$tp}
+flood_wrap=${FLOOD_WRAP-chrt --idle 0}
 ncpu=$(nproc)
 scpu=$((ncpu - 1))
 ccpu=0
@@ -65,7 +70,7 @@ run() {
     local fr=$r
     [ "$r" = max ] && fr=0
     # From just before the measured window (after the 1 s warm-up) to its end.
-    (sleep 0.8; exec "$tp" __flood --target "$addr" --kind "$kind" --rate "$fr" \
+    (sleep 0.8; exec $flood_wrap "$tp" __flood --target "$addr" --kind "$kind" --rate "$fr" \
       --duration "$((secs + 1))s" --cpu "$ccpu" >"$tmp/f.out") &
     fpid=$!
     pids+=("$fpid")
@@ -96,7 +101,7 @@ PY
   tail -1 "$tmp/rows"
 }
 
-echo "# connectionless floods vs 12 players: server (${SERVER_WRAP:+$SERVER_WRAP }$server_bin) on CPU $scpu; players${PLAYERS_WRAP:+ ($PLAYERS_WRAP)} and flooder on CPU $ccpu"
+echo "# connectionless floods vs 12 players: server (${SERVER_WRAP:+$SERVER_WRAP }$server_bin) on CPU $scpu; players${PLAYERS_WRAP:+ ($PLAYERS_WRAP)} and flooder${flood_wrap:+ ($flood_wrap)} on CPU $ccpu"
 echo "# ${secs} s measured per run, QoS: p99 transaction latency <= ${qos_ms} ms, nothing lost; load: $(uptime | sed 's/.*load/load/')"
 echo "# columns: section kind flood_pps p99_ms snaps_lost cmds_lost connected rate_limited kernel_drops overruns server_cpu_% verdict"
 for r in $(seq "$rounds"); do
