@@ -55,7 +55,7 @@
 //! source.start()?; // when the step's measurement begins
 //! // ... the step runs ...
 //! let power = source.power_since_start(0.5)?; // busy fraction 0-1, used by the model only
-//! assert_eq!(power.source, "modeled");
+//! assert_eq!(power.source.as_str(), "modeled");
 //! assert_eq!(power.watts, 200.0);
 //! # Ok::<(), tickpack_bench::power::PowerError>(())
 //! ```
@@ -67,7 +67,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use tickpack_report::bench::Power;
+use tickpack_report::bench::{Power, PowerSourceKind};
 
 /// Where powercap lives on Linux.
 pub const DEFAULT_SYSFS_ROOT: &str = "/sys/class/powercap";
@@ -162,9 +162,14 @@ fn permission_hint(e: &io::Error) -> &'static str {
 
 /// A way to measure the machine's average power over an interval.
 pub trait PowerSource: Send {
-    /// `"rapl"`, `"ipmi"`, `"command"` or `"modeled"`: what results record as
-    /// [`Power::source`].
-    fn name(&self) -> &'static str;
+    /// Which source this is: what results record as [`Power::source`].
+    fn kind(&self) -> PowerSourceKind;
+
+    /// [`kind`](Self::kind) as results spell it: `"rapl"`, `"ipmi"`,
+    /// `"command"` or `"modeled"`.
+    fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
 
     /// Begins an interval. Calling it again begins a new one.
     fn start(&mut self) -> Result<(), PowerError>;
@@ -181,7 +186,7 @@ pub trait PowerSource: Send {
         let watts = self.watts_since_start(busy_fraction)?;
         Ok(Power {
             watts,
-            source: self.name().to_string(),
+            source: self.kind(),
         })
     }
 }
@@ -473,8 +478,8 @@ impl RaplSource {
 }
 
 impl PowerSource for RaplSource {
-    fn name(&self) -> &'static str {
-        "rapl"
+    fn kind(&self) -> PowerSourceKind {
+        PowerSourceKind::Rapl
     }
     fn start(&mut self) -> Result<(), PowerError> {
         self.start_at(Instant::now())
@@ -636,8 +641,8 @@ impl CommandSource {
 }
 
 impl PowerSource for CommandSource {
-    fn name(&self) -> &'static str {
-        "command"
+    fn kind(&self) -> PowerSourceKind {
+        PowerSourceKind::Command
     }
     fn start(&mut self) -> Result<(), PowerError> {
         let reading = self.read();
@@ -704,8 +709,8 @@ impl IpmiSource {
 }
 
 impl PowerSource for IpmiSource {
-    fn name(&self) -> &'static str {
-        "ipmi"
+    fn kind(&self) -> PowerSourceKind {
+        PowerSourceKind::Ipmi
     }
     fn start(&mut self) -> Result<(), PowerError> {
         let reading = self.read();
@@ -757,8 +762,8 @@ impl ModeledSource {
 }
 
 impl PowerSource for ModeledSource {
-    fn name(&self) -> &'static str {
-        "modeled"
+    fn kind(&self) -> PowerSourceKind {
+        PowerSourceKind::Modeled
     }
     fn start(&mut self) -> Result<(), PowerError> {
         self.check()?;

@@ -66,7 +66,7 @@
 //! # Ok::<(), tickpack_bench::tco::TcoError>(())
 //! ```
 
-use tickpack_report::bench::{Tco, TcoInputs, TcoSavings, TcoSide};
+use tickpack_report::bench::{PowerSourceKind, Tco, TcoInputs, TcoSavings, TcoSide};
 
 /// Hours in a year of 365 days, the default for `hours_per_year`.
 pub const HOURS_PER_YEAR: f64 = 24.0 * 365.0;
@@ -77,14 +77,13 @@ pub const MAX_HOURS_PER_YEAR: f64 = 24.0 * 366.0;
 /// `watts_source` for watts the user typed in.
 pub const WATTS_GIVEN: &str = "given";
 
-/// `watts_source` for watts measured by the power source called `source_name`
-/// (see [`crate::power::PowerSource::name`]): "modeled" stays "modeled",
-/// anything else becomes "measured (rapl)", "measured (ipmi)", ...
-pub fn watts_source_label(source_name: &str) -> String {
-    if source_name == "modeled" {
-        "modeled".to_string()
+/// `watts_source` for watts from power source `source`: the model stays
+/// "modeled", a measurement becomes "measured (rapl)", "measured (ipmi)", ...
+pub fn watts_source_label(source: PowerSourceKind) -> String {
+    if source.is_measured() {
+        format!("measured ({source})")
     } else {
-        format!("measured ({source_name})")
+        source.to_string()
     }
 }
 

@@ -29,6 +29,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::bench::{BenchResult, Ladder, Step, BENCH_SCHEMA};
+use crate::qos::{LimitText, Verdict, RULES};
+use crate::Outages;
 
 mod charts;
 mod svg;
@@ -394,7 +396,7 @@ fn step_at(ladder: Option<&Ladder>, servers: Option<u32>) -> Option<&Step> {
 }
 
 fn is_fail(step: &Step) -> bool {
-    step.verdict != "pass"
+    step.verdict.is_fail()
 }
 
 /// The comparison table: one column per result.
@@ -495,7 +497,7 @@ fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
         step_at(r.ladders.first(), r.recommended_servers)
             .and_then(|s| s.power.as_ref())
             .map_or(NA.into(), |p| {
-                format!("{} W ({})", fmt_num(p.watts), esc(&p.source))
+                format!("{} W ({})", fmt_num(p.watts), p.source)
             })
     });
     row(out, "Annual savings", &|r| {
@@ -800,29 +802,15 @@ fn run_facts(out: &mut String, r: &BenchResult) {
         fmt_num(s.headroom_target * 100.0)
     );
     w!(out, "<dt>Compare</dt><dd>{}</dd>\n", or_na(&s.compare));
-    let tick_ms = if s.tick_hz > 0 {
-        format!(
-            " ({} ms at {} Hz)",
-            fmt_num(1000.0 / f64::from(s.tick_hz) * q.p99_frame_budget),
-            s.tick_hz
-        )
-    } else {
-        String::new()
-    };
-    w!(
-        out,
-        "<dt>QoS limits</dt><dd>a step fails if it misses any of:<ul>\
-         <li>p99 transaction latency &le; {} ms</li>\
-         <li>p99 transaction latency &le; {}x the ladder's first step</li>\
-         <li>p99 tick lateness &le; {} ms</li>\
-         <li>snapshots lost &le; {} %</li>\
-         <li>p99 server frame &le; {} % of the tick interval{tick_ms}</li></ul></dd>\n",
-        fmt_num(q.p99_transaction_us as f64 / 1000.0),
-        fmt_num(q.p99_relative_to_baseline),
-        fmt_num(q.p99_tick_lateness_us as f64 / 1000.0),
-        fmt_num(q.max_snapshot_loss * 100.0),
-        fmt_num(q.p99_frame_budget * 100.0),
-    );
+    out.push_str("<dt>QoS limits</dt><dd>a step fails if it misses any of:<ul>");
+    for rule in &RULES {
+        match (rule.limit)(q, s.tick_hz) {
+            // tickpack's own words and numbers, nothing from the file.
+            LimitText::AtMost { measure, bound } => w!(out, "<li>{measure} &le; {bound}</li>"),
+            LimitText::Must(words) => w!(out, "<li>{words}</li>"),
+        }
+    }
+    out.push_str("</ul></dd>\n");
     out.push_str("</dl>\n");
 }
 
@@ -870,7 +858,7 @@ fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: &Ladder) {
     let watts_head = if sources.is_empty() {
         "Watts".to_string()
     } else {
-        format!("Watts ({})", esc(&sources.join(", ")))
+        format!("Watts ({})", esc(&charts::join_sources(&sources)))
     };
     w!(
         out,
@@ -881,17 +869,17 @@ fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: &Ladder) {
          <th class=\"num\" rowspan=\"2\">Tick lateness p99, ms</th>\
          <th class=\"num\" rowspan=\"2\">Server frame p99, ms</th>\
          <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
+         <th class=\"num\" rowspan=\"2\">Outages</th>\
+         <th class=\"num\" rowspan=\"2\">Reconnects</th>\
          <th class=\"num\" rowspan=\"2\">CPU busy, %</th>\
          <th class=\"num\" rowspan=\"2\">{watts_head}</th><th rowspan=\"2\">Failures</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
     for st in &ladder.steps {
         let fail = is_fail(st);
-        let mut verdict = match st.verdict.as_str() {
-            "pass" => "<span class=\"badge pass\">pass</span>".to_string(),
-            "fail" => "<span class=\"badge fail\">FAIL</span>".to_string(),
-            // An unexpected verdict: shown as recorded, counted as a failure.
-            other => format!("<span class=\"badge fail\">{}</span>", esc(other)),
+        let mut verdict = match st.verdict {
+            Verdict::Pass => "<span class=\"badge pass\">pass</span>".to_string(),
+            Verdict::Fail => "<span class=\"badge fail\">FAIL</span>".to_string(),
         };
         if ladder.recommended_servers == Some(st.servers) && !fail {
             verdict.push_str(" <span class=\"badge tag\">recommended</span>");
@@ -925,7 +913,8 @@ fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: &Ladder) {
             "<tr{}><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td>{verdict}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{watts}</td>\
+             <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{watts}</td>\
              <td class=\"failures\">{failures}</td></tr>\n",
             if fail { " class=\"fail\"" } else { "" },
             st.index,
@@ -938,10 +927,21 @@ fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: &Ladder) {
             fmt_ms(st.server_frame_us.p99),
             fmt_int(st.snapshots.lost),
             percent_of(st.snapshots.lost, st.snapshots.expected),
+            outages(&st.outages),
+            fmt_int(st.reconnects),
             fmt_num(st.cpu.servers_busy_percent),
         );
     }
     out.push_str("</table></div>\n");
+}
+
+/// A step's outages: "0", or the count and the longest one.
+fn outages(o: &Outages) -> String {
+    if o.count == 0 {
+        "0".into()
+    } else {
+        format!("{} (longest {} ms)", fmt_int(o.count), fmt_ms(o.longest_us))
+    }
 }
 
 fn cost(out: &mut String, r: &BenchResult) {
