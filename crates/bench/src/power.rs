@@ -107,10 +107,10 @@ pub enum PowerError {
     RaplRange { path: PathBuf, value: u64, max: u64 },
     /// `watts_since_start` before `start`.
     #[error("{source_name} power: watts_since_start called before start")]
-    NotStarted { source_name: &'static str },
+    NotStarted { source_name: PowerSourceKind },
     /// `watts_since_start` at the very instant of `start`.
     #[error("{source_name} power: no time passed since start, cannot average")]
-    NoInterval { source_name: &'static str },
+    NoInterval { source_name: PowerSourceKind },
     /// A program could not be started.
     #[error("cannot run {program}: {source}")]
     Spawn {

@@ -14,10 +14,15 @@
 //! What the page shows, per result, top to bottom: an "interrupted" banner
 //! if `complete` is false; the verdict in words (recommended and maximum
 //! density, headroom target, consolidation ratio, comparison ratio); the run
-//! (version, date, system, cores, settings, QoS limits); the ladders; the
-//! charts (latency, CPU, power vs servers, and the first ladder's latency
-//! distribution per step); one table of steps per ladder; the cost figures.
-//! With two or more results a comparison table comes first.
+//! (version, date, system, cores, settings, QoS limits: every rule of
+//! [`crate::qos::RULES`]); the ladders; the charts (latency, CPU, power vs
+//! servers, and the first ladder's latency distribution per step); one table
+//! of steps per ladder (with outages and reconnects beside loss); the cost
+//! figures. With two or more results a comparison table comes first.
+//!
+//! One file per section: `input` (reading files), `style`, `format` (how
+//! values read), `comparison`, `section` (one result), `summary` (the
+//! verdict in words), `run`, `limits`, `ladders`, `steps`, `cost`.
 //!
 //! What it deliberately does not do: judge QoS or recompute densities. The
 //! verdicts, densities and ratios are the bench's and are shown as recorded;

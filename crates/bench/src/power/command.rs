@@ -72,6 +72,6 @@ impl PowerSource for CommandSource {
     }
     fn watts_since_start(&mut self, busy_fraction: f64) -> Result<f64, PowerError> {
         self.readings
-            .average("command", busy_fraction, || self.read())
+            .average(PowerSourceKind::Command, busy_fraction, || self.read())
     }
 }

@@ -71,6 +71,7 @@ impl PowerSource for IpmiSource {
         self.readings.start(reading)
     }
     fn watts_since_start(&mut self, busy_fraction: f64) -> Result<f64, PowerError> {
-        self.readings.average("ipmi", busy_fraction, || self.read())
+        self.readings
+            .average(PowerSourceKind::Ipmi, busy_fraction, || self.read())
     }
 }

@@ -67,7 +67,7 @@ impl PowerSource for ModeledSource {
     fn watts_since_start(&mut self, busy_fraction: f64) -> Result<f64, PowerError> {
         if !self.started {
             return Err(PowerError::NotStarted {
-                source_name: "modeled",
+                source_name: PowerSourceKind::Modeled,
             });
         }
         self.watts(busy_fraction)

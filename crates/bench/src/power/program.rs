@@ -7,6 +7,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use tickpack_report::bench::PowerSourceKind;
+
 use super::{check_busy, PowerError};
 
 /// Runs `cmd` with stdin closed, in its own process group, and kills the
@@ -94,7 +96,7 @@ impl TwoPoint {
     }
     pub(super) fn average(
         &self,
-        source_name: &'static str,
+        source_name: PowerSourceKind,
         busy_fraction: f64,
         read: impl FnOnce() -> Result<f64, PowerError>,
     ) -> Result<f64, PowerError> {

@@ -136,12 +136,12 @@ impl RaplSource {
     /// over all package domains.
     pub fn watts_at(&mut self, now: Instant) -> Result<f64, PowerError> {
         let (t0, first) = self.start.as_ref().ok_or(PowerError::NotStarted {
-            source_name: "rapl",
+            source_name: PowerSourceKind::Rapl,
         })?;
         let secs = now.saturating_duration_since(*t0).as_secs_f64();
         if secs <= 0.0 {
             return Err(PowerError::NoInterval {
-                source_name: "rapl",
+                source_name: PowerSourceKind::Rapl,
             });
         }
         let end = self.read_all()?;
