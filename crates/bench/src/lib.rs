@@ -371,7 +371,7 @@ pub fn run(
                 currency_rate: cfg.cost.currency_rate,
                 hours_per_year: cfg.cost.hours_per_year,
             };
-            result.tco = tco::compute(&inputs, &tco::watts_source_label(source)).ok();
+            result.tco = tco::compute(&inputs, tco::watts_source_label(source)).ok();
         }
     }
     result.complete = true;

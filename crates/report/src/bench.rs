@@ -198,8 +198,60 @@ pub struct Tco {
     pub before: TcoSide,
     pub after: TcoSide,
     pub savings: TcoSavings,
-    /// Where the watts came from: "measured (rapl)", "modeled", "given".
-    pub watts_source: String,
+    pub watts_source: WattsSource,
+}
+
+/// Where a cost's watts came from; stored as `"given"` (typed in),
+/// `"modeled"` or `"measured (rapl)"`, `"measured (ipmi)"`, ...
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum WattsSource {
+    /// Watts the user typed in (`tickpack tco`).
+    Given,
+    /// The watts of a bench step, from this power source.
+    Source(PowerSourceKind),
+}
+
+impl WattsSource {
+    /// True for watts from the power model (an estimate).
+    pub fn is_modeled(self) -> bool {
+        self == WattsSource::Source(PowerSourceKind::Modeled)
+    }
+}
+
+impl std::fmt::Display for WattsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WattsSource::Given => f.pad("given"),
+            WattsSource::Source(k) if !k.is_measured() => f.pad(k.as_str()),
+            WattsSource::Source(k) => f.pad(&format!("measured ({k})")),
+        }
+    }
+}
+
+impl From<WattsSource> for String {
+    fn from(w: WattsSource) -> String {
+        w.to_string()
+    }
+}
+
+impl TryFrom<String> for WattsSource {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        use PowerSourceKind::*;
+        Ok(match s.as_str() {
+            "given" => WattsSource::Given,
+            "modeled" => WattsSource::Source(Modeled),
+            "measured (rapl)" => WattsSource::Source(Rapl),
+            "measured (ipmi)" => WattsSource::Source(Ipmi),
+            "measured (command)" => WattsSource::Source(Command),
+            other => {
+                return Err(format!(
+                    "unknown watts_source {other:?} (expected \"given\", \"modeled\" or \"measured (rapl|ipmi|command)\")"
+                ))
+            }
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

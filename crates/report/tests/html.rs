@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use tickpack_report::bench::{
     BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, Power, PowerSourceKind, QosLimits, Step,
-    Tco, TcoInputs, TcoSavings, TcoSide, BENCH_SCHEMA,
+    Tco, TcoInputs, TcoSavings, TcoSide, WattsSource, BENCH_SCHEMA,
 };
 use tickpack_report::qos::{Verdict, RULES};
 use tickpack_report::system::SystemInfo;
@@ -182,7 +182,7 @@ fn sample() -> BenchResult {
                 annual: 99_645.0,
                 percent: 77.8,
             },
-            watts_source: "modeled".into(),
+            watts_source: WattsSource::Source(PowerSourceKind::Modeled),
         }),
         complete: true,
         started_unix: 1_735_689_600,
@@ -600,4 +600,29 @@ fn a_steps_outages_and_reconnects_are_shown_beside_its_loss() {
         table.contains("<td class=\"num\">2 (longest 250 ms)</td><td class=\"num\">3</td>"),
         "{table}"
     );
+}
+
+#[test]
+fn watts_sources_keep_the_words_results_have_always_stored() {
+    for (w, text) in [
+        (WattsSource::Given, "given"),
+        (WattsSource::Source(PowerSourceKind::Modeled), "modeled"),
+        (
+            WattsSource::Source(PowerSourceKind::Rapl),
+            "measured (rapl)",
+        ),
+        (
+            WattsSource::Source(PowerSourceKind::Ipmi),
+            "measured (ipmi)",
+        ),
+        (
+            WattsSource::Source(PowerSourceKind::Command),
+            "measured (command)",
+        ),
+    ] {
+        let json = serde_json::to_string(&w).unwrap();
+        assert_eq!(json, format!("\"{text}\""));
+        assert_eq!(serde_json::from_str::<WattsSource>(&json).unwrap(), w);
+    }
+    assert!(serde_json::from_str::<WattsSource>("\"measured (modeled)\"").is_err());
 }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use crate::bench::BenchResult;
 
-use super::format::{fmt_int, fmt_num, fmt_ratio, or_na};
+use super::format::{fmt_int, fmt_num, fmt_ratio};
 
 pub(super) fn cost(out: &mut String, r: &BenchResult) {
     out.push_str("<h3>Cost</h3>\n");
@@ -12,11 +12,11 @@ pub(super) fn cost(out: &mut String, r: &BenchResult) {
         out.push_str("<p class=\"na\">No cost figures in this result (n/a).</p>\n");
         return;
     };
-    let modeled = t.watts_source.contains("model");
+    let modeled = t.watts_source.is_modeled();
     w!(
         out,
         "<p>Watts: <strong>{}</strong>{}</p>\n",
-        or_na(&t.watts_source),
+        t.watts_source,
         if modeled {
             " &mdash; an estimate from a power model, not a measurement."
         } else {
