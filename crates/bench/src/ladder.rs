@@ -22,7 +22,7 @@ use tickpack_report::bench::{BenchSettings, CpuUse, Ladder, Power, Step};
 
 use crate::cpu::{mean_over, CpuTimes};
 use crate::power::PowerSource;
-use crate::verdict::{failures, StepFigures};
+use crate::verdict::{failures, StepFigures, Verdict};
 use crate::BenchError;
 
 /// One variant to climb (a comparison runs several).
@@ -94,7 +94,7 @@ pub fn run_ladder(
             ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
             break;
         };
-        if step.verdict != "pass" && s.confirm_failures {
+        if step.verdict.is_fail() && s.confirm_failures {
             // One noisy moment must not end the ladder: run it again; the
             // step fails only if both attempts fail. Both are recorded.
             obs.note(&format!(
@@ -113,7 +113,7 @@ pub fn run_ladder(
         if index == 1 {
             baseline = Some(step.transaction_latency_us.p99);
         }
-        let pass = step.verdict == "pass";
+        let pass = step.verdict.is_pass();
         if first_fail.is_none() && pass {
             ladder.max_servers = Some(servers);
             if step.cpu.servers_busy_percent <= s.headroom_target * 100.0 {
@@ -309,8 +309,8 @@ fn measure(
         tiles: index,
         servers,
         players,
-        verdict: if why.is_empty() { "pass" } else { "fail" }.into(),
-        failures: why,
+        verdict: Verdict::of(&why),
+        failures: why.iter().map(ToString::to_string).collect(),
         first_attempt_failures: vec![],
         duration_s: s.step_duration_s,
         cpu: CpuUse {
@@ -321,7 +321,7 @@ fn measure(
         },
         power: watts.map(|w| Power {
             watts: (w * 10.0).round() / 10.0,
-            source: power.name().into(),
+            source: power.kind(),
         }),
         transaction_latency_us: r.transaction_latency_us,
         rtt_us: r.rtt_us,

@@ -360,7 +360,7 @@ pub fn run(
         let step = first.steps.iter().find(|s| s.servers == rec);
         let after_watts = step
             .and_then(|s| s.power.as_ref())
-            .map(|p| (p.watts, p.source.clone()));
+            .map(|p| (p.watts, p.source));
         if let Some((watts, source)) = after_watts.filter(|_| ratio >= 1.0) {
             let inputs = TcoInputs {
                 before_watts: cfg.cost.before_watts,
@@ -371,12 +371,7 @@ pub fn run(
                 currency_rate: cfg.cost.currency_rate,
                 hours_per_year: cfg.cost.hours_per_year,
             };
-            let label = if source == "modeled" {
-                "modeled".to_string()
-            } else {
-                format!("measured ({source})")
-            };
-            result.tco = tco::compute(&inputs, &label).ok();
+            result.tco = tco::compute(&inputs, tco::watts_source_label(source)).ok();
         }
     }
     result.complete = true;

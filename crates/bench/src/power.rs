@@ -40,6 +40,11 @@
 //! Detection never fails: whatever goes wrong, it falls back to the model
 //! and the reason string says what was tried and why it was not used.
 //!
+//! One file per source: `power/command.rs`, `power/rapl.rs`,
+//! `power/ipmi.rs`, `power/modeled.rs`; `power/detect.rs` picks one and
+//! `power/program.rs` runs the programs the command and IPMI sources read.
+//! This file holds what they share: the trait, the errors, the defaults.
+//!
 //! This module does not attribute power to processes, poll in the
 //! background, or talk to any meter itself (use the command source for that).
 //!
@@ -55,19 +60,16 @@
 //! source.start()?; // when the step's measurement begins
 //! // ... the step runs ...
 //! let power = source.power_since_start(0.5)?; // busy fraction 0-1, used by the model only
-//! assert_eq!(power.source, "modeled");
+//! assert_eq!(power.source.as_str(), "modeled");
 //! assert_eq!(power.watts, 200.0);
 //! # Ok::<(), tickpack_bench::power::PowerError>(())
 //! ```
 
 use std::io;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use tickpack_report::bench::Power;
+use tickpack_report::bench::{Power, PowerSourceKind};
 
 /// Where powercap lives on Linux.
 pub const DEFAULT_SYSFS_ROOT: &str = "/sys/class/powercap";
@@ -105,10 +107,10 @@ pub enum PowerError {
     RaplRange { path: PathBuf, value: u64, max: u64 },
     /// `watts_since_start` before `start`.
     #[error("{source_name} power: watts_since_start called before start")]
-    NotStarted { source_name: &'static str },
+    NotStarted { source_name: PowerSourceKind },
     /// `watts_since_start` at the very instant of `start`.
     #[error("{source_name} power: no time passed since start, cannot average")]
-    NoInterval { source_name: &'static str },
+    NoInterval { source_name: PowerSourceKind },
     /// A program could not be started.
     #[error("cannot run {program}: {source}")]
     Spawn {
@@ -162,9 +164,14 @@ fn permission_hint(e: &io::Error) -> &'static str {
 
 /// A way to measure the machine's average power over an interval.
 pub trait PowerSource: Send {
-    /// `"rapl"`, `"ipmi"`, `"command"` or `"modeled"`: what results record as
-    /// [`Power::source`].
-    fn name(&self) -> &'static str;
+    /// Which source this is: what results record as [`Power::source`].
+    fn kind(&self) -> PowerSourceKind;
+
+    /// [`kind`](Self::kind) as results spell it: `"rapl"`, `"ipmi"`,
+    /// `"command"` or `"modeled"`.
+    fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
 
     /// Begins an interval. Calling it again begins a new one.
     fn start(&mut self) -> Result<(), PowerError>;
@@ -181,7 +188,7 @@ pub trait PowerSource: Send {
         let watts = self.watts_since_start(busy_fraction)?;
         Ok(Power {
             watts,
-            source: self.name().to_string(),
+            source: self.kind(),
         })
     }
 }
@@ -197,661 +204,15 @@ fn check_busy(busy_fraction: f64) -> Result<f64, PowerError> {
     }
 }
 
-/// What [`detect`] may use.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PowerConfig {
-    /// The powercap root, [`DEFAULT_SYSFS_ROOT`] on a real machine.
-    pub sysfs_root: PathBuf,
-    /// A shell command printing watts, tried first when given.
-    pub command: Option<String>,
-    /// Model: watts with every core idle.
-    pub idle_watts: f64,
-    /// Model: watts with every core busy.
-    pub max_watts: f64,
-    /// Skip all measurement and use the model.
-    pub force_model: bool,
-}
+mod command;
+mod detect;
+mod ipmi;
+mod modeled;
+mod program;
+mod rapl;
 
-impl Default for PowerConfig {
-    fn default() -> Self {
-        PowerConfig {
-            sysfs_root: PathBuf::from(DEFAULT_SYSFS_ROOT),
-            command: None,
-            idle_watts: DEFAULT_IDLE_WATTS,
-            max_watts: DEFAULT_MAX_WATTS,
-            force_model: false,
-        }
-    }
-}
-
-impl PowerConfig {
-    /// Refuses model numbers that make no sense and an empty command.
-    /// Call it before anything runs; [`detect`] itself never fails.
-    pub fn validate(&self) -> Result<(), PowerError> {
-        ModeledSource::new(self.idle_watts, self.max_watts)?;
-        if let Some(c) = &self.command {
-            if c.trim().is_empty() {
-                return Err(PowerError::EmptyCommand);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Picks the best source (see the module docs for the order). Never fails.
-pub fn detect(cfg: &PowerConfig) -> Box<dyn PowerSource> {
-    detect_with_reason(cfg).0
-}
-
-/// [`detect`], plus one line saying which source was chosen and why the
-/// ones before it were not, e.g. on a machine without powercap or ipmitool:
-/// `modeled (idle 100 W, max 300 W; not measured) because: rapl: cannot
-/// read /sys/class/powercap: No such file or directory (os error 2); ipmi:
-/// cannot run ipmitool dcmi power reading: No such file or directory (os error 2)`.
-pub fn detect_with_reason(cfg: &PowerConfig) -> (Box<dyn PowerSource>, String) {
-    detect_using(cfg, Path::new("ipmitool"))
-}
-
-fn detect_using(cfg: &PowerConfig, ipmitool: &Path) -> (Box<dyn PowerSource>, String) {
-    let model = ModeledSource {
-        idle_watts: cfg.idle_watts,
-        max_watts: cfg.max_watts,
-        started: false,
-    };
-    let model_label = format!(
-        "modeled (idle {} W, max {} W; not measured)",
-        cfg.idle_watts, cfg.max_watts
-    );
-    if cfg.force_model {
-        return (
-            Box::new(model),
-            format!("{model_label} because it was asked for"),
-        );
-    }
-    let mut skipped = Vec::new();
-    let because = |skipped: &[String]| {
-        if skipped.is_empty() {
-            String::new()
-        } else {
-            format!("; not used: {}", skipped.join("; "))
-        }
-    };
-
-    if let Some(command) = &cfg.command {
-        let source = CommandSource::new(command.clone());
-        match source.read() {
-            Ok(w) => {
-                return (
-                    Box::new(source),
-                    format!("command: `{command}` printed {w} W"),
-                )
-            }
-            Err(e) => skipped.push(format!("command: {e}")),
-        }
-    }
-    match RaplSource::open(&cfg.sysfs_root) {
-        Ok(rapl) => {
-            let why = format!(
-                "rapl: {} under {} (CPU packages only, not the wall){}",
-                rapl.domain_names().join(", "),
-                cfg.sysfs_root.display(),
-                because(&skipped)
-            );
-            return (Box::new(rapl), why);
-        }
-        Err(e) => skipped.push(format!("rapl: {e}")),
-    }
-    let ipmi = IpmiSource::new(ipmitool);
-    match ipmi.read() {
-        Ok(w) => {
-            let why = format!(
-                "ipmi: {} dcmi power reading answered {w} W{}",
-                ipmitool.display(),
-                because(&skipped)
-            );
-            return (Box::new(ipmi), why);
-        }
-        Err(e) => skipped.push(format!("ipmi: {e}")),
-    }
-    if let Err(e) = model.check() {
-        skipped.push(format!("model: {e} (start will fail)"));
-    }
-    (
-        Box::new(model),
-        format!("{model_label} because: {}", skipped.join("; ")),
-    )
-}
-
-// ---------------------------------------------------------------- RAPL
-
-#[derive(Debug, Clone)]
-struct RaplDomain {
-    name: String,
-    energy_path: PathBuf,
-    max_range_uj: u64,
-}
-
-/// RAPL package energy counters under a powercap root.
-#[derive(Debug)]
-pub struct RaplSource {
-    domains: Vec<RaplDomain>,
-    start: Option<(Instant, Vec<u64>)>,
-}
-
-/// Energy used between two readings of a counter that wraps to 0 after
-/// `max_range_uj`. Handles one wrap; at 200 W a typical 262 kJ range takes
-/// over 20 minutes to wrap, far longer than a step.
-pub fn energy_delta_uj(start_uj: u64, end_uj: u64, max_range_uj: u64) -> u64 {
-    if end_uj >= start_uj {
-        end_uj - start_uj
-    } else {
-        max_range_uj.saturating_sub(start_uj) + end_uj
-    }
-}
-
-fn read_u64(path: &Path) -> Result<u64, PowerError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PowerError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    text.trim().parse().map_err(|_| PowerError::Sysfs {
-        path: path.to_path_buf(),
-        content: text.trim().to_string(),
-    })
-}
-
-/// `intel-rapl:N` (exactly one colon: zones, not sub-zones) -> N.
-fn rapl_zone_index(dir_name: &str) -> Option<u32> {
-    dir_name.strip_prefix("intel-rapl:")?.parse().ok()
-}
-
-impl RaplSource {
-    /// Finds the package domains under `root` (normally
-    /// [`DEFAULT_SYSFS_ROOT`]) and checks that their counters can be read.
-    pub fn open(root: &Path) -> Result<Self, PowerError> {
-        let entries = std::fs::read_dir(root).map_err(|source| PowerError::Read {
-            path: root.to_path_buf(),
-            source,
-        })?;
-        let mut zones = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|source| PowerError::Read {
-                path: root.to_path_buf(),
-                source,
-            })?;
-            let file_name = entry.file_name();
-            if let Some(index) = file_name.to_str().and_then(rapl_zone_index) {
-                zones.push((index, entry.path()));
-            }
-        }
-        zones.sort();
-        let mut domains = Vec::new();
-        for (_, dir) in zones {
-            let name_path = dir.join("name");
-            let name = match std::fs::read_to_string(&name_path) {
-                Ok(n) => n.trim().to_string(),
-                Err(source) => {
-                    return Err(PowerError::Read {
-                        path: name_path,
-                        source,
-                    })
-                }
-            };
-            if !name.starts_with("package") {
-                continue; // psys would count the packages twice
-            }
-            let max_range_uj = read_u64(&dir.join("max_energy_range_uj"))?;
-            let energy_path = dir.join("energy_uj");
-            read_u64(&energy_path)?; // fails here, not mid-run, when root-only
-            domains.push(RaplDomain {
-                name,
-                energy_path,
-                max_range_uj,
-            });
-        }
-        if domains.is_empty() {
-            return Err(PowerError::NoRapl {
-                root: root.to_path_buf(),
-            });
-        }
-        Ok(RaplSource {
-            domains,
-            start: None,
-        })
-    }
-
-    /// The domains summed, e.g. `["package-0", "package-1"]`.
-    pub fn domain_names(&self) -> Vec<&str> {
-        self.domains.iter().map(|d| d.name.as_str()).collect()
-    }
-
-    fn read_all(&self) -> Result<Vec<u64>, PowerError> {
-        self.domains
-            .iter()
-            .map(|d| {
-                let v = read_u64(&d.energy_path)?;
-                if v > d.max_range_uj {
-                    return Err(PowerError::RaplRange {
-                        path: d.energy_path.clone(),
-                        value: v,
-                        max: d.max_range_uj,
-                    });
-                }
-                Ok(v)
-            })
-            .collect()
-    }
-
-    /// [`PowerSource::start`] with the time passed in (for tests and for
-    /// callers that already hold the step's start time).
-    pub fn start_at(&mut self, now: Instant) -> Result<(), PowerError> {
-        self.start = Some((now, self.read_all()?));
-        Ok(())
-    }
-
-    /// Average watts from [`start_at`](Self::start_at) until `now`, summed
-    /// over all package domains.
-    pub fn watts_at(&mut self, now: Instant) -> Result<f64, PowerError> {
-        let (t0, first) = self.start.as_ref().ok_or(PowerError::NotStarted {
-            source_name: "rapl",
-        })?;
-        let secs = now.saturating_duration_since(*t0).as_secs_f64();
-        if secs <= 0.0 {
-            return Err(PowerError::NoInterval {
-                source_name: "rapl",
-            });
-        }
-        let end = self.read_all()?;
-        let total_uj: u64 = self
-            .domains
-            .iter()
-            .zip(first.iter().zip(&end))
-            .map(|(d, (&a, &b))| energy_delta_uj(a, b, d.max_range_uj))
-            .sum();
-        Ok(total_uj as f64 / 1e6 / secs)
-    }
-}
-
-impl PowerSource for RaplSource {
-    fn name(&self) -> &'static str {
-        "rapl"
-    }
-    fn start(&mut self) -> Result<(), PowerError> {
-        self.start_at(Instant::now())
-    }
-    fn watts_since_start(&mut self, busy_fraction: f64) -> Result<f64, PowerError> {
-        check_busy(busy_fraction)?;
-        self.watts_at(Instant::now())
-    }
-}
-
-// ---------------------------------------------------------------- programs
-
-/// Runs `cmd` with stdin closed, in its own process group, and kills the
-/// whole group if it takes longer than `timeout` (so `sh -c "sleep 60"`
-/// does not leave the sleep behind).
-fn run_with_timeout(
-    mut cmd: Command,
-    program: &str,
-    timeout: Duration,
-) -> Result<Output, PowerError> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let child = cmd.spawn().map_err(|source| PowerError::Spawn {
-        program: program.to_string(),
-        source,
-    })?;
-    let pgid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(out)) => Ok(out),
-        Ok(Err(source)) => Err(PowerError::Spawn {
-            program: program.to_string(),
-            source,
-        }),
-        Err(_) => {
-            // The waiting thread owns the child; signal its process group.
-            let _ = Command::new("/bin/sh")
-                .arg("-c")
-                .arg(format!("kill -s KILL -- -{pgid}"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-            // Let the waiting thread reap it; a grandchild that escaped
-            // the group may keep the pipes open, so do not wait forever.
-            let _ = rx.recv_timeout(Duration::from_secs(1));
-            Err(PowerError::Timeout {
-                program: program.to_string(),
-                timeout,
-            })
-        }
-    }
-}
-
-fn short(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let text = text.trim();
-    match text.char_indices().nth(200) {
-        Some((i, _)) => format!("{}...", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
-fn check_status(program: &str, out: &Output) -> Result<(), PowerError> {
-    if out.status.success() {
-        return Ok(());
-    }
-    let mut stderr = short(&out.stderr);
-    if stderr.is_empty() {
-        stderr = short(&out.stdout);
-    }
-    Err(PowerError::Failed {
-        program: program.to_string(),
-        status: out.status.to_string(),
-        stderr,
-    })
-}
-
-/// Two readings, at start and at the end, averaged.
-#[derive(Debug, Default)]
-struct TwoPoint {
-    first: Option<f64>,
-}
-
-impl TwoPoint {
-    fn start(&mut self, reading: Result<f64, PowerError>) -> Result<(), PowerError> {
-        self.first = None;
-        self.first = Some(reading?);
-        Ok(())
-    }
-    fn average(
-        &self,
-        source_name: &'static str,
-        busy_fraction: f64,
-        read: impl FnOnce() -> Result<f64, PowerError>,
-    ) -> Result<f64, PowerError> {
-        check_busy(busy_fraction)?;
-        let first = self.first.ok_or(PowerError::NotStarted { source_name })?;
-        Ok((first + read()?) / 2.0)
-    }
-}
-
-/// Parses watts as printed by a power command: a positive number,
-/// optionally followed by `W` (either case, with or without a space).
-pub fn parse_watts(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let t = t
-        .strip_suffix('W')
-        .or_else(|| t.strip_suffix('w'))
-        .unwrap_or(t)
-        .trim_end();
-    let w: f64 = t.parse().ok()?;
-    (w.is_finite() && w > 0.0).then_some(w)
-}
-
-/// A user command that prints the machine's current watts.
-#[derive(Debug)]
-pub struct CommandSource {
-    command: String,
-    timeout: Duration,
-    readings: TwoPoint,
-}
-
-impl CommandSource {
-    /// `command` runs through `sh -c` with [`COMMAND_TIMEOUT`].
-    pub fn new(command: impl Into<String>) -> Self {
-        Self::with_timeout(command, COMMAND_TIMEOUT)
-    }
-
-    /// The same with another time limit.
-    pub fn with_timeout(command: impl Into<String>, timeout: Duration) -> Self {
-        CommandSource {
-            command: command.into(),
-            timeout,
-            readings: TwoPoint::default(),
-        }
-    }
-
-    /// Runs the command once and parses what it printed.
-    pub fn read(&self) -> Result<f64, PowerError> {
-        if self.command.trim().is_empty() {
-            return Err(PowerError::EmptyCommand);
-        }
-        let program = format!("power command `{}`", self.command);
-        let mut cmd = Command::new("/bin/sh");
-        cmd.arg("-c").arg(&self.command);
-        let out = run_with_timeout(cmd, &program, self.timeout)?;
-        check_status(&program, &out)?;
-        parse_watts(&String::from_utf8_lossy(&out.stdout)).ok_or_else(|| PowerError::NotWatts {
-            command: self.command.clone(),
-            output: short(&out.stdout),
-        })
-    }
-}
-
-impl PowerSource for CommandSource {
-    fn name(&self) -> &'static str {
-        "command"
-    }
-    fn start(&mut self) -> Result<(), PowerError> {
-        let reading = self.read();
-        self.readings.start(reading)
-    }
-    fn watts_since_start(&mut self, busy_fraction: f64) -> Result<f64, PowerError> {
-        self.readings
-            .average("command", busy_fraction, || self.read())
-    }
-}
-
-/// Parses the output of `ipmitool dcmi power reading`: the number on the
-/// `Instantaneous power reading: 123 Watts` line. A reading of 0 W is how
-/// BMCs without power measurement answer, and is refused.
-pub fn parse_ipmi_dcmi(text: &str) -> Result<f64, PowerError> {
-    let no_reading = || PowerError::IpmiNoReading {
-        output: short(text.as_bytes()),
-    };
-    let line = text
-        .lines()
-        .find(|l| {
-            l.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("instantaneous power reading")
-        })
-        .ok_or_else(no_reading)?;
-    let value = line.split_once(':').ok_or_else(no_reading)?.1.trim();
-    let number = value.split_whitespace().next().ok_or_else(no_reading)?;
-    let watts: f64 = number.parse().map_err(|_| no_reading())?;
-    if !watts.is_finite() || watts < 0.0 {
-        return Err(no_reading());
-    }
-    if watts == 0.0 {
-        return Err(PowerError::IpmiZero);
-    }
-    Ok(watts)
-}
-
-/// The BMC's power reading through `ipmitool dcmi power reading`.
-#[derive(Debug)]
-pub struct IpmiSource {
-    program: PathBuf,
-    readings: TwoPoint,
-}
-
-impl IpmiSource {
-    /// `program` is normally `ipmitool` (looked up on PATH).
-    pub fn new(program: impl Into<PathBuf>) -> Self {
-        IpmiSource {
-            program: program.into(),
-            readings: TwoPoint::default(),
-        }
-    }
-
-    /// One reading, in watts.
-    pub fn read(&self) -> Result<f64, PowerError> {
-        let shown = format!("{} dcmi power reading", self.program.display());
-        let mut cmd = Command::new(&self.program);
-        cmd.args(["dcmi", "power", "reading"]);
-        let out = run_with_timeout(cmd, &shown, IPMI_TIMEOUT)?;
-        check_status(&shown, &out)?;
-        parse_ipmi_dcmi(&String::from_utf8_lossy(&out.stdout))
-    }
-}
-
-impl PowerSource for IpmiSource {
-    fn name(&self) -> &'static str {
-        "ipmi"
-    }
-    fn start(&mut self) -> Result<(), PowerError> {
-        let reading = self.read();
-        self.readings.start(reading)
-    }
-    fn watts_since_start(&mut self, busy_fraction: f64) -> Result<f64, PowerError> {
-        self.readings.average("ipmi", busy_fraction, || self.read())
-    }
-}
-
-// ---------------------------------------------------------------- model
-
-/// The linear model: `idle_watts + (max_watts − idle_watts) × busy_fraction`.
-/// Not a measurement; its results are labelled `"modeled"`.
-#[derive(Debug, Clone)]
-pub struct ModeledSource {
-    idle_watts: f64,
-    max_watts: f64,
-    started: bool,
-}
-
-impl ModeledSource {
-    /// Refuses negative, non-finite or inverted figures.
-    pub fn new(idle_watts: f64, max_watts: f64) -> Result<Self, PowerError> {
-        let m = ModeledSource {
-            idle_watts,
-            max_watts,
-            started: false,
-        };
-        m.check()?;
-        Ok(m)
-    }
-
-    fn check(&self) -> Result<(), PowerError> {
-        let (idle, max) = (self.idle_watts, self.max_watts);
-        let ok = idle.is_finite() && max.is_finite() && idle >= 0.0 && max > 0.0 && max >= idle;
-        if ok {
-            Ok(())
-        } else {
-            Err(PowerError::BadModel { idle, max })
-        }
-    }
-
-    /// Modeled watts at `busy_fraction` (0–1).
-    pub fn watts(&self, busy_fraction: f64) -> Result<f64, PowerError> {
-        let busy = check_busy(busy_fraction)?;
-        Ok(self.idle_watts + (self.max_watts - self.idle_watts) * busy)
-    }
-}
-
-impl PowerSource for ModeledSource {
-    fn name(&self) -> &'static str {
-        "modeled"
-    }
-    fn start(&mut self) -> Result<(), PowerError> {
-        self.check()?;
-        self.started = true;
-        Ok(())
-    }
-    /// Requires `start` like the measuring sources, so code that forgets it
-    /// fails on a laptop too, not only on a machine with RAPL.
-    fn watts_since_start(&mut self, busy_fraction: f64) -> Result<f64, PowerError> {
-        if !self.started {
-            return Err(PowerError::NotStarted {
-                source_name: "modeled",
-            });
-        }
-        self.watts(busy_fraction)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn temp_dir(tag: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("tickpack-power-unit-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    fn fake_ipmitool(dir: &Path, script_body: &str) -> PathBuf {
-        let path = dir.join("ipmitool");
-        std::fs::write(&path, format!("#!/bin/sh\n{script_body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
-    }
-
-    const DCMI_OK: &str = "
-    Instantaneous power reading:                   215 Watts
-    Minimum during sampling period:                162 Watts
-    Maximum during sampling period:                276 Watts
-    Average power reading over sample period:      176 Watts
-    IPMI timestamp:                           Wed Feb 15 12:49:51 2017
-    Sampling period:                          01131466 Seconds.
-    Power reading state is:                   activated
-";
-
-    #[test]
-    fn without_rapl_or_ipmitool_detection_falls_back_to_the_model() {
-        let dir = temp_dir("no-rapl");
-        let cfg = PowerConfig {
-            sysfs_root: dir.clone(),
-            ..PowerConfig::default()
-        };
-        let (source, why) = detect_using(&cfg, &dir.join("no-such-ipmitool"));
-        assert_eq!(source.name(), "modeled");
-        assert!(why.starts_with("modeled (idle 100 W, max 300 W"), "{why}");
-        assert!(why.contains("rapl: no RAPL package domain"), "{why}");
-        assert!(why.contains("ipmi: cannot run"), "{why}");
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn a_bmc_that_answers_is_used_when_there_is_no_rapl() {
-        let dir = temp_dir("ipmi");
-        let tool = fake_ipmitool(&dir, &format!("cat <<'EOF'\n{DCMI_OK}\nEOF"));
-        let cfg = PowerConfig {
-            sysfs_root: dir.clone(),
-            ..PowerConfig::default()
-        };
-        let (mut source, why) = detect_using(&cfg, &tool);
-        assert_eq!(source.name(), "ipmi", "{why}");
-        assert!(why.contains("answered 215 W"), "{why}");
-        source.start().unwrap();
-        assert_eq!(source.watts_since_start(0.3).unwrap(), 215.0);
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn a_bmc_without_power_reading_falls_back_to_the_model() {
-        let dir = temp_dir("ipmi-broken");
-        let tool = fake_ipmitool(
-            &dir,
-            "echo 'Could not open device at /dev/ipmi0 or /dev/ipmi/0 or /dev/ipmidev/0: No such file or directory' >&2; exit 1",
-        );
-        let cfg = PowerConfig {
-            sysfs_root: dir.clone(),
-            ..PowerConfig::default()
-        };
-        let (source, why) = detect_using(&cfg, &tool);
-        assert_eq!(source.name(), "modeled");
-        assert!(why.contains("Could not open device at /dev/ipmi0"), "{why}");
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-}
+pub use command::{parse_watts, CommandSource};
+pub use detect::{detect, detect_with_reason, PowerConfig};
+pub use ipmi::{parse_ipmi_dcmi, IpmiSource};
+pub use modeled::ModeledSource;
+pub use rapl::{energy_delta_uj, RaplSource};

@@ -66,7 +66,7 @@
 //! # Ok::<(), tickpack_bench::tco::TcoError>(())
 //! ```
 
-use tickpack_report::bench::{Tco, TcoInputs, TcoSavings, TcoSide};
+use tickpack_report::bench::{PowerSourceKind, Tco, TcoInputs, TcoSavings, TcoSide, WattsSource};
 
 /// Hours in a year of 365 days, the default for `hours_per_year`.
 pub const HOURS_PER_YEAR: f64 = 24.0 * 365.0;
@@ -75,17 +75,12 @@ pub const HOURS_PER_YEAR: f64 = 24.0 * 365.0;
 pub const MAX_HOURS_PER_YEAR: f64 = 24.0 * 366.0;
 
 /// `watts_source` for watts the user typed in.
-pub const WATTS_GIVEN: &str = "given";
+pub const WATTS_GIVEN: WattsSource = WattsSource::Given;
 
-/// `watts_source` for watts measured by the power source called `source_name`
-/// (see [`crate::power::PowerSource::name`]): "modeled" stays "modeled",
-/// anything else becomes "measured (rapl)", "measured (ipmi)", ...
-pub fn watts_source_label(source_name: &str) -> String {
-    if source_name == "modeled" {
-        "modeled".to_string()
-    } else {
-        format!("measured ({source_name})")
-    }
+/// `watts_source` for watts from power source `source`: the model stays
+/// "modeled", a measurement becomes "measured (rapl)", "measured (ipmi)", ...
+pub fn watts_source_label(source: PowerSourceKind) -> WattsSource {
+    WattsSource::Source(source)
 }
 
 /// Why a set of TCO inputs was refused. Each names the field and the value.
@@ -175,7 +170,7 @@ pub fn machines_after(machines: u64, ratio: f64) -> u64 {
 ///
 /// `watts_source` is stored as is in [`Tco::watts_source`]: [`WATTS_GIVEN`]
 /// for typed-in watts, or [`watts_source_label`] of a power source.
-pub fn compute(inputs: &TcoInputs, watts_source: &str) -> Result<Tco, TcoError> {
+pub fn compute(inputs: &TcoInputs, watts_source: WattsSource) -> Result<Tco, TcoError> {
     validate(inputs)?;
     let side = |machines: u64, watts_each: f64| {
         let annual_kwh = machines as f64 * watts_each * inputs.hours_per_year / 1000.0;
@@ -203,7 +198,7 @@ pub fn compute(inputs: &TcoInputs, watts_source: &str) -> Result<Tco, TcoError> 
         before,
         after,
         savings,
-        watts_source: watts_source.to_string(),
+        watts_source,
     })
 }
 

@@ -257,7 +257,10 @@ fn the_model_is_linear_in_busy_share_and_labelled_modeled() {
     assert_eq!(m.watts_since_start(0.0).unwrap(), 100.0);
     assert_eq!(m.watts_since_start(0.5).unwrap(), 200.0);
     assert_eq!(m.watts_since_start(1.0).unwrap(), 300.0);
-    assert_eq!(m.power_since_start(0.25).unwrap().source, "modeled");
+    assert_eq!(
+        m.power_since_start(0.25).unwrap().source.as_str(),
+        "modeled"
+    );
 
     // A mean of full busy shares may land a hair above 1: still full power.
     assert_eq!(m.watts_since_start(1.0 + 1e-12).unwrap(), 300.0);

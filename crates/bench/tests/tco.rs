@@ -2,6 +2,7 @@
 //! the refusals a user sees for bad inputs.
 
 use tickpack_bench::tco::{compute, watts_source_label, TcoError, WATTS_GIVEN};
+use tickpack_report::bench::PowerSourceKind;
 use tickpack_report::bench::TcoInputs;
 
 fn case_study() -> TcoInputs {
@@ -60,12 +61,12 @@ fn case_study_1000_core2_servers_18_to_1_saves_647_900_25_usd_a_year() {
     assert_eq!((tco.savings.annual / 1000.0).round() * 1000.0, 648_000.0);
 
     assert_eq!(tco.inputs, case_study());
-    assert_eq!(tco.watts_source, "given");
+    assert_eq!(tco.watts_source.to_string(), "given");
 }
 
 #[test]
 fn json_carries_the_fields_reports_read() {
-    let tco = compute(&case_study(), &watts_source_label("rapl")).unwrap();
+    let tco = compute(&case_study(), watts_source_label(PowerSourceKind::Rapl)).unwrap();
     let v = serde_json::to_value(&tco).unwrap();
     assert_cents(
         "before.annual_cost",
@@ -83,7 +84,10 @@ fn json_carries_the_fields_reports_read() {
         647_900.25,
     );
     assert_eq!(v["watts_source"], "measured (rapl)");
-    assert_eq!(watts_source_label("modeled"), "modeled");
+    assert_eq!(
+        watts_source_label(PowerSourceKind::Modeled).to_string(),
+        "modeled"
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::qos::Verdict;
 use crate::system::SystemInfo;
 use crate::{CommandCounts, Outages, Percentiles, PlayersHistograms, SnapshotCounts};
 
@@ -78,8 +79,46 @@ pub struct CpuUse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Power {
     pub watts: f64,
-    /// "rapl", "ipmi", "command" or "modeled".
-    pub source: String,
+    pub source: PowerSourceKind,
+}
+
+/// Where a step's watts came from; stored as `"rapl"`, `"ipmi"`,
+/// `"command"` or `"modeled"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PowerSourceKind {
+    /// Intel RAPL energy counters (the CPU package).
+    Rapl,
+    /// The BMC's power reading over IPMI (the whole machine).
+    Ipmi,
+    /// A command the user gave that prints watts.
+    Command,
+    /// A linear model of the CPU busy share: an estimate, not a measurement.
+    Modeled,
+}
+
+impl PowerSourceKind {
+    /// As stored in `result.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PowerSourceKind::Rapl => "rapl",
+            PowerSourceKind::Ipmi => "ipmi",
+            PowerSourceKind::Command => "command",
+            PowerSourceKind::Modeled => "modeled",
+        }
+    }
+
+    /// False for the power model.
+    pub fn is_measured(self) -> bool {
+        self != PowerSourceKind::Modeled
+    }
+}
+
+impl std::fmt::Display for PowerSourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad`, so widths like `{:>7}` apply.
+        f.pad(self.as_str())
+    }
 }
 
 /// One step of the ladder.
@@ -89,9 +128,8 @@ pub struct Step {
     pub tiles: u32,
     pub servers: u32,
     pub players: u32,
-    /// "pass" or "fail".
-    pub verdict: String,
-    /// Each limit missed, in words.
+    pub verdict: Verdict,
+    /// Each limit missed, in words (a [`crate::qos::Miss`] each).
     pub failures: Vec<String>,
     /// What the first attempt missed when it failed and was run again to
     /// confirm (a step fails only if both attempts fail); empty otherwise.
@@ -135,7 +173,7 @@ impl Ladder {
     /// True when the ladder was interrupted before any step failed QoS:
     /// it never found its limit, and `max_servers` is only a lower bound.
     pub fn interrupted_before_limit(&self) -> bool {
-        self.stopped.starts_with("interrupted") && !self.steps.iter().any(|s| s.verdict == "fail")
+        self.stopped.starts_with("interrupted") && !self.steps.iter().any(|s| s.verdict.is_fail())
     }
 
     /// The maximum density in words: `4 servers`, `not reached` (the first
@@ -160,8 +198,60 @@ pub struct Tco {
     pub before: TcoSide,
     pub after: TcoSide,
     pub savings: TcoSavings,
-    /// Where the watts came from: "measured (rapl)", "modeled", "given".
-    pub watts_source: String,
+    pub watts_source: WattsSource,
+}
+
+/// Where a cost's watts came from; stored as `"given"` (typed in),
+/// `"modeled"` or `"measured (rapl)"`, `"measured (ipmi)"`, ...
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum WattsSource {
+    /// Watts the user typed in (`tickpack tco`).
+    Given,
+    /// The watts of a bench step, from this power source.
+    Source(PowerSourceKind),
+}
+
+impl WattsSource {
+    /// True for watts from the power model (an estimate).
+    pub fn is_modeled(self) -> bool {
+        self == WattsSource::Source(PowerSourceKind::Modeled)
+    }
+}
+
+impl std::fmt::Display for WattsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WattsSource::Given => f.pad("given"),
+            WattsSource::Source(k) if !k.is_measured() => f.pad(k.as_str()),
+            WattsSource::Source(k) => f.pad(&format!("measured ({k})")),
+        }
+    }
+}
+
+impl From<WattsSource> for String {
+    fn from(w: WattsSource) -> String {
+        w.to_string()
+    }
+}
+
+impl TryFrom<String> for WattsSource {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        use PowerSourceKind::*;
+        Ok(match s.as_str() {
+            "given" => WattsSource::Given,
+            "modeled" => WattsSource::Source(Modeled),
+            "measured (rapl)" => WattsSource::Source(Rapl),
+            "measured (ipmi)" => WattsSource::Source(Ipmi),
+            "measured (command)" => WattsSource::Source(Command),
+            other => {
+                return Err(format!(
+                    "unknown watts_source {other:?} (expected \"given\", \"modeled\" or \"measured (rapl|ipmi|command)\")"
+                ))
+            }
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod bench;
 pub mod html;
+pub mod qos;
 pub mod system;
 
 /// Schema id of `tickpack players --json`.

@@ -5,13 +5,14 @@
 use std::path::PathBuf;
 
 use tickpack_report::bench::{
-    BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, Power, QosLimits, Step, Tco, TcoInputs,
-    TcoSavings, TcoSide, BENCH_SCHEMA,
+    BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, Power, PowerSourceKind, QosLimits, Step,
+    Tco, TcoInputs, TcoSavings, TcoSide, WattsSource, BENCH_SCHEMA,
 };
+use tickpack_report::qos::{Verdict, RULES};
 use tickpack_report::system::SystemInfo;
 use tickpack_report::{
-    encode_histogram, html, new_histogram, record, CommandCounts, Percentiles, PlayersHistograms,
-    SnapshotCounts,
+    encode_histogram, html, new_histogram, record, CommandCounts, Outages, Percentiles,
+    PlayersHistograms, SnapshotCounts,
 };
 
 /// A step whose latencies centre on `base_us`, with a tail 6x longer.
@@ -37,7 +38,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         tiles: servers / 3,
         servers,
         players: servers * 10,
-        verdict: if fail { "fail" } else { "pass" }.into(),
+        verdict: if fail { Verdict::Fail } else { Verdict::Pass },
         failures: if fail {
             vec!["p99 transaction latency 61.2 ms > 50 ms".into()]
         } else {
@@ -70,7 +71,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         },
         power: Some(Power {
             watts: 60.0 + busy,
-            source: "modeled".into(),
+            source: PowerSourceKind::Modeled,
         }),
         histograms: PlayersHistograms {
             transaction_latency_us: hist,
@@ -181,7 +182,7 @@ fn sample() -> BenchResult {
                 annual: 99_645.0,
                 percent: 77.8,
             },
-            watts_source: "modeled".into(),
+            watts_source: WattsSource::Source(PowerSourceKind::Modeled),
         }),
         complete: true,
         started_unix: 1_735_689_600,
@@ -445,7 +446,7 @@ fn sample_page() {
     b.finished_unix = None;
     b.ladders[1].steps.truncate(2);
     b.comparison_ratio = None;
-    b.ladders[0].steps[2].verdict = "fail".into();
+    b.ladders[0].steps[2].verdict = Verdict::Fail;
     b.ladders[0].steps[2].failures = vec!["p99 tick lateness 2.4 ms > 2 ms".into()];
     let p = html::render(&[
         ("bench-2025-01-01/result.json".into(), sample()),
@@ -533,4 +534,95 @@ fn an_interrupted_ladder_does_not_claim_a_maximum_density() {
     r.complete = false;
     let p = page(r);
     assert!(p.contains("Maximum: 9 servers"));
+}
+
+/// A `result.json` written before verdicts and power sources were typed.
+fn fixture_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/result-v1.json")
+}
+
+#[test]
+fn a_result_written_before_typed_verdicts_reads_and_writes_the_same_json() {
+    let text = std::fs::read_to_string(fixture_path()).unwrap();
+    let before: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let r = html::read_result(&fixture_path()).unwrap();
+    assert_eq!(serde_json::to_value(&r).unwrap(), before);
+    // The fixture holds every verdict and power source.
+    let steps: Vec<&Step> = r.ladders.iter().flat_map(|l| &l.steps).collect();
+    assert!(steps.iter().any(|s| s.verdict == Verdict::Fail));
+    let sources: Vec<PowerSourceKind> = steps
+        .iter()
+        .filter_map(|s| Some(s.power.as_ref()?.source))
+        .collect();
+    for k in [
+        PowerSourceKind::Rapl,
+        PowerSourceKind::Ipmi,
+        PowerSourceKind::Command,
+        PowerSourceKind::Modeled,
+    ] {
+        assert!(sources.contains(&k), "{k} missing from the fixture");
+    }
+}
+
+#[test]
+fn the_limits_list_is_the_verdicts_rule_table_with_the_outage_rule() {
+    let p = page(sample());
+    let run = &p[p.find("<h3>Run</h3>").unwrap()..p.find("<h3>Ladders</h3>").unwrap()];
+    assert_eq!(run.matches("<li>").count(), RULES.len(), "{run}");
+    assert!(
+        run.contains("<li>no outage (200 ms or more without snapshots for a player)</li>"),
+        "{run}"
+    );
+    assert!(run.contains("<li>every player connects</li>"), "{run}");
+}
+
+#[test]
+fn a_steps_outages_and_reconnects_are_shown_beside_its_loss() {
+    let mut r = sample();
+    let st = &mut r.ladders[0].steps[1];
+    st.outages = Outages {
+        count: 2,
+        total_us: 450_000,
+        longest_us: 250_000,
+    };
+    st.reconnects = 3;
+    let p = page(r);
+    let table = &p[p.find("<h3>Steps</h3>").unwrap()..];
+    assert!(
+        table.contains("<th class=\"num\" rowspan=\"2\">Outages</th>"),
+        "{table}"
+    );
+    assert!(
+        table.contains("<th class=\"num\" rowspan=\"2\">Reconnects</th>"),
+        "{table}"
+    );
+    assert!(
+        table.contains("<td class=\"num\">2 (longest 250 ms)</td><td class=\"num\">3</td>"),
+        "{table}"
+    );
+}
+
+#[test]
+fn watts_sources_keep_the_words_results_have_always_stored() {
+    for (w, text) in [
+        (WattsSource::Given, "given"),
+        (WattsSource::Source(PowerSourceKind::Modeled), "modeled"),
+        (
+            WattsSource::Source(PowerSourceKind::Rapl),
+            "measured (rapl)",
+        ),
+        (
+            WattsSource::Source(PowerSourceKind::Ipmi),
+            "measured (ipmi)",
+        ),
+        (
+            WattsSource::Source(PowerSourceKind::Command),
+            "measured (command)",
+        ),
+    ] {
+        let json = serde_json::to_string(&w).unwrap();
+        assert_eq!(json, format!("\"{text}\""));
+        assert_eq!(serde_json::from_str::<WattsSource>(&json).unwrap(), w);
+    }
+    assert!(serde_json::from_str::<WattsSource>("\"measured (modeled)\"").is_err());
 }

@@ -313,7 +313,7 @@ impl Observer for Progress {
             "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%){}",
             ladder.label,
             s.servers,
-            s.verdict.to_uppercase(),
+            s.verdict.as_str().to_uppercase(),
             s.transaction_latency_us.p99 as f64 / 1000.0,
             s.cpu.servers_busy_percent,
             if s.failures.is_empty() {
@@ -404,7 +404,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     if result
         .ladders
         .first()
-        .is_some_and(|l| l.steps.first().is_some_and(|s| s.verdict == "fail"))
+        .is_some_and(|l| l.steps.first().is_some_and(|s| s.verdict.is_fail()))
     {
         return Err(fail(
             Code::QosFailed,
@@ -466,7 +466,7 @@ pub fn print_summary(r: &BenchResult) {
                 s.power.as_ref().map_or("-".into(), |p| format!(
                     "{:.0}{}",
                     p.watts,
-                    if p.source == "modeled" { "*" } else { "" }
+                    if p.source.is_measured() { "" } else { "*" }
                 ))
             );
         }
@@ -514,7 +514,7 @@ pub fn print_summary(r: &BenchResult) {
     if r.ladders
         .iter()
         .flat_map(|l| &l.steps)
-        .any(|s| s.power.as_ref().is_some_and(|p| p.source == "modeled"))
+        .any(|s| s.power.as_ref().is_some_and(|p| !p.source.is_measured()))
     {
         println!("* modeled watts (no power meter found); see docs/methodology.md");
     }

@@ -1,7 +1,7 @@
 //! The report's charts, built from a [`BenchResult`]: x = servers per step
 //! with one series per ladder, or the latency distribution of each step.
 
-use crate::bench::{BenchResult, Ladder, Step};
+use crate::bench::{BenchResult, Ladder, PowerSourceKind, Step};
 use crate::decode_histogram;
 
 use super::svg::{Chart, Limit, Point, Series, YScale, FAIL_RED};
@@ -31,7 +31,7 @@ fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
         "{}: step {}, {} servers, {what}",
         ladder.label, step.index, step.servers
     );
-    if step.verdict != "pass" {
+    if step.verdict.is_fail() {
         t.push_str(" - FAIL");
         if !step.failures.is_empty() {
             t.push_str(": ");
@@ -42,7 +42,7 @@ fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
 }
 
 fn failed(step: &Step) -> bool {
-    step.verdict != "pass"
+    step.verdict.is_fail()
 }
 
 /// Series name: the ladder's label, or only `what` when there is one ladder.
@@ -164,25 +164,34 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
 }
 
 /// The power sources of all steps, in order of appearance.
-pub(super) fn power_sources(r: &BenchResult) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
+pub(super) fn power_sources(r: &BenchResult) -> Vec<PowerSourceKind> {
+    let mut v: Vec<PowerSourceKind> = Vec::new();
     for st in r.ladders.iter().flat_map(|l| &l.steps) {
         if let Some(p) = &st.power {
             if !v.contains(&p.source) {
-                v.push(p.source.clone());
+                v.push(p.source);
             }
         }
     }
     v
 }
 
+/// Source names joined with ", ".
+pub(super) fn join_sources(sources: &[PowerSourceKind]) -> String {
+    sources
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// "modeled, not measured", "measured (rapl)" or "sources: ...".
-pub(super) fn power_source_words(sources: &[String]) -> String {
+pub(super) fn power_source_words(sources: &[PowerSourceKind]) -> String {
     match sources {
         [] => "no power source".into(),
-        [s] if s == "modeled" => "modeled, not measured".into(),
+        [PowerSourceKind::Modeled] => "modeled, not measured".into(),
         [s] => format!("measured ({s})"),
-        more => format!("sources: {}", more.join(", ")),
+        more => format!("sources: {}", join_sources(more)),
     }
 }
 
@@ -196,7 +205,7 @@ pub(super) fn power(r: &BenchResult) -> Option<Figure> {
     let mut c = Chart::new(
         format!("Power vs servers ({words})"),
         "servers",
-        if sources.iter().all(|s| s == "modeled") {
+        if sources.iter().all(|s| !s.is_measured()) {
             "watts (modeled)"
         } else {
             "watts"
@@ -223,7 +232,7 @@ pub(super) fn power(r: &BenchResult) -> Option<Figure> {
             .collect();
         c.series.push(s);
     }
-    let caption = if sources.iter().any(|s| s == "modeled") {
+    let caption = if sources.iter().any(|s| !s.is_measured()) {
         "Watts per step. Modeled watts come from a power model of the CPU busy share, \
          not from a meter: treat them as an estimate. Red dots: failed steps."
             .to_string()

@@ -1,0 +1,124 @@
+//! The comparison table that opens a page of two or more results: one
+//! column per result.
+
+use std::fmt::Write as _;
+
+use crate::bench::BenchResult;
+
+use super::format::{
+    cpu_list, esc, fmt_ms, fmt_num, fmt_ratio, max_density, or_na, servers, step_at, utc, NA,
+};
+
+/// The comparison table: one column per result.
+pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
+    out.push_str(
+        "<h2>Comparison</h2>\n<div class=\"scroll\"><table class=\"comparison\">\n<tr><th></th>",
+    );
+    for (i, (label, _)) in results.iter().enumerate() {
+        w!(
+            out,
+            "<th><a href=\"#result-{}\">{}</a></th>",
+            i + 1,
+            esc(label)
+        );
+    }
+    out.push_str("</tr>\n");
+    let row = |out: &mut String, name: &str, cell: &dyn Fn(&BenchResult) -> String| {
+        w!(out, "<tr><th>{name}</th>");
+        for (_, r) in results {
+            w!(out, "<td>{}</td>", cell(r));
+        }
+        out.push_str("</tr>\n");
+    };
+    row(out, "Run", &|r| {
+        if r.complete {
+            "complete".into()
+        } else {
+            "<strong>interrupted (incomplete)</strong>".into()
+        }
+    });
+    row(out, "Started", &|r| utc(r.started_unix));
+    row(out, "tickpack", &|r| or_na(&r.tickpack_version));
+    row(out, "CPU", &|r| {
+        format!(
+            "{}, {} logical CPUs",
+            or_na(&r.system.cpu_model),
+            r.system.logical_cpus
+        )
+    });
+    row(out, "Kernel", &|r| or_na(&r.system.kernel));
+    row(out, "Cores: load generator / servers", &|r| {
+        format!(
+            "{} / {}",
+            cpu_list(&r.cores.load_generator),
+            cpu_list(&r.cores.servers)
+        )
+    });
+    row(out, "Tile, players, tick", &|r| {
+        format!(
+            "{} servers per tile, {} players per server, {} Hz, cost {}",
+            r.settings.tile_servers,
+            r.settings.players_per_server,
+            r.settings.tick_hz,
+            or_na(&r.settings.cost)
+        )
+    });
+    row(out, "Ladders", &|r| {
+        if r.ladders.is_empty() {
+            return NA.into();
+        }
+        r.ladders
+            .iter()
+            .map(|l| esc(&l.label))
+            .collect::<Vec<_>>()
+            .join("<br>")
+    });
+    row(out, "<strong>Recommended density</strong>", &|r| {
+        format!("<strong>{}</strong>", servers(r.recommended_servers))
+    });
+    row(out, "Maximum density", &max_density);
+    row(out, "Headroom target", &|r| {
+        format!(
+            "{} % server-core busy",
+            fmt_num(r.settings.headroom_target * 100.0)
+        )
+    });
+    row(out, "Consolidation ratio", &|r| {
+        r.consolidation_ratio.map_or(NA.into(), fmt_ratio)
+    });
+    row(
+        out,
+        "Comparison ratio",
+        &|r| match (r.comparison_ratio, r.settings.compare.as_str()) {
+            (Some(v), c) => format!("{} ({})", fmt_ratio(v), esc(c)),
+            (None, _) => NA.into(),
+        },
+    );
+    row(
+        out,
+        "p99 transaction latency at the recommended density",
+        &|r| {
+            step_at(r.ladders.first(), r.recommended_servers).map_or(NA.into(), |s| {
+                format!("{} ms", fmt_ms(s.transaction_latency_us.p99))
+            })
+        },
+    );
+    row(out, "Watts at the recommended density", &|r| {
+        step_at(r.ladders.first(), r.recommended_servers)
+            .and_then(|s| s.power.as_ref())
+            .map_or(NA.into(), |p| {
+                format!("{} W ({})", fmt_num(p.watts), p.source)
+            })
+    });
+    row(out, "Annual savings", &|r| {
+        r.tco.as_ref().map_or(NA.into(), |t| {
+            format!(
+                "{} ({} %), {} kWh",
+                fmt_num(t.savings.annual),
+                fmt_num(t.savings.percent),
+                fmt_num(t.savings.annual_kwh)
+            )
+        })
+    });
+    out.push_str("</table></div>\n");
+}

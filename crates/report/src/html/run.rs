@@ -1,0 +1,81 @@
+//! The run's facts: version, dates, system, cores, settings and the QoS
+//! limits.
+
+use std::fmt::Write as _;
+
+use crate::bench::BenchResult;
+
+use super::format::{cpu_list, fmt_duration, fmt_num, or_na, utc, NA};
+use super::limits;
+
+pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
+    let s = &r.settings;
+    let q = &s.qos;
+    out.push_str("<h3>Run</h3>\n<dl class=\"facts\">\n");
+    w!(
+        out,
+        "<dt>tickpack</dt><dd>{}</dd>\n",
+        or_na(&r.tickpack_version)
+    );
+    w!(out, "<dt>Started</dt><dd>{}</dd>\n", utc(r.started_unix));
+    let finished = match (r.complete, r.finished_unix) {
+        (_, Some(f)) if f >= r.started_unix && r.started_unix > 0 => {
+            format!("{} (took {})", utc(f), fmt_duration(f - r.started_unix))
+        }
+        (_, Some(f)) => utc(f),
+        (false, None) => "<strong>did not finish: interrupted, incomplete</strong>".into(),
+        (true, None) => NA.into(),
+    };
+    w!(out, "<dt>Finished</dt><dd>{finished}</dd>\n");
+    w!(
+        out,
+        "<dt>Status</dt><dd>{}</dd>\n",
+        if r.complete {
+            "complete"
+        } else {
+            "<strong>interrupted (incomplete)</strong>"
+        }
+    );
+    w!(
+        out,
+        "<dt>System</dt><dd>{}, {} logical CPUs, kernel {}</dd>\n",
+        or_na(&r.system.cpu_model),
+        r.system.logical_cpus,
+        or_na(&r.system.kernel)
+    );
+    w!(
+        out,
+        "<dt>Cores</dt><dd>{} in total; load generator: {}; servers: {}</dd>\n",
+        r.cores.total,
+        cpu_list(&r.cores.load_generator),
+        cpu_list(&r.cores.servers)
+    );
+    w!(
+        out,
+        "<dt>Servers</dt><dd>tiles of {} server{}; {} players per server (+{} bots); \
+         {} Hz tick; cost profile {}</dd>\n",
+        s.tile_servers,
+        if s.tile_servers == 1 { "" } else { "s" },
+        s.players_per_server,
+        s.bots_per_server,
+        s.tick_hz,
+        or_na(&s.cost)
+    );
+    w!(
+        out,
+        "<dt>Steps</dt><dd>{} s measured after {} s warm-up; at most {} steps, {} past the \
+         first failure</dd>\n",
+        fmt_num(s.step_duration_s),
+        fmt_num(s.warmup_s),
+        s.max_steps,
+        s.steps_past_failure
+    );
+    w!(
+        out,
+        "<dt>Headroom target</dt><dd>{} % server-core busy</dd>\n",
+        fmt_num(s.headroom_target * 100.0)
+    );
+    w!(out, "<dt>Compare</dt><dd>{}</dd>\n", or_na(&s.compare));
+    limits::qos_limits(out, q, s.tick_hz);
+    out.push_str("</dl>\n");
+}

@@ -1,0 +1,81 @@
+//! One result's section, top to bottom: interrupted banner, summary, run
+//! facts, ladders, charts, steps, cost.
+
+use std::fmt::Write as _;
+
+use crate::bench::BenchResult;
+
+use super::charts;
+use super::cost::cost;
+use super::format::esc;
+use super::ladders::ladders_table;
+use super::run::run_facts;
+use super::steps::steps_table;
+use super::summary::verdict;
+
+pub(super) fn result_section(out: &mut String, i: usize, n: usize, label: &str, r: &BenchResult) {
+    w!(out, "<section class=\"result\" id=\"result-{}\">\n", i + 1);
+    if n > 1 {
+        w!(out, "<h2>Result {}: {}</h2>\n", i + 1, esc(label));
+    } else {
+        w!(out, "<h2>{}</h2>\n", esc(label));
+    }
+    let steps: usize = r.ladders.iter().map(|l| l.steps.len()).sum();
+    if !r.complete {
+        w!(
+            out,
+            "<div class=\"interrupted\"><strong>Interrupted run: this result is incomplete.</strong> \
+             The run did not finish; this page shows the {steps} step{} that did. \
+             The densities below may be lower than the machine can reach.</div>\n",
+            if steps == 1 { "" } else { "s" }
+        );
+    }
+    verdict(out, r);
+    run_facts(out, r);
+    ladders_table(out, r);
+
+    out.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
+    figure(out, charts::latency(r));
+    figure(out, charts::cpu(r));
+    match charts::power(r) {
+        Some(f) => figure(out, f),
+        None => out.push_str(
+            "<p class=\"na\">Power: no power source (neither measured nor modeled in this run).</p>\n",
+        ),
+    }
+    let mut notes = Vec::new();
+    if let Some(first) = r.ladders.first() {
+        figure(out, charts::distribution(r, first, &mut notes));
+    }
+    out.push_str("</div>\n");
+    for note in notes {
+        w!(
+            out,
+            "<p class=\"na\">Latency distribution: {}</p>\n",
+            esc(&note)
+        );
+    }
+
+    out.push_str("<h3>Steps</h3>\n");
+    if r.ladders.is_empty() {
+        out.push_str("<p class=\"na\">No ladder ran.</p>\n");
+    }
+    for (li, ladder) in r.ladders.iter().enumerate() {
+        steps_table(out, r, li, ladder);
+    }
+    cost(out, r);
+    out.push_str("</section>\n");
+}
+
+pub(super) fn figure(out: &mut String, f: charts::Figure) {
+    if f.chart.is_empty() {
+        w!(out, "<p class=\"na\">{}</p>\n", esc(&f.empty));
+        return;
+    }
+    w!(
+        out,
+        "<figure>{}<figcaption>{}</figcaption></figure>\n",
+        f.chart.to_svg(),
+        esc(&f.caption)
+    );
+}

@@ -1,0 +1,112 @@
+//! One table of steps per ladder: verdict, latency, lateness, frame, loss,
+//! outages and reconnects, CPU, watts and what each failing step missed.
+
+use std::fmt::Write as _;
+
+use crate::bench::{BenchResult, Ladder};
+use crate::qos::Verdict;
+use crate::Outages;
+
+use super::charts;
+use super::format::{esc, fmt_int, fmt_ms, fmt_num, is_fail, percent_of, NA};
+
+pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: &Ladder) {
+    w!(
+        out,
+        "<h4><span style=\"color:{}\">&#9632;</span> {}</h4>\n",
+        charts::ladder_color(li),
+        esc(&ladder.label)
+    );
+    if ladder.steps.is_empty() {
+        out.push_str("<p class=\"na\">No step finished.</p>\n");
+        return;
+    }
+    let sources = charts::power_sources(r);
+    let watts_head = if sources.is_empty() {
+        "Watts".to_string()
+    } else {
+        format!("Watts ({})", esc(&charts::join_sources(&sources)))
+    };
+    w!(
+        out,
+        "<div class=\"scroll\"><table class=\"steps\">\n\
+         <tr><th class=\"num\" rowspan=\"2\">Step</th><th class=\"num\" rowspan=\"2\">Servers</th>\
+         <th class=\"num\" rowspan=\"2\">Players</th><th rowspan=\"2\">Verdict</th>\
+         <th colspan=\"3\" style=\"text-align:center\">Transaction latency, ms</th>\
+         <th class=\"num\" rowspan=\"2\">Tick lateness p99, ms</th>\
+         <th class=\"num\" rowspan=\"2\">Server frame p99, ms</th>\
+         <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
+         <th class=\"num\" rowspan=\"2\">Outages</th>\
+         <th class=\"num\" rowspan=\"2\">Reconnects</th>\
+         <th class=\"num\" rowspan=\"2\">CPU busy, %</th>\
+         <th class=\"num\" rowspan=\"2\">{watts_head}</th><th rowspan=\"2\">Failures</th></tr>\n\
+         <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
+    );
+    for st in &ladder.steps {
+        let fail = is_fail(st);
+        let mut verdict = match st.verdict {
+            Verdict::Pass => "<span class=\"badge pass\">pass</span>".to_string(),
+            Verdict::Fail => "<span class=\"badge fail\">FAIL</span>".to_string(),
+        };
+        if ladder.recommended_servers == Some(st.servers) && !fail {
+            verdict.push_str(" <span class=\"badge tag\">recommended</span>");
+        }
+        if ladder.max_servers == Some(st.servers) && !fail {
+            verdict.push_str(" <span class=\"badge tag\">max</span>");
+        }
+        let mut failures = st
+            .failures
+            .iter()
+            .map(|f| esc(f))
+            .collect::<Vec<_>>()
+            .join("<br>");
+        if !st.first_attempt_failures.is_empty() {
+            // A retried step is never hidden: say what its first attempt missed.
+            if !failures.is_empty() {
+                failures.push_str("<br>");
+            }
+            failures.push_str(&format!(
+                "<em>first attempt failed: {}; run again to confirm</em>",
+                st.first_attempt_failures
+                    .iter()
+                    .map(|f| esc(f))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        let watts = st.power.as_ref().map_or(NA.into(), |p| fmt_num(p.watts));
+        w!(
+            out,
+            "<tr{}><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td>{verdict}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{watts}</td>\
+             <td class=\"failures\">{failures}</td></tr>\n",
+            if fail { " class=\"fail\"" } else { "" },
+            st.index,
+            st.servers,
+            st.players,
+            fmt_ms(st.transaction_latency_us.p50),
+            fmt_ms(st.transaction_latency_us.p99),
+            fmt_ms(st.transaction_latency_us.p999),
+            fmt_ms(st.tick_lateness_us.p99),
+            fmt_ms(st.server_frame_us.p99),
+            fmt_int(st.snapshots.lost),
+            percent_of(st.snapshots.lost, st.snapshots.expected),
+            outages(&st.outages),
+            fmt_int(st.reconnects),
+            fmt_num(st.cpu.servers_busy_percent),
+        );
+    }
+    out.push_str("</table></div>\n");
+}
+
+/// A step's outages: "0", or the count and the longest one.
+pub(super) fn outages(o: &Outages) -> String {
+    if o.count == 0 {
+        "0".into()
+    } else {
+        format!("{} (longest {} ms)", fmt_int(o.count), fmt_ms(o.longest_us))
+    }
+}

@@ -1,0 +1,459 @@
+//! The QoS verdict of one ladder step, and the one table of rules behind it.
+//!
+//! [`RULES`] lists every rule a step must meet, in the order its misses are
+//! reported: a name, what it protects, how to state its limit for a
+//! [`QosLimits`] (used by the HTML report's list of limits) and how to check
+//! it (used by the bench's verdict). [`failures`] runs the table and returns
+//! typed [`Miss`]es; a miss prints as the sentence `result.json` records in
+//! `failures`. The verdict itself is [`Verdict`], stored as `"pass"` or
+//! `"fail"`.
+//!
+//! The table lives here, beside the schema, because both sides need it: the
+//! bench (which depends on this crate) judges steps with it, and the report
+//! (which depends on nothing of tickpack's) shows the limits a result was
+//! judged by. [`default_limits`] gives the defaults for a tick rate
+//! (docs/methodology.md); `tickpack bench` flags override them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::QosLimits;
+use crate::html::fmt_num as num;
+use crate::{CommandCounts, Outages, Percentiles, SnapshotCounts};
+
+/// A step's verdict: it met every rule, or it missed at least one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+}
+
+impl Verdict {
+    /// `Pass` when nothing was missed.
+    pub fn of(misses: &[impl Sized]) -> Self {
+        if misses.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        }
+    }
+
+    pub fn is_pass(self) -> bool {
+        self == Verdict::Pass
+    }
+
+    pub fn is_fail(self) -> bool {
+        self == Verdict::Fail
+    }
+
+    /// As stored in `result.json`: `"pass"` or `"fail"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so widths like `{:>7}` apply.
+        f.pad(self.as_str())
+    }
+}
+
+/// Defaults for a tick rate: p99 transaction latency within one tick + 5 ms
+/// and within 1.5x the one-tile baseline; p99 tick lateness within a quarter
+/// tick; at most 0.1 % snapshots lost; p99 frame within half the tick.
+pub fn default_limits(tick_hz: u32) -> QosLimits {
+    let tick_us = 1_000_000 / u64::from(tick_hz.max(1));
+    QosLimits {
+        p99_transaction_us: tick_us + 5_000,
+        p99_relative_to_baseline: 1.5,
+        p99_tick_lateness_us: tick_us / 4,
+        max_snapshot_loss: 0.001,
+        p99_frame_budget: 0.5,
+    }
+}
+
+/// What the verdict looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct StepFigures<'a> {
+    pub players: u32,
+    pub connected: u32,
+    pub tick_hz: u32,
+    pub transaction_latency_us: &'a Percentiles,
+    pub tick_lateness_us: &'a Percentiles,
+    pub server_frame_us: &'a Percentiles,
+    pub snapshots: &'a SnapshotCounts,
+    pub commands: &'a CommandCounts,
+    pub outages: &'a Outages,
+}
+
+/// Which rule: one per row of [`RULES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RuleId {
+    PlayersConnected,
+    Outage,
+    TransactionsMeasured,
+    P99Transaction,
+    P99RelativeToBaseline,
+    P99TickLateness,
+    SnapshotLoss,
+    CommandLoss,
+    P99ServerFrame,
+}
+
+/// One missed rule: which one, what was measured, and the limit it missed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Miss {
+    /// Fewer players connected than the step started.
+    PlayersConnected {
+        connected: u32,
+        players: u32,
+    },
+    /// Some player went 200 ms or more without a snapshot (any count > 0).
+    Outage {
+        count: u64,
+        longest_us: u64,
+        total_us: u64,
+    },
+    /// No transaction latency was measured at all.
+    TransactionsMeasured,
+    P99Transaction {
+        p99_us: u64,
+        limit_us: u64,
+    },
+    P99RelativeToBaseline {
+        p99_us: u64,
+        factor: f64,
+        baseline_us: u64,
+    },
+    P99TickLateness {
+        p99_us: u64,
+        limit_us: u64,
+    },
+    /// Fractions (0.001 = 0.1 %).
+    SnapshotLoss {
+        lost: f64,
+        limit: f64,
+    },
+    /// Lost against every command due; the limit is the loss limit.
+    CommandLoss {
+        lost: u64,
+        due: u64,
+        limit: f64,
+    },
+    /// `budget` is the limit as a fraction of the tick, `limit_us` in time.
+    P99ServerFrame {
+        p99_us: u64,
+        budget: f64,
+        limit_us: u64,
+    },
+}
+
+impl Miss {
+    /// The rule this miss belongs to.
+    pub fn rule(&self) -> RuleId {
+        match self {
+            Miss::PlayersConnected { .. } => RuleId::PlayersConnected,
+            Miss::Outage { .. } => RuleId::Outage,
+            Miss::TransactionsMeasured => RuleId::TransactionsMeasured,
+            Miss::P99Transaction { .. } => RuleId::P99Transaction,
+            Miss::P99RelativeToBaseline { .. } => RuleId::P99RelativeToBaseline,
+            Miss::P99TickLateness { .. } => RuleId::P99TickLateness,
+            Miss::SnapshotLoss { .. } => RuleId::SnapshotLoss,
+            Miss::CommandLoss { .. } => RuleId::CommandLoss,
+            Miss::P99ServerFrame { .. } => RuleId::P99ServerFrame,
+        }
+    }
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// The sentence `result.json` records in a step's `failures`.
+impl fmt::Display for Miss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Miss::PlayersConnected { connected, players } => {
+                write!(f, "only {connected} of {players} players connected")
+            }
+            Miss::Outage {
+                count,
+                longest_us,
+                total_us,
+            } => write!(
+                f,
+                "outage: {count} stretch(es) of 200 ms or more without snapshots \
+                 (longest {:.0} ms, {:.0} ms in all)",
+                ms(longest_us),
+                ms(total_us)
+            ),
+            Miss::TransactionsMeasured => f.write_str("no transaction was measured"),
+            Miss::P99Transaction { p99_us, limit_us } => write!(
+                f,
+                "p99 transaction latency {:.2} ms > {:.2} ms",
+                ms(p99_us),
+                ms(limit_us)
+            ),
+            Miss::P99RelativeToBaseline {
+                p99_us,
+                factor,
+                baseline_us,
+            } => write!(
+                f,
+                "p99 transaction latency {:.2} ms > {factor:.1}x the one-tile baseline ({:.2} ms)",
+                ms(p99_us),
+                ms(baseline_us)
+            ),
+            Miss::P99TickLateness { p99_us, limit_us } => write!(
+                f,
+                "p99 tick lateness {:.2} ms > {:.2} ms",
+                ms(p99_us),
+                ms(limit_us)
+            ),
+            Miss::SnapshotLoss { lost, limit } => write!(
+                f,
+                "{:.3}% of snapshots lost > {:.3}%",
+                lost * 100.0,
+                limit * 100.0
+            ),
+            Miss::CommandLoss { lost, due, .. } => write!(
+                f,
+                "{lost} of {due} due commands lost (not reflected within the loss deadline)"
+            ),
+            Miss::P99ServerFrame {
+                p99_us,
+                budget,
+                limit_us,
+            } => write!(
+                f,
+                "p99 server frame {:.2} ms > {:.0}% of the tick ({:.2} ms)",
+                ms(p99_us),
+                budget * 100.0,
+                ms(limit_us)
+            ),
+        }
+    }
+}
+
+/// A rule's limit in words, for a list of limits. `AtMost` reads
+/// "`measure` ≤ `bound`"; `Must` is a whole requirement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LimitText {
+    AtMost {
+        measure: &'static str,
+        bound: String,
+    },
+    Must(String),
+}
+
+impl fmt::Display for LimitText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LimitText::AtMost { measure, bound } => write!(f, "{measure} ≤ {bound}"),
+            LimitText::Must(s) => f.write_str(s),
+        }
+    }
+}
+
+/// One row of the rule table.
+pub struct Rule {
+    pub id: RuleId,
+    /// Short name, e.g. "p99 tick lateness".
+    pub name: &'static str,
+    /// What the rule protects, in one sentence.
+    pub description: &'static str,
+    /// The limit in words for these limits and tick rate.
+    pub limit: fn(&QosLimits, u32) -> LimitText,
+    /// The miss, if `figures` miss this rule; `baseline_p99_us` is the
+    /// ladder's first step's p99 transaction latency (None for that step).
+    pub check: fn(&StepFigures<'_>, Option<u64>, &QosLimits) -> Option<Miss>,
+}
+
+impl fmt::Debug for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rule")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The p99 server-frame limit in microseconds at `tick_hz`.
+pub fn frame_limit_us(q: &QosLimits, tick_hz: u32) -> u64 {
+    (1_000_000.0 / f64::from(tick_hz.max(1)) * q.p99_frame_budget) as u64
+}
+
+/// Every rule, in the order misses are reported.
+pub const RULES: [Rule; 9] = [
+    Rule {
+        id: RuleId::PlayersConnected,
+        name: "players connected",
+        description: "every player the step started is connected",
+        limit: |_, _| LimitText::Must("every player connects".into()),
+        check: |s, _, _| {
+            (s.connected < s.players).then_some(Miss::PlayersConnected {
+                connected: s.connected,
+                players: s.players,
+            })
+        },
+    },
+    Rule {
+        id: RuleId::Outage,
+        name: "outage",
+        description: "no player goes without snapshots long enough to notice",
+        limit: |_, _| {
+            LimitText::Must("no outage (200 ms or more without snapshots for a player)".into())
+        },
+        check: |s, _, _| {
+            (s.outages.count > 0).then_some(Miss::Outage {
+                count: s.outages.count,
+                longest_us: s.outages.longest_us,
+                total_us: s.outages.total_us,
+            })
+        },
+    },
+    Rule {
+        id: RuleId::TransactionsMeasured,
+        name: "transactions measured",
+        description: "the step measured at least one transaction",
+        limit: |_, _| LimitText::Must("at least one transaction measured".into()),
+        check: |s, _, _| {
+            (s.transaction_latency_us.count == 0).then_some(Miss::TransactionsMeasured)
+        },
+    },
+    Rule {
+        id: RuleId::P99Transaction,
+        name: "p99 transaction latency",
+        description: "in-game transaction latency stays within an absolute limit",
+        limit: |q, _| LimitText::AtMost {
+            measure: "p99 transaction latency",
+            bound: format!("{} ms", num(ms(q.p99_transaction_us))),
+        },
+        check: |s, _, q| {
+            let p99 = s.transaction_latency_us.p99;
+            (p99 > q.p99_transaction_us).then_some(Miss::P99Transaction {
+                p99_us: p99,
+                limit_us: q.p99_transaction_us,
+            })
+        },
+    },
+    Rule {
+        id: RuleId::P99RelativeToBaseline,
+        name: "p99 transaction latency relative to the first step",
+        description: "packing more servers does not slow transactions much past the one-tile baseline",
+        limit: |q, _| LimitText::AtMost {
+            measure: "p99 transaction latency",
+            bound: format!("{}x the ladder's first step", num(q.p99_relative_to_baseline)),
+        },
+        check: |s, baseline, q| {
+            let base = baseline.filter(|&b| b > 0)?;
+            let p99 = s.transaction_latency_us.p99;
+            let limit = (base as f64 * q.p99_relative_to_baseline) as u64;
+            (p99 > limit).then_some(Miss::P99RelativeToBaseline {
+                p99_us: p99,
+                factor: q.p99_relative_to_baseline,
+                baseline_us: base,
+            })
+        },
+    },
+    Rule {
+        id: RuleId::P99TickLateness,
+        name: "p99 tick lateness",
+        description: "ticks start on time",
+        limit: |q, _| LimitText::AtMost {
+            measure: "p99 tick lateness",
+            bound: format!("{} ms", num(ms(q.p99_tick_lateness_us))),
+        },
+        check: |s, _, q| {
+            (s.tick_lateness_us.p99 > q.p99_tick_lateness_us).then_some(Miss::P99TickLateness {
+                p99_us: s.tick_lateness_us.p99,
+                limit_us: q.p99_tick_lateness_us,
+            })
+        },
+    },
+    Rule {
+        id: RuleId::SnapshotLoss,
+        name: "snapshots lost",
+        description: "snapshots are not lost (counted against the schedule, so a dead or restarted server is loss)",
+        limit: |q, _| LimitText::AtMost {
+            measure: "snapshots lost",
+            bound: format!("{} %", num(q.max_snapshot_loss * 100.0)),
+        },
+        check: |s, _, q| {
+            let lost = s.snapshots.lost as f64 / (s.snapshots.expected.max(1)) as f64;
+            (lost > q.max_snapshot_loss).then_some(Miss::SnapshotLoss {
+                lost,
+                limit: q.max_snapshot_loss,
+            })
+        },
+    },
+    Rule {
+        id: RuleId::CommandLoss,
+        name: "commands lost",
+        description: "commands are reflected in time (counted against every command due, sent or not)",
+        limit: |q, _| LimitText::AtMost {
+            measure: "commands lost",
+            bound: format!("{} % of those due", num(q.max_snapshot_loss * 100.0)),
+        },
+        check: |s, _, q| {
+            // Against every command due, sent or not (a dead server sends none).
+            let (lost, due) = (s.commands.lost, s.commands.due());
+            (lost > 0 && lost as f64 / due.max(1) as f64 > q.max_snapshot_loss).then_some(
+                Miss::CommandLoss {
+                    lost,
+                    due,
+                    limit: q.max_snapshot_loss,
+                },
+            )
+        },
+    },
+    Rule {
+        id: RuleId::P99ServerFrame,
+        name: "p99 server frame",
+        description: "the servers' frames fit their tick budget",
+        limit: |q, tick_hz| {
+            let at = if tick_hz > 0 {
+                format!(
+                    " ({} ms at {tick_hz} Hz)",
+                    num(1000.0 / f64::from(tick_hz) * q.p99_frame_budget)
+                )
+            } else {
+                String::new()
+            };
+            LimitText::AtMost {
+                measure: "p99 server frame",
+                bound: format!(
+                    "{} % of the tick interval{at}",
+                    num(q.p99_frame_budget * 100.0)
+                ),
+            }
+        },
+        check: |s, _, q| {
+            let limit_us = frame_limit_us(q, s.tick_hz);
+            (s.server_frame_us.p99 > limit_us).then_some(Miss::P99ServerFrame {
+                p99_us: s.server_frame_us.p99,
+                budget: q.p99_frame_budget,
+                limit_us,
+            })
+        },
+    },
+];
+
+/// Every rule `s` misses, in [`RULES`] order; empty means pass.
+/// `baseline_p99_us` is the p99 transaction latency of the ladder's first
+/// step (None for the first step itself).
+pub fn failures(s: &StepFigures<'_>, baseline_p99_us: Option<u64>, q: &QosLimits) -> Vec<Miss> {
+    RULES
+        .iter()
+        .filter_map(|r| (r.check)(s, baseline_p99_us, q))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! Tests of the rule table: each rule fails on what it guards and nothing
+//! else; misses print as `result.json` has always recorded them.
+
+use super::*;
+use crate::{new_histogram, record};
+
+fn pct(values: impl IntoIterator<Item = u64>) -> Percentiles {
+    let mut h = new_histogram();
+    for v in values {
+        record(&mut h, v);
+    }
+    Percentiles::from_histogram(&h)
+}
+
+struct Fixture {
+    tl: Percentiles,
+    late: Percentiles,
+    frame: Percentiles,
+    snaps: SnapshotCounts,
+    cmds: CommandCounts,
+    outages: Outages,
+}
+
+impl Fixture {
+    /// A healthy 100 Hz step: latencies spread over one tick plus ~1 ms.
+    fn good() -> Self {
+        Fixture {
+            tl: pct((0..10_000).map(|i| 1_000 + i)),
+            late: pct((0..1000).map(|i| 5 + i % 50)),
+            frame: pct((0..1000).map(|i| 800 + i % 400)),
+            snaps: SnapshotCounts {
+                expected: 12_000,
+                received: 12_000,
+                lost: 0,
+            },
+            cmds: CommandCounts {
+                sent: 12_000,
+                reflected: 12_000,
+                lost: 0,
+            },
+            outages: Outages::default(),
+        }
+    }
+    fn figures(&self) -> StepFigures<'_> {
+        StepFigures {
+            players: 12,
+            connected: 12,
+            tick_hz: 100,
+            transaction_latency_us: &self.tl,
+            tick_lateness_us: &self.late,
+            server_frame_us: &self.frame,
+            snapshots: &self.snaps,
+            commands: &self.cmds,
+            outages: &self.outages,
+        }
+    }
+}
+
+/// The misses as `result.json` records them.
+fn sentences(s: &StepFigures<'_>, baseline_p99_us: Option<u64>, q: &QosLimits) -> Vec<String> {
+    failures(s, baseline_p99_us, q)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn a_healthy_step_passes() {
+    let f = Fixture::good();
+    assert_eq!(
+        sentences(&f.figures(), Some(10_900), &default_limits(100)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_slow_tail_fails_the_absolute_and_relative_limits() {
+    let mut f = Fixture::good();
+    // 2 % of transactions take 40 ms: p99 lands in the tail.
+    f.tl = pct((0..10_000).map(|i| if i % 50 == 0 { 40_000 } else { 1_000 + i }));
+    let why = sentences(&f.figures(), Some(10_000), &default_limits(100));
+    assert_eq!(why.len(), 2, "{why:?}");
+    assert!(why[0].starts_with("p99 transaction latency 40."), "{why:?}");
+    assert!(why[1].contains("1.5x the one-tile baseline"), "{why:?}");
+}
+
+#[test]
+fn the_first_step_has_no_relative_limit() {
+    let mut f = Fixture::good();
+    f.tl = pct((0..10_000).map(|i| 1_000 + i + 3_000)); // p99 ~ 13.9 ms: within 15 ms
+    assert!(sentences(&f.figures(), None, &default_limits(100)).is_empty());
+    assert_eq!(
+        sentences(&f.figures(), Some(5_000), &default_limits(100)).len(),
+        1
+    );
+}
+
+#[test]
+fn late_ticks_slow_frames_and_loss_each_fail() {
+    let mut f = Fixture::good();
+    f.late = pct((0..1000).map(|i| if i % 20 == 0 { 6_000 } else { 10 }));
+    f.frame = pct((0..1000).map(|i| if i % 20 == 0 { 7_000 } else { 900 }));
+    f.snaps = SnapshotCounts {
+        expected: 10_000,
+        received: 9_980,
+        lost: 20,
+    };
+    let why = sentences(&f.figures(), None, &default_limits(100));
+    assert_eq!(why.len(), 3, "{why:?}");
+    assert!(why[0].contains("tick lateness 6."), "{why:?}");
+    assert!(why[1].contains("0.200% of snapshots lost"), "{why:?}");
+    assert!(why[2].contains("p99 server frame 7."), "{why:?}");
+}
+
+#[test]
+fn missing_players_and_empty_measurements_fail() {
+    let f = Fixture::good();
+    let mut fig = f.figures();
+    fig.connected = 10;
+    let empty = Percentiles::default();
+    fig.transaction_latency_us = &empty;
+    let why = sentences(&fig, None, &default_limits(100));
+    assert!(why.iter().any(|w| w.contains("only 10 of 12")), "{why:?}");
+    assert!(why.iter().any(|w| w.contains("no transaction")), "{why:?}");
+}
+
+#[test]
+fn a_step_with_an_outage_fails_qos_even_if_its_loss_is_below_the_limit() {
+    let mut f = Fixture::good();
+    // One player of 12 lost 250 ms of a 100 s step: 25 of 120 000
+    // snapshots (0.02 %), within the loss limit; the outage is not.
+    f.snaps = SnapshotCounts {
+        expected: 120_000,
+        received: 119_975,
+        lost: 25,
+    };
+    f.outages = Outages {
+        count: 1,
+        total_us: 250_000,
+        longest_us: 250_000,
+    };
+    let why = sentences(&f.figures(), None, &default_limits(100));
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(why[0].starts_with("outage: 1 "), "{why:?}");
+    assert!(why[0].contains("longest 250 ms"), "{why:?}");
+}
+
+#[test]
+fn commands_never_sent_to_a_dead_server_fail_the_loss_limit() {
+    let mut f = Fixture::good();
+    // The players could send nothing: every due command is lost.
+    f.cmds = CommandCounts {
+        sent: 0,
+        reflected: 0,
+        lost: 12_000,
+    };
+    let why = sentences(&f.figures(), None, &default_limits(100));
+    assert!(
+        why.iter()
+            .any(|w| w.contains("12000 of 12000 due commands lost")),
+        "{why:?}"
+    );
+}
+
+#[test]
+fn limits_follow_the_tick_rate() {
+    let q = default_limits(64);
+    assert_eq!(q.p99_transaction_us, 15_625 + 5_000);
+    assert_eq!(q.p99_tick_lateness_us, 3_906);
+}
+
+#[test]
+fn every_rule_reports_misses_under_its_own_id() {
+    let mut f = Fixture::good();
+    f.tl = pct((0..10_000).map(|i| if i % 50 == 0 { 40_000 } else { 1_000 + i }));
+    f.late = pct((0..1000).map(|i| if i % 20 == 0 { 6_000 } else { 10 }));
+    f.frame = pct((0..1000).map(|i| if i % 20 == 0 { 7_000 } else { 900 }));
+    f.snaps.lost = 20;
+    f.cmds.lost = 100;
+    f.outages.count = 1;
+    let mut fig = f.figures();
+    fig.connected = 10;
+    let misses = failures(&fig, Some(1_000), &default_limits(100));
+    // Every rule but "transactions measured" (there are some) is missed,
+    // in table order, each under its own rule.
+    let expected: Vec<RuleId> = RULES
+        .iter()
+        .map(|r| r.id)
+        .filter(|&id| id != RuleId::TransactionsMeasured)
+        .collect();
+    assert_eq!(misses.iter().map(Miss::rule).collect::<Vec<_>>(), expected);
+    let ids: std::collections::HashSet<RuleId> = RULES.iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), RULES.len(), "one row per rule");
+}
+
+#[test]
+fn a_miss_carries_the_measured_value_and_the_limit() {
+    let mut f = Fixture::good();
+    f.late = pct((0..1000).map(|i| if i % 20 == 0 { 6_000 } else { 10 }));
+    let misses = failures(&f.figures(), None, &default_limits(100));
+    let [Miss::P99TickLateness { p99_us, limit_us }] = misses[..] else {
+        panic!("{misses:?}");
+    };
+    assert!((6_000..6_100).contains(&p99_us), "{p99_us}");
+    assert_eq!(limit_us, 2_500);
+}
+
+#[test]
+fn the_limits_read_from_the_table_include_the_outage_rule() {
+    let q = default_limits(64);
+    let text: Vec<String> = RULES
+        .iter()
+        .map(|r| (r.limit)(&q, 64).to_string())
+        .collect();
+    assert_eq!(text.len(), 9);
+    assert!(text.iter().any(|t| t.starts_with("no outage")), "{text:?}");
+    assert!(
+        text.contains(&"p99 server frame ≤ 50 % of the tick interval (7.81 ms at 64 Hz)".into()),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn verdicts_are_stored_as_pass_and_fail() {
+    assert_eq!(serde_json::to_string(&Verdict::Pass).unwrap(), "\"pass\"");
+    assert_eq!(serde_json::to_string(&Verdict::Fail).unwrap(), "\"fail\"");
+    assert_eq!(
+        serde_json::from_str::<Verdict>("\"fail\"").unwrap(),
+        Verdict::Fail
+    );
+    assert!(serde_json::from_str::<Verdict>("\"FAIL\"").is_err());
+    assert_eq!(Verdict::of(&[] as &[Miss]), Verdict::Pass);
+}
