@@ -450,3 +450,25 @@ fn targets_with_port_0_are_rejected_not_unreachable() {
         );
     }
 }
+
+/// Regression: `bench --out` under a file printed the bench's banner, then
+/// failed making the directory; the error must come first and alone.
+#[test]
+fn bench_out_that_cannot_be_created_is_one_line_before_the_banner() {
+    let dir = workdir("benchout");
+    std::fs::write(dir.join("afile"), "x").unwrap();
+    let out = tickpack(&["bench", "--quick", "--out", "afile/results"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(lines[0].contains("--out"), "{stderr}");
+    assert!(
+        !stderr.contains("tiles of"),
+        "no banner before the error: {stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

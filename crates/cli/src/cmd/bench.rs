@@ -341,6 +341,14 @@ impl Observer for Progress {
 pub fn run(a: Args) -> Result<(), Failure> {
     let cfg = config(&a)?;
     cfg.validate().map_err(bench_failure)?;
+    // The results' directory is made before anything is said or started:
+    // one that cannot be made is a bad flag, not a lost measurement.
+    std::fs::create_dir_all(&cfg.out_dir).map_err(|e| {
+        fail(
+            Code::Config,
+            format!("--out {}: cannot create it: {e}", cfg.out_dir.display()),
+        )
+    })?;
     // A run dir given by hand that already held something is left alone.
     let mut run_dir = (a.run_dir.is_none() || !cfg.run_dir.exists()).then(|| RunDirGuard {
         dir: cfg.run_dir.clone(),
