@@ -42,6 +42,7 @@ use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
 pub use restart::{RestartDecision, RestartTracker};
 pub use run_dir::{log_path, recover, StateRecord};
 use run_dir::{private_dir, real_dir, secure_run_dir, write_state};
+use tickpack_sys::is_root;
 
 /// Instance N runs as uid and gid `USER_BASE + N` (netns backend).
 pub const USER_BASE: u32 = 200_000;
@@ -106,12 +107,6 @@ pub struct Supervisor {
     /// A `down` request waiting for its answer.
     pending_down: Option<UnixStream>,
     record: StateRecord,
-}
-
-/// True when running as root (needed by the netns backend).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 impl Supervisor {

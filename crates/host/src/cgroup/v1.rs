@@ -10,7 +10,7 @@ use std::path::Path;
 use super::backend::Backend;
 use super::control::{keyed, read_control, read_keyed, read_u64};
 use super::{Cgroup, CgroupError, Controller, Limits, Usage, CPU_PERIOD_US};
-use crate::placement::format_cpu_list;
+use tickpack_sys::format_cpu_list;
 
 /// The cgroup v1 backend.
 pub(super) struct V1;

@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{io, is_root, HostError};
+use super::{io, HostError};
 use crate::cgroup::{self, CgroupLayout};
 use crate::fleet::FleetConfig;
 use crate::netpath;
 use crate::placement::Placement;
+use tickpack_sys::is_root;
 
 /// What `state.json` records: enough to clean up after a crash.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
