@@ -55,7 +55,7 @@ pub enum CgroupError {
     },
 
     /// `mkdir` of a cgroup failed (`File exists` means a previous run left
-    /// it: see [`remove_stale`]).
+    /// it: see [`remove_stale`](super::remove_stale)).
     #[error("cannot create {path}: {source}")]
     Create {
         /// The cgroup directory.

@@ -20,7 +20,7 @@ pub enum CgroupVersion {
 }
 
 impl CgroupVersion {
-    /// Detects the layout under `root` (normally [`DEFAULT_ROOT`]) from the
+    /// Detects the layout under `root` (normally [`DEFAULT_ROOT`](super::DEFAULT_ROOT)) from the
     /// mount table [`DEFAULT_MOUNTS`].
     pub fn detect(root: &Path) -> Result<CgroupLayout, CgroupError> {
         detect::detect(root, Path::new(DEFAULT_MOUNTS))

@@ -11,7 +11,7 @@ use super::{CgroupError, Controller, CPU_PERIOD_US, MIN_CPU_QUOTA_US};
 pub struct Limits {
     /// CPUs it may run on (`cpuset.cpus`). The memory nodes
     /// (`cpuset.mems`) are copied from the parent, unless given to
-    /// [`Cgroup::create_on_nodes`].
+    /// [`Cgroup::create_on_nodes`](super::Cgroup::create_on_nodes).
     pub cpus: Option<Vec<usize>>,
     /// CPU time as a number of cores, e.g. 0.5 is 50 ms every 100 ms.
     pub cpu_quota: Option<f64>,
