@@ -90,7 +90,7 @@ pub struct BenchConfig {
     pub range: Option<String>,
 }
 
-use tickpack_host::supervisor::is_root;
+use tickpack_sys::is_root;
 
 impl BenchConfig {
     /// Checks the settings and resolves defaults; nothing is started before.

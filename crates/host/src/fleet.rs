@@ -2,7 +2,7 @@
 //! created.
 //!
 //! ```toml
-//! name = "h1"                 # 1-4 of [a-z0-9]; prefixes everything created: tph1...
+//! name = "h1"                 # 1-8 of [a-z0-9]; prefixes everything created: tph1...
 //! instances = 8
 //! backend = "netns"           # or "process"
 //! net = "bridge"              # veth | bridge | macvlan | ipvlan (netns only)
@@ -215,13 +215,8 @@ impl FleetFile {
     pub fn resolve(self, default_run_root: &Path) -> Result<FleetConfig, FleetError> {
         let bad = |m: String| Err(FleetError::Invalid(m));
         let name = self.name.unwrap_or_else(|| "h".into());
-        if name.is_empty()
-            || name.len() > 4
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        {
-            return bad(format!("host name {name:?} must be 1-4 characters of a-z and 0-9 (it prefixes interface names)"));
+        if tickpack_sys::validate_host_name(&name).is_err() {
+            return bad(format!("host name {name:?} must be 1-{} characters of a-z and 0-9 (it prefixes interface names)", tickpack_sys::MAX_HOST_NAME));
         }
         let n = self.instances.unwrap_or(1);
         if n == 0 || n > 250 {
@@ -380,30 +375,9 @@ fn check_cpu_quota(q: f64) -> Result<(), FleetError> {
 }
 
 fn parse_cpu_list(s: &str) -> Result<Vec<usize>, FleetError> {
-    let mut out = vec![];
-    for part in s.split(',') {
-        let part = part.trim();
-        let r = match part.split_once('-') {
-            Some((a, b)) => a
-                .parse::<usize>()
-                .ok()
-                .zip(b.parse::<usize>().ok())
-                .filter(|(a, b)| a <= b)
-                .map(|(a, b)| a..=b),
-            None => part.parse::<usize>().ok().map(|a| a..=a),
-        };
-        match r {
-            Some(r) => out.extend(r),
-            None => {
-                return Err(FleetError::Invalid(format!(
-                    "reserved CPU list {s:?}: expected e.g. 0 or 0-1,4"
-                )))
-            }
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    tickpack_sys::parse_cpu_list(s, None).map_err(|_| {
+        FleetError::Invalid(format!("reserved CPU list {s:?}: expected e.g. 0 or 0-1,4"))
+    })
 }
 
 const PLACEHOLDERS: [&str; 5] = ["{ip}", "{port}", "{id}", "{dir}", "{tickpack}"];

@@ -12,6 +12,10 @@
 //! - [`spawn`]: starts one instance in its namespaces (mounts, hostname,
 //!   PIDs) through the instance init; [`confine`]: what the command may
 //!   still do there (no capabilities, no new privileges, seccomp).
+//! - [`supervisor`]: `host up`'s supervisor (bring-up, reaping, status,
+//!   teardown), with the restart policy as a pure tracker
+//!   ([`supervisor::RestartTracker`]), health checks and the control socket
+//!   in its submodules.
 
 pub mod cgroup;
 pub mod confine;

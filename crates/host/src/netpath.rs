@@ -114,7 +114,7 @@ pub const NETNS_DIR: &str = "/run/netns";
 /// Longest link name the kernel accepts (IFNAMSIZ - 1).
 pub const MAX_LINK_NAME: usize = 15;
 /// Longest host name accepted.
-pub const MAX_HOST_NAME: usize = 8;
+pub use tickpack_sys::MAX_HOST_NAME;
 /// Metric of the guard route: the highest, so every real route of ours (even
 /// a connected route of the same prefix) wins over it.
 const GUARD_METRIC: &str = "4294967295";
@@ -254,22 +254,13 @@ impl FromStr for NetKind {
     }
 }
 
-/// Fails unless `host` can prefix our names: 1..=8 of `a-z0-9`.
+/// Fails unless `host` can prefix our names: 1..=8 of `a-z0-9` (the rule
+/// is [`tickpack_sys::validate_host_name`]).
 pub fn validate_host_name(host: &str) -> Result<(), NetError> {
-    let bad = |reason: &str| NetError::InvalidHostName {
+    tickpack_sys::validate_host_name(host).map_err(|e| NetError::InvalidHostName {
         name: host.to_string(),
-        reason: reason.to_string(),
-    };
-    if host.is_empty() || host.len() > MAX_HOST_NAME {
-        return Err(bad("it must be 1 to 8 characters long"));
-    }
-    if !host
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-    {
-        return Err(bad("only a-z and 0-9 are allowed"));
-    }
-    Ok(())
+        reason: e.to_string(),
+    })
 }
 
 /// The namespace name of instance `id` on `host`: `tp<host>-<id>`.
@@ -961,6 +952,20 @@ mod tests {
         assert!(matches!(e, NetError::NameTooLong { .. }), "{e}");
         assert!(e.to_string().contains("tpabcdefghv12345"), "{e}");
         assert!(check_instance("abcdefgh", NetKind::Bridge, &plan, 1234).is_ok());
+    }
+
+    #[test]
+    fn the_longest_host_name_fits_every_link_of_the_largest_fleet() {
+        // A host runs at most 250 instances (the fleet's limit).
+        let plan = AddrPlan::new("10.0.0.0/8".parse().unwrap()).unwrap();
+        let host = "a".repeat(MAX_HOST_NAME);
+        validate_host_name(&host).unwrap();
+        for kind in NetKind::ALL {
+            check_instance(&host, kind, &plan, 250).unwrap();
+        }
+        for suffix in ["br", "d0", "d1", "gw"] {
+            assert!(shared_name(&host, suffix).len() <= MAX_LINK_NAME);
+        }
     }
 
     #[test]

@@ -45,6 +45,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// Formats CPU numbers the way Linux does (`0-3,8`); see [`tickpack_sys`].
+pub use tickpack_sys::format_cpu_list;
+
 /// Where sysfs is mounted on a real machine.
 pub const DEFAULT_SYS_ROOT: &str = "/sys";
 
@@ -441,61 +444,13 @@ fn order_slots<'a>(available: &[&'a Cpu], policy: Policy) -> Vec<&'a Cpu> {
 
 /// Parses a Linux CPU list such as `"0-3,8"` (as in sysfs and `cpuset.cpus`)
 /// into ascending, distinct CPU numbers. An empty or blank list is valid
-/// (a memory-only NUMA node lists no CPUs).
+/// (a memory-only NUMA node lists no CPUs); otherwise the rules are
+/// [`tickpack_sys::parse_cpu_list`]'s.
 pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
-    let mut cpus = Vec::new();
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(cpus);
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
     }
-    let num = |s: &str| -> Result<usize, String> {
-        s.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("{:?} is not a CPU number", s.trim()))
-    };
-    for item in text.split(',') {
-        match item.split_once('-') {
-            None => cpus.push(num(item)?),
-            Some((lo, hi)) => {
-                let (lo, hi) = (num(lo)?, num(hi)?);
-                if lo > hi {
-                    return Err(format!("range {:?} runs backwards", item.trim()));
-                }
-                cpus.extend(lo..=hi);
-            }
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// Formats CPU numbers the way Linux does (`0-3,8`), for `cpuset.cpus` and
-/// messages. The input need not be sorted.
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if start == end {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
+    tickpack_sys::parse_cpu_list(text, None).map_err(|e| e.to_string())
 }
 
 fn read_cpu_list(path: &Path) -> Result<Vec<usize>, PlacementError> {

@@ -11,18 +11,26 @@
 //! Everything created is named with `tp<name>` and listed in
 //! `RUN_DIR/state.json` before it is created, so `host down` and the next
 //! `host up` can remove it even after the supervisor was killed with -9.
+//!
+//! Files: this one is the core (bring-up, spawning, reaping, status,
+//! teardown); `restart.rs` the restart policy as a pure tracker
+//! ([`RestartTracker`]); `health.rs` health checks and liveness; `usage.rs`
+//! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
+//! the run directory, its records and [`recover`].
+
+mod control;
+mod health;
+mod restart;
+mod run_dir;
+mod usage;
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
-
-use serde::{Deserialize, Serialize};
-use tickpack_wire::Packet;
 
 use crate::cgroup::{self, Cgroup, CgroupLayout, Limits};
 use crate::fleet::{expand, Backend, FleetConfig, Health, InstanceSpec};
@@ -30,6 +38,11 @@ use crate::netpath::{self, AddrPlan, HostNet};
 use crate::placement::{self, Placement, Topology};
 use crate::spawn::{self, Isolation, Spec};
 use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
+
+pub use restart::{RestartDecision, RestartTracker};
+pub use run_dir::{log_path, recover, StateRecord};
+use run_dir::{private_dir, real_dir, secure_run_dir, write_state};
+use tickpack_sys::is_root;
 
 /// Instance N runs as uid and gid `USER_BASE + N` (netns backend).
 pub const USER_BASE: u32 = 200_000;
@@ -53,21 +66,6 @@ fn io(step: impl Into<String>) -> impl FnOnce(std::io::Error) -> HostError {
     move |err| HostError::Io { step, err }
 }
 
-/// What `state.json` records: enough to clean up after a crash.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StateRecord {
-    pub name: String,
-    pub supervisor_pid: u32,
-    pub net: Option<netpath::NetRecord>,
-    pub cgroups: Vec<PathBuf>,
-    pub placement: Option<Placement>,
-    pub config: Option<FleetConfig>,
-    /// Every process started (instance inits, or the commands of the
-    /// process backend), with its start time, so only these are killed.
-    #[serde(default)]
-    pub processes: Vec<crate::leftover::RecordedProcess>,
-}
-
 struct Instance {
     spec: InstanceSpec,
     addr: SocketAddr,
@@ -78,7 +76,7 @@ struct Instance {
     child: Option<Child>,
     state: InstanceState,
     restarts: u32,
-    crashes: VecDeque<Instant>,
+    exits: RestartTracker,
     restart_at: Option<Instant>,
     last_exit: Option<String>,
     started: Instant,
@@ -109,140 +107,6 @@ pub struct Supervisor {
     /// A `down` request waiting for its answer.
     pending_down: Option<UnixStream>,
     record: StateRecord,
-}
-
-/// True when running as root (needed by the netns backend).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn pid_alive(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
-    pid > 0 && unsafe { libc::kill(pid as i32, 0) == 0 }
-}
-
-/// Removes everything an earlier run of host `name` left behind: what its
-/// records list, then anything else carrying its prefix.
-pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
-    let mut removed = vec![];
-    if std::fs::symlink_metadata(&cfg.run_dir).is_ok() {
-        // Records in a directory someone else controls could name anything.
-        owned_dir(&cfg.run_dir)?;
-    }
-    let state_path = cfg.run_dir.join("state.json");
-    if let Ok(text) = std::fs::read_to_string(&state_path) {
-        if let Ok(rec) = serde_json::from_str::<StateRecord>(&text) {
-            if rec.supervisor_pid != std::process::id()
-                && pid_alive(rec.supervisor_pid)
-                && is_tickpack(rec.supervisor_pid)
-            {
-                return Err(HostError::AlreadyRunning {
-                    name: cfg.name.clone(),
-                    pid: rec.supervisor_pid,
-                    dir: cfg.run_dir.display().to_string(),
-                });
-            }
-            for p in &rec.processes {
-                if p.kill_if_same() {
-                    removed.push(format!("process {}", p.pid));
-                }
-            }
-            if let Some(net) = &rec.net {
-                net.cleanup().map_err(|e| {
-                    HostError::Isolation(format!("removing the network of an earlier run: {e}"))
-                })?;
-                removed.extend(net.namespaces.iter().cloned());
-                removed.extend(net.routes.iter().map(|r| format!("route {r}")));
-                removed.extend(net.tables.iter().map(|t| format!("nft table inet {t}")));
-            }
-            for cg in &rec.cgroups {
-                if cg.exists() {
-                    removed.push(cg.display().to_string());
-                }
-            }
-        }
-    }
-    let prefix = format!("tp{}", cfg.name);
-    if is_root() {
-        let gone = netpath::cleanup_prefix(&prefix).map_err(|e| {
-            HostError::Isolation(format!(
-                "removing leftover {prefix}* links and namespaces: {e}"
-            ))
-        })?;
-        removed.extend(gone);
-        let table = crate::netpath::filter::table_name(&cfg.name);
-        if crate::leftover::remove_firewall(&cfg.name).map_err(|e| {
-            HostError::Isolation(format!("removing leftover nft table inet {table}: {e}"))
-        })? && !removed.iter().any(|r| r.ends_with(&table))
-        {
-            removed.push(format!("nft table inet {table}"));
-        }
-        if let Ok(layout) = CgroupLayout::detect(Path::new("/sys/fs/cgroup")) {
-            if let Ok(gone) = cgroup::remove_stale(&layout, &prefix) {
-                removed.extend(gone.into_iter().map(|p| p.display().to_string()));
-            }
-        }
-    }
-    let _ = std::fs::remove_file(cfg.run_dir.join("control.sock"));
-    let _ = std::fs::remove_file(&state_path);
-    Ok(removed)
-}
-
-/// Where instance `id`'s output goes: `RUN_DIR/logs/ID.log`, in a directory
-/// only root can write, so an instance cannot point it elsewhere.
-pub fn log_path(run_dir: &Path, id: u32) -> PathBuf {
-    run_dir.join("logs").join(format!("{id}.log"))
-}
-
-/// Creates the run dir and makes it root's own (0700): instances (and other
-/// users) can neither read the records nor place links in it. Refuses a
-/// run dir that is a link or belongs to someone else, whose owner could
-/// swap what root writes there.
-fn secure_run_dir(dir: &Path) -> Result<(), HostError> {
-    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
-    real_dir(dir)?;
-    private_dir(dir)
-}
-
-/// `path` is a directory itself, not a link to one.
-fn real_dir(path: &Path) -> Result<std::fs::Metadata, HostError> {
-    let m = std::fs::symlink_metadata(path).map_err(io(format!("reading {}", path.display())))?;
-    if !m.file_type().is_dir() {
-        return Err(HostError::Isolation(format!(
-            "{} is not a directory (a link or a file); refusing to use it",
-            path.display()
-        )));
-    }
-    Ok(m)
-}
-
-/// A directory owned by us, mode 0700.
-fn private_dir(path: &Path) -> Result<(), HostError> {
-    owned_dir(path)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
-        .map_err(io(format!("chmod 700 {}", path.display())))
-}
-
-/// A directory (not a link) owned by us.
-fn owned_dir(path: &Path) -> Result<(), HostError> {
-    let m = real_dir(path)?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if m.uid() != me {
-        return Err(HostError::Isolation(format!(
-            "{} belongs to uid {}, not to us (uid {me}); choose another --run-dir",
-            path.display(),
-            m.uid()
-        )));
-    }
-    Ok(())
-}
-
-fn is_tickpack(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| String::from_utf8_lossy(&c).contains("tickpack"))
-        .unwrap_or(false)
 }
 
 impl Supervisor {
@@ -424,7 +288,7 @@ impl Supervisor {
                 child: None,
                 state: InstanceState::Starting,
                 restarts: 0,
-                crashes: VecDeque::new(),
+                exits: RestartTracker::new(self.cfg.restart),
                 restart_at: None,
                 last_exit: None,
                 started: Instant::now(),
@@ -461,11 +325,7 @@ impl Supervisor {
         for k in 0..self.instances.len() {
             self.start_instance(k)?;
         }
-        let sock = dir.join("control.sock");
-        let _ = std::fs::remove_file(&sock);
-        let l = UnixListener::bind(&sock).map_err(io(format!("binding {}", sock.display())))?;
-        l.set_nonblocking(true).map_err(io("control socket"))?;
-        self.control = Some(l);
+        self.control = Some(control::bind(&dir)?);
         self.save()?;
         Ok(())
     }
@@ -542,7 +402,6 @@ impl Supervisor {
     }
 
     fn reap(&mut self, now: Instant) {
-        let policy = self.cfg.restart;
         let mut events = vec![];
         for i in &mut self.instances {
             let Some(child) = i.child.as_mut() else {
@@ -575,33 +434,24 @@ impl Supervisor {
                 }
             }
             i.last_exit = Some(why.clone());
-            i.crashes.push_back(now);
-            while i
-                .crashes
-                .front()
-                .is_some_and(|t| now.duration_since(*t).as_secs_f64() > policy.window_s)
-            {
-                i.crashes.pop_front();
-            }
-            if i.crashes.len() as u32 >= policy.max_crashes {
-                i.state = InstanceState::Failed;
-                events.push(format!(
-                    "instance {} {why}; it exited {} times in {:.0} s, giving up",
-                    i.spec.id,
-                    i.crashes.len(),
-                    policy.window_s
-                ));
-            } else {
-                let backoff = policy
-                    .backoff_ms
-                    .saturating_mul(1 << (i.crashes.len() as u32 - 1).min(16))
-                    .min(policy.max_backoff_ms);
-                i.state = InstanceState::Restarting;
-                i.restart_at = Some(now + Duration::from_millis(backoff));
-                events.push(format!(
-                    "instance {} {why}; restarting in {backoff} ms",
-                    i.spec.id
-                ));
+            match i.exits.exited(now) {
+                RestartDecision::GiveUp { exits_in_window } => {
+                    i.state = InstanceState::Failed;
+                    events.push(format!(
+                        "instance {} {why}; it exited {} times in {:.0} s, giving up",
+                        i.spec.id,
+                        exits_in_window,
+                        i.exits.window_s()
+                    ));
+                }
+                RestartDecision::RestartAt { at, backoff_ms } => {
+                    i.state = InstanceState::Restarting;
+                    i.restart_at = Some(at);
+                    events.push(format!(
+                        "instance {} {why}; restarting in {backoff_ms} ms",
+                        i.spec.id
+                    ));
+                }
             }
         }
         for e in events {
@@ -625,152 +475,6 @@ impl Supervisor {
                 ));
             }
         }
-    }
-
-    fn send_health(&mut self) {
-        let Some(sock) = &self.health else { return };
-        let req = Packet::StatsRequest { nonce: 1 }.to_vec();
-        for i in &self.instances {
-            if i.child.is_some() {
-                let _ = sock.send_to(&req, i.addr);
-            }
-        }
-    }
-
-    fn read_health(&mut self, now: Instant) {
-        let Some(sock) = &self.health else {
-            // No health checks: running once the process has lived a moment.
-            for i in &mut self.instances {
-                if i.state == InstanceState::Starting
-                    && i.child.is_some()
-                    && i.started.elapsed() > Duration::from_millis(200)
-                {
-                    i.state = InstanceState::Running;
-                }
-            }
-            return;
-        };
-        let mut buf = [0u8; 512];
-        for _ in 0..1024 {
-            let Ok((n, from)) = sock.recv_from(&mut buf) else {
-                break;
-            };
-            let Some(&k) = self.health_by_addr.get(&from) else {
-                continue;
-            };
-            if let Ok(Packet::Stats(s)) = Packet::decode(&buf[..n]) {
-                let i = &mut self.instances[k];
-                i.last_heard = Some(now);
-                i.stats = Some(s);
-                if matches!(
-                    i.state,
-                    InstanceState::Starting | InstanceState::Unresponsive
-                ) && i.child.is_some()
-                {
-                    i.state = InstanceState::Running;
-                }
-            }
-        }
-    }
-
-    fn check_liveness(&mut self, now: Instant) {
-        if self.health.is_none() {
-            return;
-        }
-        let limit = Duration::from_secs_f64(self.cfg.restart.unresponsive_s);
-        let mut events = vec![];
-        for i in &mut self.instances {
-            let Some(child) = i.child.as_mut() else {
-                continue;
-            };
-            let since = i.last_heard.unwrap_or(i.started);
-            if now.duration_since(since) > Duration::from_secs(2)
-                && i.state == InstanceState::Running
-            {
-                i.state = InstanceState::Unresponsive;
-                events.push(format!(
-                    "instance {} stopped answering health checks",
-                    i.spec.id
-                ));
-            }
-            if now.duration_since(since) > limit {
-                let _ = child.kill();
-                events.push(format!(
-                    "instance {} silent for {:.0} s: killed, will restart",
-                    i.spec.id,
-                    limit.as_secs_f64()
-                ));
-                i.last_heard = Some(now);
-            }
-        }
-        for e in events {
-            self.event(e);
-        }
-    }
-
-    fn sample_usage(&mut self, now: Instant) {
-        let mut events = vec![];
-        for i in &mut self.instances {
-            let (cpu_ns, mem, ooms) = match &i.cgroup {
-                Some(cg) => {
-                    let u = cg.usage();
-                    (Some(u.cpu_usage_ns), Some(u.memory_bytes), u.oom_kills)
-                }
-                None => (
-                    i.child.as_ref().and_then(|c| proc_cpu_ns(c.id())),
-                    i.child.as_ref().and_then(|c| proc_rss(c.id())),
-                    0,
-                ),
-            };
-            if ooms > i.oom_kills {
-                events.push(format!(
-                    "instance {}: the OOM killer killed a process (memory limit reached)",
-                    i.spec.id
-                ));
-                i.oom_kills = ooms;
-            }
-            i.memory_bytes = mem;
-            if let Some(ns) = cpu_ns {
-                if let Some((prev, t)) = i.cpu_sample {
-                    let dt = now.duration_since(t).as_nanos() as f64;
-                    if dt > 0.0 && ns >= prev {
-                        i.cpu_percent = Some(((ns - prev) as f64 / dt * 1000.0).round() / 10.0);
-                    }
-                }
-                i.cpu_sample = Some((ns, now));
-            }
-        }
-        for e in events {
-            self.event(e);
-        }
-    }
-
-    fn serve_control(&mut self) -> bool {
-        let Some(l) = &self.control else { return false };
-        let mut down = false;
-        while let Ok((mut s, _)) = l.accept() {
-            let _ = s.set_nonblocking(false);
-            let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-            let mut line = String::new();
-            let _ = BufReader::new(&s).read_line(&mut line);
-            match line.trim() {
-                "status" => {
-                    let body = serde_json::to_string(&self.status()).expect("status serializes");
-                    let _ = writeln!(s, "{body}");
-                }
-                "down" => {
-                    self.pending_down = Some(s);
-                    down = true;
-                }
-                other => {
-                    let _ = writeln!(
-                        s,
-                        "{{\"error\":\"unknown request {other:?} (status or down)\"}}"
-                    );
-                }
-            }
-        }
-        down
     }
 
     /// The current status.
@@ -827,9 +531,8 @@ impl Supervisor {
     /// what could not be removed (empty when everything went).
     pub fn shutdown(mut self) -> Vec<String> {
         let problems = self.teardown();
-        if let Some(mut s) = self.pending_down.take() {
-            let body = serde_json::json!({ "ok": problems.is_empty(), "problems": problems });
-            let _ = writeln!(s, "{body}");
+        if let Some(s) = self.pending_down.take() {
+            control::answer_down(s, &problems);
         }
         problems
     }
@@ -884,26 +587,6 @@ impl Supervisor {
     }
 }
 
-/// Writes `dir/state.json` atomically (temp file, rename).
-fn write_state(dir: &Path, record: &StateRecord) -> Result<(), HostError> {
-    let path = dir.join("state.json");
-    let tmp = dir.join(".state.json.tmp");
-    let body = serde_json::to_vec_pretty(record).expect("state serializes");
-    // Root never follows a link here (the run dir is root's own, but the
-    // records are written in one place only, with O_NOFOLLOW).
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
-        .map_err(io(format!("writing {}", tmp.display())))?;
-    f.write_all(&body)
-        .map_err(io(format!("writing {}", tmp.display())))?;
-    std::fs::rename(&tmp, &path).map_err(io(format!("writing {}", path.display())))
-}
-
 fn describe_exit(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
@@ -912,25 +595,4 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         (None, Some(s)) => format!("was killed by signal {s}"),
         _ => "exited".into(),
     }
-}
-
-fn proc_cpu_ns(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Some(ticks * 1_000_000_000 / hz)
-}
-
-fn proc_rss(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: u64 = s
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
 }

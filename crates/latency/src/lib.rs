@@ -59,6 +59,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tickpack_host::netpath::NetError;
 use tickpack_report::system::SystemInfo;
+use tickpack_sys::is_root;
 
 pub use measure::{measure, MeasureOpts, Measurement};
 pub use paths::{Built, BuiltPath, PathInfo, Unavailable};
@@ -147,11 +148,6 @@ pub trait Observer {
 /// An [`Observer`] that ignores everything.
 pub struct Quiet;
 impl Observer for Quiet {}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// Builds every path, measures, removes every path; see the crate docs.
 /// When `stop` is set (Ctrl-C), the measurement in progress is dropped,

@@ -17,48 +17,13 @@ const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
 /// Accepts single CPUs and inclusive ranges separated by commas, with spaces
 /// around items allowed. Rejects empty lists and items, reversed ranges,
 /// non-numbers and CPUs at or above `CPU_SETSIZE` (1024), naming the bad item.
+/// (The rules are [`tickpack_sys::parse_cpu_list`]'s; this adds the limit of
+/// `cpu_set_t`.)
 pub fn parse_cpu_list(input: &str) -> Result<Vec<usize>, NetError> {
-    let err = |reason: String| NetError::CpuList {
+    tickpack_sys::parse_cpu_list(input, Some(MAX_CPUS)).map_err(|e| NetError::CpuList {
         input: input.to_owned(),
-        reason,
-    };
-    if input.trim().is_empty() {
-        return Err(err("the list is empty".into()));
-    }
-    let parse_one = |s: &str| -> Result<usize, NetError> {
-        let n: usize = s
-            .trim()
-            .parse()
-            .map_err(|_| err(format!("{:?} is not a CPU number", s.trim())))?;
-        if n >= MAX_CPUS {
-            return Err(err(format!(
-                "CPU {n} is out of range (max {})",
-                MAX_CPUS - 1
-            )));
-        }
-        Ok(n)
-    };
-    let mut cpus = Vec::new();
-    for item in input.split(',') {
-        if item.trim().is_empty() {
-            return Err(err(
-                "empty item (two commas in a row, or a trailing comma?)".into(),
-            ));
-        }
-        match item.split_once('-') {
-            None => cpus.push(parse_one(item)?),
-            Some((lo, hi)) => {
-                let (lo, hi) = (parse_one(lo)?, parse_one(hi)?);
-                if lo > hi {
-                    return Err(err(format!("range {:?} runs backwards", item.trim())));
-                }
-                cpus.extend(lo..=hi);
-            }
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
+        reason: e.to_string(),
+    })
 }
 
 /// Pins the calling thread to `cpus` with `sched_setaffinity`.

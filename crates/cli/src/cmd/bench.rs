@@ -125,7 +125,7 @@ pub struct Args {
     /// else a temporary directory]. Removed at the end of the run.
     #[arg(long, hide = true)]
     pub run_dir: Option<PathBuf>,
-    /// Host name of the steps' hosts (1-4 of a-z0-9): `host down --name`
+    /// Host name of the steps' hosts (1-8 of a-z0-9): `host down --name`
     /// with it removes what a killed bench left.
     #[arg(long, hide = true, default_value = "bn")]
     pub name: String,
@@ -137,7 +137,7 @@ pub struct Args {
 /// Where the steps' hosts keep their records: the same place `host down
 /// --name NAME` and the next bench look, so a bench killed with -9 is found.
 fn default_run_dir(name: &str) -> PathBuf {
-    if tickpack_host::supervisor::is_root() {
+    if tickpack_sys::is_root() {
         return PathBuf::from(super::host::RUN_ROOT).join(name);
     }
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
@@ -165,16 +165,14 @@ impl Drop for RunDirGuard {
 
 fn config(a: &Args) -> Result<BenchConfig, Failure> {
     // Checked first: the name becomes part of the run dir's path.
-    if a.name.is_empty()
-        || a.name.len() > 4
-        || !a
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-    {
+    if tickpack_sys::validate_host_name(&a.name).is_err() {
         return Err(fail(
             Code::Config,
-            format!("--name {:?}: 1-4 characters of a-z and 0-9", a.name),
+            format!(
+                "--name {:?}: 1-{} characters of a-z and 0-9",
+                a.name,
+                tickpack_sys::MAX_HOST_NAME
+            ),
         ));
     }
     // The flags' value parsers checked ranges; what depends on several

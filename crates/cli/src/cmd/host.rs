@@ -80,7 +80,7 @@ pub struct UpArgs {
     /// Health check: tickpack (stats over the wire) or none.
     #[arg(long)]
     pub health: Option<String>,
-    /// Host name, 1-4 of a-z0-9: prefixes everything created (tp<name>...).
+    /// Host name, 1-8 of a-z0-9: prefixes everything created (tp<name>...).
     #[arg(long)]
     pub name: Option<String>,
     /// Directory for state and the control socket [default: /run/tickpack/<name>].

@@ -91,7 +91,7 @@ pub(super) fn detect(root: &Path, mounts: &Path) -> Result<CgroupLayout, CgroupE
         }
     }
     if !v1.is_empty() {
-        let synthetic = v1.values().any(|p| !super::is_cgroup_fs(p));
+        let synthetic = v1.values().any(|p| !super::control::is_cgroup_fs(p));
         return Ok(CgroupLayout {
             version: CgroupVersion::V1,
             root: root.to_owned(),
@@ -110,7 +110,7 @@ pub(super) fn detect(root: &Path, mounts: &Path) -> Result<CgroupLayout, CgroupE
             version: CgroupVersion::V1,
             root: root.to_owned(),
             controllers: BTreeMap::new(),
-            synthetic: !super::is_cgroup_fs(root),
+            synthetic: !super::control::is_cgroup_fs(root),
         });
     }
 
@@ -140,7 +140,7 @@ fn v2_layout(v2_root: &Path) -> Result<CgroupLayout, CgroupError> {
         version: CgroupVersion::V2,
         root: v2_root.to_owned(),
         controllers,
-        synthetic: !super::is_cgroup_fs(v2_root),
+        synthetic: !super::control::is_cgroup_fs(v2_root),
     })
 }
 

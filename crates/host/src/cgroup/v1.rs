@@ -1,0 +1,108 @@
+//! cgroup v1: one hierarchy per controller mount (`cpu,cpuacct` may be
+//! co-mounted); the instance gets a directory in each and joins by being
+//! written into each `cgroup.procs`. A new v1 cpuset cgroup has no CPUs and
+//! no memory nodes and refuses tasks until both are set, so intermediate
+//! parents copy them from their parent. Swap is forbidden through
+//! `memory.memsw.limit_in_bytes` where the kernel has it.
+
+use std::path::Path;
+
+use super::backend::Backend;
+use super::control::{keyed, read_control, read_keyed, read_u64};
+use super::{Cgroup, CgroupError, Controller, Limits, Usage, CPU_PERIOD_US};
+use tickpack_sys::format_cpu_list;
+
+/// The cgroup v1 backend.
+pub(super) struct V1;
+
+impl Backend for V1 {
+    fn set_up(
+        &self,
+        cg: &mut Cgroup,
+        limits: &Limits,
+        quota: Option<u64>,
+        mems: Option<&[usize]>,
+    ) -> Result<(), CgroupError> {
+        let components: Vec<String> = cg.name.split('/').map(str::to_owned).collect();
+        for joined in cg.dirs.clone() {
+            let cpuset = joined.controllers.contains(&Controller::Cpuset);
+            let mut dir = joined.base.clone();
+            for (i, component) in components.iter().enumerate() {
+                let parent = dir.clone();
+                dir.push(component);
+                let leaf = i + 1 == components.len();
+                if cg.mkdir(&dir, leaf)? && cpuset && !leaf {
+                    // A new v1 cpuset cgroup has no CPUs and no memory nodes.
+                    cg.copy(&parent, &dir, "cpuset.cpus")?;
+                    cg.copy(&parent, &dir, "cpuset.mems")?;
+                }
+            }
+            let parent = dir.parent().unwrap_or(&joined.base).to_owned();
+            for controller in &joined.controllers {
+                match controller {
+                    Controller::Cpuset => {
+                        match &limits.cpus {
+                            Some(cpus) => {
+                                cg.write(&dir.join("cpuset.cpus"), &format_cpu_list(cpus))?
+                            }
+                            None => cg.copy(&parent, &dir, "cpuset.cpus")?,
+                        }
+                        match mems {
+                            Some(mems) => {
+                                cg.write(&dir.join("cpuset.mems"), &format_cpu_list(mems))?
+                            }
+                            None => cg.copy(&parent, &dir, "cpuset.mems")?,
+                        }
+                    }
+                    Controller::Cpu => {
+                        if let Some(quota) = quota {
+                            cg.write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
+                            cg.write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+                        }
+                    }
+                    Controller::Memory => {
+                        if let Some(bytes) = limits.memory_bytes {
+                            let value = bytes.to_string();
+                            cg.write(&dir.join("memory.limit_in_bytes"), &value)?;
+                            let memsw = dir.join("memory.memsw.limit_in_bytes");
+                            if memsw.exists() {
+                                cg.write(&memsw, &value)?;
+                            }
+                        }
+                    }
+                    Controller::Cpuacct => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn sample_usage(&self, cpu_dir: &Path, mem_dir: &Path) -> Usage {
+        Usage {
+            cpu_usage_ns: read_u64(&cpu_dir.join("cpuacct.usage")).unwrap_or(0),
+            memory_bytes: read_u64(&mem_dir.join("memory.usage_in_bytes")).unwrap_or(0),
+            oom_kills: read_keyed(&mem_dir.join("memory.oom_control"), "oom_kill").unwrap_or(0),
+        }
+    }
+
+    fn read_usage(
+        &self,
+        cpu_dir: &Path,
+        mem_dir: &Path,
+        synthetic: bool,
+    ) -> Result<Usage, CgroupError> {
+        let oom = mem_dir.join("memory.oom_control");
+        let oom_text = read_control(&oom, synthetic)?;
+        Ok(Usage {
+            cpu_usage_ns: read_u64(&cpu_dir.join("cpuacct.usage"))?,
+            memory_bytes: read_u64(&mem_dir.join("memory.usage_in_bytes"))?,
+            // Kernels before 4.13 have no oom_kill line.
+            oom_kills: keyed(&oom, &oom_text, "oom_kill")?.unwrap_or(0),
+        })
+    }
+
+    fn kill_first(&self, _cg: &Cgroup) -> Result<(), CgroupError> {
+        // v1 has no cgroup.kill: the signal loop does it all.
+        Ok(())
+    }
+}

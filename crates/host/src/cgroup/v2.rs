@@ -1,0 +1,130 @@
+//! cgroup v2: one unified tree. Controllers must be switched on in every
+//! ancestor's `cgroup.subtree_control`, and a cgroup with processes of its
+//! own may not do that (the "no internal processes" rule; the root is
+//! exempt), so instances live under an intermediate parent that holds no
+//! process. Swap is forbidden through `memory.swap.max`; `cgroup.kill`
+//! (5.14+) kills the whole cgroup before the signal loop.
+
+use std::path::Path;
+
+use super::backend::Backend;
+use super::control::{keyed, read_control, read_keyed, read_u64, write_control};
+use super::{Cgroup, CgroupError, Limits, Usage, CPU_PERIOD_US};
+use tickpack_sys::format_cpu_list;
+
+/// The cgroup v2 backend.
+pub(super) struct V2;
+
+impl Backend for V2 {
+    fn set_up(
+        &self,
+        cg: &mut Cgroup,
+        limits: &Limits,
+        quota: Option<u64>,
+        mems: Option<&[usize]>,
+    ) -> Result<(), CgroupError> {
+        let joined = cg.dirs[0].clone();
+        let enable: Vec<&str> = joined
+            .controllers
+            .iter()
+            .filter_map(|c| c.v2_name())
+            .collect();
+        let components: Vec<String> = cg.name.split('/').map(str::to_owned).collect();
+        let mut dir = joined.base.clone();
+        for (i, component) in components.iter().enumerate() {
+            enable_controllers(cg, &dir, &enable)?;
+            dir.push(component);
+            cg.mkdir(&dir, i + 1 == components.len())?;
+        }
+        if let Some(cpus) = &limits.cpus {
+            cg.write(&dir.join("cpuset.cpus"), &format_cpu_list(cpus))?;
+        }
+        if let Some(mems) = mems {
+            cg.write(&dir.join("cpuset.mems"), &format_cpu_list(mems))?;
+        }
+        if let Some(quota) = quota {
+            cg.write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?;
+        }
+        if let Some(bytes) = limits.memory_bytes {
+            cg.write(&dir.join("memory.max"), &bytes.to_string())?;
+            let swap = dir.join("memory.swap.max");
+            if swap.exists() {
+                cg.write(&swap, "0")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn sample_usage(&self, cpu_dir: &Path, mem_dir: &Path) -> Usage {
+        Usage {
+            cpu_usage_ns: read_keyed(&cpu_dir.join("cpu.stat"), "usage_usec")
+                .map(|us| us.saturating_mul(1000))
+                .unwrap_or(0),
+            memory_bytes: read_u64(&mem_dir.join("memory.current")).unwrap_or(0),
+            oom_kills: read_keyed(&mem_dir.join("memory.events"), "oom_kill").unwrap_or(0),
+        }
+    }
+
+    fn read_usage(
+        &self,
+        cpu_dir: &Path,
+        mem_dir: &Path,
+        synthetic: bool,
+    ) -> Result<Usage, CgroupError> {
+        let stat = cpu_dir.join("cpu.stat");
+        let stat_text = read_control(&stat, false)?;
+        let usec = keyed(&stat, &stat_text, "usage_usec")?.ok_or_else(|| CgroupError::Parse {
+            path: stat.clone(),
+            expected: "a line \"usage_usec N\"",
+            found: stat_text.clone(),
+        })?;
+        let events = mem_dir.join("memory.events");
+        let events_text = read_control(&events, synthetic)?;
+        Ok(Usage {
+            cpu_usage_ns: usec.saturating_mul(1000),
+            memory_bytes: read_u64(&mem_dir.join("memory.current"))?,
+            oom_kills: keyed(&events, &events_text, "oom_kill")?.unwrap_or(0),
+        })
+    }
+
+    fn kill_first(&self, cg: &Cgroup) -> Result<(), CgroupError> {
+        for joined in &cg.dirs {
+            let kill = joined.leaf.join("cgroup.kill");
+            if kill.exists() {
+                write_control(&kill, "1", false)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Switches on `controllers` for the children of `dir` (v2).
+fn enable_controllers(cg: &Cgroup, dir: &Path, controllers: &[&str]) -> Result<(), CgroupError> {
+    let path = dir.join("cgroup.subtree_control");
+    let current = read_control(&path, cg.synthetic)?;
+    let on: Vec<&str> = current
+        .split_whitespace()
+        .map(|c| c.trim_start_matches('+'))
+        .collect();
+    let missing: Vec<String> = controllers
+        .iter()
+        .filter(|c| !on.contains(c))
+        .map(|c| format!("+{c}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let value = missing.join(" ");
+    match write_control(&path, &value, cg.synthetic) {
+        Err(CgroupError::Write {
+            path,
+            value,
+            source,
+        }) if source.raw_os_error() == Some(libc::EBUSY) => Err(CgroupError::InternalProcesses {
+            path,
+            value,
+            source,
+        }),
+        other => other,
+    }
+}

@@ -1,0 +1,56 @@
+//! The control socket (`RUN_DIR/control.sock`): one request per connection,
+//! one line each way. `status` answers the status JSON; `down` is answered
+//! after the shutdown with `{"ok":..,"problems":[..]}`; anything else gets
+//! an `{"error":..}` line.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::time::Duration;
+
+use super::{io, HostError, Supervisor};
+
+/// Binds `RUN_DIR/control.sock` (replacing a stale one), non-blocking.
+pub(super) fn bind(run_dir: &Path) -> Result<UnixListener, HostError> {
+    let sock = run_dir.join("control.sock");
+    let _ = std::fs::remove_file(&sock);
+    let l = UnixListener::bind(&sock).map_err(io(format!("binding {}", sock.display())))?;
+    l.set_nonblocking(true).map_err(io("control socket"))?;
+    Ok(l)
+}
+
+/// Answers a `down` request once the fleet is down.
+pub(super) fn answer_down(mut s: UnixStream, problems: &[String]) {
+    let body = serde_json::json!({ "ok": problems.is_empty(), "problems": problems });
+    let _ = writeln!(s, "{body}");
+}
+
+impl Supervisor {
+    pub(super) fn serve_control(&mut self) -> bool {
+        let Some(l) = &self.control else { return false };
+        let mut down = false;
+        while let Ok((mut s, _)) = l.accept() {
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+            let mut line = String::new();
+            let _ = BufReader::new(&s).read_line(&mut line);
+            match line.trim() {
+                "status" => {
+                    let body = serde_json::to_string(&self.status()).expect("status serializes");
+                    let _ = writeln!(s, "{body}");
+                }
+                "down" => {
+                    self.pending_down = Some(s);
+                    down = true;
+                }
+                other => {
+                    let _ = writeln!(
+                        s,
+                        "{{\"error\":\"unknown request {other:?} (status or down)\"}}"
+                    );
+                }
+            }
+        }
+        down
+    }
+}

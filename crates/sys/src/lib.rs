@@ -1,0 +1,26 @@
+//! Small system helpers that several tickpack crates need, kept in one place
+//! (as firecracker keeps its `utils`): nothing here knows a game, a socket or
+//! a cgroup.
+//!
+//! - [`cpu_list`]: Linux CPU lists (`0-3,8`), parsed ([`parse_cpu_list`])
+//!   and formatted ([`format_cpu_list`]) the way sysfs and `cpuset.cpus`
+//!   write them.
+//! - [`is_root`]: whether the process runs as root (namespaces, cgroups and
+//!   nftables need it).
+//! - [`host_name`]: the rule for a host's name, which prefixes every name
+//!   tickpack creates (`tp<name>...`), so it must leave room in the kernel's
+//!   15-byte link names ([`validate_host_name`]).
+//!
+//! It depends on nothing of ours; every other crate may depend on it.
+
+pub mod cpu_list;
+pub mod host_name;
+
+pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError};
+pub use host_name::{validate_host_name, HostNameError, MAX_HOST_NAME};
+
+/// True when the process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
