@@ -428,9 +428,10 @@ pub fn join_from_child(files: &[RawFd]) -> Result<(), i32> {
     Ok(())
 }
 
-/// Removes every cgroup directly under each hierarchy whose name starts with
-/// `prefix` (which must itself start with [`NAME_PREFIX`]), with everything
-/// below it: processes are SIGKILLed, directories removed deepest first.
+/// Removes the cgroup directly under each hierarchy named exactly `prefix`
+/// (a host's top-level cgroup `tp<host>`; it must start with
+/// [`NAME_PREFIX`]; an exact name, so host `h` never removes host `h1`'s
+/// `tph1`), with everything below it: processes are SIGKILLed, directories removed deepest first.
 /// Returns the top-level directories removed. For `host up` after a crash.
 pub fn remove_stale(layout: &CgroupLayout, prefix: &str) -> Result<Vec<PathBuf>, CgroupError> {
     if !prefix.starts_with(NAME_PREFIX) || prefix.contains('/') {
@@ -453,7 +454,7 @@ pub fn remove_stale(layout: &CgroupLayout, prefix: &str) -> Result<Vec<PathBuf>,
                 source,
             })?;
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && entry.file_name().as_bytes().starts_with(prefix.as_bytes()) {
+            if is_dir && entry.file_name().as_bytes() == prefix.as_bytes() {
                 stale.push(entry.path());
             }
         }

@@ -289,6 +289,34 @@ pub fn check_route(addr: Ipv4Addr) -> Result<String, NetError> {
     Ip::default().check_route(addr)
 }
 
+/// True if `name` is one of the names host `host` gives its namespaces and
+/// links: `tp<host>-<id>` (namespace), `tp<host>v<id>` (veth), or
+/// `tp<host>` + `br`, `d0`, `d1`, `gw` (shared links). Exact, not a prefix:
+/// host `h`'s names never include host `h1`'s (`tph1-1` is `h1`'s
+/// namespace, not a name of `h`).
+pub fn is_host_name_of(host: &str, name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(PREFIX).and_then(|n| n.strip_prefix(host)) else {
+        return false;
+    };
+    let id = |s: &str| {
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'))
+    };
+    match rest {
+        "br" | "d0" | "d1" | "gw" => true,
+        r => r.strip_prefix('-').is_some_and(id) || r.strip_prefix('v').is_some_and(id),
+    }
+}
+
+/// Removes every network namespace and root-namespace link that host
+/// `host` names (see [`is_host_name_of`]), for recovery after `kill -9` when
+/// no record is at hand; other hosts' names, even ones that start with
+/// the same letters, are never touched. Returns what was removed. Guard
+/// routes are not found this way: remove one with [`remove_guard_route`].
+pub fn cleanup_host(host: &str) -> Result<Vec<String>, NetError> {
+    validate_host_name(host)?;
+    Ip::default().cleanup_matching(|n| is_host_name_of(host, n))
+}
+
 /// Removes every network namespace and root-namespace link whose name
 /// starts with `prefix`, for recovery after `kill -9` when no record is at
 /// hand. `prefix` must itself start with `tp`; names without it are never
@@ -934,6 +962,32 @@ mod tests {
         for bad in ["", "abcdefghi", "H1", "h-1", "h 1", "h/1"] {
             let e = validate_host_name(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_hosts_names_are_its_own_and_never_a_longer_named_hosts() {
+        assert!(is_host_name_of("h", &netns_name("h", 1)));
+        assert!(is_host_name_of("h", &veth_name("h", 12)));
+        for s in ["br", "d0", "d1", "gw"] {
+            assert!(is_host_name_of("h", &shared_name("h", s)));
+        }
+        // Host h1's (and hv1's, hd0's...) names are not h's.
+        for other in ["h1", "hv1", "hd0", "hbr", "h10"] {
+            let names = [
+                netns_name(other, 1),
+                veth_name(other, 3),
+                shared_name(other, "br"),
+                shared_name(other, "d0"),
+                shared_name(other, "gw"),
+            ];
+            for n in names {
+                assert!(!is_host_name_of("h", &n), "{n} belongs to {other}, not h");
+                assert!(is_host_name_of(other, &n), "{n} belongs to {other}");
+            }
+        }
+        for n in ["tph", "tph-", "tphv", "tph-01", "tph-1x", "eth0", "tpbr"] {
+            assert!(!is_host_name_of("h", n), "{n}");
         }
     }
 

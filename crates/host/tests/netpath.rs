@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use tickpack_testkit::{require_root, Leftovers};
 
 use tickpack_host::netpath::{
-    check_route, cleanup_prefix, remove_guard_route, AddrPlan, HostNet, Ip, Ipv4Net, NetError,
-    NetKind, NetRecord,
+    check_route, cleanup_host, cleanup_prefix, remove_guard_route, AddrPlan, HostNet, Ip, Ipv4Net,
+    NetError, NetKind, NetRecord,
 };
 
 const PORT: u16 = 27015;
@@ -510,4 +510,34 @@ fn netpath_cleanup_prefix_removes_its_prefix_and_nothing_else() {
 
     cleanup_prefix("tpnpcy").unwrap();
     assert_eq!(leftovers("tpnpcy", "no-route"), Vec::<String>::new());
+}
+
+/// Regression: recovery after a crash removed every name starting with
+/// `tp<host>`, so `host up --name h` (or the bench's host `bn`) deleted the
+/// namespaces and links of a running host `h1` (`bn1`).
+#[test]
+fn recovering_a_host_never_removes_a_longer_named_hosts_network() {
+    let _lock = root();
+    let _sweep = Sweep::new("npz", "198.19.14.0/24");
+    let run = |args: &[&str]| {
+        let st = Command::new("ip").args(args).status().unwrap();
+        assert!(st.success(), "ip {args:?}");
+    };
+    // Leftovers of host npz...
+    run(&["netns", "add", "tpnpz-1"]);
+    run(&["link", "add", "tpnpzbr", "type", "bridge"]);
+    // ...and the live network of host npz1, which must survive.
+    run(&["netns", "add", "tpnpz1-1"]);
+    run(&["link", "add", "tpnpz1br", "type", "bridge"]);
+
+    let removed = cleanup_host("npz").unwrap();
+    let left = leftovers("tpnpz", "no-route");
+    // Clean up npz1 before asserting, so a failure leaves nothing behind.
+    cleanup_prefix("tpnpz1").unwrap();
+    assert_eq!(removed, ["tpnpzbr", "tpnpz-1"], "only npz's own names");
+    assert_eq!(
+        left,
+        ["netns tpnpz1-1", "link tpnpz1br"],
+        "npz1's network stays"
+    );
 }

@@ -491,6 +491,8 @@ fn remove_stale_removes_only_matching_top_level_cgroups() {
     for h in ["cpu,cpuacct", "cpuset", "memory"] {
         fs::create_dir_all(fake.root.join(h).join("tp-old/tp-1")).unwrap();
         fs::create_dir_all(fake.root.join(h).join("system.slice")).unwrap();
+        // Another host whose name starts with the same letters.
+        fs::create_dir_all(fake.root.join(h).join("tp-old1/tp-1")).unwrap();
     }
     fs::create_dir_all(fake.root.join("pids/tp-old")).unwrap();
     let layout = fake.layout();
@@ -504,6 +506,10 @@ fn remove_stale_removes_only_matching_top_level_cgroups() {
     for h in ["cpu,cpuacct", "cpuset", "memory"] {
         assert!(!fake.root.join(h).join("tp-old").exists());
         assert!(fake.root.join(h).join("system.slice").exists());
+        assert!(
+            fake.root.join(h).join("tp-old1/tp-1").exists(),
+            "a host whose name only starts the same is not stale"
+        );
     }
     // Not a hierarchy tickpack uses: left alone.
     assert!(fake.root.join("pids/tp-old").exists());

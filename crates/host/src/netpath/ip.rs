@@ -211,19 +211,26 @@ impl Ip {
                 name: prefix.to_string(),
             });
         }
+        self.cleanup_matching(|n| n.starts_with(prefix))
+    }
+
+    /// Removes the links, then the namespaces, whose names `ours` accepts;
+    /// only names with the `tp` prefix are ever offered to it.
+    pub fn cleanup_matching(&self, ours: impl Fn(&str) -> bool) -> Result<Vec<String>, NetError> {
+        let ours = |n: &String| n.starts_with(PREFIX) && ours(n);
         let mut removed = Vec::new();
         let mut failures = Vec::new();
         // Links first: deleting a veth end removes its peer inside a
         // namespace at once, and a parent link takes its macvlans along.
         let links = self.link_names("list links for cleanup")?;
-        for l in links.iter().filter(|l| l.starts_with(prefix)) {
+        for l in links.iter().filter(|l| ours(l)) {
             match self.remove("cleanup: delete link", &["link", "del", "dev", l]) {
                 Ok(()) => removed.push(l.clone()),
                 Err(e) => failures.push(e.to_string()),
             }
         }
         let names = self.netns_names("list namespaces for cleanup")?;
-        for n in names.iter().filter(|n| n.starts_with(prefix)) {
+        for n in names.iter().filter(|n| ours(n)) {
             match self.remove("cleanup: delete namespace", &["netns", "del", n]) {
                 Ok(()) => removed.push(n.clone()),
                 Err(e) => failures.push(e.to_string()),

@@ -74,9 +74,10 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     }
     let prefix = format!("tp{}", cfg.name);
     if is_root() {
-        let gone = netpath::cleanup_prefix(&prefix).map_err(|e| {
+        let gone = netpath::cleanup_host(&cfg.name).map_err(|e| {
             HostError::Isolation(format!(
-                "removing leftover {prefix}* links and namespaces: {e}"
+                "removing leftover links and namespaces of host {}: {e}",
+                cfg.name
             ))
         })?;
         removed.extend(gone);
