@@ -336,6 +336,11 @@ fn down(d: DownArgs) -> Result<(), Failure> {
             .resolve(Path::new(RUN_ROOT))
             .map_err(|e| fail(Code::Config, e))?;
             let removed = tickpack_host::supervisor::recover(&cfg).map_err(host_failure)?;
+            // Directories left empty go too (a non-empty one, holding logs
+            // someone may want to read, stays).
+            for d in [dir.join("instances"), dir.join("logs"), dir.clone()] {
+                let _ = std::fs::remove_dir(d);
+            }
             if removed.is_empty() {
                 eprintln!(
                     "tickpack host {}: nothing was running and nothing was left over",
