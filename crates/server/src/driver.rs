@@ -124,7 +124,8 @@ pub fn run(
         io.send(&mut server);
         let end = now_ns();
         server.record_frame((end - start) / 1000);
-        // Missed slots are skipped (counted as overruns by the server).
+        // Skips the missed slots after a stall; the server counts a frame
+        // longer than the interval as an overrun (record_frame above).
         clock.advance(end);
         if end >= next_metrics {
             next_metrics = end + 1_000_000_000;
