@@ -11,6 +11,8 @@
 //!   anti-amplification rule.
 //! - [`flood`]: token buckets per source and global budgets for what
 //!   unproven sources may ask (hello, connect, A2S, stats, ping).
+//! - [`tick_clock`]: [`TickClock`], when the next tick is due (schedule
+//!   slots, overruns, skipped slots), on a clock the caller reads.
 //!
 //! Order: [`Server::new`], then per loop iteration [`Server::handle`] for
 //! each datagram, [`Server::tick`] when a tick is due and
@@ -18,7 +20,9 @@
 
 pub mod flood;
 pub mod server;
+pub mod tick_clock;
 pub mod world;
 
 pub use flood::{Ask, FloodCounters, FloodLimits, Rate};
 pub use server::{Counters, Server, ServerConfig};
+pub use tick_clock::{Advance, TickClock};

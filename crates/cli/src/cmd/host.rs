@@ -1,9 +1,9 @@
 //! `tickpack host up | status | down`: the consolidation host.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -187,21 +187,14 @@ fn up(u: UpArgs) -> Result<(), Failure> {
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    let metrics = match u.metrics {
-        Some(addr) => {
-            let l = TcpListener::bind(addr)
-                .with_context(|| format!("cannot serve metrics on {addr}"))
-                .map_err(|e| Failure {
-                    code: Code::Config,
-                    error: e,
-                })?;
-            let text = Arc::new(Mutex::new(String::new()));
-            let t = text.clone();
-            std::thread::spawn(move || super::server::serve_metrics(l, t));
-            Some(text)
-        }
-        None => None,
-    };
+    let metrics = u
+        .metrics
+        .map(tickpack_server::metrics::Endpoint::serve)
+        .transpose()
+        .map_err(|e| Failure {
+            code: Code::Config,
+            error: e.into(),
+        })?;
     let exe = std::env::current_exe().context("finding the tickpack binary")?;
     let t0 = Instant::now();
     let mut sup = Supervisor::start(cfg, exe).map_err(host_failure)?;
@@ -229,7 +222,7 @@ fn up(u: UpArgs) -> Result<(), Failure> {
         if let Some(m) = &metrics {
             if Instant::now() >= next_metrics {
                 next_metrics = Instant::now() + Duration::from_secs(1);
-                *m.lock().expect("metrics lock") = prometheus_text(&sup.status());
+                m.publish(&metric_families(&sup.status()));
             }
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -359,74 +352,26 @@ fn down(d: DownArgs) -> Result<(), Failure> {
     }
 }
 
-/// Prometheus text for all instances of a host.
-pub fn prometheus_text(st: &HostStatus) -> String {
-    let mut t = String::new();
-    let mut family =
-        |name: &str,
-         kind: &str,
-         help: &str,
-         f: &dyn Fn(&tickpack_host::status::InstanceStatus) -> Option<f64>| {
-            t.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-            for i in &st.instances {
-                if let Some(v) = f(i) {
-                    t.push_str(&format!(
-                        "{name}{{host=\"{}\",instance=\"{}\",address=\"{}\"}} {v}\n",
-                        st.name, i.id, i.address
-                    ));
-                }
-            }
-        };
+/// The Prometheus families of all instances of a host.
+pub fn metric_families(st: &HostStatus) -> Vec<tickpack_server::metrics::MetricFamily> {
     use tickpack_host::status::InstanceState as S;
-    family(
-        "tickpack_instance_up",
-        "gauge",
-        "1 when the instance is running and answering.",
-        &|i| Some(if i.state == S::Running { 1.0 } else { 0.0 }),
-    );
-    family(
-        "tickpack_instance_restarts_total",
-        "counter",
-        "Restarts by the supervisor.",
-        &|i| Some(f64::from(i.restarts)),
-    );
-    family(
-        "tickpack_instance_cpu_ratio",
-        "gauge",
-        "CPU use over the last second, in cores.",
-        &|i| i.cpu_percent.map(|c| c / 100.0),
-    );
-    family(
-        "tickpack_instance_tick_lateness_p99_seconds",
-        "gauge",
-        "p99 tick lateness the instance reports.",
-        &|i| i.tick_p99_us.map(|v| f64::from(v) / 1e6),
-    );
-    family(
-        "tickpack_instance_frame_p99_seconds",
-        "gauge",
-        "p99 frame time the instance reports.",
-        &|i| i.frame_p99_us.map(|v| f64::from(v) / 1e6),
-    );
-    family(
-        "tickpack_instance_players",
-        "gauge",
-        "Connected players.",
-        &|i| i.players.map(f64::from),
-    );
-    family(
-        "tickpack_instance_memory_bytes",
-        "gauge",
-        "Memory in use.",
-        &|i| i.memory_bytes.map(|v| v as f64),
-    );
-    family(
-        "tickpack_instance_oom_kills_total",
-        "counter",
-        "Processes killed by the OOM killer.",
-        &|i| Some(i.oom_kills as f64),
-    );
-    t
+    let rows: Vec<_> = st
+        .instances
+        .iter()
+        .map(|i| tickpack_server::metrics::host::Instance {
+            id: i.id.to_string(),
+            address: i.address.clone(),
+            up: i.state == S::Running,
+            restarts: i.restarts,
+            cpu_percent: i.cpu_percent,
+            tick_p99_us: i.tick_p99_us,
+            frame_p99_us: i.frame_p99_us,
+            players: i.players.map(u32::from),
+            memory_bytes: i.memory_bytes,
+            oom_kills: i.oom_kills,
+        })
+        .collect();
+    tickpack_server::metrics::host::families(&st.name, &rows)
 }
 
 /// `__instance-init`: the init of an isolated instance (internal).

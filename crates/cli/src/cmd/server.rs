@@ -1,40 +1,20 @@
-//! `tickpack server`: the reference game server's I/O loop around
-//! [`tickpack_sim::Server`].
-//!
-//! One thread does everything, like the single-threaded servers it stands
-//! for: wait (precisely) for the next tick or a datagram, hand datagrams to
-//! the state machine, run the tick, send the snapshots with `sendmmsg`, and
-//! record how long the tick took. A second thread, only with `--metrics`,
-//! serves Prometheus text from a copy refreshed once a second.
-
-mod drain;
+//! `tickpack server`: flags of the reference game server; the driver (tick
+//! loop, drain, metrics) is [`tickpack_server::run`].
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use rand::RngCore;
-use tickpack_net::clock::{now_ns, now_us};
-use tickpack_net::socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket};
-use tickpack_net::wait::{WaitMode, Waiter, Wake};
+use tickpack_net::wait::WaitMode;
 use tickpack_sim::world::CostProfile;
-use tickpack_sim::{Ask, FloodLimits, Server, ServerConfig};
+use tickpack_sim::{FloodLimits, ServerConfig};
 
 use super::{check_cpus, parse_addr, parse_positive_duration};
-use crate::exit::{Code, Failure, WithCode};
-use drain::{DrainCounters, DrainEnd, DrainLimit};
-
-/// Datagrams per `recvmmsg`.
-const RECV_BATCH: usize = 64;
-/// Most datagrams one drain takes before the loop looks at its clock,
-/// signals and metrics again (the tick deadline usually stops it first).
-const DRAIN_MAX: usize = 8192;
-/// The drain just before a tick takes at most 1/this of the tick interval.
-const PRE_TICK_SLICE: u64 = 10;
+use crate::exit::{Code, Failure};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Timer {
@@ -100,304 +80,52 @@ fn parse_cost(s: &str) -> Result<CostProfile, String> {
 pub fn run(a: Args) -> Result<(), Failure> {
     if let Some(cpu) = a.cpu {
         check_cpus("--cpu", &[cpu])?;
-        tickpack_net::cpu::pin_current_thread(&[cpu]).code(Code::Config)?;
     }
-    let sock = UdpSocket::bind(
-        a.bind,
-        &SocketOptions {
-            recv_buffer: Some(4 << 20),
-            send_buffer: Some(4 << 20),
-            busy_poll_us: None,
-        },
-    )
-    .code(Code::Config)?;
-    let local = sock.local_addr();
-    let cfg = ServerConfig {
-        tick_hz: a.tick_hz,
-        max_players: a.max_players,
-        bots: a.bots,
-        snapshot_len: a.snapshot_bytes,
-        name: a.name.clone(),
-        port: local.port(),
-        cost: a.cost,
-        seed: a.seed,
-        flood: FloodLimits::default().with_ping_rate(a.ping_limit),
-        ..Default::default()
-    };
-    let mut secret = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut secret);
-    let mut server = Server::new(cfg, secret);
-
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    let metrics = Arc::new(Mutex::new(String::new()));
-    if let Some(addr) = a.metrics {
-        let listener = TcpListener::bind(addr)
-            .with_context(|| format!("cannot serve metrics on {addr}"))
-            .code(Code::Config)?;
-        let m = metrics.clone();
-        std::thread::Builder::new()
-            .name("metrics".into())
-            .spawn(move || serve_metrics(listener, m))
-            .context("starting the metrics thread")?;
-    }
-
-    // The line scripts and tests wait for; keep its shape.
-    println!(
-        "tickpack server listening on {local} (tick {} Hz, {} slots, {} bots, {} B snapshots, pid {})",
-        a.tick_hz,
-        a.max_players,
-        a.bots,
-        a.snapshot_bytes,
-        std::process::id()
-    );
-    let _ = std::io::stdout().flush();
-
-    let mode = match a.timer {
-        Timer::Precise => WaitMode::Precise,
-        Timer::Plain => WaitMode::Plain,
+    let opts = tickpack_server::Options {
+        config: ServerConfig {
+            tick_hz: a.tick_hz,
+            max_players: a.max_players,
+            bots: a.bots,
+            snapshot_len: a.snapshot_bytes,
+            name: a.name.clone(),
+            cost: a.cost,
+            seed: a.seed,
+            flood: FloodLimits::default().with_ping_rate(a.ping_limit),
+            ..Default::default()
+        },
+        bind: a.bind,
+        cpu: a.cpu,
+        timer: match a.timer {
+            Timer::Precise => WaitMode::Precise,
+            Timer::Plain => WaitMode::Plain,
+        },
+        metrics: a.metrics,
+        duration: a.duration,
     };
-    let mut waiter = Waiter::new(mode).code(Code::Runtime)?;
-    let mut rx = RecvBatch::new(RECV_BATCH, 2048);
-    let mut tx = SendBatch::new();
-    let fds = [std::os::fd::AsRawFd::as_raw_fd(&sock)];
-    let interval_ns = 1_000_000_000 / u64::from(a.tick_hz);
-    // --duration is at most a year (its parser), far from overflowing.
-    let stop_at = a
-        .duration
-        .map(|d| now_ns().saturating_add(d.as_nanos() as u64));
-    let mut due = now_ns() + interval_ns;
-    let mut next_metrics = now_ns();
-    let mut drains = DrainCounters::default();
-    // The last drain ran up to the tick's due time (the socket never
-    // emptied): no need to drain again before the tick.
-    let mut drained_to_due = false;
-
-    while !stop.load(Ordering::Relaxed) && stop_at.is_none_or(|s| now_ns() < s) {
-        match waiter.wait(&fds, due).code(Code::Runtime)? {
-            Wake::Readable(_) => {
-                // Drain until the tick is due, never past it: once the
-                // deadline passes, the wait returns at once for the tick.
-                let end = receive(&sock, &mut server, &mut rx, &mut tx, due);
-                drains.count(end);
-                drained_to_due = end == DrainEnd::Deadline;
-                continue;
-            }
-            Wake::Deadline => {}
-        }
-        let start = now_ns();
-        if !drained_to_due {
-            // Datagrams that arrived while we slept to the deadline (plain
-            // timer) or spun before it: a short slice of the tick at most.
-            let slice = start + interval_ns / PRE_TICK_SLICE;
-            drains.count(receive(&sock, &mut server, &mut rx, &mut tx, slice));
-        }
-        drained_to_due = false;
-        server.tick(start / 1000, due / 1000);
-        server.drain_transmits(|to, bytes| tx.push(to, bytes));
-        let _ = tx.flush(&sock);
-        let end = now_ns();
-        server.record_frame((end - start) / 1000);
-        due += interval_ns;
-        if end > due + interval_ns {
-            // More than a whole tick behind: skip the missed ticks rather
-            // than run them back to back (they are counted as overruns).
-            due = end + interval_ns - (end - due) % interval_ns;
-        }
-        if end >= next_metrics {
-            next_metrics = end + 1_000_000_000;
-            server.set_cpu_time_us(tickpack_net::cpu::process_cpu_time_ns() / 1000);
-            if let Ok(d) = sock.drops() {
-                server.set_socket_drops(d);
-            }
-            if a.metrics.is_some() {
-                *metrics.lock().expect("metrics lock") =
-                    prometheus_text(&server, &drains, end / 1000);
-            }
-        }
-    }
-    server.shutdown();
-    server.drain_transmits(|to, bytes| tx.push(to, bytes));
-    let _ = tx.flush(&sock);
-    if let Ok(d) = sock.drops() {
-        server.set_socket_drops(d);
-    }
-    let s = server.stats(now_us());
+    let stopped = tickpack_server::run(opts, &stop, |local| {
+        // The line scripts and tests wait for; keep its shape.
+        println!(
+            "tickpack server listening on {local} (tick {} Hz, {} slots, {} bots, {} B snapshots, pid {})",
+            a.tick_hz,
+            a.max_players,
+            a.bots,
+            a.snapshot_bytes,
+            std::process::id()
+        );
+        let _ = std::io::stdout().flush();
+    })
+    .map_err(|e| Failure {
+        code: if e.is_config() { Code::Config } else { Code::Runtime },
+        error: e.into(),
+    })?;
+    let s = stopped.stats;
     eprintln!(
         "tickpack server stopped after {} ticks: frame p99 {} us, tick lateness p99 {} us, {} overruns, {} malformed datagrams dropped, {} requests rate-limited, {} dropped by the kernel (receive buffer full)",
         s.tick, s.frame_p99_us, s.lateness_p99_us, s.overruns, s.malformed, s.rate_limited, s.socket_drops
     );
     Ok(())
-}
-
-/// Receives and handles datagrams until the socket is empty, the drain's
-/// budget is spent or `deadline_ns` passes, then sends what the server
-/// queued; returns why the drain stopped.
-fn receive(
-    sock: &UdpSocket,
-    server: &mut Server,
-    rx: &mut RecvBatch,
-    tx: &mut SendBatch,
-    deadline_ns: u64,
-) -> DrainEnd {
-    let limit = DrainLimit {
-        max_datagrams: DRAIN_MAX,
-        deadline_ns,
-    };
-    let capacity = rx.capacity();
-    let (_, end) = drain::drain(
-        &limit,
-        capacity,
-        || {
-            let n = sock.recv_batch(rx)?;
-            let now = now_us();
-            for (from, data) in rx.iter() {
-                server.handle(now, from, data);
-            }
-            Ok(n)
-        },
-        now_ns,
-    );
-    server.drain_transmits(|to, bytes| tx.push(to, bytes));
-    let _ = tx.flush(sock);
-    end
-}
-
-/// Prometheus text exposition of one server.
-pub fn prometheus_text(server: &Server, drains: &DrainCounters, now_us: u64) -> String {
-    let s = server.stats(now_us);
-    let c = server.counters();
-    let mut t = String::new();
-    let mut metric = |name: &str, kind: &str, help: &str, lines: &[(String, f64)]| {
-        t.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        for (labels, v) in lines {
-            t.push_str(&format!("{name}{labels} {v}\n"));
-        }
-    };
-    let one = |v: f64| vec![(String::new(), v)];
-    let q = |p50: u32, p99: u32, max: u32| {
-        vec![
-            ("{quantile=\"0.5\"}".to_string(), f64::from(p50) / 1e6),
-            ("{quantile=\"0.99\"}".to_string(), f64::from(p99) / 1e6),
-            ("{quantile=\"1\"}".to_string(), f64::from(max) / 1e6),
-        ]
-    };
-    metric(
-        "tickpack_ticks_total",
-        "counter",
-        "Ticks run.",
-        &one(s.tick as f64),
-    );
-    metric(
-        "tickpack_players",
-        "gauge",
-        "Connected human players.",
-        &one(f64::from(s.players)),
-    );
-    metric(
-        "tickpack_bots",
-        "gauge",
-        "Server-side bots.",
-        &one(f64::from(s.bots)),
-    );
-    metric(
-        "tickpack_frame_seconds",
-        "summary",
-        "Server processing time per tick.",
-        &q(s.frame_p50_us, s.frame_p99_us, s.frame_max_us),
-    );
-    metric(
-        "tickpack_tick_lateness_seconds",
-        "summary",
-        "How late ticks started.",
-        &q(s.lateness_p50_us, s.lateness_p99_us, s.lateness_max_us),
-    );
-    metric(
-        "tickpack_overruns_total",
-        "counter",
-        "Ticks longer than the tick interval.",
-        &one(s.overruns as f64),
-    );
-    metric(
-        "tickpack_packets_received_total",
-        "counter",
-        "Datagrams received.",
-        &one(c.packets_in as f64),
-    );
-    metric(
-        "tickpack_packets_sent_total",
-        "counter",
-        "Datagrams sent.",
-        &one(c.packets_out as f64),
-    );
-    metric(
-        "tickpack_malformed_total",
-        "counter",
-        "Datagrams dropped as malformed or not allowed.",
-        &one(c.malformed as f64),
-    );
-    metric(
-        "tickpack_amplification_drops_total",
-        "counter",
-        "Replies withheld from unproven sources.",
-        &one(c.amplification_drops as f64),
-    );
-    let limited = |by: &[u64; 4]| -> Vec<(String, f64)> {
-        Ask::ALL
-            .iter()
-            .map(|k| (format!("{{ask=\"{}\"}}", k.name()), by[k.index()] as f64))
-            .collect()
-    };
-    metric(
-        "tickpack_rate_limited_source_total",
-        "counter",
-        "Requests from unproven sources dropped because their source exceeded its own rate.",
-        &limited(&c.flood.source_limited),
-    );
-    metric(
-        "tickpack_rate_limited_global_total",
-        "counter",
-        "Requests from unproven sources dropped because all unproven sources together exceeded the global budget.",
-        &limited(&c.flood.budget_limited),
-    );
-    metric(
-        "tickpack_socket_drops_total",
-        "counter",
-        "Datagrams the kernel dropped because the receive buffer was full.",
-        &one(s.socket_drops as f64),
-    );
-    metric(
-        "tickpack_drain_cut_total",
-        "counter",
-        "Receive drains stopped before the socket was empty, so the tick runs on time.",
-        &[
-            ("{reason=\"deadline\"}".to_string(), drains.deadline as f64),
-            ("{reason=\"budget\"}".to_string(), drains.budget as f64),
-        ],
-    );
-    metric(
-        "tickpack_cpu_seconds_total",
-        "counter",
-        "CPU time used by the server process.",
-        &one(s.cpu_time_us as f64 / 1e6),
-    );
-    t
-}
-
-pub fn serve_metrics(listener: TcpListener, text: Arc<Mutex<String>>) {
-    use std::io::Read;
-    for conn in listener.incoming() {
-        let Ok(mut conn) = conn else { continue };
-        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-        let mut req = [0u8; 1024];
-        let _ = conn.read(&mut req);
-        let body = text.lock().map(|t| t.clone()).unwrap_or_default();
-        let _ = write!(
-            conn,
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-    }
 }

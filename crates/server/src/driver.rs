@@ -1,0 +1,191 @@
+//! [`run`]: the reference server's I/O driver around [`tickpack_sim::Server`]
+//! and [`tickpack_sim::TickClock`].
+//!
+//! One thread does everything, like the single-threaded servers it stands
+//! for: wait (precisely) for the next tick or a datagram, hand datagrams to
+//! the state machine (a bounded [`drain`](crate::drain)), run the tick, send
+//! the snapshots with `sendmmsg`, and record how long the tick took. Once a
+//! second it reads the process CPU time and kernel drops and, with a metrics
+//! endpoint, publishes the metrics.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rand::RngCore;
+use tickpack_net::clock::{now_ns, now_us};
+use tickpack_net::socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket};
+use tickpack_net::wait::{WaitMode, Waiter, Wake};
+use tickpack_sim::{Server, ServerConfig, TickClock};
+use tickpack_wire::ServerStats;
+
+use crate::drain::{self, DrainCounters, DrainEnd, DrainLimit};
+use crate::metrics::{self, Endpoint};
+use crate::ServerError;
+
+/// Datagrams per `recvmmsg`.
+const RECV_BATCH: usize = 64;
+/// Most datagrams one drain takes before the loop looks at its clock,
+/// signals and metrics again (the tick deadline usually stops it first).
+const DRAIN_MAX: usize = 8192;
+
+/// How to run one server.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The game's settings; `port` is filled in from the bound socket.
+    pub config: ServerConfig,
+    /// UDP address to listen on (port 0 picks one).
+    pub bind: SocketAddr,
+    /// Pin the server thread to this CPU.
+    pub cpu: Option<usize>,
+    /// How to wait for the next tick.
+    pub timer: WaitMode,
+    /// Serve Prometheus metrics on this address.
+    pub metrics: Option<SocketAddr>,
+    /// Stop by itself after this long.
+    pub duration: Option<Duration>,
+}
+
+/// What the server saw, once stopped.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    pub stats: ServerStats,
+}
+
+/// Binds, pins, then runs the server until `stop` is set or the duration
+/// ends; `on_listening` is called with the bound address once the server is
+/// ready for players. Tells connected players it stops before returning.
+pub fn run(
+    opts: Options,
+    stop: &AtomicBool,
+    on_listening: impl FnOnce(SocketAddr),
+) -> Result<Stopped, ServerError> {
+    if let Some(cpu) = opts.cpu {
+        tickpack_net::cpu::pin_current_thread(&[cpu]).map_err(ServerError::Pin)?;
+    }
+    let sock = UdpSocket::bind(
+        opts.bind,
+        &SocketOptions {
+            recv_buffer: Some(4 << 20),
+            send_buffer: Some(4 << 20),
+            busy_poll_us: None,
+        },
+    )
+    .map_err(ServerError::Bind)?;
+    let local = sock.local_addr();
+    let mut cfg = opts.config;
+    cfg.port = local.port();
+    let tick_hz = cfg.tick_hz;
+    let mut secret = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut secret);
+    let mut server = Server::new(cfg, secret);
+    let endpoint = opts.metrics.map(Endpoint::serve).transpose()?;
+    on_listening(local);
+
+    let mut waiter = Waiter::new(opts.timer).map_err(ServerError::Timer)?;
+    let mut io = Io {
+        sock: &sock,
+        rx: RecvBatch::new(RECV_BATCH, 2048),
+        tx: SendBatch::new(),
+    };
+    let fds = [std::os::fd::AsRawFd::as_raw_fd(&sock)];
+    // --duration is at most a year (its parser), far from overflowing.
+    let stop_at = opts
+        .duration
+        .map(|d| now_ns().saturating_add(d.as_nanos() as u64));
+    let mut clock = TickClock::with_rate(now_ns(), tick_hz);
+    let mut next_metrics = now_ns();
+    let mut drains = DrainCounters::default();
+    // The last drain ran up to the tick's due time (the socket never
+    // emptied): no need to drain again before the tick.
+    let mut drained_to_due = false;
+
+    while !stop.load(Ordering::Relaxed) && stop_at.is_none_or(|s| now_ns() < s) {
+        let due = clock.due_ns();
+        match waiter.wait(&fds, due).map_err(ServerError::Timer)? {
+            Wake::Readable(_) => {
+                // Drain until the tick is due, never past it: once the
+                // deadline passes, the wait returns at once for the tick.
+                let end = io.receive(&mut server, due);
+                drains.count(end);
+                drained_to_due = end == DrainEnd::Deadline;
+                continue;
+            }
+            Wake::Deadline => {}
+        }
+        let start = now_ns();
+        if !drained_to_due {
+            // Datagrams that arrived while we slept to the deadline (plain
+            // timer) or spun before it: a short slice of the tick at most.
+            drains.count(io.receive(&mut server, clock.pre_tick_deadline_ns(start)));
+        }
+        drained_to_due = false;
+        server.tick(start / 1000, due / 1000);
+        io.send(&mut server);
+        let end = now_ns();
+        server.record_frame((end - start) / 1000);
+        // Skips the missed slots after a stall; the server counts a frame
+        // longer than the interval as an overrun (record_frame above).
+        clock.advance(end);
+        if end >= next_metrics {
+            next_metrics = end + 1_000_000_000;
+            server.set_cpu_time_us(tickpack_net::cpu::process_cpu_time_ns() / 1000);
+            if let Ok(d) = sock.drops() {
+                server.set_socket_drops(d);
+            }
+            if let Some(ep) = &endpoint {
+                ep.publish(&metrics::server::families(&server, &drains, end / 1000));
+            }
+        }
+    }
+    server.shutdown();
+    io.send(&mut server);
+    if let Ok(d) = sock.drops() {
+        server.set_socket_drops(d);
+    }
+    Ok(Stopped {
+        stats: server.stats(now_us()),
+    })
+}
+
+/// The socket and its batches.
+struct Io<'a> {
+    sock: &'a UdpSocket,
+    rx: RecvBatch,
+    tx: SendBatch,
+}
+
+impl Io<'_> {
+    /// Sends what the server queued, in one `sendmmsg` where it fits.
+    fn send(&mut self, server: &mut Server) {
+        server.drain_transmits(|to, bytes| self.tx.push(to, bytes));
+        let _ = self.tx.flush(self.sock);
+    }
+
+    /// Receives and handles datagrams until the socket is empty, the
+    /// drain's budget is spent or `deadline_ns` passes, then sends what the
+    /// server queued; returns why the drain stopped.
+    fn receive(&mut self, server: &mut Server, deadline_ns: u64) -> DrainEnd {
+        let limit = DrainLimit {
+            max_datagrams: DRAIN_MAX,
+            deadline_ns,
+        };
+        let capacity = self.rx.capacity();
+        let (sock, rx) = (self.sock, &mut self.rx);
+        let (_, end) = drain::drain(
+            &limit,
+            capacity,
+            || {
+                let n = sock.recv_batch(rx)?;
+                let now = now_us();
+                for (from, data) in rx.iter() {
+                    server.handle(now, from, data);
+                }
+                Ok(n)
+            },
+            now_ns,
+        );
+        self.send(server);
+        end
+    }
+}

@@ -1,0 +1,82 @@
+//! The driver on loopback: it listens, ticks on schedule slots, publishes
+//! metrics and stops when told, without the binary.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tickpack_net::wait::WaitMode;
+use tickpack_server::{run, Options};
+use tickpack_sim::ServerConfig;
+
+fn free_tcp_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+#[test]
+fn the_driver_ticks_serves_metrics_and_stops_when_told() {
+    let metrics = free_tcp_addr();
+    let stop = AtomicBool::new(false);
+    let opts = Options {
+        config: ServerConfig {
+            tick_hz: 100,
+            ..Default::default()
+        },
+        bind: "127.0.0.1:0".parse().unwrap(),
+        cpu: None,
+        timer: WaitMode::Precise,
+        metrics: Some(metrics),
+        // A bound in case the stop flag is never seen.
+        duration: Some(Duration::from_secs(30)),
+    };
+    let mut bound = None;
+    let stopped = std::thread::scope(|s| {
+        let h = s.spawn(|| run(opts, &stop, |a| bound = Some(a)));
+        // The first publication happens at the first tick.
+        let t0 = std::time::Instant::now();
+        let mut body = String::new();
+        while !body.contains("# TYPE tickpack_ticks_total counter")
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+            if let Ok(mut c) = std::net::TcpStream::connect(metrics) {
+                let _ = c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
+                body.clear();
+                let _ = c.read_to_string(&mut body);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let r = h.join().unwrap();
+        assert!(
+            body.contains("# TYPE tickpack_ticks_total counter"),
+            "no metrics: {body}"
+        );
+        assert!(
+            body.contains("tickpack_drain_cut_total{reason=\"budget\"}"),
+            "{body}"
+        );
+        r
+    })
+    .unwrap();
+    let addr = bound.expect("on_listening was not called");
+    assert_ne!(addr.port(), 0);
+    assert!(stopped.stats.tick >= 1, "no tick ran: {:?}", stopped.stats);
+}
+
+#[test]
+fn a_metrics_address_in_use_is_a_config_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let opts = Options {
+        config: ServerConfig::default(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        cpu: None,
+        timer: WaitMode::Plain,
+        metrics: Some(taken.local_addr().unwrap()),
+        duration: Some(Duration::from_secs(5)),
+    };
+    let err = run(opts, &AtomicBool::new(false), |_| {}).unwrap_err();
+    assert!(err.is_config(), "{err}");
+    assert!(err.to_string().contains("cannot serve metrics on"), "{err}");
+}
