@@ -16,6 +16,7 @@
 pub mod cpu;
 pub mod ladder;
 pub mod power;
+pub mod step;
 pub mod tco;
 pub mod verdict;
 
