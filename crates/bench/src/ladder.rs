@@ -197,10 +197,8 @@ fn interrupted(ladder: &Ladder, first_fail: Option<u32>, tile_servers: u32) -> S
 mod tests {
     use std::collections::VecDeque;
 
-    use tickpack_report::bench::{CpuUse, QosLimits};
-    use tickpack_report::{CommandCounts, Outages, Percentiles, PlayersHistograms, SnapshotCounts};
-
     use super::*;
+    use crate::test_support::{settings, step};
 
     fn ladder(max: Option<u32>) -> Ladder {
         Ladder {
@@ -260,37 +258,6 @@ mod tests {
         }
     }
 
-    fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, p99: u64) -> Step {
-        Step {
-            index: req.index,
-            tiles: req.index,
-            servers: req.servers,
-            players: req.servers,
-            verdict: verdict.into(),
-            failures,
-            first_attempt_failures: vec![],
-            duration_s: 1.0,
-            transaction_latency_us: Percentiles {
-                p99,
-                ..Default::default()
-            },
-            rtt_us: Percentiles::default(),
-            server_frame_us: Percentiles::default(),
-            tick_lateness_us: Percentiles::default(),
-            snapshot_jitter_us: Percentiles::default(),
-            snapshots: SnapshotCounts::default(),
-            commands: CommandCounts::default(),
-            outages: Outages::default(),
-            reconnects: 0,
-            cpu: CpuUse {
-                servers_busy_percent: busy,
-                ..Default::default()
-            },
-            power: None,
-            histograms: PlayersHistograms::default(),
-        }
-    }
-
     impl StepRunner for Scripted {
         fn run_step(
             &mut self,
@@ -333,30 +300,6 @@ mod tests {
         }
         fn note(&mut self, msg: &str) {
             self.notes.push(msg.into());
-        }
-    }
-
-    fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
-        BenchSettings {
-            tile_servers: 3,
-            players_per_server: 1,
-            bots_per_server: 0,
-            tick_hz: 100,
-            cost: "default".into(),
-            step_duration_s: 1.0,
-            warmup_s: 0.0,
-            max_steps,
-            steps_past_failure: past,
-            confirm_failures: confirm,
-            headroom_target: 0.75,
-            qos: QosLimits {
-                p99_transaction_us: 1,
-                p99_relative_to_baseline: 1.0,
-                p99_tick_lateness_us: 1,
-                max_snapshot_loss: 0.0,
-                p99_frame_budget: 1.0,
-            },
-            compare: "none".into(),
         }
     }
 
