@@ -210,15 +210,7 @@ impl HostStepRunner<'_> {
                 watts: (w * 10.0).round() / 10.0,
                 source: power.name().into(),
             }),
-            transaction_latency_us: r.transaction_latency_us,
-            rtt_us: r.rtt_us,
-            server_frame_us: r.server_frame_us,
-            tick_lateness_us: r.tick_lateness_us,
-            snapshot_jitter_us: r.snapshot_jitter_us,
-            snapshots: r.snapshots,
-            commands: r.commands,
-            outages: r.outages,
-            reconnects: r.reconnects,
+            measured: r.measured,
             histograms: r.histograms,
         }))
     }

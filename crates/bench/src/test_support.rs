@@ -1,7 +1,7 @@
 //! Builders of steps and settings for the crate's unit tests.
 
 use tickpack_report::bench::{BenchSettings, CpuUse, QosLimits, Step};
-use tickpack_report::{CommandCounts, Outages, Percentiles, PlayersHistograms, SnapshotCounts};
+use tickpack_report::{Measurements, Percentiles, PlayersHistograms};
 
 use crate::ladder::StepRequest;
 
@@ -16,18 +16,13 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
         failures,
         first_attempt_failures: vec![],
         duration_s: 1.0,
-        transaction_latency_us: Percentiles {
-            p99,
+        measured: Measurements {
+            transaction_latency_us: Percentiles {
+                p99,
+                ..Default::default()
+            },
             ..Default::default()
         },
-        rtt_us: Percentiles::default(),
-        server_frame_us: Percentiles::default(),
-        tick_lateness_us: Percentiles::default(),
-        snapshot_jitter_us: Percentiles::default(),
-        snapshots: SnapshotCounts::default(),
-        commands: CommandCounts::default(),
-        outages: Outages::default(),
-        reconnects: 0,
         cpu: CpuUse {
             servers_busy_percent: busy,
             ..Default::default()

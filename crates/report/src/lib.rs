@@ -176,24 +176,11 @@ pub struct PlayersHistograms {
     pub snapshot_jitter_us: String,
 }
 
-/// The document `tickpack players --json` writes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlayersResult {
-    pub schema: String,
-    pub tickpack_version: String,
-    pub system: system::SystemInfo,
-    pub targets: Vec<String>,
-    pub players: u32,
-    pub connected: u32,
-    pub cmd_rate_hz: f64,
-    /// Tick rate the servers announced.
-    pub tick_hz: u32,
-    pub duration_s: f64,
-    pub warmup_s: f64,
-    /// CPUs the load generator was pinned to (empty: not pinned).
-    pub load_generator_cpus: Vec<usize>,
-    pub load_generator_threads: u32,
-    pub load_generator_cpu_s: f64,
+/// What emulated players measured against servers: the figures of
+/// `tickpack players --json` and of every bench step
+/// ([`bench::Step`]), flattened into both documents.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Measurements {
     /// From the time a command was due to the first snapshot reflecting it.
     pub transaction_latency_us: Percentiles,
     /// Ping round trips, from the time the ping was due.
@@ -213,6 +200,37 @@ pub struct PlayersResult {
     /// silences).
     #[serde(default)]
     pub reconnects: u64,
+}
+
+/// The figures read as the document's own (`r.rtt_us`), as in the JSON.
+impl std::ops::Deref for PlayersResult {
+    type Target = Measurements;
+    fn deref(&self) -> &Measurements {
+        &self.measured
+    }
+}
+
+/// The document `tickpack players --json` writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlayersResult {
+    pub schema: String,
+    pub tickpack_version: String,
+    pub system: system::SystemInfo,
+    pub targets: Vec<String>,
+    pub players: u32,
+    pub connected: u32,
+    pub cmd_rate_hz: f64,
+    /// Tick rate the servers announced.
+    pub tick_hz: u32,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    /// CPUs the load generator was pinned to (empty: not pinned).
+    pub load_generator_cpus: Vec<usize>,
+    pub load_generator_threads: u32,
+    pub load_generator_cpu_s: f64,
+    /// What the players measured (flattened: the fields sit at this level).
+    #[serde(flatten)]
+    pub measured: Measurements,
     /// A command not reflected this long after it was due is lost (seconds).
     #[serde(default)]
     pub loss_deadline_s: f64,

@@ -10,8 +10,8 @@ use tickpack_report::bench::{
 };
 use tickpack_report::system::SystemInfo;
 use tickpack_report::{
-    encode_histogram, html, new_histogram, record, CommandCounts, Percentiles, PlayersHistograms,
-    SnapshotCounts,
+    encode_histogram, html, new_histogram, record, CommandCounts, Measurements, Percentiles,
+    PlayersHistograms, SnapshotCounts,
 };
 
 /// A step whose latencies centre on `base_us`, with a tail 6x longer.
@@ -45,23 +45,25 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         },
         first_attempt_failures: vec![],
         duration_s: 30.0,
-        transaction_latency_us: p,
-        rtt_us: small_p,
-        server_frame_us: small_p,
-        tick_lateness_us: small_p,
-        snapshot_jitter_us: small_p,
-        snapshots: SnapshotCounts {
-            expected: 100_000,
-            received: 99_990,
-            lost: 10,
+        measured: Measurements {
+            transaction_latency_us: p,
+            rtt_us: small_p,
+            server_frame_us: small_p,
+            tick_lateness_us: small_p,
+            snapshot_jitter_us: small_p,
+            snapshots: SnapshotCounts {
+                expected: 100_000,
+                received: 99_990,
+                lost: 10,
+            },
+            commands: CommandCounts {
+                sent: 20_000,
+                reflected: 20_000,
+                lost: 0,
+            },
+            outages: Default::default(),
+            reconnects: 0,
         },
-        commands: CommandCounts {
-            sent: 20_000,
-            reflected: 20_000,
-            lost: 0,
-        },
-        outages: Default::default(),
-        reconnects: 0,
         cpu: CpuUse {
             servers_busy_percent: busy,
             machine_busy_percent: busy * 0.8,
