@@ -109,7 +109,7 @@ pub fn climb(
 ) -> Result<Ladder, BenchError> {
     let mut ladder = Ladder {
         label: spec.label.clone(),
-        backend: format!("{:?}", spec.backend).to_lowercase(),
+        backend: spec.backend.to_string(),
         net: (spec.backend == Backend::Netns).then(|| spec.net.to_string()),
         placement: spec.placement.to_string(),
         steps: vec![],

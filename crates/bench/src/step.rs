@@ -13,10 +13,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tickpack_host::fleet::{Backend, FleetFile};
+use tickpack_host::launch::{ReferenceServer, ServerSpec};
 use tickpack_host::status::InstanceState;
 use tickpack_host::supervisor::Supervisor;
 use tickpack_players::PlayersConfig;
-use tickpack_report::bench::{CpuUse, Power, Step};
+use tickpack_report::bench::{BenchSettings, CpuUse, Power, Step};
+use tickpack_wire::TickRate;
 
 use crate::cpu::{mean_over, CpuTimes};
 use crate::ladder::{LadderSpec, Plan, StepRequest, StepRunner};
@@ -44,21 +46,15 @@ impl StepRunner for HostStepRunner<'_> {
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
         let s = &plan.settings;
-        let command = format!(
-            "{{tickpack}} server --bind {{ip}}:{{port}} --tick-hz {} --bots {} --max-players {} --cost {}",
-            s.tick_hz,
-            s.bots_per_server,
-            s.players_per_server.max(1),
-            s.cost
-        );
+        let server = server_spec(s)?;
         let fleet = FleetFile {
             name: Some(plan.host_name.clone()),
             instances: Some(req.servers),
-            backend: Some(format!("{:?}", spec.backend).to_lowercase()),
+            backend: Some(spec.backend.to_string()),
             net: Some(spec.net.to_string()),
             placement: Some(spec.placement.to_string()),
             reserved_cpus: Some(cpu_list(&plan.load_generator_cpus)),
-            command: Some(command),
+            command: Some(server.template()),
             health: Some("tickpack".into()),
             port: Some(if spec.backend == Backend::Process {
                 47015
@@ -82,6 +78,29 @@ impl StepRunner for HostStepRunner<'_> {
         }
         result
     }
+}
+
+/// The reference server every step runs, from the bench settings.
+fn server_spec(s: &BenchSettings) -> Result<ServerSpec, BenchError> {
+    let bad = |m: String| BenchError::Config(m);
+    let tick = TickRate::from_u32(s.tick_hz)
+        .ok_or_else(|| bad(format!("--tick-hz must be 1..=1000, got {}", s.tick_hz)))?;
+    let max_players = u8::try_from(s.players_per_server.max(1)).map_err(|_| {
+        bad(format!(
+            "--players-per-server must be 1..=255, got {}",
+            s.players_per_server
+        ))
+    })?;
+    let bots = u8::try_from(s.bots_per_server)
+        .map_err(|_| bad(format!("--bots must be 0..=64, got {}", s.bots_per_server)))?;
+    Ok(ReferenceServer {
+        tick,
+        max_players,
+        bots,
+        cost: s.cost.clone(),
+        name: None,
+    }
+    .spec())
 }
 
 fn cpu_list(cpus: &[usize]) -> String {
@@ -219,5 +238,26 @@ impl HostStepRunner<'_> {
 fn sleep_until(t: Instant, stop: &AtomicBool) {
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
         std::thread::sleep((t - Instant::now()).min(Duration::from_millis(50)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::settings;
+
+    #[test]
+    fn the_steps_servers_are_launched_with_the_bench_settings() {
+        let mut s = settings(1, 0, false);
+        s.tick_hz = 64;
+        s.bots_per_server = 2;
+        s.players_per_server = 10;
+        s.cost = "light".into();
+        assert_eq!(
+            server_spec(&s).unwrap().template(),
+            "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost light"
+        );
+        s.tick_hz = 5000;
+        assert!(server_spec(&s).is_err());
     }
 }

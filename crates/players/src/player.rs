@@ -58,8 +58,8 @@ pub const SILENCE_US: u64 = 500_000;
 /// Tick rate assumed for a player that never learned the server's (no
 /// player connected): the reference server's default.
 pub const DEFAULT_TICK_HZ: u32 = 100;
-/// Snapshots kept as delta baselines (matches the server's history).
-const HISTORY: usize = 32;
+/// Snapshots kept as delta baselines (the server keeps as many).
+const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
 
 /// How long a connected player waits for a snapshot before re-handshaking.
 pub fn silence_us(tick_hz: u32) -> u64 {

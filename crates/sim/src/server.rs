@@ -29,7 +29,7 @@ use tickpack_wire::{
 use crate::world::{CostProfile, World, WorldConfig};
 
 /// Snapshots kept per player as delta baselines.
-const HISTORY: usize = 32;
+const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
 /// Entity ids of bots start here; humans take 1..=255.
 const BOT_ID_BASE: u16 = 1000;
 
