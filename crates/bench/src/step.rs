@@ -83,7 +83,7 @@ impl StepRunner for HostStepRunner<'_> {
 /// The reference server every step runs, from the bench settings.
 fn server_spec(s: &BenchSettings) -> Result<ServerSpec, BenchError> {
     let bad = |m: String| BenchError::Config(m);
-    let tick = TickRate::from_u32(s.tick_hz)
+    let tick = TickRate::for_server(s.tick_hz)
         .ok_or_else(|| bad(format!("--tick-hz must be 1..=1000, got {}", s.tick_hz)))?;
     let max_players = u8::try_from(s.players_per_server.max(1)).map_err(|_| {
         bad(format!(

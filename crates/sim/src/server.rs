@@ -73,7 +73,7 @@ impl Default for ServerConfig {
 impl ServerConfig {
     /// Tick interval in microseconds.
     pub fn tick_interval_us(&self) -> u64 {
-        1_000_000 / u64::from(self.tick_hz.max(1))
+        tickpack_wire::TickRate::from_wire(self.tick_hz).interval_us()
     }
 }
 

@@ -8,23 +8,34 @@ use std::time::Duration;
 /// decode against (a delta may refer to any of the last this many).
 pub const DELTA_HISTORY: usize = 32;
 
-/// Ticks per second, 1..=1000.
+/// Ticks per second, 1..=65535 as the protocol carries it (the reference
+/// server runs at most [`TickRate::SERVER_MAX_HZ`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TickRate(u16);
 
 impl TickRate {
-    /// The highest tick rate a server accepts.
-    pub const MAX_HZ: u16 = 1000;
+    /// The highest tick rate the reference server accepts (`--tick-hz`).
+    pub const SERVER_MAX_HZ: u16 = 1000;
     /// The reference server's default.
     pub const DEFAULT: TickRate = TickRate(100);
 
-    /// `None` outside 1..=1000.
+    /// `None` for 0.
     pub const fn new(hz: u16) -> Option<TickRate> {
-        if hz >= 1 && hz <= Self::MAX_HZ {
+        if hz >= 1 {
             Some(TickRate(hz))
         } else {
             None
         }
+    }
+
+    /// What a peer announced; 0 (never sent by a server) counts as 1.
+    pub const fn from_wire(hz: u16) -> TickRate {
+        TickRate(if hz == 0 { 1 } else { hz })
+    }
+
+    /// A rate the reference server runs: 1..=[`TickRate::SERVER_MAX_HZ`].
+    pub fn for_server(hz: u32) -> Option<TickRate> {
+        Self::from_u32(hz).filter(|t| t.0 <= Self::SERVER_MAX_HZ)
     }
 
     /// From a wider integer (settings files keep it as `u32`).
@@ -71,10 +82,17 @@ mod tests {
     }
 
     #[test]
-    fn tick_rates_outside_1_to_1000_are_refused() {
+    fn zero_and_rates_beyond_the_protocol_are_refused() {
         assert_eq!(TickRate::new(0), None);
-        assert_eq!(TickRate::new(1001), None);
         assert_eq!(TickRate::from_u32(70_000), None);
-        assert_eq!(TickRate::from_u32(1000).map(TickRate::hz), Some(1000));
+        assert_eq!(TickRate::from_wire(0).hz(), 1);
+        assert_eq!(TickRate::from_wire(5000).interval_us(), 200);
+    }
+
+    #[test]
+    fn the_reference_server_runs_1_to_1000_hz() {
+        assert_eq!(TickRate::for_server(1001), None);
+        assert_eq!(TickRate::for_server(0), None);
+        assert_eq!(TickRate::for_server(1000).map(TickRate::hz), Some(1000));
     }
 }
