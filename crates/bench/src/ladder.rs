@@ -1,28 +1,25 @@
 //! The ladder: add tiles of servers step by step until a QoS limit fails.
 //!
-//! Each step: bring up `servers = step x tile` instances with the host
-//! supervisor (the same code as `tickpack host`), wait until every one
-//! answers, drive them with `players_per_server` emulated players each from
-//! the reserved CPUs, sample CPU busy time and power over the measured
-//! window, take everything down, and judge the step ([`crate::verdict`]).
-//! The ladder stops `steps_past_failure` steps after the first failure.
+//! Step `n` runs `n x tile` servers through a [`StepRunner`] (the real one,
+//! [`crate::step::HostStepRunner`], brings up servers and players; tests
+//! script one). The ladder decides what to run next and what it found: a
+//! failing step is run again when asked to confirm it, the first step's p99
+//! is the baseline of the later ones, the largest passing step is the
+//! maximum density and the largest within the headroom target the
+//! recommended one, and it stops `steps_past_failure` steps after the first
+//! failure, at the last step, or when interrupted.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use tickpack_host::fleet::{Backend, FleetFile};
+use tickpack_host::fleet::Backend;
 use tickpack_host::netpath::NetKind;
 use tickpack_host::placement::Policy;
-use tickpack_host::status::InstanceState;
-use tickpack_host::supervisor::Supervisor;
-use tickpack_players::PlayersConfig;
-use tickpack_report::bench::{BenchSettings, CpuUse, Ladder, Power, Step};
+use tickpack_report::bench::{BenchSettings, Ladder, Step};
 
-use crate::cpu::{mean_over, CpuTimes};
 use crate::power::PowerSource;
-use crate::verdict::{failures, StepFigures, Verdict};
+use crate::step::HostStepRunner;
 use crate::BenchError;
 
 /// One variant to climb (a comparison runs several).
@@ -61,8 +58,32 @@ pub trait Observer {
     fn note(&mut self, _msg: &str) {}
 }
 
-/// Climbs one ladder. Returns the ladder with every finished step; an
-/// interrupted step (Ctrl-C) is not recorded.
+/// What the ladder asks of one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRequest {
+    /// 1-based step number (= tiles).
+    pub index: u32,
+    pub servers: u32,
+    /// p99 transaction latency of the first step (µs), once it ran.
+    pub baseline: Option<u64>,
+}
+
+/// Runs ladder steps (hyperfine's `Executor`): the real runner brings up
+/// servers and players, a test scripts the outcomes.
+pub trait StepRunner {
+    /// Runs one step and judges it; `None` when it was interrupted (the
+    /// step is then not recorded).
+    fn run_step(
+        &mut self,
+        spec: &LadderSpec,
+        req: &StepRequest,
+    ) -> Result<Option<Step>, BenchError>;
+    /// True once the run should stop (Ctrl-C): no further step starts.
+    fn stop_requested(&self) -> bool;
+}
+
+/// Climbs one ladder with real servers. Returns the ladder with every
+/// finished step; an interrupted step (Ctrl-C) is not recorded.
 pub fn run_ladder(
     plan: &Plan,
     spec: &LadderSpec,
@@ -70,10 +91,25 @@ pub fn run_ladder(
     stop: &Arc<AtomicBool>,
     obs: &mut dyn Observer,
 ) -> Result<Ladder, BenchError> {
-    let s = &plan.settings;
+    let mut runner = HostStepRunner { plan, power, stop };
+    climb(&plan.settings, spec, &mut runner, obs)
+}
+
+/// A step passed QoS.
+fn passed(step: &Step) -> bool {
+    step.verdict.is_pass()
+}
+
+/// The ladder's logic over any [`StepRunner`].
+pub fn climb(
+    s: &BenchSettings,
+    spec: &LadderSpec,
+    runner: &mut dyn StepRunner,
+    obs: &mut dyn Observer,
+) -> Result<Ladder, BenchError> {
     let mut ladder = Ladder {
         label: spec.label.clone(),
-        backend: format!("{:?}", spec.backend).to_lowercase(),
+        backend: spec.backend.to_string(),
         net: (spec.backend == Backend::Netns).then(|| spec.net.to_string()),
         placement: spec.placement.to_string(),
         steps: vec![],
@@ -84,17 +120,22 @@ pub fn run_ladder(
     let mut baseline: Option<u64> = None;
     let mut first_fail: Option<u32> = None;
     for index in 1..=s.max_steps {
-        if stop.load(Ordering::Relaxed) {
+        if runner.stop_requested() {
             ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
             break;
         }
         let servers = index * s.tile_servers;
+        let req = StepRequest {
+            index,
+            servers,
+            baseline,
+        };
         obs.step_started(&spec.label, index, servers);
-        let Some(mut step) = run_step(plan, spec, index, servers, baseline, power, stop)? else {
+        let Some(mut step) = runner.run_step(spec, &req)? else {
             ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
             break;
         };
-        if step.verdict.is_fail() && s.confirm_failures {
+        if !passed(&step) && s.confirm_failures {
             // One noisy moment must not end the ladder: run it again; the
             // step fails only if both attempts fail. Both are recorded.
             obs.note(&format!(
@@ -102,8 +143,7 @@ pub fn run_ladder(
                 spec.label,
                 step.failures.join("; ")
             ));
-            let Some(mut again) = run_step(plan, spec, index, servers, baseline, power, stop)?
-            else {
+            let Some(mut again) = runner.run_step(spec, &req)? else {
                 ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
                 break;
             };
@@ -113,7 +153,7 @@ pub fn run_ladder(
         if index == 1 {
             baseline = Some(step.transaction_latency_us.p99);
         }
-        let pass = step.verdict.is_pass();
+        let pass = passed(&step);
         if first_fail.is_none() && pass {
             ladder.max_servers = Some(servers);
             if step.cpu.servers_busy_percent <= s.headroom_target * 100.0 {
@@ -153,198 +193,12 @@ fn interrupted(ladder: &Ladder, first_fail: Option<u32>, tile_servers: u32) -> S
     }
 }
 
-fn cpu_list(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn run_step(
-    plan: &Plan,
-    spec: &LadderSpec,
-    index: u32,
-    servers: u32,
-    baseline: Option<u64>,
-    power: &mut dyn PowerSource,
-    stop: &Arc<AtomicBool>,
-) -> Result<Option<Step>, BenchError> {
-    let s = &plan.settings;
-    let command = format!(
-        "{{tickpack}} server --bind {{ip}}:{{port}} --tick-hz {} --bots {} --max-players {} --cost {}",
-        s.tick_hz,
-        s.bots_per_server,
-        s.players_per_server.max(1),
-        s.cost
-    );
-    let fleet = FleetFile {
-        name: Some(plan.host_name.clone()),
-        instances: Some(servers),
-        backend: Some(format!("{:?}", spec.backend).to_lowercase()),
-        net: Some(spec.net.to_string()),
-        placement: Some(spec.placement.to_string()),
-        reserved_cpus: Some(cpu_list(&plan.load_generator_cpus)),
-        command: Some(command),
-        health: Some("tickpack".into()),
-        port: Some(if spec.backend == Backend::Process {
-            47015
-        } else {
-            27015
-        }),
-        run_dir: Some(plan.run_dir.clone()),
-        range: plan.range.clone(),
-        ..Default::default()
-    }
-    .resolve(&plan.run_dir)
-    .map_err(|e| BenchError::Config(e.to_string()))?;
-    let mut sup = Supervisor::start(fleet, plan.exe.clone()).map_err(BenchError::Host)?;
-    let result = measure(plan, &mut sup, index, servers, baseline, power, stop);
-    let problems = sup.shutdown();
-    if !problems.is_empty() {
-        return Err(BenchError::Isolation(format!(
-            "could not remove the step's servers: {}",
-            problems.join("; ")
-        )));
-    }
-    result
-}
-
-fn measure(
-    plan: &Plan,
-    sup: &mut Supervisor,
-    index: u32,
-    servers: u32,
-    baseline: Option<u64>,
-    power: &mut dyn PowerSource,
-    stop: &Arc<AtomicBool>,
-) -> Result<Option<Step>, BenchError> {
-    let s = &plan.settings;
-    // Every instance answering before the players come.
-    let t0 = Instant::now();
-    loop {
-        sup.poll();
-        let st = sup.status();
-        if st
-            .instances
-            .iter()
-            .all(|i| i.state == InstanceState::Running)
-        {
-            break;
-        }
-        if let Some(bad) = st
-            .instances
-            .iter()
-            .find(|i| i.state == InstanceState::Failed)
-        {
-            return Err(BenchError::Isolation(format!(
-                "server {} of step {index} failed to start: {}",
-                bad.id,
-                bad.last_exit.as_deref().unwrap_or("unknown")
-            )));
-        }
-        if t0.elapsed() > Duration::from_secs(20) {
-            return Err(BenchError::Isolation(format!(
-                "the {servers} servers of step {index} did not all answer within 20 s"
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let players = servers * s.players_per_server;
-    let warmup = Duration::from_secs_f64(s.warmup_s);
-    let duration = Duration::from_secs_f64(s.step_duration_s);
-    let pcfg = PlayersConfig {
-        targets: sup.addresses(),
-        players: players as usize,
-        duration,
-        warmup,
-        connect_timeout: Duration::from_secs(5),
-        threads: plan.load_generator_cpus.len().max(1),
-        cpus: plan.load_generator_cpus.clone(),
-        ..Default::default()
-    };
-    pcfg.validate()
-        .map_err(|e| BenchError::Config(e.to_string()))?;
-    let live = Arc::new(tickpack_players::Live::default());
-    let started = Instant::now();
-    let (outcome, cpu, watts) = std::thread::scope(|scope| {
-        let h = scope.spawn(|| tickpack_players::run(&pcfg, stop, &live));
-        // Sample over the measured window only.
-        sleep_until(started + warmup + Duration::from_millis(20), stop);
-        let c0 = CpuTimes::read();
-        let started_power = power.start();
-        sleep_until(started + warmup + duration, stop);
-        let c1 = CpuTimes::read();
-        let per_cpu = c0.busy_percent(&c1);
-        let machine = mean_over(&per_cpu, &[]);
-        let watts = match started_power {
-            Ok(()) => power.watts_since_start(machine / 100.0).ok(),
-            Err(_) => None,
-        };
-        let outcome = h.join().unwrap_or_else(|_| {
-            Err(tickpack_players::PlayersError::Internal(
-                "players panicked".into(),
-            ))
-        });
-        (outcome, per_cpu, watts)
-    });
-    if stop.load(Ordering::Relaxed) {
-        return Ok(None);
-    }
-    let outcome = outcome.map_err(BenchError::Players)?;
-    let r = tickpack_players::to_result(&pcfg, &outcome);
-    let figures = StepFigures {
-        players,
-        connected: r.connected,
-        tick_hz: s.tick_hz,
-        transaction_latency_us: &r.transaction_latency_us,
-        tick_lateness_us: &r.tick_lateness_us,
-        server_frame_us: &r.server_frame_us,
-        snapshots: &r.snapshots,
-        commands: &r.commands,
-        outages: &r.outages,
-    };
-    let why = failures(&figures, baseline, &s.qos);
-    Ok(Some(Step {
-        index,
-        tiles: index,
-        servers,
-        players,
-        verdict: Verdict::of(&why),
-        failures: why.iter().map(ToString::to_string).collect(),
-        first_attempt_failures: vec![],
-        duration_s: s.step_duration_s,
-        cpu: CpuUse {
-            servers_busy_percent: (mean_over(&cpu, &plan.server_cpus) * 10.0).round() / 10.0,
-            machine_busy_percent: (mean_over(&cpu, &[]) * 10.0).round() / 10.0,
-            per_cpu_percent: cpu,
-            load_generator_cpu_s: r.load_generator_cpu_s,
-        },
-        power: watts.map(|w| Power {
-            watts: (w * 10.0).round() / 10.0,
-            source: power.kind(),
-        }),
-        transaction_latency_us: r.transaction_latency_us,
-        rtt_us: r.rtt_us,
-        server_frame_us: r.server_frame_us,
-        tick_lateness_us: r.tick_lateness_us,
-        snapshot_jitter_us: r.snapshot_jitter_us,
-        snapshots: r.snapshots,
-        commands: r.commands,
-        outages: r.outages,
-        reconnects: r.reconnects,
-        histograms: r.histograms,
-    }))
-}
-
-fn sleep_until(t: Instant, stop: &AtomicBool) {
-    while Instant::now() < t && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep((t - Instant::now()).min(Duration::from_millis(50)));
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
     use super::*;
+    use crate::test_support::{settings, step};
 
     fn ladder(max: Option<u32>) -> Ladder {
         Ladder {
@@ -372,6 +226,247 @@ mod tests {
         assert_eq!(
             interrupted(&ladder(Some(3)), Some(2), 3),
             "interrupted after step 2 (6 servers) failed QoS"
+        );
+    }
+
+    /// What a scripted attempt returns.
+    #[derive(Clone, Copy)]
+    enum Outcome {
+        /// Passes with this server-core busy share (%) and p99 (µs).
+        Pass { busy: f64, p99: u64 },
+        /// Fails QoS.
+        Fail,
+        /// Interrupted mid-step (Ctrl-C).
+        Interrupted,
+    }
+
+    /// Plays back outcomes, one per attempt, and records what it was asked.
+    struct Scripted {
+        outcomes: VecDeque<Outcome>,
+        asked: Vec<StepRequest>,
+        /// Requests stop after this many attempts.
+        stop_after: Option<usize>,
+    }
+
+    impl Scripted {
+        fn new(outcomes: &[Outcome]) -> Self {
+            Self {
+                outcomes: outcomes.iter().copied().collect(),
+                asked: vec![],
+                stop_after: None,
+            }
+        }
+    }
+
+    impl StepRunner for Scripted {
+        fn run_step(
+            &mut self,
+            _spec: &LadderSpec,
+            req: &StepRequest,
+        ) -> Result<Option<Step>, BenchError> {
+            self.asked.push(*req);
+            let attempt = self.asked.len();
+            Ok(
+                match self.outcomes.pop_front().expect("a step past the script") {
+                    Outcome::Pass { busy, p99 } => Some(step(req, "pass", vec![], busy, p99)),
+                    Outcome::Fail => Some(step(
+                        req,
+                        "fail",
+                        vec![format!("attempt {attempt} missed")],
+                        99.0,
+                        90_000,
+                    )),
+                    Outcome::Interrupted => None,
+                },
+            )
+        }
+        fn stop_requested(&self) -> bool {
+            self.stop_after.is_some_and(|n| self.asked.len() >= n)
+        }
+    }
+
+    #[derive(Default)]
+    struct Seen {
+        started: Vec<(u32, u32)>,
+        finished: usize,
+        notes: Vec<String>,
+    }
+    impl Observer for Seen {
+        fn step_started(&mut self, _ladder: &str, index: u32, servers: u32) {
+            self.started.push((index, servers));
+        }
+        fn step_finished(&mut self, _ladder: &Ladder) {
+            self.finished += 1;
+        }
+        fn note(&mut self, msg: &str) {
+            self.notes.push(msg.into());
+        }
+    }
+
+    fn spec() -> LadderSpec {
+        LadderSpec {
+            label: "process, placement spread".into(),
+            backend: Backend::Process,
+            net: NetKind::Veth,
+            placement: Policy::Spread,
+        }
+    }
+
+    const OK: Outcome = Outcome::Pass {
+        busy: 10.0,
+        p99: 1_000,
+    };
+
+    fn climb_script(s: &BenchSettings, runner: &mut Scripted) -> (Ladder, Seen) {
+        let mut seen = Seen::default();
+        let l = climb(s, &spec(), runner, &mut seen).unwrap();
+        (l, seen)
+    }
+
+    #[test]
+    fn ladder_stops_steps_past_failure_after_the_first_failure() {
+        let mut r = Scripted::new(&[OK, OK, Outcome::Fail, OK, OK]);
+        let (l, seen) = climb_script(&settings(10, 1, false), &mut r);
+        // Steps 1-3, the failure, then one step past it; step 5 never runs.
+        assert_eq!(r.asked.len(), 4);
+        assert_eq!(seen.started, vec![(1, 3), (2, 6), (3, 9), (4, 12)]);
+        assert_eq!(seen.finished, 4);
+        assert_eq!(l.steps.len(), 4);
+        assert_eq!(l.stopped, "step 3 (9 servers) failed QoS");
+        // A pass after the first failure does not raise the maximum.
+        assert_eq!(l.max_servers, Some(6));
+    }
+
+    #[test]
+    fn with_no_steps_past_failure_the_ladder_stops_at_the_failure() {
+        let mut r = Scripted::new(&[OK, Outcome::Fail, OK]);
+        let (l, _) = climb_script(&settings(10, 0, false), &mut r);
+        assert_eq!(r.asked.len(), 2);
+        assert_eq!(l.stopped, "step 2 (6 servers) failed QoS");
+        assert_eq!(l.max_servers, Some(3));
+    }
+
+    #[test]
+    fn first_step_failing_leaves_no_maximum() {
+        let mut r = Scripted::new(&[Outcome::Fail]);
+        let (l, _) = climb_script(&settings(10, 0, false), &mut r);
+        assert_eq!(l.max_servers, None);
+        assert_eq!(l.recommended_servers, None);
+        assert_eq!(l.stopped, "step 1 (3 servers) failed QoS");
+    }
+
+    #[test]
+    fn a_failing_step_run_again_to_confirm_passes_if_the_second_attempt_passes() {
+        let mut r = Scripted::new(&[OK, Outcome::Fail, OK, OK]);
+        let (l, seen) = climb_script(&settings(3, 0, true), &mut r);
+        // Step 2 ran twice with the same request.
+        assert_eq!(r.asked.len(), 4);
+        assert_eq!(r.asked[1], r.asked[2]);
+        assert_eq!(seen.started.len(), 3, "a confirmation is not a new step");
+        assert_eq!(l.steps.len(), 3);
+        assert!(l.steps[1].verdict.is_pass());
+        assert_eq!(l.steps[1].first_attempt_failures, vec!["attempt 2 missed"]);
+        assert!(l.steps[1].failures.is_empty());
+        assert_eq!(l.max_servers, Some(9));
+        assert_eq!(seen.notes.len(), 1);
+        assert!(seen.notes[0].contains("6 servers failed (attempt 2 missed)"));
+        assert_eq!(
+            l.stopped,
+            "reached the last step (9 servers) without a QoS failure"
+        );
+    }
+
+    #[test]
+    fn a_step_fails_when_both_attempts_fail_and_keeps_both_reasons() {
+        let mut r = Scripted::new(&[OK, Outcome::Fail, Outcome::Fail]);
+        let (l, _) = climb_script(&settings(5, 0, true), &mut r);
+        assert_eq!(r.asked.len(), 3);
+        let s = &l.steps[1];
+        assert!(s.verdict.is_fail());
+        assert_eq!(s.failures, vec!["attempt 3 missed"]);
+        assert_eq!(s.first_attempt_failures, vec!["attempt 2 missed"]);
+        assert_eq!(l.stopped, "step 2 (6 servers) failed QoS");
+    }
+
+    #[test]
+    fn without_confirmation_a_failing_step_runs_once() {
+        let mut r = Scripted::new(&[Outcome::Fail, OK]);
+        let (l, _) = climb_script(&settings(5, 0, false), &mut r);
+        assert_eq!(r.asked.len(), 1);
+        assert!(l.steps[0].first_attempt_failures.is_empty());
+    }
+
+    #[test]
+    fn recommended_density_is_the_largest_passing_step_within_the_headroom() {
+        let busy = |busy| Outcome::Pass { busy, p99: 1_000 };
+        // headroom 75 %: 80 % is over it, 75 % is within.
+        let mut r = Scripted::new(&[busy(40.0), busy(75.0), busy(80.0), Outcome::Fail]);
+        let (l, _) = climb_script(&settings(10, 0, false), &mut r);
+        assert_eq!(l.recommended_servers, Some(6));
+        assert_eq!(l.max_servers, Some(9));
+    }
+
+    #[test]
+    fn the_first_steps_p99_is_the_baseline_of_the_later_steps() {
+        let mut r = Scripted::new(&[
+            Outcome::Pass {
+                busy: 1.0,
+                p99: 4_321,
+            },
+            Outcome::Pass {
+                busy: 1.0,
+                p99: 9_999,
+            },
+            OK,
+        ]);
+        climb_script(&settings(3, 0, false), &mut r);
+        let baselines: Vec<_> = r.asked.iter().map(|q| q.baseline).collect();
+        assert_eq!(baselines, vec![None, Some(4_321), Some(4_321)]);
+    }
+
+    #[test]
+    fn an_interrupted_step_is_not_recorded() {
+        let mut r = Scripted::new(&[OK, Outcome::Interrupted]);
+        let (l, seen) = climb_script(&settings(5, 0, false), &mut r);
+        assert_eq!(l.steps.len(), 1);
+        assert_eq!(seen.finished, 1);
+        assert_eq!(
+            l.stopped,
+            "interrupted before its limit: at least 3 servers passed"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_confirmation_ends_the_ladder_without_the_step() {
+        let mut r = Scripted::new(&[OK, Outcome::Fail, Outcome::Interrupted]);
+        let (l, _) = climb_script(&settings(5, 0, true), &mut r);
+        assert_eq!(l.steps.len(), 1);
+        assert_eq!(
+            l.stopped,
+            "interrupted before its limit: at least 3 servers passed"
+        );
+    }
+
+    #[test]
+    fn a_stop_request_between_steps_starts_no_further_step() {
+        let mut r = Scripted::new(&[OK, Outcome::Fail, OK, OK]);
+        r.stop_after = Some(2);
+        let (l, _) = climb_script(&settings(10, 5, false), &mut r);
+        assert_eq!(r.asked.len(), 2);
+        assert_eq!(l.steps.len(), 2);
+        assert_eq!(l.stopped, "interrupted after step 2 (6 servers) failed QoS");
+    }
+
+    #[test]
+    fn the_ladder_names_its_backend_and_placement() {
+        let mut r = Scripted::new(&[OK]);
+        let (l, _) = climb_script(&settings(1, 0, false), &mut r);
+        assert_eq!(l.backend, "process");
+        assert_eq!(l.net, None);
+        assert_eq!(l.placement, "spread");
+        assert_eq!(
+            l.stopped,
+            "reached the last step (3 servers) without a QoS failure"
         );
     }
 }

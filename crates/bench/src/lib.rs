@@ -4,10 +4,11 @@
 //! Order: [`BenchConfig`] → [`BenchConfig::validate`] → [`run`], which
 //! first removes what a killed earlier run of the same host name left
 //! ([`recover_leftovers`]; the records live in the stable
-//! [`BenchConfig::run_dir`]), then climbs one ladder per compared variant ([`ladder`]), judges every step
-//! ([`verdict`]), samples CPU ([`cpu`]) and power ([`power`]), rewrites
-//! `OUT/result.json` atomically after every step (so Ctrl-C keeps every
-//! finished step), and fills in the summary and the cost figures ([`tco`])
+//! [`BenchConfig::run_dir`]), then climbs one ladder per compared variant
+//! ([`ladder`], each step run by [`step`]), judges every step ([`verdict`]),
+//! samples CPU ([`cpu`]) and power ([`power`]), rewrites `OUT/result.json`
+//! atomically after every step (so Ctrl-C keeps every finished step), and
+//! fills in the summary ([`summary`], pure) and the cost figures ([`tco`])
 //! at the end. The HTML report is rendered by `tickpack_report::html`.
 //!
 //! Not here: the servers (`tickpack server`), the host (`tickpack-host`),
@@ -16,7 +17,11 @@
 pub mod cpu;
 pub mod ladder;
 pub mod power;
+pub mod step;
+pub mod summary;
 pub mod tco;
+#[cfg(test)]
+mod test_support;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -26,7 +31,7 @@ use std::sync::Arc;
 use tickpack_host::fleet::Backend;
 use tickpack_host::netpath::NetKind;
 use tickpack_host::placement::Policy;
-use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, TcoInputs, BENCH_SCHEMA};
+use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, BENCH_SCHEMA};
 
 pub use ladder::{LadderSpec, Observer, Plan};
 
@@ -309,15 +314,7 @@ pub fn run(
         }
         fn step_finished(&mut self, ladder: &tickpack_report::bench::Ladder) {
             // The ladder in progress replaces its previous copy.
-            match self
-                .result
-                .ladders
-                .iter_mut()
-                .find(|l| l.label == ladder.label)
-            {
-                Some(l) => *l = ladder.clone(),
-                None => self.result.ladders.push(ladder.clone()),
-            }
+            summary::upsert_ladder(&mut self.result.ladders, ladder.clone());
             if let Err(e) = tickpack_report::write_json_atomic(&self.path, &*self.result) {
                 self.error.get_or_insert(e);
             }
@@ -336,44 +333,14 @@ pub fn run(
         if let Some(e) = saving.error {
             return Err(e.into());
         }
-        match result.ladders.iter_mut().find(|l| l.label == ladder.label) {
-            Some(l) => *l = ladder,
-            None => result.ladders.push(ladder),
-        }
+        summary::upsert_ladder(&mut result.ladders, ladder);
         tickpack_report::write_json_atomic(&path, &result)?;
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(result);
         }
     }
 
-    let first = &result.ladders[0];
-    result.recommended_servers = first.recommended_servers;
-    result.max_servers = first.max_servers;
-    if cfg.compare == Compare::Placement && result.ladders.len() == 2 {
-        if let (Some(a), Some(b)) = (result.ladders[0].max_servers, result.ladders[1].max_servers) {
-            result.comparison_ratio = Some((f64::from(a) / f64::from(b) * 100.0).round() / 100.0);
-        }
-    }
-    if let Some(rec) = result.recommended_servers {
-        let ratio = f64::from(rec) / f64::from(cfg.cost.before_servers.max(1));
-        result.consolidation_ratio = Some((ratio * 100.0).round() / 100.0);
-        let step = first.steps.iter().find(|s| s.servers == rec);
-        let after_watts = step
-            .and_then(|s| s.power.as_ref())
-            .map(|p| (p.watts, p.source));
-        if let Some((watts, source)) = after_watts.filter(|_| ratio >= 1.0) {
-            let inputs = TcoInputs {
-                before_watts: cfg.cost.before_watts,
-                after_watts: watts,
-                ratio,
-                machines: cfg.cost.machines,
-                price_per_kwh: cfg.cost.price_per_kwh,
-                currency_rate: cfg.cost.currency_rate,
-                hours_per_year: cfg.cost.hours_per_year,
-            };
-            result.tco = tco::compute(&inputs, tco::watts_source_label(source)).ok();
-        }
-    }
+    summary::summarize(&result.ladders, cfg.compare, &cfg.cost).apply(&mut result);
     result.complete = true;
     result.finished_unix = Some(
         std::time::SystemTime::now()

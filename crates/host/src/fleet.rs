@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::launch::{expand_template, ServerSpec, Slot};
 use crate::netpath::NetKind;
 use crate::placement::Policy;
 
@@ -42,6 +43,22 @@ pub enum Backend {
     Process,
     /// Own network, mount, PID and UTS namespaces, unprivileged user, cgroup.
     Netns,
+}
+
+impl Backend {
+    /// The name a host file and the result documents use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Process => "process",
+            Backend::Netns => "netns",
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl std::str::FromStr for Backend {
@@ -234,26 +251,22 @@ impl FleetFile {
             .unwrap_or("bridge")
             .parse()
             .map_err(|e| FleetError::Invalid(format!("{e}")))?;
-        let placement: Policy = match self.placement.as_deref().unwrap_or("spread") {
-            "spread" => Policy::Spread,
-            "pack" => Policy::Pack,
-            "none" => Policy::None,
-            p => {
-                return bad(format!(
-                    "unknown placement {p:?} (expected spread, pack or none)"
-                ))
-            }
-        };
+        let placement: Policy = self
+            .placement
+            .as_deref()
+            .unwrap_or("spread")
+            .parse()
+            .map_err(|e: crate::placement::PlacementError| FleetError::Invalid(e.to_string()))?;
         let reserved_cpus = match self.reserved_cpus.as_deref() {
             None => None,
             Some("") | Some("none") => Some(vec![]),
             Some(s) => Some(parse_cpu_list(s)?),
         };
         // Foreign servers do not speak tickpack; the reference server does.
-        let foreign = self
-            .command
-            .as_deref()
-            .is_some_and(|c| !c.trim_start().starts_with("{tickpack} server"));
+        let foreign = match self.command.as_deref() {
+            Some(c) => !ServerSpec::parse(c)?.is_reference_server(),
+            None => false,
+        };
         let health = match self.health.as_deref() {
             None if foreign => Health::None,
             None | Some("tickpack") => Health::Tickpack,
@@ -380,28 +393,8 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, FleetError> {
     })
 }
 
-const PLACEHOLDERS: [&str; 5] = ["{ip}", "{port}", "{id}", "{dir}", "{tickpack}"];
-
 fn check_template(t: &str) -> Result<(), FleetError> {
-    if t.split_whitespace().next().is_none() {
-        return Err(FleetError::Invalid("command is empty".into()));
-    }
-    let mut rest = t;
-    while let Some(i) = rest.find('{') {
-        let tail = &rest[i..];
-        match PLACEHOLDERS.iter().find(|p| tail.starts_with(**p)) {
-            Some(p) => rest = &tail[p.len()..],
-            None => {
-                let end = tail.find('}').map_or(tail.len(), |e| e + 1);
-                return Err(FleetError::Invalid(format!(
-                    "unknown placeholder {} in command (known: {})",
-                    &tail[..end],
-                    PLACEHOLDERS.join(" ")
-                )));
-            }
-        }
-    }
-    Ok(())
+    ServerSpec::parse(t).map(drop)
 }
 
 /// Expands a command template into argv (split on whitespace).
@@ -413,16 +406,16 @@ pub fn expand(
     dir: &Path,
     tickpack: &Path,
 ) -> Vec<String> {
-    template
-        .split_whitespace()
-        .map(|w| {
-            w.replace("{ip}", ip)
-                .replace("{port}", &port.to_string())
-                .replace("{id}", &id.to_string())
-                .replace("{dir}", &dir.display().to_string())
-                .replace("{tickpack}", &tickpack.display().to_string())
-        })
-        .collect()
+    expand_template(
+        template,
+        &Slot {
+            ip,
+            port,
+            id,
+            dir,
+            tickpack,
+        },
+    )
 }
 
 #[cfg(test)]

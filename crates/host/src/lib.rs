@@ -20,6 +20,7 @@
 pub mod cgroup;
 pub mod confine;
 pub mod fleet;
+pub mod launch;
 pub mod leftover;
 pub mod netpath;
 pub mod placement;

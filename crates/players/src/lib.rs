@@ -36,7 +36,9 @@ pub use player::Player;
 pub use recorder::Recorder;
 pub use run::{run, Live, Outcome};
 
-use tickpack_report::{encode_histogram, Percentiles, PlayersHistograms, PlayersResult};
+use tickpack_report::{
+    encode_histogram, Measurements, Percentiles, PlayersHistograms, PlayersResult,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlayersError {
@@ -87,28 +89,30 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         load_generator_cpus: cfg.cpus.clone(),
         load_generator_threads: cfg.threads.min(cfg.players) as u32,
         load_generator_cpu_s: o.cpu_time_ns as f64 / 1e9,
-        transaction_latency_us: p(&r.transaction),
-        rtt_us: p(&r.rtt),
-        server_frame_us: p(&r.frame),
-        tick_lateness_us: p(&r.lateness),
-        snapshot_jitter_us: p(&r.jitter),
-        snapshots: tickpack_report::SnapshotCounts {
-            expected: r.snapshots.received + r.snapshots.lost,
-            received: r.snapshots.received,
-            lost: r.snapshots.lost,
+        measured: Measurements {
+            transaction_latency_us: p(&r.transaction),
+            rtt_us: p(&r.rtt),
+            server_frame_us: p(&r.frame),
+            tick_lateness_us: p(&r.lateness),
+            snapshot_jitter_us: p(&r.jitter),
+            snapshots: tickpack_report::SnapshotCounts {
+                expected: r.snapshots.received + r.snapshots.lost,
+                received: r.snapshots.received,
+                lost: r.snapshots.lost,
+            },
+            commands: tickpack_report::CommandCounts {
+                sent: r.commands_sent,
+                reflected: r.commands_reflected,
+                lost: r.commands_lost,
+            },
+            outages: tickpack_report::Outages {
+                count: r.snapshots.outages,
+                total_us: r.snapshots.outage_total_us,
+                longest_us: r.snapshots.outage_longest_us,
+            },
+            reconnects: r.reconnects,
         },
-        outages: tickpack_report::Outages {
-            count: r.snapshots.outages,
-            total_us: r.snapshots.outage_total_us,
-            longest_us: r.snapshots.outage_longest_us,
-        },
-        reconnects: r.reconnects,
         loss_deadline_s: cfg.loss_deadline.as_secs_f64(),
-        commands: tickpack_report::CommandCounts {
-            sent: r.commands_sent,
-            reflected: r.commands_reflected,
-            lost: r.commands_lost,
-        },
         decode_errors: r.decode_errors,
         errors: o.errors.clone(),
         histograms: PlayersHistograms {

@@ -58,8 +58,8 @@ pub const SILENCE_US: u64 = 500_000;
 /// Tick rate assumed for a player that never learned the server's (no
 /// player connected): the reference server's default.
 pub const DEFAULT_TICK_HZ: u32 = 100;
-/// Snapshots kept as delta baselines (matches the server's history).
-const HISTORY: usize = 32;
+/// Snapshots kept as delta baselines (the server keeps as many).
+const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
 
 /// How long a connected player waits for a snapshot before re-handshaking.
 pub fn silence_us(tick_hz: u32) -> u64 {
@@ -462,8 +462,9 @@ impl Player {
     }
 
     fn on_accepted(&mut self, now_us: u64, tick_hz: u16, rec: &mut Recorder) {
-        self.tick_hz = u32::from(tick_hz.max(1));
-        self.tick_interval_us = 1_000_000 / u64::from(self.tick_hz);
+        let tick = tickpack_wire::TickRate::from_wire(tick_hz);
+        self.tick_hz = u32::from(tick.hz());
+        self.tick_interval_us = tick.interval_us();
         self.coverage.set_tick_hz(self.tick_hz);
         let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(self.tick_hz));
         self.cmd_interval_us = ((1e6 / rate) as u64).max(1);

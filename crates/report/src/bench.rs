@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::qos::Verdict;
 use crate::system::SystemInfo;
-use crate::{CommandCounts, Outages, Percentiles, PlayersHistograms, SnapshotCounts};
+use crate::{Measurements, PlayersHistograms};
 
 /// Schema id of `result.json`.
 pub const BENCH_SCHEMA: &str = "tickpack.bench/1";
@@ -136,20 +136,20 @@ pub struct Step {
     #[serde(default)]
     pub first_attempt_failures: Vec<String>,
     pub duration_s: f64,
-    pub transaction_latency_us: Percentiles,
-    pub rtt_us: Percentiles,
-    pub server_frame_us: Percentiles,
-    pub tick_lateness_us: Percentiles,
-    pub snapshot_jitter_us: Percentiles,
-    pub snapshots: SnapshotCounts,
-    pub commands: CommandCounts,
-    #[serde(default)]
-    pub outages: Outages,
-    #[serde(default)]
-    pub reconnects: u64,
+    /// What the players measured (flattened: the fields sit at this level).
+    #[serde(flatten)]
+    pub measured: Measurements,
     pub cpu: CpuUse,
     pub power: Option<Power>,
     pub histograms: PlayersHistograms,
+}
+
+/// The figures read as the step's own (`step.rtt_us`), as in the JSON.
+impl std::ops::Deref for Step {
+    type Target = Measurements;
+    fn deref(&self) -> &Measurements {
+        &self.measured
+    }
 }
 
 /// One ladder (one variant of a comparison).
@@ -309,4 +309,80 @@ pub struct BenchResult {
     pub complete: bool,
     pub started_unix: u64,
     pub finished_unix: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Outages;
+
+    const STEP_KEYS: &[&str] = &[
+        "index",
+        "tiles",
+        "servers",
+        "players",
+        "verdict",
+        "failures",
+        "first_attempt_failures",
+        "duration_s",
+        "transaction_latency_us",
+        "rtt_us",
+        "server_frame_us",
+        "tick_lateness_us",
+        "snapshot_jitter_us",
+        "snapshots",
+        "commands",
+        "outages",
+        "reconnects",
+        "cpu",
+        "power",
+        "histograms",
+    ];
+
+    fn step() -> Step {
+        Step {
+            index: 1,
+            tiles: 1,
+            servers: 3,
+            players: 30,
+            verdict: crate::qos::Verdict::Pass,
+            failures: vec![],
+            first_attempt_failures: vec![],
+            duration_s: 1.0,
+            measured: Measurements {
+                reconnects: 7,
+                ..Default::default()
+            },
+            cpu: CpuUse::default(),
+            power: None,
+            histograms: PlayersHistograms::default(),
+        }
+    }
+
+    #[test]
+    fn a_steps_measurements_sit_at_the_steps_level_in_the_json_order() {
+        let v = serde_json::to_value(step()).unwrap();
+        let text = serde_json::to_string(&step()).unwrap();
+        let mut at: Vec<(usize, &str)> = STEP_KEYS
+            .iter()
+            .map(|k| (text.find(&format!("\"{k}\":")).expect(k), *k))
+            .collect();
+        at.sort_unstable();
+        let order: Vec<&str> = at.into_iter().map(|(_, k)| k).collect();
+        assert_eq!(order, STEP_KEYS);
+        assert_eq!(v.as_object().unwrap().len(), STEP_KEYS.len());
+        assert_eq!(v["reconnects"], 7);
+        assert!(v.get("measured").is_none());
+    }
+
+    #[test]
+    fn a_step_written_before_outages_and_reconnects_still_reads() {
+        let mut v = serde_json::to_value(step()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("outages");
+        o.remove("reconnects");
+        let back: Step = serde_json::from_value(v).unwrap();
+        assert_eq!(back.reconnects, 0);
+        assert_eq!(back.outages, Outages::default());
+    }
 }

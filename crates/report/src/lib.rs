@@ -177,6 +177,40 @@ pub struct PlayersHistograms {
     pub snapshot_jitter_us: String,
 }
 
+/// What emulated players measured against servers: the figures of
+/// `tickpack players --json` and of every bench step
+/// ([`bench::Step`]), flattened into both documents.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Measurements {
+    /// From the time a command was due to the first snapshot reflecting it.
+    pub transaction_latency_us: Percentiles,
+    /// Ping round trips, from the time the ping was due.
+    pub rtt_us: Percentiles,
+    /// Server processing time per tick, as the servers report it.
+    pub server_frame_us: Percentiles,
+    /// How late server ticks started, as the servers report it.
+    pub tick_lateness_us: Percentiles,
+    /// |snapshot inter-arrival - tick interval|.
+    pub snapshot_jitter_us: Percentiles,
+    pub snapshots: SnapshotCounts,
+    pub commands: CommandCounts,
+    /// Time without snapshots; any outage is a failure of the run.
+    #[serde(default)]
+    pub outages: Outages,
+    /// Handshakes players completed after their first (server restarts,
+    /// silences).
+    #[serde(default)]
+    pub reconnects: u64,
+}
+
+/// The figures read as the document's own (`r.rtt_us`), as in the JSON.
+impl std::ops::Deref for PlayersResult {
+    type Target = Measurements;
+    fn deref(&self) -> &Measurements {
+        &self.measured
+    }
+}
+
 /// The document `tickpack players --json` writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlayersResult {
@@ -200,25 +234,9 @@ pub struct PlayersResult {
     pub load_generator_cpus: Vec<usize>,
     pub load_generator_threads: u32,
     pub load_generator_cpu_s: f64,
-    /// From the time a command was due to the first snapshot reflecting it.
-    pub transaction_latency_us: Percentiles,
-    /// Ping round trips, from the time the ping was due.
-    pub rtt_us: Percentiles,
-    /// Server processing time per tick, as the servers report it.
-    pub server_frame_us: Percentiles,
-    /// How late server ticks started, as the servers report it.
-    pub tick_lateness_us: Percentiles,
-    /// |snapshot inter-arrival - tick interval|.
-    pub snapshot_jitter_us: Percentiles,
-    pub snapshots: SnapshotCounts,
-    pub commands: CommandCounts,
-    /// Time without snapshots; any outage is a failure of the run.
-    #[serde(default)]
-    pub outages: Outages,
-    /// Handshakes players completed after their first (server restarts,
-    /// silences).
-    #[serde(default)]
-    pub reconnects: u64,
+    /// What the players measured (flattened: the fields sit at this level).
+    #[serde(flatten)]
+    pub measured: Measurements,
     /// A command not reflected this long after it was due is lost (seconds).
     #[serde(default)]
     pub loss_deadline_s: f64,

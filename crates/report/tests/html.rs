@@ -11,8 +11,8 @@ use tickpack_report::bench::{
 use tickpack_report::qos::{Verdict, RULES};
 use tickpack_report::system::SystemInfo;
 use tickpack_report::{
-    encode_histogram, html, new_histogram, record, CommandCounts, Outages, Percentiles,
-    PlayersHistograms, SnapshotCounts,
+    encode_histogram, html, new_histogram, record, CommandCounts, Measurements, Outages,
+    Percentiles, PlayersHistograms, SnapshotCounts,
 };
 
 /// A step whose latencies centre on `base_us`, with a tail 6x longer.
@@ -46,23 +46,25 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         },
         first_attempt_failures: vec![],
         duration_s: 30.0,
-        transaction_latency_us: p,
-        rtt_us: small_p,
-        server_frame_us: small_p,
-        tick_lateness_us: small_p,
-        snapshot_jitter_us: small_p,
-        snapshots: SnapshotCounts {
-            expected: 100_000,
-            received: 99_990,
-            lost: 10,
+        measured: Measurements {
+            transaction_latency_us: p,
+            rtt_us: small_p,
+            server_frame_us: small_p,
+            tick_lateness_us: small_p,
+            snapshot_jitter_us: small_p,
+            snapshots: SnapshotCounts {
+                expected: 100_000,
+                received: 99_990,
+                lost: 10,
+            },
+            commands: CommandCounts {
+                sent: 20_000,
+                reflected: 20_000,
+                lost: 0,
+            },
+            outages: Default::default(),
+            reconnects: 0,
         },
-        commands: CommandCounts {
-            sent: 20_000,
-            reflected: 20_000,
-            lost: 0,
-        },
-        outages: Default::default(),
-        reconnects: 0,
         cpu: CpuUse {
             servers_busy_percent: busy,
             machine_busy_percent: busy * 0.8,
@@ -580,12 +582,12 @@ fn the_limits_list_is_the_verdicts_rule_table_with_the_outage_rule() {
 fn a_steps_outages_and_reconnects_are_shown_beside_its_loss() {
     let mut r = sample();
     let st = &mut r.ladders[0].steps[1];
-    st.outages = Outages {
+    st.measured.outages = Outages {
         count: 2,
         total_us: 450_000,
         longest_us: 250_000,
     };
-    st.reconnects = 3;
+    st.measured.reconnects = 3;
     let p = page(r);
     let table = &p[p.find("<h3>Steps</h3>").unwrap()..];
     assert!(

@@ -30,7 +30,7 @@ use crate::flood::{Ask, FloodCounters, FloodGuard, FloodLimits};
 use crate::world::{CostProfile, World, WorldConfig};
 
 /// Snapshots kept per player as delta baselines.
-const HISTORY: usize = 32;
+const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
 /// Entity ids of bots start here; humans take 1..=255.
 const BOT_ID_BASE: u16 = 1000;
 
@@ -77,7 +77,7 @@ impl Default for ServerConfig {
 impl ServerConfig {
     /// Tick interval in microseconds.
     pub fn tick_interval_us(&self) -> u64 {
-        1_000_000 / u64::from(self.tick_hz.max(1))
+        tickpack_wire::TickRate::from_wire(self.tick_hz).interval_us()
     }
 }
 

@@ -15,7 +15,9 @@
 //!   A2S query ([`a2s::Query`]). Use [`Datagram::decode`] on the server.
 //! - [`TokenKey`]: issues and checks connect tokens bound to the sender's
 //!   address and a time window; unforgeable without the server's secret.
-//! - [`delta`]: entity lists delta-encoded against an acknowledged baseline.
+//! - [`delta`]: entity lists delta-encoded against an acknowledged baseline
+//!   (one of the last [`DELTA_HISTORY`] snapshots).
+//! - [`TickRate`]: ticks per second and the interval that follows.
 //!
 //! # Connection, in order
 //!
@@ -40,10 +42,12 @@ pub mod a2s;
 mod codec;
 pub mod delta;
 mod packet;
+mod tick;
 mod token;
 mod types;
 
 pub use codec::DecodeError;
 pub use packet::*;
+pub use tick::{TickRate, DELTA_HISTORY};
 pub use token::{Token, TokenKey, TOKEN_LEN};
 pub use types::*;

@@ -129,3 +129,76 @@ pub fn run(a: Args) -> Result<(), Failure> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod launch_contract_tests {
+    use std::path::Path;
+
+    use clap::Parser;
+    use tickpack_host::launch::{ReferenceServer, Slot, Word};
+    use tickpack_wire::TickRate;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(r: &ReferenceServer) -> Args {
+        let slot = Slot {
+            ip: "10.1.0.2",
+            port: 27016,
+            id: 1,
+            dir: Path::new("/run/i1"),
+            tickpack: Path::new("/bin/tickpack"),
+        };
+        let argv = r.spec().argv(&slot);
+        assert_eq!(argv[..2], ["/bin/tickpack", "server"]);
+        let flags = std::iter::once("tickpack server".to_string()).chain(argv[2..].iter().cloned());
+        match Cli::try_parse_from(flags) {
+            Ok(c) => c.args,
+            Err(e) => panic!("`tickpack server` refuses the flags {argv:?}: {e}"),
+        }
+    }
+
+    #[test]
+    fn the_reference_servers_launch_flags_parse_back_to_the_same_options() {
+        for r in [
+            ReferenceServer {
+                tick: TickRate::new(64).unwrap(),
+                max_players: 10,
+                bots: 2,
+                cost: "heavy*2".into(),
+                name: Some(Word::text("s1")),
+            },
+            ReferenceServer {
+                tick: TickRate::new(1000).unwrap(),
+                max_players: 255,
+                bots: 0,
+                cost: "light".into(),
+                name: None,
+            },
+        ] {
+            let a = parse(&r);
+            // Every option, so a new one must be added here too.
+            let ReferenceServer {
+                tick,
+                max_players,
+                bots,
+                cost,
+                name,
+            } = &r;
+            assert_eq!(a.bind, "10.1.0.2:27016".parse().unwrap());
+            assert_eq!(a.tick_hz, tick.hz());
+            assert_eq!(a.max_players, *max_players);
+            assert_eq!(a.bots, *bots);
+            assert_eq!(a.cost, parse_cost(cost).unwrap());
+            match name {
+                Some(_) => assert_eq!(a.name, "s1"),
+                None => assert_eq!(a.name, "tickpack reference server"),
+            }
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! One ladder step on a real host: the [`StepRunner`] that `tickpack bench`
+//! uses.
+//!
+//! Brings up `servers` instances with the host supervisor (the same code as
+//! `tickpack host`), waits until every one answers, drives them with the
+//! emulated players from the reserved CPUs, samples CPU busy time and power
+//! over the measured window, takes everything down, and judges the step
+//! ([`crate::verdict`]). Needs whatever the ladder's backend needs (root for
+//! netns); the ladder's own logic is tested with a scripted runner instead.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tickpack_host::fleet::{Backend, FleetFile};
+use tickpack_host::launch::{ReferenceServer, ServerSpec};
+use tickpack_host::status::InstanceState;
+use tickpack_host::supervisor::Supervisor;
+use tickpack_players::PlayersConfig;
+use tickpack_report::bench::{BenchSettings, CpuUse, Power, Step};
+use tickpack_wire::TickRate;
+
+use crate::cpu::{mean_over, CpuTimes};
+use crate::ladder::{LadderSpec, Plan, StepRequest, StepRunner};
+use crate::power::PowerSource;
+use crate::verdict::{failures, StepFigures, Verdict};
+use crate::BenchError;
+
+/// Runs steps on this machine with real servers and players.
+pub struct HostStepRunner<'a> {
+    pub plan: &'a Plan,
+    pub power: &'a mut dyn PowerSource,
+    /// Set by Ctrl-C: the step in progress ends early and is not recorded.
+    pub stop: &'a Arc<AtomicBool>,
+}
+
+impl StepRunner for HostStepRunner<'_> {
+    fn stop_requested(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn run_step(
+        &mut self,
+        spec: &LadderSpec,
+        req: &StepRequest,
+    ) -> Result<Option<Step>, BenchError> {
+        let plan = self.plan;
+        let s = &plan.settings;
+        let server = server_spec(s)?;
+        let fleet = FleetFile {
+            name: Some(plan.host_name.clone()),
+            instances: Some(req.servers),
+            backend: Some(spec.backend.to_string()),
+            net: Some(spec.net.to_string()),
+            placement: Some(spec.placement.to_string()),
+            reserved_cpus: Some(cpu_list(&plan.load_generator_cpus)),
+            command: Some(server.template()),
+            health: Some("tickpack".into()),
+            port: Some(if spec.backend == Backend::Process {
+                47015
+            } else {
+                27015
+            }),
+            run_dir: Some(plan.run_dir.clone()),
+            range: plan.range.clone(),
+            ..Default::default()
+        }
+        .resolve(&plan.run_dir)
+        .map_err(|e| BenchError::Config(e.to_string()))?;
+        let mut sup = Supervisor::start(fleet, plan.exe.clone()).map_err(BenchError::Host)?;
+        let result = self.measure(&mut sup, req);
+        let problems = sup.shutdown();
+        if !problems.is_empty() {
+            return Err(BenchError::Isolation(format!(
+                "could not remove the step's servers: {}",
+                problems.join("; ")
+            )));
+        }
+        result
+    }
+}
+
+/// The reference server every step runs, from the bench settings.
+fn server_spec(s: &BenchSettings) -> Result<ServerSpec, BenchError> {
+    let bad = |m: String| BenchError::Config(m);
+    let tick = TickRate::for_server(s.tick_hz)
+        .ok_or_else(|| bad(format!("--tick-hz must be 1..=1000, got {}", s.tick_hz)))?;
+    let max_players = u8::try_from(s.players_per_server.max(1)).map_err(|_| {
+        bad(format!(
+            "--players-per-server must be 1..=255, got {}",
+            s.players_per_server
+        ))
+    })?;
+    let bots = u8::try_from(s.bots_per_server)
+        .map_err(|_| bad(format!("--bots must be 0..=64, got {}", s.bots_per_server)))?;
+    Ok(ReferenceServer {
+        tick,
+        max_players,
+        bots,
+        cost: s.cost.clone(),
+        name: None,
+    }
+    .spec())
+}
+
+fn cpu_list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl HostStepRunner<'_> {
+    fn measure(
+        &mut self,
+        sup: &mut Supervisor,
+        req: &StepRequest,
+    ) -> Result<Option<Step>, BenchError> {
+        let plan = self.plan;
+        let stop = self.stop;
+        let s = &plan.settings;
+        let StepRequest {
+            index,
+            servers,
+            baseline,
+        } = *req;
+        // Every instance answering before the players come.
+        let t0 = Instant::now();
+        loop {
+            sup.poll();
+            let st = sup.status();
+            if st
+                .instances
+                .iter()
+                .all(|i| i.state == InstanceState::Running)
+            {
+                break;
+            }
+            if let Some(bad) = st
+                .instances
+                .iter()
+                .find(|i| i.state == InstanceState::Failed)
+            {
+                return Err(BenchError::Isolation(format!(
+                    "server {} of step {index} failed to start: {}",
+                    bad.id,
+                    bad.last_exit.as_deref().unwrap_or("unknown")
+                )));
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                return Err(BenchError::Isolation(format!(
+                    "the {servers} servers of step {index} did not all answer within 20 s"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let players = servers * s.players_per_server;
+        let warmup = Duration::from_secs_f64(s.warmup_s);
+        let duration = Duration::from_secs_f64(s.step_duration_s);
+        let pcfg = PlayersConfig {
+            targets: sup.addresses(),
+            players: players as usize,
+            duration,
+            warmup,
+            connect_timeout: Duration::from_secs(5),
+            threads: plan.load_generator_cpus.len().max(1),
+            cpus: plan.load_generator_cpus.clone(),
+            ..Default::default()
+        };
+        pcfg.validate()
+            .map_err(|e| BenchError::Config(e.to_string()))?;
+        let live = Arc::new(tickpack_players::Live::default());
+        let started = Instant::now();
+        let power = &mut *self.power;
+        let (outcome, cpu, watts) = std::thread::scope(|scope| {
+            let h = scope.spawn(|| tickpack_players::run(&pcfg, stop, &live));
+            // Sample over the measured window only.
+            sleep_until(started + warmup + Duration::from_millis(20), stop);
+            let c0 = CpuTimes::read();
+            let started_power = power.start();
+            sleep_until(started + warmup + duration, stop);
+            let c1 = CpuTimes::read();
+            let per_cpu = c0.busy_percent(&c1);
+            let machine = mean_over(&per_cpu, &[]);
+            let watts = match started_power {
+                Ok(()) => power.watts_since_start(machine / 100.0).ok(),
+                Err(_) => None,
+            };
+            let outcome = h.join().unwrap_or_else(|_| {
+                Err(tickpack_players::PlayersError::Internal(
+                    "players panicked".into(),
+                ))
+            });
+            (outcome, per_cpu, watts)
+        });
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let outcome = outcome.map_err(BenchError::Players)?;
+        let r = tickpack_players::to_result(&pcfg, &outcome);
+        let figures = StepFigures {
+            players,
+            connected: r.connected,
+            tick_hz: s.tick_hz,
+            transaction_latency_us: &r.transaction_latency_us,
+            tick_lateness_us: &r.tick_lateness_us,
+            server_frame_us: &r.server_frame_us,
+            snapshots: &r.snapshots,
+            commands: &r.commands,
+            outages: &r.outages,
+        };
+        let why = failures(&figures, baseline, &s.qos);
+        Ok(Some(Step {
+            index,
+            tiles: index,
+            servers,
+            players,
+            verdict: Verdict::of(&why),
+            failures: why.iter().map(ToString::to_string).collect(),
+            first_attempt_failures: vec![],
+            duration_s: s.step_duration_s,
+            cpu: CpuUse {
+                servers_busy_percent: (mean_over(&cpu, &plan.server_cpus) * 10.0).round() / 10.0,
+                machine_busy_percent: (mean_over(&cpu, &[]) * 10.0).round() / 10.0,
+                per_cpu_percent: cpu,
+                load_generator_cpu_s: r.load_generator_cpu_s,
+            },
+            power: watts.map(|w| Power {
+                watts: (w * 10.0).round() / 10.0,
+                source: power.kind(),
+            }),
+            measured: r.measured,
+            histograms: r.histograms,
+        }))
+    }
+}
+
+fn sleep_until(t: Instant, stop: &AtomicBool) {
+    while Instant::now() < t && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep((t - Instant::now()).min(Duration::from_millis(50)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::settings;
+
+    #[test]
+    fn the_steps_servers_are_launched_with_the_bench_settings() {
+        let mut s = settings(1, 0, false);
+        s.tick_hz = 64;
+        s.bots_per_server = 2;
+        s.players_per_server = 10;
+        s.cost = "light".into();
+        assert_eq!(
+            server_spec(&s).unwrap().template(),
+            "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost light"
+        );
+        s.tick_hz = 5000;
+        assert!(server_spec(&s).is_err());
+    }
+}

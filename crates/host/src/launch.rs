@@ -1,0 +1,333 @@
+//! The launch contract: how the host starts one game server.
+//!
+//! A [`ServerSpec`] is the command line of an instance as typed words: text
+//! and per-instance values ([`Piece`]: address, port, id, directory, the
+//! tickpack binary), plus how the host checks that the server is alive
+//! ([`Health`]). A host file's `command = "..."` is its text face
+//! ([`ServerSpec::parse`] / [`ServerSpec::template`], one grammar both ways).
+//!
+//! The reference server's options are typed ([`ReferenceServer`]) and build
+//! its spec; `tickpack server`'s clap definition converts to and from the
+//! same options (crates/cli/src/cmd/server.rs, with a test that round-trips
+//! them through clap), so a renamed flag fails a test or the build, not a
+//! benchmark at run time. A game nobody here wrote is another producer of a
+//! [`ServerSpec`] (its program, its flags, its health check).
+
+use std::path::Path;
+
+use tickpack_wire::TickRate;
+
+use crate::fleet::{FleetError, Health};
+
+/// One part of an argument word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    Text(String),
+    /// `{ip}`: the instance's address.
+    Ip,
+    /// `{port}`: the port the instance binds.
+    Port,
+    /// `{id}`: the instance number, 1-based.
+    Id,
+    /// `{dir}`: the instance's own working directory.
+    Dir,
+    /// `{tickpack}`: this tickpack binary.
+    Tickpack,
+}
+
+impl Piece {
+    const PLACEHOLDERS: [(&'static str, Piece); 5] = [
+        ("{ip}", Piece::Ip),
+        ("{port}", Piece::Port),
+        ("{id}", Piece::Id),
+        ("{dir}", Piece::Dir),
+        ("{tickpack}", Piece::Tickpack),
+    ];
+}
+
+/// One argument (argv word), e.g. `{ip}:{port}` is `[Ip, Text(":"), Port]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word(pub Vec<Piece>);
+
+impl Word {
+    pub fn text(s: impl Into<String>) -> Word {
+        Word(vec![Piece::Text(s.into())])
+    }
+
+    /// Splits one whitespace-free word into pieces; an unknown `{...}` is
+    /// kept as text and returned as the second value.
+    fn parse(w: &str) -> (Word, Option<String>) {
+        let mut pieces = vec![];
+        let mut unknown = None;
+        let mut text = String::new();
+        let mut rest = w;
+        while let Some(i) = rest.find('{') {
+            text.push_str(&rest[..i]);
+            let tail = &rest[i..];
+            match Piece::PLACEHOLDERS
+                .iter()
+                .find(|(p, _)| tail.starts_with(p))
+            {
+                Some((p, piece)) => {
+                    if !text.is_empty() {
+                        pieces.push(Piece::Text(std::mem::take(&mut text)));
+                    }
+                    pieces.push(piece.clone());
+                    rest = &tail[p.len()..];
+                }
+                None => {
+                    let end = tail.find('}').map_or(tail.len(), |e| e + 1);
+                    unknown.get_or_insert_with(|| tail[..end].to_string());
+                    text.push('{');
+                    rest = &tail[1..];
+                }
+            }
+        }
+        text.push_str(rest);
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        (Word(pieces), unknown)
+    }
+
+    fn template(&self) -> String {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.as_str(),
+                other => Piece::PLACEHOLDERS
+                    .iter()
+                    .find(|(_, q)| q == other)
+                    .map_or("", |(name, _)| name),
+            })
+            .collect()
+    }
+
+    fn expand(&self, slot: &Slot) -> String {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.clone(),
+                Piece::Ip => slot.ip.to_string(),
+                Piece::Port => slot.port.to_string(),
+                Piece::Id => slot.id.to_string(),
+                Piece::Dir => slot.dir.display().to_string(),
+                Piece::Tickpack => slot.tickpack.display().to_string(),
+            })
+            .collect()
+    }
+}
+
+/// Where one instance runs: what the host fills into a [`ServerSpec`].
+#[derive(Debug, Clone, Copy)]
+pub struct Slot<'a> {
+    pub ip: &'a str,
+    pub port: u16,
+    pub id: u32,
+    pub dir: &'a Path,
+    pub tickpack: &'a Path,
+}
+
+/// How to launch one game server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The command line; the first word is the program.
+    pub argv: Vec<Word>,
+    /// How the host checks the server is alive beyond its PID.
+    pub health: Health,
+}
+
+/// The placeholders a command may use, for messages.
+fn known_placeholders() -> String {
+    Piece::PLACEHOLDERS
+        .iter()
+        .map(|(p, _)| *p)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Splits a command template into words (on whitespace), leniently.
+fn words(template: &str) -> impl Iterator<Item = (Word, Option<String>)> + '_ {
+    template.split_whitespace().map(Word::parse)
+}
+
+impl ServerSpec {
+    /// The text face: `{tickpack} server --bind {ip}:{port}`; refuses an
+    /// empty command and unknown placeholders. The health check is the
+    /// reference server's for `{tickpack} server ...`, else none.
+    pub fn parse(template: &str) -> Result<ServerSpec, FleetError> {
+        let mut argv = vec![];
+        for (w, unknown) in words(template) {
+            if let Some(u) = unknown {
+                return Err(FleetError::Invalid(format!(
+                    "unknown placeholder {u} in command (known: {})",
+                    known_placeholders()
+                )));
+            }
+            argv.push(w);
+        }
+        if argv.is_empty() {
+            return Err(FleetError::Invalid("command is empty".into()));
+        }
+        let mut spec = ServerSpec {
+            argv,
+            health: Health::None,
+        };
+        if spec.is_reference_server() {
+            spec.health = Health::Tickpack;
+        }
+        Ok(spec)
+    }
+
+    /// True for `{tickpack} server ...`: it speaks tickpack's protocol.
+    pub fn is_reference_server(&self) -> bool {
+        matches!(self.argv.as_slice(), [program, sub, ..]
+            if program.0 == [Piece::Tickpack] && *sub == Word::text("server"))
+    }
+
+    /// The command as a host file writes it (parses back to `self.argv`).
+    pub fn template(&self) -> String {
+        self.argv
+            .iter()
+            .map(Word::template)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The argv of one instance.
+    pub fn argv(&self, slot: &Slot) -> Vec<String> {
+        self.argv.iter().map(|w| w.expand(slot)).collect()
+    }
+}
+
+/// Expands a command template into argv (split on whitespace); unknown
+/// placeholders are left as written ([`ServerSpec::parse`] refuses them).
+pub fn expand_template(template: &str, slot: &Slot) -> Vec<String> {
+    words(template).map(|(w, _)| w.expand(slot)).collect()
+}
+
+/// The reference server's options that a host sets (`tickpack server`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReferenceServer {
+    pub tick: TickRate,
+    /// Human player slots, 1..=255.
+    pub max_players: u8,
+    /// Server-side bots, 0..=64.
+    pub bots: u8,
+    /// Game work per tick: the `--cost` profile as the server parses it.
+    pub cost: String,
+    /// Server name shown to browsers; `None`: the server's default. Must
+    /// not contain whitespace (a command word).
+    pub name: Option<Word>,
+}
+
+impl ReferenceServer {
+    /// The server's flags after `tickpack server`, built from the typed
+    /// fields (`--bind` is the host's: `{ip}:{port}`).
+    pub fn flags(&self) -> Vec<Word> {
+        let mut f = vec![
+            Word::text("--bind"),
+            Word(vec![Piece::Ip, Piece::Text(":".into()), Piece::Port]),
+            Word::text("--tick-hz"),
+            Word::text(self.tick.to_string()),
+            Word::text("--bots"),
+            Word::text(self.bots.to_string()),
+            Word::text("--max-players"),
+            Word::text(self.max_players.to_string()),
+            Word::text("--cost"),
+            Word::text(self.cost.clone()),
+        ];
+        if let Some(name) = &self.name {
+            f.push(Word::text("--name"));
+            f.push(name.clone());
+        }
+        f
+    }
+
+    /// How a host launches it: this binary's `server` subcommand, checked
+    /// over the tickpack protocol.
+    pub fn spec(&self) -> ServerSpec {
+        let mut argv = vec![Word(vec![Piece::Tickpack]), Word::text("server")];
+        argv.extend(self.flags());
+        ServerSpec {
+            argv,
+            health: Health::Tickpack,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn slot<'a>(dir: &'a Path, tickpack: &'a Path) -> Slot<'a> {
+        Slot {
+            ip: "10.1.0.2",
+            port: 27015,
+            id: 3,
+            dir,
+            tickpack,
+        }
+    }
+
+    #[test]
+    fn a_template_parses_to_typed_words_and_back() {
+        let t = "{tickpack} server --bind {ip}:{port} --name s{id} --log {dir}/x";
+        let spec = ServerSpec::parse(t).unwrap();
+        assert_eq!(
+            spec.argv[3],
+            Word(vec![Piece::Ip, Piece::Text(":".into()), Piece::Port])
+        );
+        assert_eq!(spec.template(), t);
+        assert_eq!(spec.health, Health::Tickpack);
+        let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
+        assert_eq!(
+            spec.argv(&slot(&d, &x)),
+            [
+                "/bin/tp",
+                "server",
+                "--bind",
+                "10.1.0.2:27015",
+                "--name",
+                "s3",
+                "--log",
+                "/run/i3/x"
+            ]
+        );
+        assert_eq!(spec.argv(&slot(&d, &x)), expand_template(t, &slot(&d, &x)));
+    }
+
+    #[test]
+    fn a_foreign_server_gets_no_tickpack_health_check() {
+        let spec = ServerSpec::parse("/opt/game/srcds_run -port {port} +ip {ip}").unwrap();
+        assert_eq!(spec.health, Health::None);
+        assert!(!spec.is_reference_server());
+    }
+
+    #[test]
+    fn unknown_placeholders_and_empty_commands_are_refused() {
+        let e = ServerSpec::parse("game --x {ipp}").unwrap_err().to_string();
+        assert!(e.contains("unknown placeholder {ipp}"), "{e}");
+        assert!(ServerSpec::parse("   ").is_err());
+    }
+
+    #[test]
+    fn the_reference_servers_spec_carries_its_typed_options() {
+        let r = ReferenceServer {
+            tick: TickRate::new(64).unwrap(),
+            max_players: 10,
+            bots: 2,
+            cost: "heavy*2".into(),
+            name: None,
+        };
+        let spec = r.spec();
+        assert!(spec.is_reference_server());
+        assert_eq!(
+            spec.template(),
+            "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost heavy*2"
+        );
+        assert_eq!(ServerSpec::parse(&spec.template()).unwrap(), spec);
+    }
+}
