@@ -77,6 +77,7 @@ mod geom;
 mod map;
 mod physics;
 mod rng;
+pub mod script;
 
 use std::cell::Cell;
 
