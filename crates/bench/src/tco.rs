@@ -74,6 +74,19 @@ pub const HOURS_PER_YEAR: f64 = 24.0 * 365.0;
 /// The largest `hours_per_year` accepted: a leap year, 24 × 366.
 pub const MAX_HOURS_PER_YEAR: f64 = 24.0 * 366.0;
 
+/// The worked example above, as inputs: the case study's 1000 servers at
+/// 350 W consolidated 18:1 onto 710 W machines, 0.16 EUR/kWh, 1.49 USD per
+/// EUR, a year of 365 days.
+pub const CASE_STUDY: TcoInputs = TcoInputs {
+    before_watts: 350.0,
+    after_watts: 710.0,
+    ratio: 18.0,
+    machines: 1000,
+    price_per_kwh: 0.16,
+    currency_rate: 1.49,
+    hours_per_year: HOURS_PER_YEAR,
+};
+
 /// `watts_source` for watts the user typed in.
 pub const WATTS_GIVEN: WattsSource = WattsSource::Given;
 

@@ -1,20 +1,12 @@
 //! `tco::compute` against the case study's own table, worked by hand, and
 //! the refusals a user sees for bad inputs.
 
-use tickpack_bench::tco::{compute, watts_source_label, TcoError, WATTS_GIVEN};
+use tickpack_bench::tco::{compute, watts_source_label, TcoError, CASE_STUDY, WATTS_GIVEN};
 use tickpack_report::bench::PowerSourceKind;
 use tickpack_report::bench::TcoInputs;
 
 fn case_study() -> TcoInputs {
-    TcoInputs {
-        before_watts: 350.0,
-        after_watts: 710.0,
-        ratio: 18.0,
-        machines: 1000,
-        price_per_kwh: 0.16,
-        currency_rate: 1.49,
-        hours_per_year: 8760.0,
-    }
+    CASE_STUDY
 }
 
 /// Equal to the cent (half a cent either way).

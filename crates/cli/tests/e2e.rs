@@ -6,74 +6,14 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use support::server::{cpus, Server};
 use support::{assert_one_error_line, exe, free_tcp_port, http_get_metrics, serial, text};
-
-fn cpus() -> (String, String) {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    ((n - 1).to_string(), "0".to_string())
-}
-
-/// A server child, killed by PID when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let (server_cpu, _) = cpus();
-        let mut child = Command::new(exe())
-            .args(["server", "--bind", "127.0.0.1:0", "--cpu", &server_cpu])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .expect("read server banner");
-        let addr = line
-            .strip_prefix("tickpack server listening on ")
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_else(|| panic!("unexpected banner {line:?}"))
-            .parse()
-            .unwrap();
-        Server { child, addr }
-    }
-
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        // SAFETY-free: signal our own child by PID through the kill command.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "server ignored SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn players(target: SocketAddr, extra: &[&str]) -> (Output, Option<Value>) {
     let (_, player_cpu) = cpus();

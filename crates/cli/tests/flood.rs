@@ -5,61 +5,17 @@
 //! Prometheus metrics. Latency under flood is a benchmark figure
 //! (scripts/bench-flood.sh), not asserted here.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
 use std::net::{SocketAddr, UdpSocket};
-use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tickpack_wire::{Packet, ServerStats};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tickpack")
-}
-
-fn server_cpu() -> String {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (n - 1).to_string()
-}
-
-/// A server child, killed by PID when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let mut child = Command::new(exe())
-            .args(["server", "--bind", "127.0.0.1:0", "--cpu", &server_cpu()])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .expect("read server banner");
-        let addr = line
-            .strip_prefix("tickpack server listening on ")
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_else(|| panic!("unexpected banner {line:?}"))
-            .parse()
-            .unwrap();
-        Server { child, addr }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::server::Server;
+use support::{exe, http_get_metrics, serial};
 
 /// One stats request from a fresh socket, as the host's health check sends
 /// it; a few tries, 300 ms each.
@@ -83,14 +39,6 @@ fn health_check(target: SocketAddr) -> Option<ServerStats> {
     None
 }
 
-fn http_get(addr: &str) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    body
-}
-
 /// The value of one Prometheus sample line `name{labels} value`.
 fn sample(body: &str, series: &str) -> f64 {
     body.lines()
@@ -100,7 +48,7 @@ fn sample(body: &str, series: &str) -> f64 {
 
 #[test]
 fn a_connectionless_flood_costs_players_nothing_and_is_counted() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -182,7 +130,7 @@ fn a_connectionless_flood_costs_players_nothing_and_is_counted() {
     );
     // ... and in the metrics (refreshed once a second).
     std::thread::sleep(Duration::from_millis(1_200));
-    let body = http_get(&metrics);
+    let body = http_get_metrics(&metrics);
     // Pings are allowed 20 000/s per source: this flood's 10 000/s stay within.
     for ask in ["handshake", "a2s", "stats"] {
         let n = sample(

@@ -10,31 +10,12 @@
 
 use std::time::{Duration, Instant};
 
+use tickpack_sim::world::script::scripted_human;
 use tickpack_sim::world::{CostProfile, World, WorldConfig};
-use tickpack_wire::{buttons, Input};
 
 const TICK_US: u64 = 10_000;
 const HUMANS: u16 = 8;
 const BOTS: u16 = 4;
-
-/// A human that runs around, strafes, turns, fires in bursts and jumps.
-fn scripted(tick: u64, id: u16) -> Input {
-    let t = tick as f32 * 0.01 + f32::from(id);
-    let mut b = 0;
-    if (tick + u64::from(id) * 7) % 50 < 10 {
-        b |= buttons::FIRE;
-    }
-    if (tick + u64::from(id) * 13) % 150 < 2 {
-        b |= buttons::JUMP;
-    }
-    Input {
-        forward: 1.0,
-        right: (t * 0.7).sin(),
-        yaw: t * 0.4,
-        pitch: (t * 0.3).sin() * 0.2,
-        buttons: b,
-    }
-}
 
 fn main() {
     let ticks: u64 = std::env::args()
@@ -82,7 +63,7 @@ fn main() {
         let warmup = 200;
         for tick in 0..warmup + ticks {
             for id in 0..HUMANS {
-                w.set_input(id, scripted(tick, id));
+                w.set_input(id, scripted_human(tick, id));
             }
             let t0 = Instant::now();
             w.step(TICK_US);

@@ -162,14 +162,15 @@ mod tests {
     use super::*;
 
     fn case_study() -> Args {
+        let c = tickpack_bench::tco::CASE_STUDY;
         Args {
-            before_watts: 350.0,
-            after_watts: 710.0,
-            ratio: 18.0,
-            machines: 1000,
-            price_per_kwh: 0.16,
-            currency_rate: 1.49,
-            hours: HOURS_PER_YEAR,
+            before_watts: c.before_watts,
+            after_watts: c.after_watts,
+            ratio: c.ratio,
+            machines: c.machines,
+            price_per_kwh: c.price_per_kwh,
+            currency_rate: c.currency_rate,
+            hours: c.hours_per_year,
             json: false,
         }
     }

@@ -1,7 +1,8 @@
 //! Support shared by the end-to-end tests of the `tickpack` binary (each
 //! test file says `mod support;`): running the binary and checking how it
 //! failed, and a host brought up in the background ([`host::Host`]) that a
-//! guard takes down and checks for leftovers.
+//! guard takes down and checks for leftovers, and a server on 127.0.0.1
+//! ([`server::Server`]) killed by PID when dropped.
 //!
 //! What needs no binary (root check, leftovers scanner, free ports, waiting
 //! with a deadline, /proc) lives in the `tickpack-testkit` crate and is
@@ -11,6 +12,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod host;
+pub mod server;
 
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};

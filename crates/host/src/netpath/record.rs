@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::filter::Nft;
-use super::{Ip, NetError, PREFIX};
+use super::{is_host_name_of, validate_host_name, Ip, NetError, PREFIX};
 
 /// The form of every route we add: `unreachable <range> metric <max>`.
 const GUARD_ROUTE: &str = "unreachable ";
@@ -120,6 +120,27 @@ fn guard(route: &str) -> Result<Vec<&str>, NetError> {
             name: route.to_string(),
         })
     }
+}
+
+/// Removes every network namespace and root-namespace link that host
+/// `host` names (see [`is_host_name_of`]), for recovery after `kill -9` when
+/// no record is at hand; other hosts' names, even ones that start with
+/// the same letters, are never touched. Returns what was removed. Guard
+/// routes are not found this way: remove one with [`remove_guard_route`].
+pub fn cleanup_host(host: &str) -> Result<Vec<String>, NetError> {
+    validate_host_name(host)?;
+    Ip::default().cleanup_matching(|n| is_host_name_of(host, n))
+}
+
+/// Removes every network namespace and root-namespace link whose name
+/// starts with `prefix`, for recovery after `kill -9` when no record is at
+/// hand. `prefix` must itself start with `tp`; names without it are never
+/// touched. Returns what was removed. Guard routes are not found this way:
+/// remove one with [`remove_guard_route`].
+///
+/// Prefixes match textually: `tph1` also matches host `h10`'s names.
+pub fn cleanup_prefix(prefix: &str) -> Result<Vec<String>, NetError> {
+    Ip::default().cleanup_prefix(prefix)
 }
 
 #[cfg(test)]

@@ -56,25 +56,14 @@ fn twelve(cost: CostProfile, seed: u64) -> World {
     w
 }
 
+/// A scripted human (see [`script::scripted_human`]) that also crouches
+/// for 200 ticks in every 1000.
 fn scripted(tick: u64, id: u16) -> Input {
-    let t = tick as f32 * 0.01 + f32::from(id);
-    let mut b = 0;
-    if (tick + u64::from(id) * 7) % 50 < 10 {
-        b |= buttons::FIRE;
-    }
-    if (tick + u64::from(id) * 13) % 150 < 2 {
-        b |= buttons::JUMP;
-    }
+    let mut input = script::scripted_human(tick, id);
     if (tick / 200 + u64::from(id)) % 5 == 4 {
-        b |= buttons::CROUCH;
+        input.buttons |= buttons::CROUCH;
     }
-    Input {
-        forward: 1.0,
-        right: (t * 0.7).sin(),
-        yaw: t * 0.4,
-        pitch: (t * 0.3).sin() * 0.2,
-        buttons: b,
-    }
+    input
 }
 
 fn run_scripted(w: &mut World, ticks: u64, with_snapshots: bool) {

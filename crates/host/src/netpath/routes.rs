@@ -1,0 +1,38 @@
+//! Keeping traffic on our links: the `unreachable` guard route over the
+//! address range, and the route check a load generator makes before
+//! sending.
+
+use std::net::Ipv4Addr;
+
+use super::{Ip, Ipv4Net, NetError, NetRecord};
+
+/// Metric of the guard route: the highest, so every real route of ours (even
+/// a connected route of the same prefix) wins over it.
+const GUARD_METRIC: &str = "4294967295";
+
+/// Fails unless traffic to `addr` would leave the root namespace as plain
+/// unicast through a link of ours (a name starting with `tp`): call it in a
+/// load generator before sending to an instance address. Loopback and local
+/// addresses are refused (`lo` is not ours), and so is every address of a
+/// guarded range that no instance serves on a veth host (the `unreachable`
+/// route answers). On the shared kinds every address of the range passes:
+/// the whole range is our segment, and an address nobody holds just gets no
+/// ARP answer, so nothing leaves the machine. Returns the output device.
+/// Runs `ip route get ADDR`.
+pub fn check_route(addr: Ipv4Addr) -> Result<String, NetError> {
+    Ip::default().check_route(addr)
+}
+
+/// The `ip route` arguments of the guard route for `range`.
+pub(super) fn guard_route(range: Ipv4Net) -> String {
+    format!("unreachable {range} metric {GUARD_METRIC}")
+}
+
+/// Removes the `unreachable` guard route for `range` if present.
+pub fn remove_guard_route(range: Ipv4Net) -> Result<(), NetError> {
+    NetRecord {
+        routes: vec![guard_route(range)],
+        ..NetRecord::default()
+    }
+    .cleanup()
+}

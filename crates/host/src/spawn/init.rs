@@ -1,0 +1,189 @@
+//! The instance's init (`__instance-init`): forks the command as PID 1 of
+//! the new PID namespace, mounts `/proc`, confines it (capabilities,
+//! no_new_privs, uid/gid, seccomp) and forwards SIGTERM/SIGINT.
+
+use std::ffi::CString;
+
+fn check(rc: libc::c_int) -> std::io::Result<()> {
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// setgroups([]), setgid, setuid; async-signal-safe.
+pub(super) fn drop_privileges(uid: u32, gid: u32) -> std::io::Result<()> {
+    // SAFETY: plain syscalls with no pointers but setgroups' null list of length 0.
+    unsafe {
+        check(libc::setgroups(0, std::ptr::null()))?;
+        check(libc::setgid(gid))?;
+        check(libc::setuid(uid))?;
+    }
+    Ok(())
+}
+
+/// The `__instance-init` side: runs as the first process of the instance's
+/// new PID namespace's parent. Forks the command as PID 1, forwards
+/// SIGTERM and SIGINT, and returns the exit code to use.
+pub fn instance_init(uid: Option<u32>, gid: Option<u32>, argv: &[String]) -> i32 {
+    let Some(program) = argv.first() else {
+        eprintln!("tickpack __instance-init: no command");
+        return 127;
+    };
+    let Ok(cargs) = argv
+        .iter()
+        .map(|a| CString::new(a.as_str()))
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        eprintln!("tickpack __instance-init: NUL in command");
+        return 127;
+    };
+    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    // The command is often this very binary (`{tickpack} server ...`), whose
+    // path the private /tmp may hide: run it through /proc/self/exe then.
+    let own = std::env::current_exe().is_ok_and(|e| e.as_os_str() == std::ffi::OsStr::new(program));
+    let exec_path = if own {
+        CString::new("/proc/self/exe").expect("static")
+    } else {
+        cargs[0].clone()
+    };
+    ptrs.push(std::ptr::null());
+    let proc_ = CString::new("proc").expect("static");
+    let proc_dir = CString::new("/proc").expect("static");
+    let filters = match crate::confine::Filters::build() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("tickpack __instance-init: {e}");
+            return 126;
+        }
+    };
+
+    // SAFETY: fork in a single-threaded process (this init starts no
+    // threads before this point).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        eprintln!(
+            "tickpack __instance-init: fork: {}",
+            std::io::Error::last_os_error()
+        );
+        return 126;
+    }
+    if pid == 0 {
+        // Child: PID 1 of the new namespace. The init is single-threaded,
+        // so the child may allocate (error messages) before exec.
+        std::process::exit(run_command(
+            uid.zip(gid),
+            &proc_,
+            &proc_dir,
+            &filters,
+            program,
+            &exec_path,
+            &ptrs,
+        ));
+    }
+    // Parent: forward termination requests, wait, report.
+    static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+    CHILD.store(pid, std::sync::atomic::Ordering::SeqCst);
+    extern "C" fn forward(sig: libc::c_int) {
+        let pid = CHILD.load(std::sync::atomic::Ordering::SeqCst);
+        if pid > 0 {
+            // SAFETY: kill is async-signal-safe.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: installing a handler that only calls kill(2).
+        unsafe {
+            libc::signal(
+                sig,
+                forward as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid on our own child with a valid status pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return 1;
+        }
+    }
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
+    }
+}
+
+/// The init's child, PID 1 of the instance: confines itself and execs the
+/// command; returns an exit code only when that fails.
+fn run_command(
+    user: Option<(u32, u32)>,
+    proc_: &CString,
+    proc_dir: &CString,
+    filters: &crate::confine::Filters,
+    program: &str,
+    exec_path: &CString,
+    argv: &[*const libc::c_char],
+) -> i32 {
+    use crate::confine;
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        eprintln!("tickpack __instance-init: {what}: {e}");
+        126
+    };
+    // Die with the init (armed again after the uid change, which clears
+    // it). getppid() is 0 here: the parent is outside this PID namespace,
+    // so a parent that died already cannot be seen; the supervisor kills
+    // the instance's whole cgroup when the init is gone.
+    // SAFETY: prctl and mount with integer arguments and live C strings.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::mount(
+            proc_.as_ptr(),
+            proc_dir.as_ptr(),
+            proc_.as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        ) < 0
+        {
+            return fail("mounting /proc", &std::io::Error::last_os_error());
+        }
+    }
+    if let Err(e) = confine::drop_bounding_set() {
+        return fail("capabilities", &e);
+    }
+    if let Err(e) = confine::no_new_privs() {
+        return fail("no_new_privs", &e);
+    }
+    if let Some((u, g)) = user {
+        if let Err(e) = confine::limit_processes() {
+            return fail("process limit", &e);
+        }
+        if let Err(e) = drop_privileges(u, g) {
+            return fail(&format!("switching to uid {u} gid {g}"), &e);
+        }
+    }
+    if let Err(e) = confine::clear_inheritable_and_ambient() {
+        return fail("capabilities", &e);
+    }
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    if let Err(e) = filters.apply() {
+        return fail("seccomp", &e);
+    }
+    // SAFETY: argv is a null-terminated array of live C strings.
+    unsafe { libc::execvp(exec_path.as_ptr(), argv.as_ptr()) };
+    let err = std::io::Error::last_os_error();
+    eprintln!("tickpack __instance-init: cannot exec {program}: {err}");
+    if err.raw_os_error() == Some(libc::ENOENT) {
+        127
+    } else {
+        126
+    }
+}
