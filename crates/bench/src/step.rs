@@ -54,8 +54,7 @@ impl StepRunner for HostStepRunner<'_> {
             net: Some(spec.net.to_string()),
             placement: Some(spec.placement.to_string()),
             reserved_cpus: Some(cpu_list(&plan.load_generator_cpus)),
-            command: Some(server.template()),
-            health: Some("tickpack".into()),
+            server: Some(server),
             port: Some(if spec.backend == Backend::Process {
                 47015
             } else {

@@ -31,7 +31,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::launch::{expand_template, ServerSpec, Slot};
+pub use crate::launch::Health;
+use crate::launch::ServerSpec;
 use crate::netpath::NetKind;
 use crate::placement::Policy;
 
@@ -70,16 +71,6 @@ impl std::str::FromStr for Backend {
             _ => Err(format!("unknown backend {s:?} (expected process or netns)")),
         }
     }
-}
-
-/// How the supervisor checks that an instance is alive beyond its PID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Health {
-    /// Ask for stats over the tickpack protocol once a second.
-    Tickpack,
-    /// Only watch the process.
-    None,
 }
 
 /// Restart behaviour.
@@ -140,6 +131,10 @@ pub struct FleetFile {
     pub allow_host_ports: Option<Vec<u16>>,
     #[serde(default, rename = "instance")]
     pub instances_override: Vec<InstanceOverride>,
+    /// The typed face of `command`, for callers in code (the bench): the
+    /// server every instance runs. Not a file key; give one or the other.
+    #[serde(skip)]
+    pub server: Option<ServerSpec>,
 }
 
 impl FleetFile {
@@ -154,7 +149,9 @@ impl FleetFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InstanceSpec {
     pub id: u32,
-    pub command: String,
+    /// What runs (recorded as `command` and `health`).
+    #[serde(flatten)]
+    pub server: ServerSpec,
     pub memory_bytes: Option<u64>,
     pub cpu_quota: Option<f64>,
     /// Working directory size limit (a tmpfs of this size).
@@ -262,14 +259,19 @@ impl FleetFile {
             Some("") | Some("none") => Some(vec![]),
             Some(s) => Some(parse_cpu_list(s)?),
         };
-        // Foreign servers do not speak tickpack; the reference server does.
-        let foreign = match self.command.as_deref() {
-            Some(c) => !ServerSpec::parse(c)?.is_reference_server(),
-            None => false,
+        // The command's text face is parsed once, here. Foreign servers do
+        // not speak tickpack; the reference server does.
+        let mut server = match (self.server, self.command) {
+            (Some(_), Some(_)) => {
+                return bad("give the server as a typed spec or as a command, not both".into())
+            }
+            (Some(s), None) => s,
+            (None, Some(c)) => ServerSpec::parse(&c)?,
+            (None, None) => ServerSpec::parse(DEFAULT_COMMAND)?,
         };
         let health = match self.health.as_deref() {
-            None if foreign => Health::None,
-            None | Some("tickpack") => Health::Tickpack,
+            None => server.health,
+            Some("tickpack") => Health::Tickpack,
             Some("none") => Health::None,
             Some(h) => {
                 return bad(format!(
@@ -306,12 +308,11 @@ impl FleetFile {
         if let Some(q) = self.cpu_quota {
             check_cpu_quota(q)?;
         }
-        let command = self.command.unwrap_or_else(|| DEFAULT_COMMAND.into());
-        check_template(&command)?;
+        server.health = health;
         let mut instances: Vec<InstanceSpec> = (1..=n)
             .map(|id| InstanceSpec {
                 id,
-                command: command.clone(),
+                server: server.clone(),
                 memory_bytes: memory,
                 cpu_quota: self.cpu_quota,
                 disk_bytes: disk,
@@ -329,8 +330,10 @@ impl FleetFile {
                 ));
             };
             if let Some(c) = o.command {
-                check_template(&c)?;
-                inst.command = c;
+                inst.server = ServerSpec {
+                    health,
+                    ..ServerSpec::parse(&c)?
+                };
             }
             if let Some(m) = o.memory {
                 inst.memory_bytes = Some(parse_bytes(&m)?);
@@ -393,30 +396,6 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, FleetError> {
     })
 }
 
-fn check_template(t: &str) -> Result<(), FleetError> {
-    ServerSpec::parse(t).map(drop)
-}
-
-/// Expands a command template into argv (split on whitespace).
-pub fn expand(
-    template: &str,
-    ip: &str,
-    port: u16,
-    id: u32,
-    dir: &Path,
-    tickpack: &Path,
-) -> Vec<String> {
-    expand_template(
-        template,
-        &Slot {
-            ip,
-            port,
-            id,
-            dir,
-            tickpack,
-        },
-    )
-}
 
 #[cfg(test)]
 mod tests {
@@ -452,7 +431,10 @@ mod tests {
         assert_eq!(c.instances[2].memory_bytes, Some(64 << 20));
         assert_eq!(c.instances[0].disk_bytes, Some(32 << 20));
         assert_eq!(c.instances[2].disk_bytes, Some(8 << 20));
-        assert!(c.instances[2].command.starts_with("/opt/game/run"));
+        assert!(c.instances[2]
+            .server
+            .template()
+            .starts_with("/opt/game/run"));
         assert_eq!(c.health, Health::Tickpack);
         assert!(c.allow_host_ports.is_empty(), "closed by default");
         let c = resolve("allow_host_ports = [8080, 53, 8080]").unwrap();
@@ -500,14 +482,17 @@ mod tests {
 
     #[test]
     fn templates_expand() {
-        let argv = expand(
+        let argv = ServerSpec::parse(
             "{tickpack} server --bind {ip}:{port} --name s{id} --log {dir}/x",
-            "198.18.0.2",
-            27015,
-            7,
-            Path::new("/r/7"),
-            Path::new("/bin/tp"),
-        );
+        )
+        .unwrap()
+        .argv(&crate::launch::Slot {
+            ip: "198.18.0.2",
+            port: 27015,
+            id: 7,
+            dir: Path::new("/r/7"),
+            tickpack: Path::new("/bin/tp"),
+        });
         assert_eq!(
             argv,
             [

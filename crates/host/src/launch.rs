@@ -15,9 +15,27 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
-use crate::fleet::{FleetError, Health};
+use crate::fleet::FleetError;
+
+/// How the supervisor checks that an instance is alive beyond its PID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Health {
+    /// Ask for stats over the tickpack protocol once a second.
+    Tickpack,
+    /// Only watch the process.
+    None,
+}
+
+impl Default for Health {
+    /// The reference server's check (what a spec recorded without one had).
+    fn default() -> Self {
+        Health::Tickpack
+    }
+}
 
 /// One part of an argument word.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,8 +64,23 @@ impl Piece {
 }
 
 /// One argument (argv word), e.g. `{ip}:{port}` is `[Ip, Text(":"), Port]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Recorded (serde) as its text face, `{ip}:{port}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
 pub struct Word(pub Vec<Piece>);
+
+impl From<Word> for String {
+    fn from(w: Word) -> String {
+        w.template()
+    }
+}
+
+impl From<String> for Word {
+    /// Lenient: an unknown `{...}` stays text.
+    fn from(s: String) -> Word {
+        Word::parse(&s).0
+    }
+}
 
 impl Word {
     pub fn text(s: impl Into<String>) -> Word {
@@ -128,13 +161,34 @@ pub struct Slot<'a> {
     pub tickpack: &'a Path,
 }
 
-/// How to launch one game server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to launch one game server. Recorded (serde, in the host's
+/// `state.json`) with the command line as its text face, `command`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerSpec {
     /// The command line; the first word is the program.
+    #[serde(rename = "command", with = "command_text")]
     pub argv: Vec<Word>,
     /// How the host checks the server is alive beyond its PID.
+    #[serde(default)]
     pub health: Health,
+}
+
+/// A command line recorded as one string (the words' text faces, joined
+/// by spaces), read back leniently.
+mod command_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::{words, Word};
+
+    pub fn serialize<S: Serializer>(argv: &[Word], s: S) -> Result<S::Ok, S::Error> {
+        let text: Vec<String> = argv.iter().map(Word::template).collect();
+        s.serialize_str(&text.join(" "))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Word>, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(words(&text).map(|(w, _)| w).collect())
+    }
 }
 
 /// The placeholders a command may use, for messages.
@@ -198,12 +252,6 @@ impl ServerSpec {
     pub fn argv(&self, slot: &Slot) -> Vec<String> {
         self.argv.iter().map(|w| w.expand(slot)).collect()
     }
-}
-
-/// Expands a command template into argv (split on whitespace); unknown
-/// placeholders are left as written ([`ServerSpec::parse`] refuses them).
-pub fn expand_template(template: &str, slot: &Slot) -> Vec<String> {
-    words(template).map(|(w, _)| w.expand(slot)).collect()
 }
 
 /// The reference server's options that a host sets (`tickpack server`).
@@ -296,7 +344,6 @@ mod tests {
                 "/run/i3/x"
             ]
         );
-        assert_eq!(spec.argv(&slot(&d, &x)), expand_template(t, &slot(&d, &x)));
     }
 
     #[test]
@@ -329,5 +376,20 @@ mod tests {
             "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost heavy*2"
         );
         assert_eq!(ServerSpec::parse(&spec.template()).unwrap(), spec);
+    }
+
+    #[test]
+    fn a_spec_is_recorded_with_its_command_as_text() {
+        let spec = ServerSpec::parse("/opt/game/run -port {port} +ip {ip}").unwrap();
+        let json = serde_json::to_value(&spec).unwrap();
+        assert_eq!(json["command"], "/opt/game/run -port {port} +ip {ip}");
+        assert_eq!(json["health"], "none");
+        let back: ServerSpec = serde_json::from_value(json).unwrap();
+        assert_eq!(back, spec);
+        let old: ServerSpec =
+            serde_json::from_str(r#"{"command": "{tickpack} server --bind {ip}:{port}"}"#)
+                .unwrap();
+        assert_eq!(old.health, Health::Tickpack);
+        assert!(old.is_reference_server());
     }
 }

@@ -33,7 +33,8 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{self, Cgroup, CgroupLayout, Limits};
-use crate::fleet::{expand, Backend, FleetConfig, Health, InstanceSpec};
+use crate::fleet::{Backend, FleetConfig, Health, InstanceSpec};
+use crate::launch::Slot;
 use crate::netpath::{self, AddrPlan, HostNet};
 use crate::placement::{self, Placement, Topology};
 use crate::spawn::{self, Isolation, Spec};
@@ -337,14 +338,13 @@ impl Supervisor {
             .map(|n| n.netns_path(self.instances[k].spec.id));
         let i = &mut self.instances[k];
         let ip = i.addr.ip().to_string();
-        let argv = expand(
-            &i.spec.command,
-            &ip,
-            i.addr.port(),
-            i.spec.id,
-            &i.dir,
-            &self.exe,
-        );
+        let argv = i.spec.server.argv(&Slot {
+            ip: &ip,
+            port: i.addr.port(),
+            id: i.spec.id,
+            dir: &i.dir,
+            tickpack: &self.exe,
+        });
         let isolated = self.cfg.backend == Backend::Netns;
         let cgroup_procs = match &i.cgroup {
             Some(cg) => cg.open_procs().map_err(|e| {
