@@ -110,23 +110,25 @@ pub struct InstanceOverride {
     pub cpu_quota: Option<f64>,
 }
 
-/// The file form (every field optional; flags fill the rest).
+/// The file form of a [`FleetConfig`], its TOML face: the same typed
+/// values (backend, net, placement, health are the config's enums, in
+/// their lowercase spellings), every field optional; flags fill the rest.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FleetFile {
     pub name: Option<String>,
     pub instances: Option<u32>,
-    pub backend: Option<String>,
-    pub net: Option<String>,
+    pub backend: Option<Backend>,
+    pub net: Option<NetKind>,
     pub range: Option<String>,
     pub port: Option<u16>,
-    pub placement: Option<String>,
+    pub placement: Option<Policy>,
     pub reserved_cpus: Option<String>,
     pub command: Option<String>,
     pub cpu_quota: Option<f64>,
     pub memory: Option<String>,
     pub disk: Option<String>,
-    pub health: Option<String>,
+    pub health: Option<Health>,
     pub run_dir: Option<PathBuf>,
     pub allow_host_ports: Option<Vec<u16>>,
     #[serde(default, rename = "instance")]
@@ -141,7 +143,24 @@ impl FleetFile {
     pub fn load(path: &Path) -> Result<Self, FleetError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| FleetError::Invalid(format!("cannot read {}: {e}", path.display())))?;
-        toml::from_str(&text).map_err(|e| FleetError::Invalid(format!("{}: {e}", path.display())))
+        toml::from_str(&text).map_err(|e| FleetError::Invalid(file_error(path, &text, &e)))
+    }
+}
+
+/// A TOML error in one line: file, line number and text, what is wrong
+/// (e.g. `backend = "vm"`: unknown variant `vm`, expected `process` or `netns`).
+fn file_error(path: &Path, text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().trim();
+    match e.span() {
+        Some(span) => {
+            let start = text[..span.start.min(text.len())]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
+            let line_no = text[..start].matches('\n').count() + 1;
+            let line = text[start..].lines().next().unwrap_or("").trim();
+            format!("{} line {line_no} ({line}): {what}", path.display())
+        }
+        None => format!("{}: {what}", path.display()),
     }
 }
 
@@ -236,24 +255,9 @@ impl FleetFile {
         if n == 0 || n > 250 {
             return bad(format!("instances must be 1..=250, got {n}"));
         }
-        let backend: Backend = self
-            .backend
-            .as_deref()
-            .unwrap_or("netns")
-            .parse()
-            .map_err(FleetError::Invalid)?;
-        let net: NetKind = self
-            .net
-            .as_deref()
-            .unwrap_or("bridge")
-            .parse()
-            .map_err(|e| FleetError::Invalid(format!("{e}")))?;
-        let placement: Policy = self
-            .placement
-            .as_deref()
-            .unwrap_or("spread")
-            .parse()
-            .map_err(|e: crate::placement::PlacementError| FleetError::Invalid(e.to_string()))?;
+        let backend = self.backend.unwrap_or(Backend::Netns);
+        let net = self.net.unwrap_or(NetKind::Bridge);
+        let placement = self.placement.unwrap_or(Policy::Spread);
         let reserved_cpus = match self.reserved_cpus.as_deref() {
             None => None,
             Some("") | Some("none") => Some(vec![]),
@@ -269,16 +273,7 @@ impl FleetFile {
             (None, Some(c)) => ServerSpec::parse(&c)?,
             (None, None) => ServerSpec::parse(DEFAULT_COMMAND)?,
         };
-        let health = match self.health.as_deref() {
-            None => server.health,
-            Some("tickpack") => Health::Tickpack,
-            Some("none") => Health::None,
-            Some(h) => {
-                return bad(format!(
-                    "unknown health check {h:?} (expected tickpack or none)"
-                ))
-            }
-        };
+        let health = self.health.unwrap_or(server.health);
         let port = self.port.unwrap_or(27015);
         if port == 0 {
             return bad("port must not be 0".into());
@@ -396,7 +391,6 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, FleetError> {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,7 +429,7 @@ mod tests {
             .server
             .template()
             .starts_with("/opt/game/run"));
-        assert_eq!(c.health, Health::Tickpack);
+        assert_eq!(c.health, Health::TickpackStats);
         assert!(c.allow_host_ports.is_empty(), "closed by default");
         let c = resolve("allow_host_ports = [8080, 53, 8080]").unwrap();
         assert_eq!(c.allow_host_ports, [53, 8080]);
@@ -481,18 +475,30 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_value_in_a_file_is_one_line_naming_the_key() {
+        let dir = std::env::temp_dir().join(format!("tp-fleet-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("fleet.toml");
+        std::fs::write(&path, "instances = 2\nbackend = \"vm\"\n").unwrap();
+        let e = FleetFile::load(&path).unwrap_err().to_string();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains("line 2 (backend = \"vm\")"), "{e}");
+        assert!(e.contains("`process` or `netns`"), "{e}");
+    }
+
+    #[test]
     fn templates_expand() {
-        let argv = ServerSpec::parse(
-            "{tickpack} server --bind {ip}:{port} --name s{id} --log {dir}/x",
-        )
-        .unwrap()
-        .argv(&crate::launch::Slot {
-            ip: "198.18.0.2",
-            port: 27015,
-            id: 7,
-            dir: Path::new("/r/7"),
-            tickpack: Path::new("/bin/tp"),
-        });
+        let argv =
+            ServerSpec::parse("{tickpack} server --bind {ip}:{port} --name s{id} --log {dir}/x")
+                .unwrap()
+                .argv(&crate::launch::Slot {
+                    ip: "198.18.0.2",
+                    port: 27015,
+                    id: 7,
+                    dir: Path::new("/r/7"),
+                    tickpack: Path::new("/bin/tp"),
+                });
         assert_eq!(
             argv,
             [

@@ -21,19 +21,44 @@ use tickpack_wire::TickRate;
 use crate::fleet::FleetError;
 
 /// How the supervisor checks that an instance is alive beyond its PID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Spelled `tickpack` and `none` in host files, flags and records. A game
+/// server's own query protocol (Quake 3 `getstatus`, Source A2S) is the
+/// next variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Health {
-    /// Ask for stats over the tickpack protocol once a second.
-    Tickpack,
+    /// Ask for stats over the tickpack protocol once a second (the
+    /// reference server; what a spec recorded without a check had).
+    #[default]
+    #[serde(rename = "tickpack")]
+    TickpackStats,
     /// Only watch the process.
+    #[serde(rename = "none")]
     None,
 }
 
-impl Default for Health {
-    /// The reference server's check (what a spec recorded without one had).
-    fn default() -> Self {
-        Health::Tickpack
+impl Health {
+    /// The name host files, flags and records use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::TickpackStats => "tickpack",
+            Health::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Health {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Health::TickpackStats, Health::None]
+            .into_iter()
+            .find(|h| h.as_str() == s)
+            .ok_or_else(|| format!("unknown health check {s:?} (expected tickpack or none)"))
     }
 }
 
@@ -228,7 +253,7 @@ impl ServerSpec {
             health: Health::None,
         };
         if spec.is_reference_server() {
-            spec.health = Health::Tickpack;
+            spec.health = Health::TickpackStats;
         }
         Ok(spec)
     }
@@ -299,7 +324,7 @@ impl ReferenceServer {
         argv.extend(self.flags());
         ServerSpec {
             argv,
-            health: Health::Tickpack,
+            health: Health::TickpackStats,
         }
     }
 }
@@ -329,7 +354,7 @@ mod tests {
             Word(vec![Piece::Ip, Piece::Text(":".into()), Piece::Port])
         );
         assert_eq!(spec.template(), t);
-        assert_eq!(spec.health, Health::Tickpack);
+        assert_eq!(spec.health, Health::TickpackStats);
         let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
         assert_eq!(
             spec.argv(&slot(&d, &x)),
@@ -344,6 +369,17 @@ mod tests {
                 "/run/i3/x"
             ]
         );
+    }
+
+    #[test]
+    fn health_checks_are_spelled_as_before() {
+        for (h, name) in [(Health::TickpackStats, "tickpack"), (Health::None, "none")] {
+            assert_eq!(name.parse::<Health>(), Ok(h));
+            assert_eq!(serde_json::to_value(h).unwrap(), name);
+            assert_eq!(h.to_string(), name);
+        }
+        let e = "ping".parse::<Health>().unwrap_err();
+        assert!(e.contains("health check \"ping\""), "{e}");
     }
 
     #[test]
@@ -387,9 +423,8 @@ mod tests {
         let back: ServerSpec = serde_json::from_value(json).unwrap();
         assert_eq!(back, spec);
         let old: ServerSpec =
-            serde_json::from_str(r#"{"command": "{tickpack} server --bind {ip}:{port}"}"#)
-                .unwrap();
-        assert_eq!(old.health, Health::Tickpack);
+            serde_json::from_str(r#"{"command": "{tickpack} server --bind {ip}:{port}"}"#).unwrap();
+        assert_eq!(old.health, Health::TickpackStats);
         assert!(old.is_reference_server());
     }
 }

@@ -301,7 +301,7 @@ impl Supervisor {
                 oom_kills: 0,
             });
         }
-        if self.cfg.health == Health::Tickpack {
+        if self.cfg.health == Health::TickpackStats {
             if let Some(net) = &self.net {
                 for i in &self.instances {
                     net.check_route(match i.addr.ip() {

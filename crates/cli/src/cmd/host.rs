@@ -153,20 +153,23 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
     }
     flag!(
         instances,
-        backend,
-        net,
         range,
         port,
-        placement,
         reserved_cpus,
         command,
         cpu_quota,
         memory,
         disk,
-        health,
         name,
         run_dir
     );
+    // The typed settings, parsed by their own types (one line on error).
+    macro_rules! typed_flag {
+        ($($field:ident),*) => { $( if let Some(v) = &u.$field {
+            f.$field = Some(v.parse().map_err(|e| fail(Code::Config, e))?);
+        } )* };
+    }
+    typed_flag!(backend, net, placement, health);
     if !u.allow_host_port.is_empty() {
         f.allow_host_ports = Some(u.allow_host_port.clone());
     }
