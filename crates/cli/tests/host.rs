@@ -382,3 +382,32 @@ fn process_backend_is_the_native_baseline_on_distinct_ports() {
         );
     }
 }
+
+#[test]
+fn a_command_instance_sees_home_in_its_own_directory() {
+    let _g = serial();
+    require_root(ROOT);
+    // Prints its environment, then waits to be taken down.
+    let host = Host::up_in_temp(
+        "host-test",
+        "l1",
+        &[
+            "--instances",
+            "1",
+            "--range",
+            "198.19.220.0/24",
+            "--health",
+            "none",
+            "--command",
+            "/bin/sh -c env;exec$IFS\"sleep\"$IFS\"60\"",
+        ],
+    );
+    let dir = std::fs::canonicalize(host.instance_dir(1)).unwrap();
+    let log = host.wait_log(1, "HOME=");
+    let home = log.lines().find_map(|l| l.strip_prefix("HOME="));
+    assert_eq!(
+        home,
+        Some(dir.to_str().unwrap()),
+        "HOME is the instance's own directory: {log}"
+    );
+}

@@ -303,6 +303,7 @@ impl FleetFile {
         if let Some(q) = self.cpu_quota {
             check_cpu_quota(q)?;
         }
+        server.check()?;
         server.health = health;
         let mut instances: Vec<InstanceSpec> = (1..=n)
             .map(|id| InstanceSpec {
@@ -340,6 +341,12 @@ impl FleetFile {
             if let Some(d) = o.disk {
                 inst.disk_bytes = Some(parse_bytes(&d).map_err(disk_size)?);
             }
+        }
+        if instances
+            .iter()
+            .any(|i| i.disk_bytes.is_some() && !i.server.files.is_empty())
+        {
+            return bad("config files and a disk limit do not go together yet: the disk limit mounts an empty tmpfs over the working directory at start, hiding files written before".into());
         }
         if backend == Backend::Process
             && instances.iter().any(|i| {
@@ -485,6 +492,40 @@ mod tests {
         assert_eq!(e.lines().count(), 1, "{e}");
         assert!(e.contains("line 2 (backend = \"vm\")"), "{e}");
         assert!(e.contains("`process` or `netns`"), "{e}");
+    }
+
+    #[test]
+    fn a_typed_server_is_checked_and_exclusive_with_a_command() {
+        let mut spec = ServerSpec::parse("/opt/game/run").unwrap();
+        spec.files = vec![("server.cfg".into(), crate::launch::Word::text("x"))];
+        let file = |disk: Option<&str>, command: Option<&str>| FleetFile {
+            server: Some(spec.clone()),
+            disk: disk.map(Into::into),
+            command: command.map(Into::into),
+            ..Default::default()
+        };
+        let c = file(None, None)
+            .resolve(Path::new("/run/tickpack"))
+            .unwrap();
+        assert_eq!(c.instances[0].server.files, spec.files);
+        assert_eq!(c.health, Health::None, "a foreign server's own check");
+        for (f, needle) in [
+            (file(Some("16MiB"), None), "disk limit"),
+            (file(None, Some("/opt/game/run")), "not both"),
+        ] {
+            let e = f
+                .resolve(Path::new("/run/tickpack"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{e}");
+        }
+        let mut home = file(None, None);
+        home.server.as_mut().unwrap().env = vec![("HOME".into(), crate::launch::Word::text("/"))];
+        let e = home
+            .resolve(Path::new("/run/tickpack"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("HOME"), "{e}");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! benchmark at run time. A game nobody here wrote is another producer of a
 //! [`ServerSpec`] (its program, its flags, its health check).
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
@@ -193,6 +193,16 @@ pub struct ServerSpec {
     /// The command line; the first word is the program.
     #[serde(rename = "command", with = "command_text")]
     pub argv: Vec<Word>,
+    /// Environment beside the host's own, values expanded per instance.
+    /// The host always sets `HOME` to the instance's directory (`{dir}`),
+    /// so a server that writes under `$HOME` stays in its directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, Word)>,
+    /// Config files the host writes into the instance's directory before
+    /// every start: a relative path and the contents (placeholders
+    /// expanded), owned by the instance, never written through a link.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<(PathBuf, Word)>,
     /// How the host checks the server is alive beyond its PID.
     #[serde(default)]
     pub health: Health,
@@ -250,6 +260,8 @@ impl ServerSpec {
         }
         let mut spec = ServerSpec {
             argv,
+            env: vec![],
+            files: vec![],
             health: Health::None,
         };
         if spec.is_reference_server() {
@@ -276,6 +288,63 @@ impl ServerSpec {
     /// The argv of one instance.
     pub fn argv(&self, slot: &Slot) -> Vec<String> {
         self.argv.iter().map(|w| w.expand(slot)).collect()
+    }
+
+    /// The environment one instance gets on top of the host's: the spec's
+    /// variables, then `HOME` = the instance's directory.
+    pub fn env(&self, slot: &Slot) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expand(slot)))
+            .collect();
+        env.push(("HOME".into(), slot.dir.display().to_string()));
+        env
+    }
+
+    /// The config files of one instance: paths relative to its directory
+    /// and their expanded contents.
+    pub fn files(&self, slot: &Slot) -> Vec<(PathBuf, String)> {
+        self.files
+            .iter()
+            .map(|(p, c)| (p.clone(), c.expand(slot)))
+            .collect()
+    }
+
+    /// Refuses what the host could not honour: an empty command, a
+    /// variable name that is not one (or `HOME`, which is the host's), a
+    /// file path that is not plainly inside the instance's directory.
+    pub fn check(&self) -> Result<(), FleetError> {
+        let bad = |m: String| Err(FleetError::Invalid(m));
+        if self.argv.is_empty() {
+            return bad("command is empty".into());
+        }
+        for (name, _) in &self.env {
+            let ok = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                return bad(format!(
+                    "environment variable name {name:?}: expected letters, digits and _"
+                ));
+            }
+            if name == "HOME" {
+                return bad(
+                    "environment: HOME is set by the host (the instance's directory, {dir})".into(),
+                );
+            }
+        }
+        for (path, _) in &self.files {
+            let plain = path.components().next().is_some()
+                && path.components().all(|c| matches!(c, Component::Normal(_)));
+            if !plain {
+                return bad(format!(
+                    "config file {}: expected a relative path inside the instance's directory (no /, .. or .)",
+                    path.display()
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -324,6 +393,8 @@ impl ReferenceServer {
         argv.extend(self.flags());
         ServerSpec {
             argv,
+            env: vec![],
+            files: vec![],
             health: Health::TickpackStats,
         }
     }
@@ -369,6 +440,69 @@ mod tests {
                 "/run/i3/x"
             ]
         );
+    }
+
+    #[test]
+    fn every_instance_gets_home_in_its_own_directory() {
+        let mut spec = ServerSpec::parse("/opt/game/run +set port {port}").unwrap();
+        spec.env
+            .push(("GAME_NAME".into(), Word::from("g{id}".to_string())));
+        let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
+        assert_eq!(
+            spec.env(&slot(&d, &x)),
+            [
+                ("GAME_NAME".to_string(), "g3".to_string()),
+                ("HOME".to_string(), "/run/i3".to_string())
+            ]
+        );
+        assert!(spec.check().is_ok());
+        let r = ReferenceServer {
+            tick: TickRate::new(64).unwrap(),
+            max_players: 1,
+            bots: 0,
+            cost: "light".into(),
+            name: None,
+        };
+        assert_eq!(
+            r.spec().env(&slot(&d, &x)),
+            [("HOME".to_string(), "/run/i3".to_string())]
+        );
+    }
+
+    #[test]
+    fn config_files_expand_and_stay_inside_the_instance_dir() {
+        let mut spec = ServerSpec::parse("/opt/game/run +exec server.cfg").unwrap();
+        spec.files.push((
+            PathBuf::from("baseq3/server.cfg"),
+            Word::from("set net_port {port}\nset sv_hostname \"i{id}\"\n".to_string()),
+        ));
+        spec.check().unwrap();
+        let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
+        assert_eq!(
+            spec.files(&slot(&d, &x)),
+            [(
+                PathBuf::from("baseq3/server.cfg"),
+                "set net_port 27015\nset sv_hostname \"i3\"\n".to_string()
+            )]
+        );
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(serde_json::from_str::<ServerSpec>(&json).unwrap(), spec);
+        for p in ["/etc/passwd", "../x", "a/../../x", "./x", ""] {
+            let mut s = spec.clone();
+            s.files = vec![(PathBuf::from(p), Word::text("x"))];
+            let e = s.check().expect_err(p).to_string();
+            assert!(e.contains("config file"), "{p}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_environment_names_and_home_are_refused() {
+        for name in ["HOME", "A=B", "", "1X", "A B"] {
+            let mut s = ServerSpec::parse("/opt/game/run").unwrap();
+            s.env = vec![(name.into(), Word::text("x"))];
+            let e = s.check().expect_err(name).to_string();
+            assert!(e.contains("environment"), "{name}: {e}");
+        }
     }
 
     #[test]

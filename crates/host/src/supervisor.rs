@@ -16,8 +16,10 @@
 //! teardown); `restart.rs` the restart policy as a pure tracker
 //! ([`RestartTracker`]); `health.rs` health checks and liveness; `usage.rs`
 //! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
-//! the run directory, its records and [`recover`].
+//! the run directory, its records and [`recover`]; `config_files.rs` the
+//! server's config files, written into its directory before each start.
 
+mod config_files;
 mod control;
 mod health;
 mod restart;
@@ -338,14 +340,24 @@ impl Supervisor {
             .map(|n| n.netns_path(self.instances[k].spec.id));
         let i = &mut self.instances[k];
         let ip = i.addr.ip().to_string();
-        let argv = i.spec.server.argv(&Slot {
+        let slot = Slot {
             ip: &ip,
             port: i.addr.port(),
             id: i.spec.id,
             dir: &i.dir,
             tickpack: &self.exe,
-        });
+        };
+        let argv = i.spec.server.argv(&slot);
+        let env = i.spec.server.env(&slot);
         let isolated = self.cfg.backend == Backend::Netns;
+        let owner = isolated.then_some(USER_BASE + i.spec.id);
+        for (rel, contents) in i.spec.server.files(&slot) {
+            config_files::write_file(&i.dir, &rel, &contents, owner).map_err(io(format!(
+                "writing config file {} of instance {}",
+                rel.display(),
+                i.spec.id
+            )))?;
+        }
         let cgroup_procs = match &i.cgroup {
             Some(cg) => cg.open_procs().map_err(|e| {
                 HostError::Isolation(format!("cgroup of instance {}: {e}", i.spec.id))
@@ -354,6 +366,7 @@ impl Supervisor {
         };
         let spec = Spec {
             argv,
+            env,
             workdir: i.dir.clone(),
             log: log_path(&self.cfg.run_dir, i.spec.id),
             cpus: (!isolated && self.cfg.placement != placement::Policy::None)
