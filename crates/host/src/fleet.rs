@@ -20,19 +20,26 @@
 //! allow_host_ports = [53]     # host TCP/UDP ports instances may connect to (netns);
 //!                             # default: none, instances only answer flows the host started
 //!
+//! [env]                       # the server's environment, placeholders expanded;
+//! GAME_ID = "{id}"            # HOME is always the instance's directory ({dir})
+//!
+//! [[file]]                    # written into the instance's directory before each start
+//! path = "baseq3/server.cfg"  # (owned by the instance, never through a link)
+//! contents = "set net_port {port}\n"
+//!
 //! [[instance]]                # per-instance overrides
 //! id = 3
 //! memory = "64MiB"
 //! command = "/opt/game/srcds_run -port {port} +ip {ip}"
 //! ```
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::launch::Health;
-use crate::launch::ServerSpec;
+use crate::launch::{ServerSpec, Word};
 use crate::netpath::NetKind;
 use crate::placement::Policy;
 
@@ -110,6 +117,15 @@ pub struct InstanceOverride {
     pub cpu_quota: Option<f64>,
 }
 
+/// A config file of the server (`[[file]]`): a path relative to the
+/// instance's directory and its contents, placeholders expanded.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub path: PathBuf,
+    pub contents: String,
+}
+
 /// The file form of a [`FleetConfig`], its TOML face: the same typed
 /// values (backend, net, placement, health are the config's enums, in
 /// their lowercase spellings), every field optional; flags fill the rest.
@@ -133,6 +149,13 @@ pub struct FleetFile {
     pub allow_host_ports: Option<Vec<u16>>,
     #[serde(default, rename = "instance")]
     pub instances_override: Vec<InstanceOverride>,
+    /// Environment of every instance's server (`[env]`), placeholders
+    /// expanded; `HOME` is the host's (the instance's directory).
+    pub env: Option<BTreeMap<String, String>>,
+    /// Config files written into every instance's directory before each
+    /// start (`[[file]]`).
+    #[serde(default, rename = "file")]
+    pub files: Vec<ConfigFile>,
     /// The typed face of `command`, for callers in code (the bench): the
     /// server every instance runs. Not a file key; give one or the other.
     #[serde(skip)]
@@ -303,6 +326,15 @@ impl FleetFile {
         if let Some(q) = self.cpu_quota {
             check_cpu_quota(q)?;
         }
+        let env = self.env.unwrap_or_default();
+        server
+            .env
+            .extend(env.into_iter().map(|(k, v)| (k, Word::from(v))));
+        server.files.extend(
+            self.files
+                .into_iter()
+                .map(|f| (f.path, Word::from(f.contents))),
+        );
         server.check()?;
         server.health = health;
         let mut instances: Vec<InstanceSpec> = (1..=n)
@@ -326,9 +358,10 @@ impl FleetFile {
                 ));
             };
             if let Some(c) = o.command {
+                // Another program, the same environment, files and check.
                 inst.server = ServerSpec {
-                    health,
-                    ..ServerSpec::parse(&c)?
+                    argv: ServerSpec::parse(&c)?.argv,
+                    ..server.clone()
                 };
             }
             if let Some(m) = o.memory {
@@ -519,6 +552,24 @@ mod tests {
                 .to_string();
             assert!(e.contains(needle), "{e}");
         }
+        let c = resolve(
+            r#"
+            command = "/opt/q3/ioq3ded +exec server.cfg"
+            [env]
+            GAME_ID = "g{id}"
+            [[file]]
+            path = "baseq3/server.cfg"
+            contents = "set net_port {port}"
+            "#,
+        )
+        .unwrap();
+        let s = &c.instances[0].server;
+        assert_eq!(
+            s.env,
+            [("GAME_ID".to_string(), Word::from("g{id}".to_string()))]
+        );
+        assert_eq!(s.files[0].0, Path::new("baseq3/server.cfg"));
+        assert_eq!(s.files[0].1.template(), "set net_port {port}");
         let mut home = file(None, None);
         home.server.as_mut().unwrap().env = vec![("HOME".into(), crate::launch::Word::text("/"))];
         let e = home

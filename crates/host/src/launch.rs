@@ -148,7 +148,8 @@ impl Word {
         (Word(pieces), unknown)
     }
 
-    fn template(&self) -> String {
+    /// The text face: `{ip}:{port}`.
+    pub fn template(&self) -> String {
         self.0
             .iter()
             .map(|p| match p {
