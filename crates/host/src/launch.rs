@@ -457,15 +457,9 @@ mod tests {
             ]
         );
         assert!(spec.check().is_ok());
-        let r = ReferenceServer {
-            tick: TickRate::new(64).unwrap(),
-            max_players: 1,
-            bots: 0,
-            cost: "light".into(),
-            name: None,
-        };
+        let reference = ServerSpec::parse("{tickpack} server --bind {ip}:{port}").unwrap();
         assert_eq!(
-            r.spec().env(&slot(&d, &x)),
+            reference.env(&slot(&d, &x)),
             [("HOME".to_string(), "/run/i3".to_string())]
         );
     }
