@@ -64,6 +64,8 @@ pub struct UpArgs {
     #[arg(long)]
     pub reserved_cpus: Option<String>,
     /// Command template for each instance; placeholders {ip} {port} {id} {dir} {tickpack}.
+    /// Its HOME is the instance's own directory ({dir}); a --config file can add
+    /// [env] and [[file]] (config files written there before each start).
     /// Default: the reference server.
     #[arg(long)]
     pub command: Option<String>,
