@@ -50,12 +50,11 @@ impl StepRunner for HostStepRunner<'_> {
         let fleet = FleetFile {
             name: Some(plan.host_name.clone()),
             instances: Some(req.servers),
-            backend: Some(spec.backend.to_string()),
-            net: Some(spec.net.to_string()),
-            placement: Some(spec.placement.to_string()),
+            backend: Some(spec.backend),
+            net: Some(spec.net),
+            placement: Some(spec.placement),
             reserved_cpus: Some(cpu_list(&plan.load_generator_cpus)),
-            command: Some(server.template()),
-            health: Some("tickpack".into()),
+            server: Some(server),
             port: Some(if spec.backend == Backend::Process {
                 47015
             } else {

@@ -382,3 +382,70 @@ fn process_backend_is_the_native_baseline_on_distinct_ports() {
         );
     }
 }
+
+#[test]
+fn a_command_instance_sees_home_in_its_own_directory() {
+    let _g = serial();
+    require_root(ROOT);
+    // The host writes the server's script as a config file into the
+    // instance's directory; the `--command` runs it: it prints what it
+    // sees, then waits to be taken down.
+    let conf = std::env::temp_dir().join(format!("tp-launch-l1-{}.toml", std::process::id()));
+    std::fs::write(
+        &conf,
+        r#"
+        [env]
+        GAME_INSTANCE = "g{id}"
+        [[file]]
+        path = "bin/run.sh"
+        contents = """
+        echo HOME=$HOME
+        echo GAME_INSTANCE=$GAME_INSTANCE
+        echo OWNER=$(stat -c %u {dir}/bin/run.sh)
+        echo PORT={port}
+        exec sleep 60
+        """
+        "#,
+    )
+    .unwrap();
+    let dir = temp_run_dir("host-test", "l1");
+    let host = Host::spawn(
+        "l1",
+        &dir,
+        &[
+            "--config",
+            conf.to_str().unwrap(),
+            "--instances",
+            "1",
+            "--range",
+            "198.19.220.0/24",
+            "--health",
+            "none",
+            "--command",
+            "/bin/sh {dir}/bin/run.sh",
+        ],
+        Stdio::null(),
+    )
+    .remove_on_drop(&dir)
+    .remove_on_drop(&conf)
+    .running();
+    let idir = std::fs::canonicalize(host.instance_dir(1)).unwrap();
+    let log = host.wait_log(1, "PORT=");
+    let seen = |k: &str| {
+        log.lines()
+            .find_map(|l| l.trim().strip_prefix(k)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        seen("HOME").as_deref(),
+        idir.to_str(),
+        "HOME is the instance's own directory: {log}"
+    );
+    assert_eq!(seen("GAME_INSTANCE").as_deref(), Some("g1"), "{log}");
+    assert_eq!(
+        seen("OWNER").as_deref(),
+        Some("200001"),
+        "the config file belongs to the instance's user: {log}"
+    );
+    assert_eq!(seen("PORT").as_deref(), Some("27015"), "{log}");
+}

@@ -20,18 +20,26 @@
 //! allow_host_ports = [53]     # host TCP/UDP ports instances may connect to (netns);
 //!                             # default: none, instances only answer flows the host started
 //!
+//! [env]                       # the server's environment, placeholders expanded;
+//! GAME_ID = "{id}"            # HOME is always the instance's directory ({dir})
+//!
+//! [[file]]                    # written into the instance's directory before each start
+//! path = "baseq3/server.cfg"  # (owned by the instance, never through a link)
+//! contents = "set net_port {port}\n"
+//!
 //! [[instance]]                # per-instance overrides
 //! id = 3
 //! memory = "64MiB"
 //! command = "/opt/game/srcds_run -port {port} +ip {ip}"
 //! ```
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::launch::{expand_template, ServerSpec, Slot};
+pub use crate::launch::Health;
+use crate::launch::{ServerSpec, Word};
 use crate::netpath::NetKind;
 use crate::placement::Policy;
 
@@ -72,16 +80,6 @@ impl std::str::FromStr for Backend {
     }
 }
 
-/// How the supervisor checks that an instance is alive beyond its PID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Health {
-    /// Ask for stats over the tickpack protocol once a second.
-    Tickpack,
-    /// Only watch the process.
-    None,
-}
-
 /// Restart behaviour.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RestartPolicy {
@@ -119,34 +117,73 @@ pub struct InstanceOverride {
     pub cpu_quota: Option<f64>,
 }
 
-/// The file form (every field optional; flags fill the rest).
+/// A config file of the server (`[[file]]`): a path relative to the
+/// instance's directory and its contents, placeholders expanded.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub path: PathBuf,
+    pub contents: String,
+}
+
+/// The file form of a [`FleetConfig`], its TOML face: the same typed
+/// values (backend, net, placement, health are the config's enums, in
+/// their lowercase spellings), every field optional; flags fill the rest.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FleetFile {
     pub name: Option<String>,
     pub instances: Option<u32>,
-    pub backend: Option<String>,
-    pub net: Option<String>,
+    pub backend: Option<Backend>,
+    pub net: Option<NetKind>,
     pub range: Option<String>,
     pub port: Option<u16>,
-    pub placement: Option<String>,
+    pub placement: Option<Policy>,
     pub reserved_cpus: Option<String>,
     pub command: Option<String>,
     pub cpu_quota: Option<f64>,
     pub memory: Option<String>,
     pub disk: Option<String>,
-    pub health: Option<String>,
+    pub health: Option<Health>,
     pub run_dir: Option<PathBuf>,
     pub allow_host_ports: Option<Vec<u16>>,
     #[serde(default, rename = "instance")]
     pub instances_override: Vec<InstanceOverride>,
+    /// Environment of every instance's server (`[env]`), placeholders
+    /// expanded; `HOME` is the host's (the instance's directory).
+    pub env: Option<BTreeMap<String, String>>,
+    /// Config files written into every instance's directory before each
+    /// start (`[[file]]`).
+    #[serde(default, rename = "file")]
+    pub files: Vec<ConfigFile>,
+    /// The typed face of `command`, for callers in code (the bench): the
+    /// server every instance runs. Not a file key; give one or the other.
+    #[serde(skip)]
+    pub server: Option<ServerSpec>,
 }
 
 impl FleetFile {
     pub fn load(path: &Path) -> Result<Self, FleetError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| FleetError::Invalid(format!("cannot read {}: {e}", path.display())))?;
-        toml::from_str(&text).map_err(|e| FleetError::Invalid(format!("{}: {e}", path.display())))
+        toml::from_str(&text).map_err(|e| FleetError::Invalid(file_error(path, &text, &e)))
+    }
+}
+
+/// A TOML error in one line: file, line number and text, what is wrong
+/// (e.g. `backend = "vm"`: unknown variant `vm`, expected `process` or `netns`).
+fn file_error(path: &Path, text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().trim();
+    match e.span() {
+        Some(span) => {
+            let start = text[..span.start.min(text.len())]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
+            let line_no = text[..start].matches('\n').count() + 1;
+            let line = text[start..].lines().next().unwrap_or("").trim();
+            format!("{} line {line_no} ({line}): {what}", path.display())
+        }
+        None => format!("{}: {what}", path.display()),
     }
 }
 
@@ -154,7 +191,9 @@ impl FleetFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InstanceSpec {
     pub id: u32,
-    pub command: String,
+    /// What runs (recorded as `command` and `health`).
+    #[serde(flatten)]
+    pub server: ServerSpec,
     pub memory_bytes: Option<u64>,
     pub cpu_quota: Option<f64>,
     /// Working directory size limit (a tmpfs of this size).
@@ -239,44 +278,25 @@ impl FleetFile {
         if n == 0 || n > 250 {
             return bad(format!("instances must be 1..=250, got {n}"));
         }
-        let backend: Backend = self
-            .backend
-            .as_deref()
-            .unwrap_or("netns")
-            .parse()
-            .map_err(FleetError::Invalid)?;
-        let net: NetKind = self
-            .net
-            .as_deref()
-            .unwrap_or("bridge")
-            .parse()
-            .map_err(|e| FleetError::Invalid(format!("{e}")))?;
-        let placement: Policy = self
-            .placement
-            .as_deref()
-            .unwrap_or("spread")
-            .parse()
-            .map_err(|e: crate::placement::PlacementError| FleetError::Invalid(e.to_string()))?;
+        let backend = self.backend.unwrap_or(Backend::Netns);
+        let net = self.net.unwrap_or(NetKind::Bridge);
+        let placement = self.placement.unwrap_or(Policy::Spread);
         let reserved_cpus = match self.reserved_cpus.as_deref() {
             None => None,
             Some("") | Some("none") => Some(vec![]),
             Some(s) => Some(parse_cpu_list(s)?),
         };
-        // Foreign servers do not speak tickpack; the reference server does.
-        let foreign = match self.command.as_deref() {
-            Some(c) => !ServerSpec::parse(c)?.is_reference_server(),
-            None => false,
-        };
-        let health = match self.health.as_deref() {
-            None if foreign => Health::None,
-            None | Some("tickpack") => Health::Tickpack,
-            Some("none") => Health::None,
-            Some(h) => {
-                return bad(format!(
-                    "unknown health check {h:?} (expected tickpack or none)"
-                ))
+        // The command's text face is parsed once, here. Foreign servers do
+        // not speak tickpack; the reference server does.
+        let mut server = match (self.server, self.command) {
+            (Some(_), Some(_)) => {
+                return bad("give the server as a typed spec or as a command, not both".into())
             }
+            (Some(s), None) => s,
+            (None, Some(c)) => ServerSpec::parse(&c)?,
+            (None, None) => ServerSpec::parse(DEFAULT_COMMAND)?,
         };
+        let health = self.health.unwrap_or(server.health);
         let port = self.port.unwrap_or(27015);
         if port == 0 {
             return bad("port must not be 0".into());
@@ -306,12 +326,21 @@ impl FleetFile {
         if let Some(q) = self.cpu_quota {
             check_cpu_quota(q)?;
         }
-        let command = self.command.unwrap_or_else(|| DEFAULT_COMMAND.into());
-        check_template(&command)?;
+        let env = self.env.unwrap_or_default();
+        server
+            .env
+            .extend(env.into_iter().map(|(k, v)| (k, Word::from(v))));
+        server.files.extend(
+            self.files
+                .into_iter()
+                .map(|f| (f.path, Word::from(f.contents))),
+        );
+        server.check()?;
+        server.health = health;
         let mut instances: Vec<InstanceSpec> = (1..=n)
             .map(|id| InstanceSpec {
                 id,
-                command: command.clone(),
+                server: server.clone(),
                 memory_bytes: memory,
                 cpu_quota: self.cpu_quota,
                 disk_bytes: disk,
@@ -329,8 +358,11 @@ impl FleetFile {
                 ));
             };
             if let Some(c) = o.command {
-                check_template(&c)?;
-                inst.command = c;
+                // Another program, the same environment, files and check.
+                inst.server = ServerSpec {
+                    argv: ServerSpec::parse(&c)?.argv,
+                    ..server.clone()
+                };
             }
             if let Some(m) = o.memory {
                 inst.memory_bytes = Some(parse_bytes(&m)?);
@@ -342,6 +374,12 @@ impl FleetFile {
             if let Some(d) = o.disk {
                 inst.disk_bytes = Some(parse_bytes(&d).map_err(disk_size)?);
             }
+        }
+        if instances
+            .iter()
+            .any(|i| i.disk_bytes.is_some() && !i.server.files.is_empty())
+        {
+            return bad("config files and a disk limit do not go together yet: the disk limit mounts an empty tmpfs over the working directory at start, hiding files written before".into());
         }
         if backend == Backend::Process
             && instances.iter().any(|i| {
@@ -393,31 +431,6 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, FleetError> {
     })
 }
 
-fn check_template(t: &str) -> Result<(), FleetError> {
-    ServerSpec::parse(t).map(drop)
-}
-
-/// Expands a command template into argv (split on whitespace).
-pub fn expand(
-    template: &str,
-    ip: &str,
-    port: u16,
-    id: u32,
-    dir: &Path,
-    tickpack: &Path,
-) -> Vec<String> {
-    expand_template(
-        template,
-        &Slot {
-            ip,
-            port,
-            id,
-            dir,
-            tickpack,
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,8 +465,11 @@ mod tests {
         assert_eq!(c.instances[2].memory_bytes, Some(64 << 20));
         assert_eq!(c.instances[0].disk_bytes, Some(32 << 20));
         assert_eq!(c.instances[2].disk_bytes, Some(8 << 20));
-        assert!(c.instances[2].command.starts_with("/opt/game/run"));
-        assert_eq!(c.health, Health::Tickpack);
+        assert!(c.instances[2]
+            .server
+            .template()
+            .starts_with("/opt/game/run"));
+        assert_eq!(c.health, Health::TickpackStats);
         assert!(c.allow_host_ports.is_empty(), "closed by default");
         let c = resolve("allow_host_ports = [8080, 53, 8080]").unwrap();
         assert_eq!(c.allow_host_ports, [53, 8080]);
@@ -499,15 +515,82 @@ mod tests {
     }
 
     #[test]
-    fn templates_expand() {
-        let argv = expand(
-            "{tickpack} server --bind {ip}:{port} --name s{id} --log {dir}/x",
-            "198.18.0.2",
-            27015,
-            7,
-            Path::new("/r/7"),
-            Path::new("/bin/tp"),
+    fn a_bad_value_in_a_file_is_one_line_naming_the_key() {
+        let dir = std::env::temp_dir().join(format!("tp-fleet-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("fleet.toml");
+        std::fs::write(&path, "instances = 2\nbackend = \"vm\"\n").unwrap();
+        let e = FleetFile::load(&path).unwrap_err().to_string();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains("line 2 (backend = \"vm\")"), "{e}");
+        assert!(e.contains("`process` or `netns`"), "{e}");
+    }
+
+    #[test]
+    fn a_typed_server_is_checked_and_exclusive_with_a_command() {
+        let mut spec = ServerSpec::parse("/opt/game/run").unwrap();
+        spec.files = vec![("server.cfg".into(), crate::launch::Word::text("x"))];
+        let file = |disk: Option<&str>, command: Option<&str>| FleetFile {
+            server: Some(spec.clone()),
+            disk: disk.map(Into::into),
+            command: command.map(Into::into),
+            ..Default::default()
+        };
+        let c = file(None, None)
+            .resolve(Path::new("/run/tickpack"))
+            .unwrap();
+        assert_eq!(c.instances[0].server.files, spec.files);
+        assert_eq!(c.health, Health::None, "a foreign server's own check");
+        for (f, needle) in [
+            (file(Some("16MiB"), None), "disk limit"),
+            (file(None, Some("/opt/game/run")), "not both"),
+        ] {
+            let e = f
+                .resolve(Path::new("/run/tickpack"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{e}");
+        }
+        let c = resolve(
+            r#"
+            command = "/opt/q3/ioq3ded +exec server.cfg"
+            [env]
+            GAME_ID = "g{id}"
+            [[file]]
+            path = "baseq3/server.cfg"
+            contents = "set net_port {port}"
+            "#,
+        )
+        .unwrap();
+        let s = &c.instances[0].server;
+        assert_eq!(
+            s.env,
+            [("GAME_ID".to_string(), Word::from("g{id}".to_string()))]
         );
+        assert_eq!(s.files[0].0, Path::new("baseq3/server.cfg"));
+        assert_eq!(s.files[0].1.template(), "set net_port {port}");
+        let mut home = file(None, None);
+        home.server.as_mut().unwrap().env = vec![("HOME".into(), crate::launch::Word::text("/"))];
+        let e = home
+            .resolve(Path::new("/run/tickpack"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("HOME"), "{e}");
+    }
+
+    #[test]
+    fn templates_expand() {
+        let argv =
+            ServerSpec::parse("{tickpack} server --bind {ip}:{port} --name s{id} --log {dir}/x")
+                .unwrap()
+                .argv(&crate::launch::Slot {
+                    ip: "198.18.0.2",
+                    port: 27015,
+                    id: 7,
+                    dir: Path::new("/r/7"),
+                    tickpack: Path::new("/bin/tp"),
+                });
         assert_eq!(
             argv,
             [

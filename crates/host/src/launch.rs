@@ -13,11 +13,54 @@
 //! benchmark at run time. A game nobody here wrote is another producer of a
 //! [`ServerSpec`] (its program, its flags, its health check).
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
-use crate::fleet::{FleetError, Health};
+use crate::fleet::FleetError;
+
+/// How the supervisor checks that an instance is alive beyond its PID.
+/// Spelled `tickpack` and `none` in host files, flags and records. A game
+/// server's own query protocol (Quake 3 `getstatus`, Source A2S) is the
+/// next variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Health {
+    /// Ask for stats over the tickpack protocol once a second (the
+    /// reference server; what a spec recorded without a check had).
+    #[default]
+    #[serde(rename = "tickpack")]
+    TickpackStats,
+    /// Only watch the process.
+    #[serde(rename = "none")]
+    None,
+}
+
+impl Health {
+    /// The name host files, flags and records use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::TickpackStats => "tickpack",
+            Health::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Health {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Health::TickpackStats, Health::None]
+            .into_iter()
+            .find(|h| h.as_str() == s)
+            .ok_or_else(|| format!("unknown health check {s:?} (expected tickpack or none)"))
+    }
+}
 
 /// One part of an argument word.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,8 +89,23 @@ impl Piece {
 }
 
 /// One argument (argv word), e.g. `{ip}:{port}` is `[Ip, Text(":"), Port]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Recorded (serde) as its text face, `{ip}:{port}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
 pub struct Word(pub Vec<Piece>);
+
+impl From<Word> for String {
+    fn from(w: Word) -> String {
+        w.template()
+    }
+}
+
+impl From<String> for Word {
+    /// Lenient: an unknown `{...}` stays text.
+    fn from(s: String) -> Word {
+        Word::parse(&s).0
+    }
+}
 
 impl Word {
     pub fn text(s: impl Into<String>) -> Word {
@@ -90,7 +148,8 @@ impl Word {
         (Word(pieces), unknown)
     }
 
-    fn template(&self) -> String {
+    /// The text face: `{ip}:{port}`.
+    pub fn template(&self) -> String {
         self.0
             .iter()
             .map(|p| match p {
@@ -128,13 +187,44 @@ pub struct Slot<'a> {
     pub tickpack: &'a Path,
 }
 
-/// How to launch one game server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to launch one game server. Recorded (serde, in the host's
+/// `state.json`) with the command line as its text face, `command`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerSpec {
     /// The command line; the first word is the program.
+    #[serde(rename = "command", with = "command_text")]
     pub argv: Vec<Word>,
+    /// Environment beside the host's own, values expanded per instance.
+    /// The host always sets `HOME` to the instance's directory (`{dir}`),
+    /// so a server that writes under `$HOME` stays in its directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, Word)>,
+    /// Config files the host writes into the instance's directory before
+    /// every start: a relative path and the contents (placeholders
+    /// expanded), owned by the instance, never written through a link.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<(PathBuf, Word)>,
     /// How the host checks the server is alive beyond its PID.
+    #[serde(default)]
     pub health: Health,
+}
+
+/// A command line recorded as one string (the words' text faces, joined
+/// by spaces), read back leniently.
+mod command_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::{words, Word};
+
+    pub fn serialize<S: Serializer>(argv: &[Word], s: S) -> Result<S::Ok, S::Error> {
+        let text: Vec<String> = argv.iter().map(Word::template).collect();
+        s.serialize_str(&text.join(" "))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Word>, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(words(&text).map(|(w, _)| w).collect())
+    }
 }
 
 /// The placeholders a command may use, for messages.
@@ -171,10 +261,12 @@ impl ServerSpec {
         }
         let mut spec = ServerSpec {
             argv,
+            env: vec![],
+            files: vec![],
             health: Health::None,
         };
         if spec.is_reference_server() {
-            spec.health = Health::Tickpack;
+            spec.health = Health::TickpackStats;
         }
         Ok(spec)
     }
@@ -198,12 +290,63 @@ impl ServerSpec {
     pub fn argv(&self, slot: &Slot) -> Vec<String> {
         self.argv.iter().map(|w| w.expand(slot)).collect()
     }
-}
 
-/// Expands a command template into argv (split on whitespace); unknown
-/// placeholders are left as written ([`ServerSpec::parse`] refuses them).
-pub fn expand_template(template: &str, slot: &Slot) -> Vec<String> {
-    words(template).map(|(w, _)| w.expand(slot)).collect()
+    /// The environment one instance gets on top of the host's: the spec's
+    /// variables, then `HOME` = the instance's directory.
+    pub fn env(&self, slot: &Slot) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expand(slot)))
+            .collect();
+        env.push(("HOME".into(), slot.dir.display().to_string()));
+        env
+    }
+
+    /// The config files of one instance: paths relative to its directory
+    /// and their expanded contents.
+    pub fn files(&self, slot: &Slot) -> Vec<(PathBuf, String)> {
+        self.files
+            .iter()
+            .map(|(p, c)| (p.clone(), c.expand(slot)))
+            .collect()
+    }
+
+    /// Refuses what the host could not honour: an empty command, a
+    /// variable name that is not one (or `HOME`, which is the host's), a
+    /// file path that is not plainly inside the instance's directory.
+    pub fn check(&self) -> Result<(), FleetError> {
+        let bad = |m: String| Err(FleetError::Invalid(m));
+        if self.argv.is_empty() {
+            return bad("command is empty".into());
+        }
+        for (name, _) in &self.env {
+            let ok = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                return bad(format!(
+                    "environment variable name {name:?}: expected letters, digits and _"
+                ));
+            }
+            if name == "HOME" {
+                return bad(
+                    "environment: HOME is set by the host (the instance's directory, {dir})".into(),
+                );
+            }
+        }
+        for (path, _) in &self.files {
+            let plain = path.components().next().is_some()
+                && path.components().all(|c| matches!(c, Component::Normal(_)));
+            if !plain {
+                return bad(format!(
+                    "config file {}: expected a relative path inside the instance's directory (no /, .. or .)",
+                    path.display()
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The reference server's options that a host sets (`tickpack server`).
@@ -251,7 +394,9 @@ impl ReferenceServer {
         argv.extend(self.flags());
         ServerSpec {
             argv,
-            health: Health::Tickpack,
+            env: vec![],
+            files: vec![],
+            health: Health::TickpackStats,
         }
     }
 }
@@ -281,7 +426,7 @@ mod tests {
             Word(vec![Piece::Ip, Piece::Text(":".into()), Piece::Port])
         );
         assert_eq!(spec.template(), t);
-        assert_eq!(spec.health, Health::Tickpack);
+        assert_eq!(spec.health, Health::TickpackStats);
         let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
         assert_eq!(
             spec.argv(&slot(&d, &x)),
@@ -296,7 +441,74 @@ mod tests {
                 "/run/i3/x"
             ]
         );
-        assert_eq!(spec.argv(&slot(&d, &x)), expand_template(t, &slot(&d, &x)));
+    }
+
+    #[test]
+    fn every_instance_gets_home_in_its_own_directory() {
+        let mut spec = ServerSpec::parse("/opt/game/run +set port {port}").unwrap();
+        spec.env
+            .push(("GAME_NAME".into(), Word::from("g{id}".to_string())));
+        let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
+        assert_eq!(
+            spec.env(&slot(&d, &x)),
+            [
+                ("GAME_NAME".to_string(), "g3".to_string()),
+                ("HOME".to_string(), "/run/i3".to_string())
+            ]
+        );
+        assert!(spec.check().is_ok());
+        let reference = ServerSpec::parse("{tickpack} server --bind {ip}:{port}").unwrap();
+        assert_eq!(
+            reference.env(&slot(&d, &x)),
+            [("HOME".to_string(), "/run/i3".to_string())]
+        );
+    }
+
+    #[test]
+    fn config_files_expand_and_stay_inside_the_instance_dir() {
+        let mut spec = ServerSpec::parse("/opt/game/run +exec server.cfg").unwrap();
+        spec.files.push((
+            PathBuf::from("baseq3/server.cfg"),
+            Word::from("set net_port {port}\nset sv_hostname \"i{id}\"\n".to_string()),
+        ));
+        spec.check().unwrap();
+        let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
+        assert_eq!(
+            spec.files(&slot(&d, &x)),
+            [(
+                PathBuf::from("baseq3/server.cfg"),
+                "set net_port 27015\nset sv_hostname \"i3\"\n".to_string()
+            )]
+        );
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(serde_json::from_str::<ServerSpec>(&json).unwrap(), spec);
+        for p in ["/etc/passwd", "../x", "a/../../x", "./x", ""] {
+            let mut s = spec.clone();
+            s.files = vec![(PathBuf::from(p), Word::text("x"))];
+            let e = s.check().expect_err(p).to_string();
+            assert!(e.contains("config file"), "{p}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_environment_names_and_home_are_refused() {
+        for name in ["HOME", "A=B", "", "1X", "A B"] {
+            let mut s = ServerSpec::parse("/opt/game/run").unwrap();
+            s.env = vec![(name.into(), Word::text("x"))];
+            let e = s.check().expect_err(name).to_string();
+            assert!(e.contains("environment"), "{name}: {e}");
+        }
+    }
+
+    #[test]
+    fn health_checks_are_spelled_as_before() {
+        for (h, name) in [(Health::TickpackStats, "tickpack"), (Health::None, "none")] {
+            assert_eq!(name.parse::<Health>(), Ok(h));
+            assert_eq!(serde_json::to_value(h).unwrap(), name);
+            assert_eq!(h.to_string(), name);
+        }
+        let e = "ping".parse::<Health>().unwrap_err();
+        assert!(e.contains("health check \"ping\""), "{e}");
     }
 
     #[test]
@@ -329,5 +541,19 @@ mod tests {
             "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost heavy*2"
         );
         assert_eq!(ServerSpec::parse(&spec.template()).unwrap(), spec);
+    }
+
+    #[test]
+    fn a_spec_is_recorded_with_its_command_as_text() {
+        let spec = ServerSpec::parse("/opt/game/run -port {port} +ip {ip}").unwrap();
+        let json = serde_json::to_value(&spec).unwrap();
+        assert_eq!(json["command"], "/opt/game/run -port {port} +ip {ip}");
+        assert_eq!(json["health"], "none");
+        let back: ServerSpec = serde_json::from_value(json).unwrap();
+        assert_eq!(back, spec);
+        let old: ServerSpec =
+            serde_json::from_str(r#"{"command": "{tickpack} server --bind {ip}:{port}"}"#).unwrap();
+        assert_eq!(old.health, Health::TickpackStats);
+        assert!(old.is_reference_server());
     }
 }

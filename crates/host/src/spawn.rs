@@ -71,6 +71,8 @@ pub struct Isolation {
 pub struct Spec {
     /// The command and its arguments.
     pub argv: Vec<String>,
+    /// Environment set on top of the supervisor's.
+    pub env: Vec<(String, String)>,
     /// Working directory (created by the caller, writable by `user`).
     pub workdir: PathBuf,
     /// Standard output and error go here (appended; opened with O_NOFOLLOW,
@@ -158,6 +160,7 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
         c.args(&spec.argv[1..]);
         c
     };
+    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log_err))

@@ -16,8 +16,10 @@
 //! teardown); `restart.rs` the restart policy as a pure tracker
 //! ([`RestartTracker`]); `health.rs` health checks and liveness; `usage.rs`
 //! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
-//! the run directory, its records and [`recover`].
+//! the run directory, its records and [`recover`]; `config_files.rs` the
+//! server's config files, written into its directory before each start.
 
+mod config_files;
 mod control;
 mod health;
 mod restart;
@@ -33,7 +35,8 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{self, Cgroup, CgroupLayout, Limits};
-use crate::fleet::{expand, Backend, FleetConfig, Health, InstanceSpec};
+use crate::fleet::{Backend, FleetConfig, Health, InstanceSpec};
+use crate::launch::Slot;
 use crate::netpath::{self, AddrPlan, HostNet};
 use crate::placement::{self, Placement, Topology};
 use crate::spawn::{self, Isolation, Spec};
@@ -300,7 +303,7 @@ impl Supervisor {
                 oom_kills: 0,
             });
         }
-        if self.cfg.health == Health::Tickpack {
+        if self.cfg.health == Health::TickpackStats {
             if let Some(net) = &self.net {
                 for i in &self.instances {
                     net.check_route(match i.addr.ip() {
@@ -337,15 +340,24 @@ impl Supervisor {
             .map(|n| n.netns_path(self.instances[k].spec.id));
         let i = &mut self.instances[k];
         let ip = i.addr.ip().to_string();
-        let argv = expand(
-            &i.spec.command,
-            &ip,
-            i.addr.port(),
-            i.spec.id,
-            &i.dir,
-            &self.exe,
-        );
+        let slot = Slot {
+            ip: &ip,
+            port: i.addr.port(),
+            id: i.spec.id,
+            dir: &i.dir,
+            tickpack: &self.exe,
+        };
+        let argv = i.spec.server.argv(&slot);
+        let env = i.spec.server.env(&slot);
         let isolated = self.cfg.backend == Backend::Netns;
+        let owner = isolated.then_some(USER_BASE + i.spec.id);
+        for (rel, contents) in i.spec.server.files(&slot) {
+            config_files::write_file(&i.dir, &rel, &contents, owner).map_err(io(format!(
+                "writing config file {} of instance {}",
+                rel.display(),
+                i.spec.id
+            )))?;
+        }
         let cgroup_procs = match &i.cgroup {
             Some(cg) => cg.open_procs().map_err(|e| {
                 HostError::Isolation(format!("cgroup of instance {}: {e}", i.spec.id))
@@ -354,6 +366,7 @@ impl Supervisor {
         };
         let spec = Spec {
             argv,
+            env,
             workdir: i.dir.clone(),
             log: log_path(&self.cfg.run_dir, i.spec.id),
             cpus: (!isolated && self.cfg.placement != placement::Policy::None)

@@ -64,6 +64,8 @@ pub struct UpArgs {
     #[arg(long)]
     pub reserved_cpus: Option<String>,
     /// Command template for each instance; placeholders {ip} {port} {id} {dir} {tickpack}.
+    /// Its HOME is the instance's own directory ({dir}); a --config file can add
+    /// [env] and [[file]] (config files written there before each start).
     /// Default: the reference server.
     #[arg(long)]
     pub command: Option<String>,
@@ -153,20 +155,23 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
     }
     flag!(
         instances,
-        backend,
-        net,
         range,
         port,
-        placement,
         reserved_cpus,
         command,
         cpu_quota,
         memory,
         disk,
-        health,
         name,
         run_dir
     );
+    // The typed settings, parsed by their own types (one line on error).
+    macro_rules! typed_flag {
+        ($($field:ident),*) => { $( if let Some(v) = &u.$field {
+            f.$field = Some(v.parse().map_err(|e| fail(Code::Config, e))?);
+        } )* };
+    }
+    typed_flag!(backend, net, placement, health);
     if !u.allow_host_port.is_empty() {
         f.allow_host_ports = Some(u.allow_host_port.clone());
     }

@@ -1,0 +1,148 @@
+//! Config files of a [`ServerSpec`](crate::launch::ServerSpec), written by
+//! root into an instance's directory before the instance starts.
+//!
+//! The directory is the instance's own (it can write there, and may have
+//! left links behind from an earlier run), so nothing here follows a link:
+//! each directory on the way is opened with `O_DIRECTORY | O_NOFOLLOW`
+//! relative to the one before, the old file is unlinked (which removes a
+//! link, never its target) and the new one is created with
+//! `O_CREAT | O_EXCL | O_NOFOLLOW`, then given to the instance's user.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path};
+
+fn c_name(s: &std::ffi::OsStr) -> std::io::Result<CString> {
+    CString::new(s.as_bytes()).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+fn open_dir_at(dir: Option<&OwnedFd>, name: &CString) -> std::io::Result<OwnedFd> {
+    let at = dir.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: `at` is a live descriptor (or AT_FDCWD) and `name` a C string.
+    let fd = unsafe { libc::openat(at, name.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: openat just returned this descriptor; we own it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn chown_fd(fd: &impl AsRawFd, owner: Option<u32>) -> std::io::Result<()> {
+    if let Some(uid) = owner {
+        // SAFETY: fchown on a descriptor we hold.
+        if unsafe { libc::fchown(fd.as_raw_fd(), uid, uid) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Writes `contents` to `dir/rel` (directories on the way created, mode
+/// 0700), mode 0600, owned by `owner` (uid = gid) when given. Refuses any
+/// link on the way or in place of the file.
+pub(super) fn write_file(
+    dir: &Path,
+    rel: &Path,
+    contents: &str,
+    owner: Option<u32>,
+) -> std::io::Result<()> {
+    let mut names = vec![];
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => names.push(c_name(n)?),
+            _ => return Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+        }
+    }
+    let Some(file) = names.pop() else {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    let mut at = open_dir_at(None, &c_name(dir.as_os_str())?)?;
+    for name in &names {
+        // SAFETY: `at` is a live directory descriptor, `name` a C string.
+        let made = unsafe { libc::mkdirat(at.as_raw_fd(), name.as_ptr(), 0o700) } == 0;
+        if !made {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EEXIST) {
+                return Err(e);
+            }
+        }
+        let next = open_dir_at(Some(&at), name)?;
+        if made {
+            chown_fd(&next, owner)?;
+        }
+        at = next;
+    }
+    // SAFETY: unlinkat on a live directory descriptor; it removes a link
+    // itself, never what it points to. A missing file is fine.
+    if unsafe { libc::unlinkat(at.as_raw_fd(), file.as_ptr(), 0) } < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            return Err(e);
+        }
+    }
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: openat on a live directory descriptor with a C string.
+    let fd = unsafe { libc::openat(at.as_raw_fd(), file.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: openat just returned this descriptor; we own it.
+    let mut f = unsafe { File::from_raw_fd(fd) };
+    chown_fd(&f, owner)?;
+    f.write_all(contents.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("tp-cfgfile-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_config_file_is_written_and_rewritten_with_its_directories() {
+        let d = temp("w");
+        write_file(&d, Path::new("baseq3/server.cfg"), "set a 1\n", None).unwrap();
+        write_file(&d, Path::new("baseq3/server.cfg"), "set a 2\n", None).unwrap();
+        let text = std::fs::read_to_string(d.join("baseq3/server.cfg")).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        assert_eq!(text, "set a 2\n");
+    }
+
+    #[test]
+    fn config_files_are_never_written_through_a_link() {
+        let d = temp("l");
+        let outside = d.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("victim"), "keep").unwrap();
+        let inst = d.join("inst");
+        std::fs::create_dir_all(&inst).unwrap();
+        // A link in place of the file: replaced by a file, target untouched.
+        std::os::unix::fs::symlink(outside.join("victim"), inst.join("server.cfg")).unwrap();
+        write_file(&inst, Path::new("server.cfg"), "new", None).unwrap();
+        let file_is_plain = !std::fs::symlink_metadata(inst.join("server.cfg"))
+            .unwrap()
+            .file_type()
+            .is_symlink();
+        // A link in place of a directory on the way: refused.
+        std::os::unix::fs::symlink(&outside, inst.join("baseq3")).unwrap();
+        let through_dir = write_file(&inst, Path::new("baseq3/victim"), "new", None);
+        let victim = std::fs::read_to_string(outside.join("victim")).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        assert!(file_is_plain);
+        assert_eq!(victim, "keep", "the link's target was not written");
+        let e = through_dir.expect_err("a linked directory is refused");
+        assert!(
+            matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)),
+            "{e}"
+        );
+    }
+}
