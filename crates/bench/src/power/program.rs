@@ -23,7 +23,7 @@ pub(super) fn run_with_timeout(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let child = cmd.spawn().map_err(|source| PowerError::Spawn {
+    let child = spawn_when_not_busy(&mut cmd).map_err(|source| PowerError::Spawn {
         program: program.to_string(),
         source,
     })?;
@@ -54,6 +54,23 @@ pub(super) fn run_with_timeout(
                 program: program.to_string(),
                 timeout,
             })
+        }
+    }
+}
+
+/// `cmd.spawn()`, tried again for up to half a second while the program
+/// is "text file busy" (ETXTBSY): a program just written or updated can
+/// still be open for writing in a process that forked at that moment (any
+/// fork of this multi-threaded process, before its exec closes the file).
+fn spawn_when_not_busy(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            r => return r,
         }
     }
 }
@@ -103,5 +120,41 @@ impl TwoPoint {
         check_busy(busy_fraction)?;
         let first = self.first.ok_or(PowerError::NotStarted { source_name })?;
         Ok((first + read()?) / 2.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    use super::*;
+
+    /// Regression (a flaky test): a fake power tool written by one test was
+    /// "text file busy" when run, because another test's fork still held it
+    /// open for writing; the reading failed and the source fell back to the
+    /// model. Here the program stays open for writing for 50 ms.
+    #[test]
+    fn a_program_still_open_for_writing_elsewhere_runs_once_it_is_closed() {
+        let dir = std::env::temp_dir().join(format!("tickpack-txtbsy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tool");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o755)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"#!/bin/sh\necho 42\n").unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(f);
+        });
+        let out = run_with_timeout(Command::new(&path), "tool", Duration::from_secs(5));
+        writer.join().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let out = out.expect("the program runs once nobody writes it");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
     }
 }
