@@ -53,7 +53,7 @@ impl StepRunner for HostStepRunner<'_> {
             backend: Some(spec.backend),
             net: Some(spec.net),
             placement: Some(spec.placement),
-            reserved_cpus: Some(cpu_list(&plan.load_generator_cpus)),
+            reserved_cpus: Some(tickpack_sys::format_cpu_list(&plan.load_generator_cpus)),
             server: Some(server),
             port: Some(if spec.backend == Backend::Process {
                 47015
@@ -100,13 +100,6 @@ fn server_spec(s: &BenchSettings) -> Result<ServerSpec, BenchError> {
         name: None,
     }
     .spec())
-}
-
-fn cpu_list(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 impl HostStepRunner<'_> {
