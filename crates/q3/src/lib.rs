@@ -1,0 +1,17 @@
+//! The Quake III Arena network protocol (ioquake3, protocol 71, as the
+//! OpenArena dedicated server speaks it), sans-I/O: no sockets, no clock.
+//! Bytes in, values and bytes out; fuzzed like tickpack's own decoder.
+//!
+//! Facts about the protocol come from the engine's source (ioquake/ioq3:
+//! code/qcommon/msg.c, huffman.c, net_chan.c, code/client/cl_parse.c,
+//! cl_input.c, code/server/sv_client.c, sv_snapshot.c); the code here is
+//! written from those facts, not copied.
+//!
+//! - [`oob`]: connectionless ("out of band") datagrams, the four 0xFF bytes
+//!   and a text command.
+//! - [`query`]: `getinfo` / `getstatus` and their replies (info strings,
+//!   the status player lines), used by the host's health check and
+//!   `tickpack probe`.
+
+pub mod oob;
+pub mod query;
