@@ -14,6 +14,9 @@ python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 # stress-ng: CPU/memory noise for the tests and benchmark scripts.
 command -v stress-ng >/dev/null 2>&1 || need_apt+=(stress-ng)
+# openarena-server: the real game server (ioquake3's ioq3ded plus the
+# OpenArena data) that `--game openarena` hosts, plays and benchmarks.
+[ -x /usr/games/openarena-server ] || need_apt+=(openarena-server)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
