@@ -63,9 +63,32 @@ impl std::fmt::Display for SizeDist {
     }
 }
 
+/// Which protocol the players speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Game {
+    /// tickpack's own protocol (the reference server).
+    #[default]
+    Reference,
+    /// Quake III Arena protocol 71, as the OpenArena (ioquake3) dedicated
+    /// server speaks it.
+    OpenArena,
+}
+
+impl Game {
+    /// The name flags and results use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Game::Reference => "reference",
+            Game::OpenArena => "openarena",
+        }
+    }
+}
+
 /// Everything a players run needs.
 #[derive(Debug, Clone)]
 pub struct PlayersConfig {
+    /// The protocol the players speak.
+    pub game: Game,
     /// Servers to spread the players over, round robin.
     pub targets: Vec<SocketAddr>,
     pub players: usize,
@@ -98,6 +121,7 @@ pub struct PlayersConfig {
 impl Default for PlayersConfig {
     fn default() -> Self {
         Self {
+            game: Game::Reference,
             targets: vec![],
             players: 12,
             duration: Duration::from_secs(10),

@@ -97,6 +97,13 @@ impl Coverage {
         self.tick_us = 1e6 / f64::from(hz.max(1));
     }
 
+    /// The server's tick interval, once known, when it is not a whole
+    /// number of ticks per second (a Quake III server's frame is a whole
+    /// number of milliseconds).
+    pub fn set_tick_interval_us(&mut self, us: f64) {
+        self.tick_us = us.max(1.0);
+    }
+
     /// A new tick (greater than any before in this piece) arrived at `now_us`.
     pub fn tick(&mut self, now_us: u64, tick: u32) {
         if self.tick_us == 0.0 {

@@ -27,11 +27,14 @@
 
 pub mod config;
 pub mod coverage;
+pub mod emulated;
+pub mod openarena;
 pub mod player;
 pub mod recorder;
 pub mod run;
 
-pub use config::{PlayersConfig, SizeDist};
+pub use config::{Game, PlayersConfig, SizeDist};
+pub use emulated::Emulated;
 pub use player::Player;
 pub use recorder::Recorder;
 pub use run::{run, Live, Outcome};
@@ -74,6 +77,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
     PlayersResult {
         schema: tickpack_report::PLAYERS_SCHEMA.into(),
         tickpack_version: env!("CARGO_PKG_VERSION").into(),
+        game: cfg.game.as_str().into(),
         system: tickpack_report::system::SystemInfo::collect(),
         targets: cfg.targets.iter().map(ToString::to_string).collect(),
         players: cfg.players as u32,
@@ -111,6 +115,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
                 longest_us: r.snapshots.outage_longest_us,
             },
             reconnects: r.reconnects,
+            server_ping_us: (!r.server_ping.is_empty()).then(|| p(&r.server_ping)),
         },
         loss_deadline_s: cfg.loss_deadline.as_secs_f64(),
         decode_errors: r.decode_errors,
@@ -121,6 +126,11 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
             server_frame_us: encode_histogram(&r.frame),
             tick_lateness_us: encode_histogram(&r.lateness),
             snapshot_jitter_us: encode_histogram(&r.jitter),
+            server_ping_us: if r.server_ping.is_empty() {
+                String::new()
+            } else {
+                encode_histogram(&r.server_ping)
+            },
         },
     }
 }

@@ -15,6 +15,9 @@ pub struct Recorder {
     pub frame: Histogram<u64>,
     pub lateness: Histogram<u64>,
     pub jitter: Histogram<u64>,
+    /// The servers' own ping for each player, where the protocol carries
+    /// it (Quake III's `playerState.ping`); empty otherwise.
+    pub server_ping: Histogram<u64>,
     /// Snapshots received and lost, and outages, against the schedule.
     pub snapshots: Tally,
     /// Handshakes completed after a player's first.
@@ -38,6 +41,7 @@ impl Recorder {
             frame: new_histogram(),
             lateness: new_histogram(),
             jitter: new_histogram(),
+            server_ping: new_histogram(),
             snapshots: Tally::default(),
             reconnects: 0,
             commands_sent: 0,
@@ -75,6 +79,7 @@ impl Recorder {
             (&mut self.frame, &o.frame),
             (&mut self.lateness, &o.lateness),
             (&mut self.jitter, &o.jitter),
+            (&mut self.server_ping, &o.server_ping),
         ] {
             a.add(b).expect("histograms share bounds");
         }

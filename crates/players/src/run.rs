@@ -22,7 +22,9 @@ use tickpack_net::clock::now_us;
 use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
 use tickpack_net::wait::{WaitMode, Waiter, Wake};
 
-use crate::config::PlayersConfig;
+use crate::config::{Game, PlayersConfig};
+use crate::emulated::Emulated;
+use crate::openarena::Q3Player;
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
 use crate::recorder::Recorder;
 use crate::{with_causes, PlayersError};
@@ -123,7 +125,14 @@ pub fn run(
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let live = live.clone();
-                s.spawn(move || thread_main(cfg, t, threads, start, window, stop, &live))
+                s.spawn(move || match cfg.game {
+                    Game::Reference => {
+                        thread_main(cfg, t, threads, start, window, stop, &live, Player::new)
+                    }
+                    Game::OpenArena => {
+                        thread_main(cfg, t, threads, start, window, stop, &live, Q3Player::new)
+                    }
+                })
             })
             .collect();
         handles
@@ -176,7 +185,11 @@ struct ThreadOut {
     interrupted_us: Option<u64>,
 }
 
-fn thread_main(
+/// A player's constructor: index, target, settings, seed, start time.
+type NewPlayer<P> = fn(usize, std::net::SocketAddr, PlayerSettings, u64, u64) -> P;
+
+#[allow(clippy::too_many_arguments)]
+fn thread_main<P: Emulated>(
     cfg: &PlayersConfig,
     t: usize,
     threads: usize,
@@ -184,6 +197,7 @@ fn thread_main(
     window: (u64, u64),
     stop: &AtomicBool,
     live: &Live,
+    new_player: NewPlayer<P>,
 ) -> Result<ThreadOut, PlayersError> {
     if !cfg.cpus.is_empty() {
         tickpack_net::cpu::pin_current_thread(&[cfg.cpus[t % cfg.cpus.len()]])
@@ -220,7 +234,7 @@ fn thread_main(
         epoll
             .add(sock.as_raw_fd(), players.len() as u64)
             .map_err(|e| PlayersError::Setup(format!("epoll add: {e}")))?;
-        players.push(Player::new(i, target, settings.clone(), cfg.seed, start));
+        players.push(new_player(i, target, settings.clone(), cfg.seed, start));
         sockets.push(sock);
     }
     let mut rec = Recorder::new(window);
@@ -231,7 +245,7 @@ fn thread_main(
         .enumerate()
         .map(|(i, p)| Reverse((p.next_deadline(), i)))
         .collect();
-    let mut scheduled: Vec<u64> = players.iter().map(Player::next_deadline).collect();
+    let mut scheduled: Vec<u64> = players.iter().map(P::next_deadline).collect();
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut batch = RecvBatch::new(16, 2048.max(cfg.ping_size + 64));
     let mut buf = Vec::with_capacity(2048);
@@ -241,13 +255,13 @@ fn thread_main(
     let mut was_connected = vec![false; players.len()];
     let mut next_check = 0u64;
 
-    let refused = |p: &Player| {
+    let refused = |p: &P| {
         format!(
             "{} refused: nothing is listening there (ICMP port unreachable)",
-            p.target
+            p.target()
         )
     };
-    let send = |p: &mut Player, sock: &UdpSocket, buf: &[u8], rec: &mut Recorder| {
+    let send = |p: &mut P, sock: &UdpSocket, buf: &[u8], rec: &mut Recorder| {
         if let Err(e) = sock.send(buf) {
             if e.kind() == io::ErrorKind::ConnectionRefused {
                 let why = refused(p);
@@ -371,7 +385,7 @@ fn thread_main(
     // out by the end are judged only if reflected).
     let span_end = interrupted.map_or(window.1, |at| window.1.min(at));
     let mut errors = vec![];
-    let tick_hz = players.iter().map(|p| p.tick_hz).max().unwrap_or(0);
+    let tick_hz = players.iter().map(P::tick_hz).max().unwrap_or(0);
     let hint = if tick_hz > 0 {
         tick_hz
     } else {

@@ -175,6 +175,9 @@ pub struct PlayersHistograms {
     pub server_frame_us: String,
     pub tick_lateness_us: String,
     pub snapshot_jitter_us: String,
+    /// The servers' own ping per player (empty where the protocol has none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub server_ping_us: String,
 }
 
 /// What emulated players measured against servers: the figures of
@@ -201,6 +204,16 @@ pub struct Measurements {
     /// silences).
     #[serde(default)]
     pub reconnects: u64,
+    /// The servers' own ping for the players, where the game's protocol
+    /// carries it (Quake III's `playerState.ping`: the server's average of
+    /// acknowledged minus sent over its last 32 snapshots, in whole
+    /// milliseconds of its frame clock). The referee for `rtt_us`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_ping_us: Option<Percentiles>,
+}
+
+fn reference_game() -> String {
+    "reference".into()
 }
 
 /// The figures read as the document's own (`r.rtt_us`), as in the JSON.
@@ -216,6 +229,9 @@ impl std::ops::Deref for PlayersResult {
 pub struct PlayersResult {
     pub schema: String,
     pub tickpack_version: String,
+    /// The game the players spoke: `reference` or `openarena`.
+    #[serde(default = "reference_game")]
+    pub game: String,
     pub system: system::SystemInfo,
     pub targets: Vec<String>,
     pub players: u32,

@@ -64,6 +64,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             },
             outages: Default::default(),
             reconnects: 0,
+            server_ping_us: None,
         },
         cpu: CpuUse {
             servers_busy_percent: busy,
@@ -81,6 +82,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             server_frame_us: encode_histogram(&small),
             tick_lateness_us: encode_histogram(&small),
             snapshot_jitter_us: encode_histogram(&small),
+            server_ping_us: String::new(),
         },
     }
 }

@@ -9,19 +9,23 @@
 //!   cgroups, processes), in the words an operator would see;
 //! - [`wait`]: [`wait_until`], polling with a deadline;
 //! - [`ports`]: free UDP/TCP ports on 127.0.0.1;
-//! - [`procs`]: whether a PID is alive, its children.
+//! - [`procs`]: whether a PID is alive, its children;
+//! - [`openarena`]: a real OpenArena server on 127.0.0.1, killed on drop.
 //!
 //! What it does not do: start the `tickpack` binary (that needs the binary's
 //! path, which only the cli crate's tests know: `crates/cli/tests/support`).
-//! It sends no traffic and removes nothing.
+//! It sends no traffic (but [`openarena`]'s queries to its own server on
+//! loopback) and removes nothing it did not create.
 
 pub mod leftovers;
+pub mod openarena;
 pub mod ports;
 pub mod procs;
 pub mod root;
 pub mod wait;
 
 pub use leftovers::Leftovers;
+pub use openarena::OpenArena;
 pub use ports::{free_tcp_port, free_udp_ports};
 pub use procs::{alive, children};
 pub use root::require_root;

@@ -64,15 +64,16 @@ pub fn run(a: Args) -> Result<(), Failure> {
         a.duration
     );
     let pa = players::Args {
+        game: super::GameArg::Reference,
         target: vec![server.addr],
         players: usize::from(a.players),
         duration: a.duration,
-        warmup: Duration::from_secs(1),
+        warmup: Some(Duration::from_secs(1)),
         cmd_rate: None,
         cmd_size: "40-200".into(),
         ping_rate: 10.0,
         ping_size: 64,
-        connect_timeout: Duration::from_secs(3),
+        connect_timeout: Some(Duration::from_secs(3)),
         loss_deadline: Duration::from_secs(1),
         threads: 1,
         cpus: player_cpu.map(|c| super::CpuList(vec![c])),

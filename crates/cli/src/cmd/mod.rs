@@ -285,3 +285,24 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// The game a command hosts, plays or benchmarks (`--game`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum GameArg {
+    /// tickpack's own reference server and protocol.
+    #[default]
+    Reference,
+    /// OpenArena, the free Quake III Arena game on the ioquake3 engine
+    /// (Debian package openarena-server), protocol 71.
+    Openarena,
+}
+
+impl GameArg {
+    /// The players' protocol for this game.
+    pub fn players_game(self) -> tickpack_players::Game {
+        match self {
+            GameArg::Reference => tickpack_players::Game::Reference,
+            GameArg::Openarena => tickpack_players::Game::OpenArena,
+        }
+    }
+}

@@ -12,13 +12,26 @@ use tickpack_report::PlayersResult;
 
 use super::{
     check_cpus, check_output_file, parse_cpus, parse_duration, parse_positive_duration,
-    parse_target, CpuList,
+    parse_target, CpuList, GameArg,
 };
 use crate::exit::{fail, Code, Failure, WithCode};
 use crate::table;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  tickpack players --target 127.0.0.1:27015 --players 12 --duration 30s --json p.json
+  tickpack players --game openarena --target 198.18.0.3:27960 --players 6 --duration 30s
+
+With --game openarena the players speak Quake III protocol 71 to an
+OpenArena (ioquake3) server: challenge, connect, gamestate, delta-coded
+snapshots, usercmds. ioquake3 answers connection requests from one source
+address in a burst of 10, then one per second (two requests per player),
+so the default warm-up grows with the players per server.")]
 pub struct Args {
+    /// The protocol the players speak: tickpack's reference server, or an
+    /// OpenArena (ioquake3) server.
+    #[arg(long, value_enum, default_value_t = GameArg::Reference)]
+    pub game: GameArg,
     /// Server address; repeat (or separate with commas) to spread the players
     /// over several servers, round robin.
     #[arg(long, required = true, value_delimiter = ',', value_parser = parse_target)]
@@ -29,10 +42,12 @@ pub struct Args {
     /// Measured time (after the warm-up), e.g. 10s, 2m.
     #[arg(long, default_value = "10s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Duration,
-    /// Time after start that is not measured (handshakes, settling).
-    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = parse_duration)]
-    pub warmup: Duration,
-    /// Commands per second per player [default: the server's tick rate].
+    /// Time after start that is not measured (handshakes, settling)
+    /// [default: 1s; openarena: 2s, plus 1s per player per server beyond 5].
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Commands per second per player [default: the server's tick rate;
+    /// openarena: 30, ioquake3's default cl_maxpackets].
     #[arg(long)]
     pub cmd_rate: Option<f64>,
     /// Command datagram size in bytes: a number or MIN-MAX (uniform).
@@ -44,9 +59,10 @@ pub struct Args {
     /// Ping datagram size in bytes.
     #[arg(long, default_value_t = 64)]
     pub ping_size: usize,
-    /// Give up on a server that does not complete the handshake in this time.
-    #[arg(long, default_value = "3s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
-    pub connect_timeout: Duration,
+    /// Give up on a server that does not complete the handshake in this time
+    /// [default: 3s; openarena: the warm-up plus 5s].
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub connect_timeout: Option<Duration>,
     /// A command not reflected by a snapshot this long after it was due is
     /// lost; the run waits this long after the window for late snapshots.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
@@ -75,16 +91,20 @@ pub struct Args {
 
 impl Args {
     pub fn config(&self) -> Result<PlayersConfig, Failure> {
+        let per_server = self.players.div_ceil(self.target.len().max(1));
+        let (warmup, connect_timeout) = defaults_for(self.game, per_server);
+        let warmup = self.warmup.unwrap_or(warmup);
         let cfg = PlayersConfig {
+            game: self.game.players_game(),
             targets: self.target.clone(),
             players: self.players,
             duration: self.duration,
-            warmup: self.warmup,
+            warmup,
             cmd_rate_hz: self.cmd_rate,
             cmd_size: SizeDist::parse(&self.cmd_size).code(Code::Config)?,
             ping_hz: self.ping_rate,
             ping_size: self.ping_size,
-            connect_timeout: self.connect_timeout,
+            connect_timeout: self.connect_timeout.unwrap_or(connect_timeout.max(warmup)),
             loss_deadline: self.loss_deadline,
             threads: self.threads,
             cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),
@@ -98,6 +118,23 @@ impl Args {
             check_output_file("--json", p)?;
         }
         Ok(cfg)
+    }
+}
+
+/// The default warm-up and connect timeout for `per_server` players per
+/// server. An OpenArena (ioquake3) server answers connection requests
+/// (`getchallenge`, `connect`, and queries) from one source address in a
+/// burst of 10, then one per second (sv_main.c, `SVC_RateLimitAddress`),
+/// so players beyond the fifth of one load generator wait about two
+/// seconds each.
+pub fn defaults_for(game: GameArg, per_server: usize) -> (Duration, Duration) {
+    match game {
+        GameArg::Reference => (Duration::from_secs(1), Duration::from_secs(3)),
+        GameArg::Openarena => {
+            let queued = (2 * per_server).saturating_sub(10) as u64;
+            let warmup = Duration::from_secs(2 + queued);
+            (warmup, warmup + Duration::from_secs(5))
+        }
     }
 }
 
@@ -234,9 +271,10 @@ pub fn loss(r: &PlayersResult) -> Option<String> {
 pub fn print_summary(r: &PlayersResult) {
     let w = 26;
     println!(
-        "{}/{} players connected to {}; {:.1} s measured{} after {:.1} s warm-up; commands at {} Hz, server tick {} Hz",
+        "{}/{} {} players connected to {}; {:.1} s measured{} after {:.1} s warm-up; commands at {} Hz, server tick {} Hz",
         r.connected,
         r.players,
+        r.game,
         r.targets.join(", "),
         r.duration_s,
         if r.interrupted { " (interrupted)" } else { "" },
@@ -250,6 +288,9 @@ pub fn print_summary(r: &PlayersResult) {
         table::row_ms("transaction latency (ms)", w, &r.transaction_latency_us)
     );
     println!("{}", table::row_ms("network round trip (ms)", w, &r.rtt_us));
+    if let Some(sp) = &r.server_ping_us {
+        println!("{}", table::row_ms("server's own ping (ms)", w, sp));
+    }
     println!(
         "{}",
         table::row_ms("server frame time (ms)", w, &r.server_frame_us)

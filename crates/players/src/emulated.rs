@@ -1,0 +1,83 @@
+//! What the I/O loop ([`crate::run`]) needs of one emulated player,
+//! whatever game it speaks: a sans-I/O state machine driven by deadlines
+//! and datagrams. [`crate::Player`] speaks tickpack's protocol;
+//! [`crate::openarena::Q3Player`] speaks Quake III's.
+
+use std::net::SocketAddr;
+
+use crate::recorder::Recorder;
+
+/// One emulated player of any game. The order of calls is the same for
+/// every game: [`Emulated::poll_transmit`] until it returns `false` when
+/// [`Emulated::next_deadline`] has come or after [`Emulated::handle`];
+/// every datagram from the server to [`Emulated::handle`]; a socket that
+/// says "port unreachable" to [`Emulated::unreachable`];
+/// [`Emulated::finish`] once at the end.
+pub trait Emulated {
+    /// The server this player plays on.
+    fn target(&self) -> SocketAddr;
+    /// When this player next wants [`Emulated::poll_transmit`] called
+    /// (monotonic microseconds; `u64::MAX`: never).
+    fn next_deadline(&self) -> u64;
+    /// Writes the next due datagram into `out` (cleared first) and returns
+    /// `true`, or returns `false` when nothing is due at `now_us`.
+    fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool;
+    /// Processes one datagram from the server.
+    fn handle(&mut self, now_us: u64, data: &[u8], rec: &mut Recorder);
+    /// The socket reported "port unreachable": before the first connection
+    /// the player gives up with `why`; after it, it reconnects.
+    fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder);
+    /// Settles the counters at the end of the run and writes the goodbye
+    /// datagram into `out` if connected (returns whether it did).
+    fn finish(
+        &mut self,
+        now_us: u64,
+        span_end_us: u64,
+        hint_tick_hz: u32,
+        out: &mut Vec<u8>,
+        rec: &mut Recorder,
+    ) -> bool;
+    /// In a session now.
+    fn is_connected(&self) -> bool;
+    /// Why this player stopped, if it did.
+    fn ended(&self) -> Option<&str>;
+    /// The server's tick (snapshot) rate, once learned; 0 before.
+    fn tick_hz(&self) -> u32;
+}
+
+impl Emulated for crate::Player {
+    fn target(&self) -> SocketAddr {
+        self.target
+    }
+    fn next_deadline(&self) -> u64 {
+        crate::Player::next_deadline(self)
+    }
+    fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        crate::Player::poll_transmit(self, now_us, out, rec)
+    }
+    fn handle(&mut self, now_us: u64, data: &[u8], rec: &mut Recorder) {
+        crate::Player::handle(self, now_us, data, rec)
+    }
+    fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
+        crate::Player::unreachable(self, now_us, why, rec)
+    }
+    fn finish(
+        &mut self,
+        now_us: u64,
+        span_end_us: u64,
+        hint_tick_hz: u32,
+        out: &mut Vec<u8>,
+        rec: &mut Recorder,
+    ) -> bool {
+        crate::Player::finish(self, now_us, span_end_us, hint_tick_hz, out, rec)
+    }
+    fn is_connected(&self) -> bool {
+        crate::Player::is_connected(self)
+    }
+    fn ended(&self) -> Option<&str> {
+        crate::Player::ended(self)
+    }
+    fn tick_hz(&self) -> u32 {
+        self.tick_hz
+    }
+}

@@ -1,0 +1,640 @@
+//! One emulated OpenArena (Quake III protocol 71) player as a state
+//! machine, measured like [`crate::Player`]: no sockets, no clock.
+//!
+//! The protocol itself (challenge, Huffman-compressed connect, netchan with
+//! fragments, gamestate, delta-coded snapshots, keyed usercmds, reliable
+//! commands) is [`tickpack_q3::client::Client`]; this file adds what a
+//! player does and what it measures:
+//!
+//! - **Transaction latency**: from the time a usercmd was *due* on the
+//!   open-loop schedule to the arrival of the first snapshot whose player
+//!   state shows it executed (`commandTime` at or past the usercmd's
+//!   `serverTime`; the server runs a usercmd when its packet arrives and
+//!   shows it in its next snapshot).
+//! - **RTT**: the Quake III client's own ping formula (cl_parse.c): from the
+//!   *sending* of the newest usercmd a snapshot shows executed to that
+//!   snapshot's arrival. The protocol has no echo, so this RTT includes the
+//!   wait for the server's next frame (0 to one frame); the transaction
+//!   latency also includes any lateness of the load generator.
+//! - **The server's ping**: `playerState.ping`, the server's own average of
+//!   (acknowledged − sent) over its last 32 snapshots to this player, at
+//!   the resolution of its frame clock. Recorded as `server_ping_us`.
+//! - **Snapshots against the schedule**: the server numbers its frames by
+//!   `serverTime` (milliseconds, advancing by exactly 1000/sv_fps per
+//!   frame), learned from the first snapshots; a frame whose snapshot never
+//!   came (dropped, or a frame the server skipped when late) is lost.
+//! - Commands never reflected within the loss deadline, outages and
+//!   reconnects, as for the reference server ([`crate::coverage`]).
+//!
+//! The players move: they run forward, strafe now and then and turn, so the
+//! server simulates real movement for them, and they appear in the
+//! server's `getstatus` with their names (`tp-N`).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tickpack_q3::client::{Client, ClientConfig, ClientState, Event, SnapshotInfo, UserCmd};
+use tickpack_report::record;
+
+use crate::coverage::Coverage;
+use crate::emulated::Emulated;
+use crate::player::{PlayerSettings, CONNECT_GRACE_US, SILENCE_US};
+use crate::recorder::Recorder;
+
+/// The protocol the OpenArena server speaks (Debian sets `com_protocol 71`).
+pub const PROTOCOL: i32 = 71;
+/// Usercmds per second when no rate is given: ioquake3's default
+/// `cl_maxpackets` (30), the rate a stock client sends at.
+pub const DEFAULT_CMD_RATE_HZ: f64 = 30.0;
+/// Snapshots needed to learn the server's frame interval (the smallest
+/// `serverTime` step between consecutive snapshots).
+const LEARN_SNAPSHOTS: usize = 4;
+/// While connected but before the first snapshot, a packet this often
+/// acknowledges the gamestate (the server sends it on our first packet).
+const PRIMING_INTERVAL_US: u64 = 50_000;
+const RETRY_MIN_US: u64 = 50_000;
+const RETRY_MAX_US: u64 = 1_000_000;
+/// Usercmds per packet: the new one and the previous one, like ioquake3's
+/// default `cl_packetdup 1`, so one lost packet loses no input.
+const CMDS_PER_PACKET: usize = 2;
+
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    /// Challenge and connect, retried with backoff.
+    Handshake { next_try_us: u64, retry_us: u64 },
+    /// Connected; the session counts once the first snapshot arrived.
+    Session,
+    Ended(String),
+}
+
+/// A sent usercmd awaiting its reflection.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    server_time: i32,
+    due_us: u64,
+    sent_us: u64,
+}
+
+/// One emulated OpenArena player.
+pub struct Q3Player {
+    pub index: usize,
+    pub target: SocketAddr,
+    settings: PlayerSettings,
+    client: Client,
+    state: State,
+    rng: SmallRng,
+    cmd_interval_us: u64,
+    next_cmd_us: u64,
+    /// The server's frame interval in ms, once learned.
+    frame_ms: Option<i32>,
+    /// Snapshots seen before the frame interval was known: (arrival, time).
+    learning: Vec<(u64, i32)>,
+    /// Newest snapshot: its serverTime and arrival, for the server-time
+    /// estimate that stamps usercmds.
+    newest: Option<(i32, u64)>,
+    last_cmd_time: i32,
+    /// The last usercmds sent, newest last (resent as duplicates).
+    recent: VecDeque<UserCmd>,
+    outstanding: VecDeque<Sent>,
+    last_snapshot_us: Option<u64>,
+    last_heard_us: u64,
+    /// Before the first snapshot: when to send the next priming packet.
+    next_prime_us: u64,
+    no_session_since_us: Option<u64>,
+    /// A snapshot arrived in the current session.
+    active: bool,
+    ever_connected: bool,
+    /// Re-handshaked since the last snapshot: an older serverTime then
+    /// means a new server process.
+    rejoined: bool,
+    /// Last refusal the server printed during a handshake.
+    refusal: Option<String>,
+    coverage: Coverage,
+    events: Vec<Event>,
+    yaw: i32,
+    strafe: i8,
+    pub tick_hz: u32,
+}
+
+/// Quake III angles are 16-bit shorts of a full turn.
+fn angle_to_short(deg: f32) -> i32 {
+    ((deg * 65536.0 / 360.0) as i32) & 0xFFFF
+}
+
+impl Q3Player {
+    pub fn new(
+        index: usize,
+        target: SocketAddr,
+        settings: PlayerSettings,
+        seed: u64,
+        start_us: u64,
+    ) -> Self {
+        let mut rng =
+            SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let first = start_us + rng.gen_range(0..50_000);
+        let (w0, w1) = settings.window;
+        let span = ((first + CONNECT_GRACE_US).max(w0).min(w1), w1);
+        let rate = settings.cmd_rate_hz.unwrap_or(DEFAULT_CMD_RATE_HZ);
+        let client = Client::new(ClientConfig {
+            name: format!("tp-{index}"),
+            qport: rng.gen(),
+            client_challenge: rng.gen_range(1..i32::MAX),
+            protocol: PROTOCOL,
+            userinfo: userinfo(),
+        });
+        Self {
+            index,
+            target,
+            settings,
+            client,
+            state: State::Handshake {
+                next_try_us: first,
+                retry_us: RETRY_MIN_US,
+            },
+            rng,
+            cmd_interval_us: ((1e6 / rate) as u64).max(1),
+            next_cmd_us: u64::MAX,
+            frame_ms: None,
+            learning: Vec::new(),
+            newest: None,
+            last_cmd_time: 0,
+            recent: VecDeque::with_capacity(CMDS_PER_PACKET),
+            outstanding: VecDeque::new(),
+            last_snapshot_us: None,
+            last_heard_us: first,
+            next_prime_us: first,
+            no_session_since_us: Some(first),
+            active: false,
+            ever_connected: false,
+            rejoined: false,
+            refusal: None,
+            coverage: Coverage::new(span),
+            events: Vec::new(),
+            yaw: 0,
+            strafe: 0,
+            tick_hz: 0,
+        }
+    }
+
+    fn silence_us(&self) -> u64 {
+        let frame_us = self.frame_ms.map_or(50_000, |ms| ms as u64 * 1000);
+        SILENCE_US.max(10 * frame_us)
+    }
+
+    fn in_span(&self, t_us: u64) -> bool {
+        let (a, b) = self.coverage.span();
+        t_us >= a && t_us < b
+    }
+
+    /// Usercmds due in `[from, to)` of the span while there was no session.
+    fn unsent(&self, from_us: u64, to_us: u64) -> u64 {
+        let (a, b) = self.coverage.span();
+        let (from, to) = (from_us.max(a), to_us.min(b));
+        if to <= from {
+            return 0;
+        }
+        (to - from) / self.cmd_interval_us.max(1)
+    }
+
+    /// Counts usercmds whose loss deadline passed unreflected as lost.
+    fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
+        let deadline = self.settings.loss_deadline_us;
+        while let Some(s) = self.outstanding.front() {
+            if s.due_us + deadline > now_us {
+                break;
+            }
+            let due = s.due_us;
+            self.outstanding.pop_front();
+            if self.in_span(due) {
+                rec.commands_lost += 1;
+            }
+        }
+    }
+
+    /// The session is gone: re-handshake at once, then with backoff.
+    fn lose_session(&mut self, now_us: u64, rec: &mut Recorder) {
+        self.expire(now_us, rec);
+        if self.no_session_since_us.is_none() {
+            self.no_session_since_us = Some(now_us);
+        }
+        self.client.reset();
+        self.active = false;
+        self.rejoined = self.ever_connected;
+        self.next_cmd_us = u64::MAX;
+        self.recent.clear();
+        self.state = State::Handshake {
+            next_try_us: now_us,
+            retry_us: RETRY_MIN_US,
+        };
+    }
+
+    /// The server's time now, estimated from the newest snapshot, never
+    /// going backwards between usercmds (the server ignores a usercmd not
+    /// newer than the last it ran).
+    fn server_time_now(&mut self, now_us: u64) -> i32 {
+        let est = match self.newest {
+            Some((t, at)) => t.saturating_add((now_us.saturating_sub(at) / 1000) as i32),
+            None => 0,
+        };
+        let t = est.max(self.last_cmd_time + 1);
+        self.last_cmd_time = t;
+        t
+    }
+
+    /// A human-like input: run forward, turn now and then, strafe, fire.
+    fn steer(&mut self, server_time: i32) -> UserCmd {
+        let r = &mut self.rng;
+        if r.gen_ratio(1, 30) {
+            self.yaw = angle_to_short(r.gen_range(0.0..360.0));
+            self.strafe = [-127, 0, 0, 127][r.gen_range(0..4)];
+        }
+        self.yaw = (self.yaw + r.gen_range(-200..=200)) & 0xFFFF;
+        UserCmd {
+            server_time,
+            angles: [0, self.yaw, 0],
+            buttons: if r.gen_ratio(1, 8) { 1 } else { 0 },
+            weapon: 0,
+            forwardmove: 127,
+            rightmove: self.strafe,
+            upmove: 0,
+        }
+    }
+
+    fn on_snapshot(&mut self, now_us: u64, s: &SnapshotInfo, rec: &mut Recorder) {
+        if !s.delta_ok {
+            // The delta base was gone: not a frame the player could show.
+            rec.decode_errors += 1;
+            return;
+        }
+        self.last_heard_us = now_us;
+        if let Some((newest, _)) = self.newest {
+            if self.rejoined && s.server_time <= newest {
+                self.server_restarted(rec);
+            } else if s.server_time <= newest {
+                return; // duplicate or reordered
+            }
+        }
+        self.rejoined = false;
+        if !self.active {
+            self.active = true;
+            if let Some(since) = self.no_session_since_us.take() {
+                rec.commands_lost += self.unsent(since, now_us);
+            }
+            if self.ever_connected {
+                rec.reconnects += 1;
+            }
+            self.ever_connected = true;
+            // A random phase against the server's frames, as real players
+            // have, on a grid of 16 slots per interval shared by all players.
+            let slot = self.rng.gen_range(0..crate::player::SLOTS);
+            let step = self.cmd_interval_us / crate::player::SLOTS;
+            self.next_cmd_us = (now_us / self.cmd_interval_us + 1) * self.cmd_interval_us + slot * step;
+        }
+        self.newest = Some((s.server_time, now_us));
+        self.count_frame(now_us, s.server_time, rec);
+        if s.ping > 0 && s.ping < 999 && rec.in_window(now_us) {
+            record(&mut rec.server_ping, s.ping as u64 * 1000);
+        }
+        // Usercmds this snapshot shows executed.
+        let deadline = self.settings.loss_deadline_us;
+        let mut newest_sent = None;
+        while let Some(c) = self.outstanding.front().copied() {
+            if c.server_time > s.command_time {
+                break;
+            }
+            self.outstanding.pop_front();
+            newest_sent = Some(c.sent_us);
+            if !self.in_span(c.due_us) {
+                continue;
+            }
+            let latency = now_us.saturating_sub(c.due_us);
+            if latency <= deadline {
+                record(&mut rec.transaction, latency);
+                rec.commands_reflected += 1;
+            } else {
+                rec.commands_lost += 1;
+            }
+        }
+        if let Some(sent) = newest_sent {
+            if rec.in_window(sent) {
+                record(&mut rec.rtt, now_us.saturating_sub(sent));
+            }
+        }
+    }
+
+    /// Feeds one frame to the schedule's account, learning the frame
+    /// interval from the first snapshots.
+    fn count_frame(&mut self, now_us: u64, server_time: i32, rec: &mut Recorder) {
+        let Some(ms) = self.frame_ms else {
+            self.learning.push((now_us, server_time));
+            if self.learning.len() >= LEARN_SNAPSHOTS {
+                let step = self
+                    .learning
+                    .windows(2)
+                    .map(|w| w[1].1 - w[0].1)
+                    .filter(|d| *d > 0)
+                    .min()
+                    .unwrap_or(50);
+                self.frame_ms = Some(step.max(1));
+                self.tick_hz = (1000 / step.max(1)) as u32;
+                self.coverage.set_tick_interval_us(f64::from(step) * 1000.0);
+                for (at, t) in std::mem::take(&mut self.learning) {
+                    self.frame(at, t, rec);
+                }
+            }
+            return;
+        };
+        let _ = ms;
+        self.frame(now_us, server_time, rec);
+    }
+
+    fn frame(&mut self, now_us: u64, server_time: i32, rec: &mut Recorder) {
+        let ms = self.frame_ms.expect("learned");
+        self.coverage.tick(now_us, (server_time.max(0) / ms) as u32);
+        if rec.in_window(now_us) {
+            if let Some(prev) = self.last_snapshot_us {
+                record(
+                    &mut rec.jitter,
+                    (now_us - prev).abs_diff(ms as u64 * 1000),
+                );
+            }
+        }
+        self.last_snapshot_us = Some(now_us);
+    }
+
+    /// A new server process: its frame times start again. Usercmds sent to
+    /// the old one will never be reflected.
+    fn server_restarted(&mut self, rec: &mut Recorder) {
+        // Frames seen while learning belong to the old process.
+        self.learning.clear();
+        self.coverage.new_piece();
+        let span = self.coverage.span();
+        for c in self.outstanding.drain(..) {
+            if c.due_us >= span.0 && c.due_us < span.1 {
+                rec.commands_lost += 1;
+            }
+        }
+        rec.server_restarted(self.target);
+        self.newest = None;
+        self.last_cmd_time = 0;
+        self.last_snapshot_us = None;
+    }
+}
+
+/// The userinfo every emulated player sends besides its name: the highest
+/// rate a client may ask (so the server never holds snapshots back for
+/// bandwidth) and as many snapshots as the server makes (`snaps` is capped
+/// at `sv_fps`).
+fn userinfo() -> Vec<(String, String)> {
+    [
+        ("rate", "90000"),
+        ("snaps", "1000"),
+        ("model", "sarge"),
+        ("headmodel", "sarge"),
+        ("handicap", "100"),
+        ("color1", "4"),
+        ("color2", "5"),
+        ("sex", "male"),
+        ("cl_anonymous", "0"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+impl Emulated for Q3Player {
+    fn target(&self) -> SocketAddr {
+        self.target
+    }
+
+    fn next_deadline(&self) -> u64 {
+        match self.state {
+            State::Handshake { next_try_us, .. } => {
+                if self.ever_connected {
+                    next_try_us
+                } else {
+                    next_try_us.min(self.settings.connect_deadline_us)
+                }
+            }
+            State::Session if !self.active => self
+                .next_prime_us
+                .min(self.last_heard_us + self.silence_us()),
+            State::Session => self.next_cmd_us.min(self.last_heard_us + self.silence_us()),
+            State::Ended(_) => u64::MAX,
+        }
+    }
+
+    fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        out.clear();
+        if self.state == State::Session && now_us >= self.last_heard_us + self.silence_us() {
+            self.lose_session(now_us, rec);
+        }
+        match self.state {
+            State::Handshake { .. }
+                if !self.ever_connected && now_us >= self.settings.connect_deadline_us =>
+            {
+                let why = match &self.refusal {
+                    Some(r) => format!("{} refused the connection: {r}", self.target),
+                    None => format!(
+                        "no answer from {} to the Quake III handshake (is an OpenArena server \
+                         listening there?)",
+                        self.target
+                    ),
+                };
+                self.state = State::Ended(why);
+                false
+            }
+            State::Handshake {
+                next_try_us,
+                retry_us,
+            } if now_us >= next_try_us => {
+                let Some(p) = self.client.handshake_packet() else {
+                    self.state = State::Session;
+                    return false;
+                };
+                out.extend_from_slice(&p);
+                self.state = State::Handshake {
+                    next_try_us: now_us + retry_us,
+                    retry_us: (retry_us * 2).min(RETRY_MAX_US),
+                };
+                true
+            }
+            State::Session if !self.active => {
+                if now_us < self.next_prime_us {
+                    return false;
+                }
+                self.next_prime_us = now_us + PRIMING_INTERVAL_US;
+                // Acknowledge what arrived so far (the gamestate) and ask
+                // to enter the world with a standing usercmd.
+                let t = self.server_time_now(now_us);
+                let cmd = self.steer(t);
+                out.extend_from_slice(&self.client.usercmd_packet(&[cmd]));
+                true
+            }
+            State::Session if now_us >= self.next_cmd_us => {
+                self.expire(now_us, rec);
+                let due = self.next_cmd_us;
+                self.next_cmd_us += self.cmd_interval_us;
+                let t = self.server_time_now(now_us);
+                let cmd = self.steer(t);
+                if self.recent.len() == CMDS_PER_PACKET {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back(cmd);
+                let cmds: Vec<UserCmd> = self.recent.iter().copied().collect();
+                out.extend_from_slice(&self.client.usercmd_packet(&cmds));
+                self.outstanding.push_back(Sent {
+                    server_time: t,
+                    due_us: due,
+                    sent_us: now_us,
+                });
+                if self.in_span(due) {
+                    rec.commands_sent += 1;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn handle(&mut self, now_us: u64, data: &[u8], rec: &mut Recorder) {
+        if matches!(self.state, State::Ended(_)) {
+            return;
+        }
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        if self.client.handle(data, &mut events).is_err() {
+            rec.decode_errors += 1;
+        }
+        for e in events.drain(..) {
+            match e {
+                Event::Challenged => {
+                    // Connect at once.
+                    if let State::Handshake { retry_us, .. } = self.state {
+                        self.state = State::Handshake {
+                            next_try_us: now_us,
+                            retry_us,
+                        };
+                    }
+                }
+                Event::Connected => {
+                    self.state = State::Session;
+                    self.last_heard_us = now_us;
+                    self.next_prime_us = now_us;
+                }
+                Event::Snapshot(s) => {
+                    if self.state == State::Session {
+                        self.on_snapshot(now_us, &s, rec);
+                    }
+                }
+                Event::Disconnected { reason } => {
+                    if self.state == State::Session {
+                        // Dropped after having played (a restart, a
+                        // timeout): come back. Sent away before ever
+                        // playing: the reason ends the player.
+                        if self.ever_connected || reason.contains("timed out") {
+                            self.lose_session(now_us, rec);
+                        } else {
+                            self.no_session_since_us.get_or_insert(now_us);
+                            self.state = State::Ended(format!(
+                                "{} disconnected the player: {reason}",
+                                self.target
+                            ));
+                        }
+                    }
+                }
+                Event::Print(text) => {
+                    if matches!(self.state, State::Handshake { .. }) {
+                        self.refusal = Some(text.trim().to_string());
+                    }
+                }
+                Event::Gamestate { .. } | Event::ServerCommand { .. } => {
+                    self.last_heard_us = self.last_heard_us.max(now_us);
+                }
+            }
+        }
+        self.events = events;
+        if self.client.state() == ClientState::Challenging
+            && self.state == State::Session
+            && !self.active
+        {
+            // The client went back to the start (a refusal mid-handshake).
+            self.lose_session(now_us, rec);
+        }
+    }
+
+    fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
+        if !self.ever_connected {
+            if !matches!(self.state, State::Ended(_)) {
+                self.state = State::Ended(why);
+            }
+        } else if self.state == State::Session {
+            self.lose_session(now_us, rec);
+        }
+    }
+
+    fn finish(
+        &mut self,
+        now_us: u64,
+        span_end_us: u64,
+        hint_tick_hz: u32,
+        out: &mut Vec<u8>,
+        rec: &mut Recorder,
+    ) -> bool {
+        if let Some(since) = self.no_session_since_us.take() {
+            rec.commands_lost += self.unsent(since, span_end_us);
+        }
+        if self.frame_ms.is_none() {
+            // Never learned the frame interval: the frames seen so far are
+            // counted at the hinted rate.
+            let hz = if hint_tick_hz > 0 { hint_tick_hz } else { 20 };
+            let ms = (1000 / hz.max(1)) as i32;
+            self.frame_ms = Some(ms.max(1));
+            self.coverage.set_tick_interval_us(f64::from(ms) * 1000.0);
+            for (at, t) in std::mem::take(&mut self.learning) {
+                self.frame(at, t, rec);
+            }
+        }
+        let span = self.coverage.span();
+        let deadline = self.settings.loss_deadline_us;
+        let connected = self.state == State::Session && self.active;
+        rec.commands_lost += self
+            .outstanding
+            .iter()
+            .filter(|c| {
+                c.due_us >= span.0
+                    && c.due_us < span.1.min(span_end_us)
+                    && (!connected || c.due_us + deadline <= now_us)
+            })
+            .count() as u64;
+        self.outstanding.clear();
+        let hz = self.tick_hz.max(hint_tick_hz).max(1);
+        let t = self.coverage.finish(span_end_us, hz);
+        rec.snapshots.merge(&t);
+        out.clear();
+        if self.state == State::Session {
+            self.client.queue_command("disconnect");
+            out.extend_from_slice(&self.client.usercmd_packet(&[]));
+            self.state = State::Ended("finished".into());
+            return true;
+        }
+        false
+    }
+
+    fn is_connected(&self) -> bool {
+        self.state == State::Session && self.active
+    }
+
+    fn ended(&self) -> Option<&str> {
+        match &self.state {
+            State::Ended(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    fn tick_hz(&self) -> u32 {
+        self.tick_hz
+    }
+}
