@@ -34,7 +34,11 @@ pub fn command(payload: &[u8]) -> (String, &[u8]) {
         .position(|b| b.is_ascii_whitespace() || *b == 0)
         .unwrap_or(payload.len());
     let word = String::from_utf8_lossy(&payload[..end]).into_owned();
-    let rest = if end < payload.len() { &payload[end + 1..] } else { &[] };
+    let rest = if end < payload.len() {
+        &payload[end + 1..]
+    } else {
+        &[]
+    };
     (word, rest)
 }
 
