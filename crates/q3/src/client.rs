@@ -90,9 +90,16 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// A config for the Debian OpenArena server: protocol 71, legacy
-    /// channel, gamename `Quake3Arena`, userinfo `rate 25000` and
-    /// `snaps 1000` (the server caps snaps at its sv_fps).
+    /// channel, gamename `Quake3Arena`, userinfo `rate 25000`,
+    /// `snaps 1000` (the server caps snaps at its sv_fps) and a `cl_guid`
+    /// of 32 hex digits derived from name, qport and challenge (the
+    /// OpenArena game refuses a client without a valid, unique one).
     pub fn new(name: &str, qport: u16, client_challenge: i32) -> ClientConfig {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in name.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let guid = format!("{qport:08X}{:08X}{h:016X}", client_challenge as u32);
         ClientConfig {
             name: name.to_string(),
             qport,
@@ -103,6 +110,7 @@ impl ClientConfig {
             userinfo: vec![
                 ("rate".into(), "25000".into()),
                 ("snaps".into(), "1000".into()),
+                ("cl_guid".into(), guid),
             ],
         }
     }
@@ -735,8 +743,12 @@ mod tests {
         let text = String::from_utf8(plain[12..].to_vec()).unwrap();
         assert_eq!(
             text,
-            "\"\\name\\bot1\\rate\\25000\\snaps\\1000\\protocol\\71\\qport\\777\\challenge\\-99\""
+            format!(
+                "\"\\name\\bot1\\rate\\25000\\snaps\\1000\\cl_guid\\{}\\protocol\\71\\qport\\777\\challenge\\-99\"",
+                info_value(&c.userinfo(), "cl_guid")
+            )
         );
+        assert_eq!(info_value(&c.userinfo(), "cl_guid").len(), 32);
         c.handle(&oob::encode("print\nServer is full.\n"), &mut ev)
             .unwrap();
         assert_eq!(ev.last(), Some(&Event::Print("Server is full.\n".into())));
