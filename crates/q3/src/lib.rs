@@ -9,9 +9,25 @@
 //!
 //! - [`oob`]: connectionless ("out of band") datagrams, the four 0xFF bytes
 //!   and a text command.
+//! - [`huffman`]: the engine's Huffman coders (the fixed message coder and
+//!   the adaptive `connect` userinfo compressor).
+//! - [`msg`]: the bit-level message reader/writer and the delta codecs
+//!   (usercmds, entity states, player states).
+//! - [`netchan`]: the client side of the sequenced channel (headers,
+//!   checksums or legacy XOR encoding, fragment reassembly).
+//! - [`client`]: a client session state machine, handshake to snapshots.
+//! - [`error`]: the crate's error type, `Q3Error`.
 //! - [`query`]: `getinfo` / `getstatus` and their replies (info strings,
 //!   the status player lines), used by the host's health check and
 //!   `tickpack probe`.
 
+pub mod client;
+pub mod error;
+pub mod huffman;
+pub mod msg;
+pub mod netchan;
 pub mod oob;
 pub mod query;
+
+pub use client::{Client, ClientConfig, ClientState, Event, SnapshotInfo, UserCmd};
+pub use error::Q3Error;

@@ -1,0 +1,649 @@
+//! The engine's adaptive Huffman coder (Sayood's algorithm as the engine
+//! implements it, ranks held implicitly by a doubly-linked node list), in
+//! two uses:
+//!
+//! - [`MsgCoder`]: the fixed coder of every netchan message. Its tree is
+//!   built once by adding each byte value `i` `MSG_HDATA[i]` times, in that
+//!   order, to an empty adaptive tree (the engine's `MSG_initHuffman`), and
+//!   is never updated afterwards. Bits go LSB-first within a byte. Decoding
+//!   looks up [`TABLE_BITS`] bits at a time and walks the tree only for the
+//!   rare longer codes.
+//! - [`compress`] / [`decompress`]: the engine's `Huff_Compress` /
+//!   `Huff_Decompress`, adaptive from an empty tree, with a 2-byte
+//!   big-endian length prefix; used for the `connect` packet's userinfo.
+//!   Unlike the engine, [`compress`] never truncates its output when the
+//!   coded form is longer than the input (the engine's bound there only
+//!   corrupts short, incompressible inputs).
+
+use crate::Q3Error;
+use std::sync::OnceLock;
+
+const NONE: u32 = u32::MAX;
+/// The "not yet transmitted" pseudo-symbol.
+const NYT: u16 = 256;
+const INTERNAL: u16 = 257;
+
+#[derive(Clone, Copy)]
+struct Node {
+    left: u32,
+    right: u32,
+    parent: u32,
+    next: u32,
+    prev: u32,
+    /// Index of the shared slot that points at the highest-ranked node of
+    /// this node's weight block (the engine's `node_t **head`).
+    head: u32,
+    weight: u32,
+    symbol: u16,
+}
+
+impl Node {
+    fn new(symbol: u16, weight: u32) -> Node {
+        Node {
+            left: NONE,
+            right: NONE,
+            parent: NONE,
+            next: NONE,
+            prev: NONE,
+            head: NONE,
+            weight,
+            symbol,
+        }
+    }
+}
+
+/// An adaptive Huffman tree, updated symbol by symbol.
+struct Adaptive {
+    nodes: Vec<Node>,
+    slots: Vec<u32>,
+    free_slots: Vec<u32>,
+    tree: u32,
+    /// The list head, which is always the NYT node.
+    lhead: u32,
+    loc: [u32; 257],
+}
+
+impl Adaptive {
+    fn new() -> Adaptive {
+        let mut loc = [NONE; 257];
+        loc[NYT as usize] = 0;
+        Adaptive {
+            nodes: vec![Node::new(NYT, 0)],
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            tree: 0,
+            lhead: 0,
+            loc,
+        }
+    }
+
+    fn n(&mut self, i: u32) -> &mut Node {
+        &mut self.nodes[i as usize]
+    }
+
+    fn get(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+
+    fn new_slot(&mut self, value: u32) -> u32 {
+        if let Some(s) = self.free_slots.pop() {
+            self.slots[s as usize] = value;
+            s
+        } else {
+            self.slots.push(value);
+            (self.slots.len() - 1) as u32
+        }
+    }
+
+    /// Swap the tree positions of two nodes.
+    fn swap(&mut self, n1: u32, n2: u32) {
+        let par1 = self.get(n1).parent;
+        let par2 = self.get(n2).parent;
+        if par1 != NONE {
+            if self.get(par1).left == n1 {
+                self.n(par1).left = n2;
+            } else {
+                self.n(par1).right = n2;
+            }
+        } else {
+            self.tree = n2;
+        }
+        if par2 != NONE {
+            if self.get(par2).left == n2 {
+                self.n(par2).left = n1;
+            } else {
+                self.n(par2).right = n1;
+            }
+        } else {
+            self.tree = n1;
+        }
+        self.n(n1).parent = par2;
+        self.n(n2).parent = par1;
+    }
+
+    /// Swap two nodes in the rank list.
+    fn swaplist(&mut self, n1: u32, n2: u32) {
+        let t = self.get(n1).next;
+        self.n(n1).next = self.get(n2).next;
+        self.n(n2).next = t;
+        let t = self.get(n1).prev;
+        self.n(n1).prev = self.get(n2).prev;
+        self.n(n2).prev = t;
+        if self.get(n1).next == n1 {
+            self.n(n1).next = n2;
+        }
+        if self.get(n2).next == n2 {
+            self.n(n2).next = n1;
+        }
+        for n in [n1, n2] {
+            let next = self.get(n).next;
+            if next != NONE {
+                self.n(next).prev = n;
+            }
+        }
+        for n in [n1, n2] {
+            let prev = self.get(n).prev;
+            if prev != NONE {
+                self.n(prev).next = n;
+            }
+        }
+    }
+
+    fn increment(&mut self, node: u32) {
+        if node == NONE {
+            return;
+        }
+        let next = self.get(node).next;
+        if next != NONE && self.get(next).weight == self.get(node).weight {
+            let lnode = self.slots[self.get(node).head as usize];
+            if lnode != self.get(node).parent {
+                self.swap(lnode, node);
+            }
+            self.swaplist(lnode, node);
+        }
+        let prev = self.get(node).prev;
+        let head = self.get(node).head;
+        if prev != NONE && self.get(prev).weight == self.get(node).weight {
+            self.slots[head as usize] = prev;
+        } else {
+            self.slots[head as usize] = NONE;
+            self.free_slots.push(head);
+        }
+        self.n(node).weight += 1;
+        let next = self.get(node).next;
+        if next != NONE && self.get(next).weight == self.get(node).weight {
+            self.n(node).head = self.get(next).head;
+        } else {
+            let s = self.new_slot(node);
+            self.n(node).head = s;
+        }
+        let parent = self.get(node).parent;
+        if parent != NONE {
+            self.increment(parent);
+            if self.get(node).prev == parent {
+                self.swaplist(node, parent);
+                let head = self.get(node).head as usize;
+                if self.slots[head] == node {
+                    self.slots[head] = parent;
+                }
+            }
+        }
+    }
+
+    /// Count one more occurrence of `ch` (the engine's `Huff_addRef`).
+    fn add_ref(&mut self, ch: u8) {
+        if self.loc[ch as usize] != NONE {
+            self.increment(self.loc[ch as usize]);
+            return;
+        }
+        let lhead = self.lhead;
+        let tnode = self.nodes.len() as u32;
+        let tnode2 = tnode + 1;
+        self.nodes.push(Node::new(ch as u16, 1));
+        self.nodes.push(Node::new(INTERNAL, 1));
+
+        let first = self.get(lhead).next;
+        self.n(tnode2).next = first;
+        if first != NONE {
+            self.n(first).prev = tnode2;
+            if self.get(first).weight == 1 {
+                self.n(tnode2).head = self.get(first).head;
+            } else {
+                let s = self.new_slot(tnode2);
+                self.n(tnode2).head = s;
+            }
+        } else {
+            let s = self.new_slot(tnode2);
+            self.n(tnode2).head = s;
+        }
+        self.n(lhead).next = tnode2;
+        self.n(tnode2).prev = lhead;
+
+        let first = self.get(lhead).next;
+        self.n(tnode).next = first;
+        // `first` is tnode2 here, of weight 1.
+        self.n(first).prev = tnode;
+        if self.get(first).weight == 1 {
+            self.n(tnode).head = self.get(first).head;
+        } else {
+            let s = self.new_slot(tnode2);
+            self.n(tnode).head = s;
+        }
+        self.n(lhead).next = tnode;
+        self.n(tnode).prev = lhead;
+
+        let lparent = self.get(lhead).parent;
+        if lparent != NONE {
+            if self.get(lparent).left == lhead {
+                self.n(lparent).left = tnode2;
+            } else {
+                self.n(lparent).right = tnode2;
+            }
+        } else {
+            self.tree = tnode2;
+        }
+        self.n(tnode2).right = tnode;
+        self.n(tnode2).left = lhead;
+        self.n(tnode2).parent = lparent;
+        self.n(lhead).parent = tnode2;
+        self.n(tnode).parent = tnode2;
+        self.loc[ch as usize] = tnode;
+        self.increment(lparent);
+    }
+
+    /// The code of `node`: bits in transmission order (first bit in bit 0)
+    /// and their count.
+    fn code(&self, node: u32) -> (u64, u32) {
+        let mut path = Vec::new();
+        let mut n = node;
+        while self.get(n).parent != NONE {
+            let p = self.get(n).parent;
+            path.push(u64::from(self.get(p).right == n));
+            n = p;
+        }
+        let mut bits = 0u64;
+        for (i, b) in path.iter().rev().enumerate() {
+            bits |= b << i;
+        }
+        (bits, path.len() as u32)
+    }
+
+    fn transmit(&self, ch: u16, out: &mut BitSink) {
+        let loc = self.loc[ch as usize];
+        if loc == NONE {
+            self.transmit(NYT, out);
+            for i in (0..8).rev() {
+                out.put((ch >> i) & 1 == 1);
+            }
+        } else {
+            let (bits, len) = self.code(loc);
+            for i in 0..len {
+                out.put((bits >> i) & 1 == 1);
+            }
+        }
+    }
+}
+
+struct BitSink {
+    bytes: Vec<u8>,
+    bit: usize,
+}
+
+impl BitSink {
+    fn put(&mut self, b: bool) {
+        if self.bit & 7 == 0 {
+            self.bytes.push(0);
+        }
+        if b {
+            *self.bytes.last_mut().expect("pushed above") |= 1 << (self.bit & 7);
+        }
+        self.bit += 1;
+    }
+}
+
+/// The bit at `bit` of `data` (LSB-first), or `None` past the end.
+fn bit_at(data: &[u8], bit: usize) -> Option<u32> {
+    data.get(bit >> 3).map(|b| u32::from((b >> (bit & 7)) & 1))
+}
+
+/// The engine's `Huff_Compress` from `offset` on: `data[..offset]` is kept,
+/// the rest becomes a 2-byte big-endian length and its adaptive code.
+pub fn compress(data: &[u8], offset: usize) -> Vec<u8> {
+    let mut out = data[..offset.min(data.len())].to_vec();
+    let body = &data[offset.min(data.len())..];
+    if body.is_empty() {
+        return out;
+    }
+    let mut huff = Adaptive::new();
+    let len = body.len().min(0xFFFF);
+    let mut sink = BitSink {
+        bytes: vec![(len >> 8) as u8, len as u8],
+        bit: 16,
+    };
+    for &ch in &body[..len] {
+        huff.transmit(u16::from(ch), &mut sink);
+        huff.add_ref(ch);
+    }
+    // The engine then counts one more byte (`bloc += 8`).
+    sink.bit += 8;
+    sink.bytes.resize(sink.bit >> 3, 0);
+    out.extend_from_slice(&sink.bytes);
+    out
+}
+
+/// The engine's `Huff_Decompress` from `offset` on, for at most `max_len`
+/// decoded bytes: an error if the code runs past the end of `data` or is
+/// not a valid code.
+pub fn decompress(data: &[u8], offset: usize, max_len: usize) -> Result<Vec<u8>, Q3Error> {
+    let mut out = data[..offset.min(data.len())].to_vec();
+    let body = &data[offset.min(data.len())..];
+    if body.is_empty() {
+        return Ok(out);
+    }
+    if body.len() < 2 {
+        return Err(Q3Error::Overrun);
+    }
+    let cch = (usize::from(body[0]) << 8 | usize::from(body[1])).min(max_len);
+    let mut huff = Adaptive::new();
+    let mut bit = 16usize;
+    out.reserve(cch);
+    for _ in 0..cch {
+        let mut node = huff.tree;
+        while huff.get(node).symbol == INTERNAL {
+            let b = bit_at(body, bit).ok_or(Q3Error::Overrun)?;
+            bit += 1;
+            node = if b == 1 {
+                huff.get(node).right
+            } else {
+                huff.get(node).left
+            };
+            if node == NONE {
+                return Err(Q3Error::BadCode);
+            }
+        }
+        let mut ch = huff.get(node).symbol;
+        if ch == NYT {
+            ch = 0;
+            for _ in 0..8 {
+                ch = (ch << 1) | bit_at(body, bit).ok_or(Q3Error::Overrun)? as u16;
+                bit += 1;
+            }
+        }
+        out.push(ch as u8);
+        huff.add_ref(ch as u8);
+    }
+    Ok(out)
+}
+
+/// How many bits the fixed decoder looks up at once.
+pub const TABLE_BITS: u32 = 11;
+
+/// A decode-table entry: a leaf symbol and its code length, or (length 0)
+/// the tree node reached after [`TABLE_BITS`] bits.
+#[derive(Clone, Copy)]
+struct Entry {
+    value: u16,
+    len: u8,
+}
+
+/// The fixed message coder (the engine's `msgHuff` after `MSG_initHuffman`).
+pub struct MsgCoder {
+    /// Per symbol 0..=255: code bits (first bit in bit 0) and length.
+    codes: [(u64, u8); 256],
+    table: Vec<Entry>,
+    /// The frozen tree: children and symbol per node.
+    left: Vec<u32>,
+    right: Vec<u32>,
+    symbol: Vec<u16>,
+}
+
+impl MsgCoder {
+    fn build() -> MsgCoder {
+        let mut huff = Adaptive::new();
+        for (i, &count) in MSG_HDATA.iter().enumerate() {
+            for _ in 0..count {
+                huff.add_ref(i as u8);
+            }
+        }
+        let mut codes = [(0u64, 0u8); 256];
+        for (sym, code) in codes.iter_mut().enumerate() {
+            let (bits, len) = huff.code(huff.loc[sym]);
+            assert!(len <= 64, "msg Huffman code longer than 64 bits");
+            *code = (bits, len as u8);
+        }
+        // Renumber the tree so the root is node 0.
+        let mut left = Vec::with_capacity(huff.nodes.len());
+        let mut right = Vec::with_capacity(huff.nodes.len());
+        let mut symbol = Vec::with_capacity(huff.nodes.len());
+        let mut map = vec![NONE; huff.nodes.len()];
+        let mut order = vec![huff.tree];
+        map[huff.tree as usize] = 0;
+        let mut k = 0;
+        while k < order.len() {
+            let n = *huff.get(order[k]);
+            symbol.push(n.symbol);
+            for c in [n.left, n.right] {
+                if n.symbol == INTERNAL && c != NONE && map[c as usize] == NONE {
+                    map[c as usize] = order.len() as u32;
+                    order.push(c);
+                }
+            }
+            k += 1;
+        }
+        for &o in &order {
+            let n = huff.get(o);
+            let m = |c: u32| if c == NONE { NONE } else { map[c as usize] };
+            left.push(m(n.left));
+            right.push(m(n.right));
+        }
+        let mut table = Vec::with_capacity(1 << TABLE_BITS);
+        for t in 0u32..(1 << TABLE_BITS) {
+            let mut node = 0u32;
+            let mut len = 0u32;
+            while symbol[node as usize] == INTERNAL && len < TABLE_BITS {
+                node = if (t >> len) & 1 == 1 {
+                    right[node as usize]
+                } else {
+                    left[node as usize]
+                };
+                len += 1;
+            }
+            table.push(if symbol[node as usize] == INTERNAL {
+                Entry {
+                    value: node as u16,
+                    len: 0,
+                }
+            } else {
+                Entry {
+                    value: symbol[node as usize],
+                    len: len as u8,
+                }
+            });
+        }
+        MsgCoder {
+            codes,
+            table,
+            left,
+            right,
+            symbol,
+        }
+    }
+
+    /// The coder, built on first use.
+    pub fn get() -> &'static MsgCoder {
+        static CODER: OnceLock<MsgCoder> = OnceLock::new();
+        CODER.get_or_init(MsgCoder::build)
+    }
+
+    /// The code of `sym`: bits in transmission order and their count.
+    pub fn code(&self, sym: u8) -> (u64, u32) {
+        let (bits, len) = self.codes[sym as usize];
+        (bits, u32::from(len))
+    }
+
+    /// Decode one symbol from `data` starting at bit `bit`, reading no bit
+    /// at or past `limit` bits. Returns the symbol and the new position.
+    #[inline]
+    pub fn decode(&self, data: &[u8], bit: usize, limit: usize) -> Result<(u8, usize), Q3Error> {
+        let byte = bit >> 3;
+        let mut w = 0u32;
+        for k in 0..3 {
+            if let Some(&b) = data.get(byte + k) {
+                w |= u32::from(b) << (8 * k);
+            }
+        }
+        let peek = (w >> (bit & 7)) & ((1 << TABLE_BITS) - 1);
+        let e = self.table[peek as usize];
+        if e.len != 0 {
+            let end = bit + usize::from(e.len);
+            if end > limit {
+                return Err(Q3Error::Overrun);
+            }
+            return self.leaf(e.value, end);
+        }
+        let mut node = u32::from(e.value);
+        let mut pos = bit + TABLE_BITS as usize;
+        if pos > limit {
+            return Err(Q3Error::Overrun);
+        }
+        while self.symbol[node as usize] == INTERNAL {
+            if pos >= limit {
+                return Err(Q3Error::Overrun);
+            }
+            let b = bit_at(data, pos).ok_or(Q3Error::Overrun)?;
+            pos += 1;
+            node = if b == 1 {
+                self.right[node as usize]
+            } else {
+                self.left[node as usize]
+            };
+            if node == NONE {
+                return Err(Q3Error::BadCode);
+            }
+        }
+        self.leaf(self.symbol[node as usize], pos)
+    }
+
+    fn leaf(&self, sym: u16, pos: usize) -> Result<(u8, usize), Q3Error> {
+        if sym > 255 {
+            // The NYT leaf: never sent by a real encoder.
+            return Err(Q3Error::BadCode);
+        }
+        Ok((sym as u8, pos))
+    }
+}
+
+/// The byte frequencies the engine's message coder is trained with
+/// (`msg_hData` in msg.c).
+pub const MSG_HDATA: [u32; 256] = [
+    250315, 41193, 6292, 7106, 3730, 3750, 6110, 23283, 33317, 6950, 7838, 9714, 9257, 17259, 3949,
+    1778, 8288, 1604, 1590, 1663, 1100, 1213, 1238, 1134, 1749, 1059, 1246, 1149, 1273, 4486, 2805,
+    3472, 21819, 1159, 1670, 1066, 1043, 1012, 1053, 1070, 1726, 888, 1180, 850, 960, 780, 1752,
+    3296, 10630, 4514, 5881, 2685, 4650, 3837, 2093, 1867, 2584, 1949, 1972, 940, 1134, 1788, 1670,
+    1206, 5719, 6128, 7222, 6654, 3710, 3795, 1492, 1524, 2215, 1140, 1355, 971, 2180, 1248, 1328,
+    1195, 1770, 1078, 1264, 1266, 1168, 965, 1155, 1186, 1347, 1228, 1529, 1600, 2617, 2048, 2546,
+    3275, 2410, 3585, 2504, 2800, 2675, 6146, 3663, 2840, 14253, 3164, 2221, 1687, 3208, 2739,
+    3512, 4796, 4091, 3515, 5288, 4016, 7937, 6031, 5360, 3924, 4892, 3743, 4566, 4807, 5852, 6400,
+    6225, 8291, 23243, 7838, 7073, 8935, 5437, 4483, 3641, 5256, 5312, 5328, 5370, 3492, 2458,
+    1694, 1821, 2121, 1916, 1149, 1516, 1367, 1236, 1029, 1258, 1104, 1245, 1006, 1149, 1025, 1241,
+    952, 1287, 997, 1713, 1009, 1187, 879, 1099, 929, 1078, 951, 1656, 930, 1153, 1030, 1262, 1062,
+    1214, 1060, 1621, 930, 1106, 912, 1034, 892, 1158, 990, 1175, 850, 1121, 903, 1087, 920, 1144,
+    1056, 3462, 2240, 4397, 12136, 7758, 1345, 1307, 3278, 1950, 886, 1023, 1112, 1077, 1042, 1061,
+    1071, 1484, 1001, 1096, 915, 1052, 995, 1070, 876, 1111, 851, 1059, 805, 1112, 923, 1103, 817,
+    1899, 1872, 976, 841, 1127, 956, 1159, 950, 7791, 954, 1289, 933, 1127, 3207, 1020, 927, 1355,
+    768, 1040, 745, 952, 805, 1073, 740, 1013, 805, 1008, 796, 996, 1057, 11457, 13504,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode_all(syms: &[u8]) -> (Vec<u8>, usize) {
+        let c = MsgCoder::get();
+        let mut sink = BitSink {
+            bytes: Vec::new(),
+            bit: 0,
+        };
+        for &s in syms {
+            let (bits, len) = c.code(s);
+            for i in 0..len {
+                sink.put((bits >> i) & 1 == 1);
+            }
+        }
+        (sink.bytes, sink.bit)
+    }
+
+    #[test]
+    fn every_symbol_round_trips_through_the_fixed_coder() {
+        let syms: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).collect();
+        let (bytes, end) = encode_all(&syms);
+        let c = MsgCoder::get();
+        let mut bit = 0;
+        for &s in &syms {
+            let (got, next) = c.decode(&bytes, bit, end).unwrap();
+            assert_eq!(got, s);
+            bit = next;
+        }
+        assert_eq!(bit, end);
+    }
+
+    #[test]
+    fn the_fixed_codes_are_a_prefix_code_with_short_codes_for_frequent_bytes() {
+        let c = MsgCoder::get();
+        // 0 is by far the most frequent byte.
+        let (_, l0) = c.code(0);
+        assert!(l0 <= 3, "{l0}");
+        for s in 0..=255u8 {
+            let (_, l) = c.code(s);
+            assert!(l >= l0 && l > 0);
+        }
+        // Kraft sum of a full tree (plus the NYT leaf) is at most 1.
+        let kraft: f64 = (0..=255u8).map(|s| 0.5f64.powi(c.code(s).1 as i32)).sum();
+        assert!(kraft <= 1.0 && kraft > 0.99, "{kraft}");
+    }
+
+    #[test]
+    fn a_code_cut_short_is_an_overrun() {
+        let (bytes, end) = encode_all(&[200]);
+        assert_eq!(
+            MsgCoder::get().decode(&bytes, 0, end - 1),
+            Err(Q3Error::Overrun)
+        );
+    }
+
+    #[test]
+    fn compress_then_decompress_gives_back_the_input() {
+        let mut inputs: Vec<Vec<u8>> = vec![
+            b"\xff\xff\xff\xffconnect \"\\challenge\\1234\\qport\\5\\protocol\\71\\name\\UnnamedPlayer\"".to_vec(),
+            (0..=255u8).collect(),
+            vec![7; 3000],
+        ];
+        inputs.push((0..5000u32).map(|i| (i * 7919 % 251) as u8).collect());
+        for input in inputs {
+            let off = 12.min(input.len());
+            let c = compress(&input, off);
+            assert_eq!(&c[..off], &input[..off]);
+            let d = decompress(&c, off, 65536).unwrap();
+            assert_eq!(d, input);
+        }
+    }
+
+    #[test]
+    fn compressing_text_makes_it_shorter() {
+        let text = "\\name\\UnnamedPlayer\\rate\\25000\\snaps\\20\\model\\sarge\\headmodel\\sarge\\handicap\\100\\color1\\4\\color2\\5\\sex\\male\\protocol\\71\\qport\\1234\\challenge\\-12345678";
+        let c = compress(text.as_bytes(), 0);
+        assert!(c.len() < text.len(), "{} >= {}", c.len(), text.len());
+    }
+
+    #[test]
+    fn decompress_of_truncated_input_is_an_error_not_a_panic() {
+        let c = compress(b"hello hello hello hello", 0);
+        for cut in 0..c.len() {
+            let _ = decompress(&c[..cut], 0, 65536);
+        }
+        assert_eq!(
+            decompress(&c[..c.len() - 3], 0, 65536),
+            Err(Q3Error::Overrun)
+        );
+    }
+}

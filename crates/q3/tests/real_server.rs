@@ -1,0 +1,145 @@
+//! Two sessions against the real OpenArena dedicated server on 127.0.0.1:
+//! handshake, gamestate, then ~3 s of moving usercmds at 50/s.
+//!
+//! With env `Q3_CAPTURE_DIR` set, the first datagrams the first client
+//! receives are written there, one file each (how tests/fixtures/oa_dm1
+//! was made).
+
+mod common;
+
+use common::{server_available, ServerGuard, Session};
+use std::time::{Duration, Instant};
+use tickpack_q3::{Client, ClientConfig, ClientState, Event};
+
+const SV_FPS: i32 = 20;
+
+#[test]
+fn two_clients_reach_active_and_move_on_the_real_server() {
+    if !server_available("two_clients_reach_active_and_move_on_the_real_server") {
+        return;
+    }
+    let server = ServerGuard::start(SV_FPS as u32);
+    let capture_dir = std::env::var_os("Q3_CAPTURE_DIR");
+    let mut sessions: Vec<Session> = ["alpha", "bravo"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let cfg = ClientConfig::new(&format!("tp_{name}"), 1000 + i as u16, 5000 + i as i32);
+            let capture = if i == 0 && capture_dir.is_some() {
+                16
+            } else {
+                0
+            };
+            Session::new(Client::new(cfg), server.port, capture)
+        })
+        .collect();
+
+    // Handshake: at most 20 s until both are Active.
+    let start = Instant::now();
+    while sessions
+        .iter()
+        .any(|s| s.client.state() != ClientState::Active)
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "not active in 20 s: {:?}",
+            sessions
+                .iter()
+                .map(|s| (s.client.state(), &s.seen.prints, &s.seen.errors))
+                .collect::<Vec<_>>()
+        );
+        let now = Instant::now();
+        sessions.iter_mut().for_each(|s| s.step(now));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let active_at: Vec<usize> = sessions.iter().map(|s| s.seen.snapshots.len()).collect();
+    // ~3 s of play.
+    let play = Instant::now();
+    while play.elapsed() < Duration::from_secs(3) {
+        let now = Instant::now();
+        sessions.iter_mut().for_each(|s| s.step(now));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let names = server.player_names();
+    for s in sessions.iter_mut() {
+        s.client.queue_command("disconnect");
+        let _ = s.client.usercmd_packet(&[]).map(|p| s.sock.send(&p));
+    }
+
+    if let Some(dir) = capture_dir {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, d) in sessions[0].seen.captured.iter().enumerate() {
+            std::fs::write(std::path::Path::new(&dir).join(format!("{i:02}.bin")), d).unwrap();
+        }
+    }
+
+    for (k, s) in sessions.iter().enumerate() {
+        let seen = &s.seen;
+        assert!(seen.errors.is_empty(), "decode errors: {:?}", seen.errors);
+        match &seen.gamestates[..] {
+            [Event::Gamestate {
+                mapname,
+                client_num,
+                configstrings,
+                ..
+            }] => {
+                assert_eq!(mapname, "oa_dm1");
+                assert!((0..16).contains(client_num));
+                assert!(*configstrings > 10);
+            }
+            other => panic!("gamestates: {other:?}"),
+        }
+        let snaps: Vec<_> = seen.snapshots[active_at[k]..]
+            .iter()
+            .filter(|s| s.delta_ok)
+            .collect();
+        // About sv_fps snapshots a second for 3 s; the bound is loose on
+        // purpose (a shared machine stalls), the steps below are exact.
+        assert!(snaps.len() >= 20, "only {} snapshots in 3 s", snaps.len());
+        let steps: Vec<i32> = snaps
+            .windows(2)
+            .map(|w| w[1].server_time - w[0].server_time)
+            .collect();
+        assert!(
+            steps.iter().all(|d| *d > 0 && d % (1000 / SV_FPS) == 0),
+            "serverTime steps {steps:?}"
+        );
+        let first = snaps.first().unwrap();
+        let last = snaps.last().unwrap();
+        assert!(
+            last.command_time > first.command_time,
+            "commandTime did not advance"
+        );
+        assert!(
+            seen.sent_times.contains(&last.command_time),
+            "commandTime {} is not a sent serverTime",
+            last.command_time
+        );
+        assert!(snaps.iter().all(|s| s.client_num == snaps[0].client_num));
+        let moved = (0..2)
+            .map(|i| (last.origin[i] - first.origin[i]).abs())
+            .sum::<f32>();
+        assert!(
+            moved > 50.0,
+            "the player did not move: {:?} -> {:?}",
+            first.origin,
+            last.origin
+        );
+        println!(
+            "client {k}: {} snapshots in 3 s, serverTime {}..{}, commandTime {}, entities {}",
+            snaps.len(),
+            first.server_time,
+            last.server_time,
+            last.command_time,
+            last.entities
+        );
+    }
+    assert!(
+        names.contains(&"tp_alpha".to_string()),
+        "getstatus names {names:?}"
+    );
+    assert!(
+        names.contains(&"tp_bravo".to_string()),
+        "getstatus names {names:?}"
+    );
+}
