@@ -43,6 +43,11 @@ pub trait Emulated {
     fn ended(&self) -> Option<&str>;
     /// The server's tick (snapshot) rate, once learned; 0 before.
     fn tick_hz(&self) -> u32;
+    /// This player's own figures for the referee (games whose servers
+    /// report a ping per player), after [`Emulated::finish`].
+    fn referee_row(&self) -> Option<tickpack_report::RefereeRow> {
+        None
+    }
 }
 
 impl Emulated for crate::Player {

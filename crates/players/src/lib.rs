@@ -31,6 +31,7 @@ pub mod emulated;
 pub mod openarena;
 pub mod player;
 pub mod recorder;
+pub mod referee;
 pub mod run;
 
 pub use config::{Game, PlayersConfig, SizeDist};
@@ -82,7 +83,10 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         targets: cfg.targets.iter().map(ToString::to_string).collect(),
         players: cfg.players as u32,
         connected: o.connected as u32,
-        cmd_rate_hz: cfg.cmd_rate_hz.unwrap_or(f64::from(o.tick_hz)),
+        cmd_rate_hz: cfg.cmd_rate_hz.unwrap_or(match cfg.game {
+            Game::Reference => f64::from(o.tick_hz),
+            Game::OpenArena => openarena::DEFAULT_CMD_RATE_HZ,
+        }),
         tick_hz: o.tick_hz,
         duration_s: match o.interrupted_us {
             Some(at) => at.clamp(o.window.0, o.window.1).saturating_sub(o.window.0) as f64 / 1e6,
@@ -120,6 +124,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         loss_deadline_s: cfg.loss_deadline.as_secs_f64(),
         decode_errors: r.decode_errors,
         errors: o.errors.clone(),
+        referee: o.referee.clone(),
         histograms: PlayersHistograms {
             transaction_latency_us: encode_histogram(&r.transaction),
             rtt_us: encode_histogram(&r.rtt),

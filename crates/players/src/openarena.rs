@@ -113,6 +113,9 @@ pub struct Q3Player {
     refusal: Option<String>,
     coverage: Coverage,
     events: Vec<Event>,
+    /// This player's own samples in the window (µs), for the referee.
+    rtt_samples: Vec<u32>,
+    transaction_samples: Vec<u32>,
     yaw: i32,
     strafe: i8,
     pub tick_hz: u32,
@@ -137,13 +140,15 @@ impl Q3Player {
         let (w0, w1) = settings.window;
         let span = ((first + CONNECT_GRACE_US).max(w0).min(w1), w1);
         let rate = settings.cmd_rate_hz.unwrap_or(DEFAULT_CMD_RATE_HZ);
-        let client = Client::new(ClientConfig {
-            name: format!("tp-{index}"),
-            qport: rng.gen(),
-            client_challenge: rng.gen_range(1..i32::MAX),
-            protocol: PROTOCOL,
-            userinfo: userinfo(),
-        });
+        let mut cfg = ClientConfig::new(
+            &format!("{}{index}", crate::referee::NAME_PREFIX),
+            rng.gen(),
+            rng.gen_range(1..i32::MAX),
+        );
+        cfg.protocol = PROTOCOL;
+        cfg.userinfo.retain(|(k, _)| k == "cl_guid");
+        cfg.userinfo.extend(userinfo());
+        let client = Client::new(cfg);
         Self {
             index,
             target,
@@ -172,10 +177,17 @@ impl Q3Player {
             refusal: None,
             coverage: Coverage::new(span),
             events: Vec::new(),
+            rtt_samples: Vec::new(),
+            transaction_samples: Vec::new(),
             yaw: 0,
             strafe: 0,
             tick_hz: 0,
         }
+    }
+
+    /// The name the server lists this player under.
+    pub fn name(&self) -> String {
+        format!("{}{}", crate::referee::NAME_PREFIX, self.index)
     }
 
     fn silence_us(&self) -> u64 {
@@ -294,9 +306,6 @@ impl Q3Player {
         }
         self.newest = Some((s.server_time, now_us));
         self.count_frame(now_us, s.server_time, rec);
-        if s.ping > 0 && s.ping < 999 && rec.in_window(now_us) {
-            record(&mut rec.server_ping, s.ping as u64 * 1000);
-        }
         // Usercmds this snapshot shows executed.
         let deadline = self.settings.loss_deadline_us;
         let mut newest_sent = None;
@@ -312,6 +321,7 @@ impl Q3Player {
             let latency = now_us.saturating_sub(c.due_us);
             if latency <= deadline {
                 record(&mut rec.transaction, latency);
+                self.transaction_samples.push(latency.min(u64::from(u32::MAX)) as u32);
                 rec.commands_reflected += 1;
             } else {
                 rec.commands_lost += 1;
@@ -319,7 +329,9 @@ impl Q3Player {
         }
         if let Some(sent) = newest_sent {
             if rec.in_window(sent) {
-                record(&mut rec.rtt, now_us.saturating_sub(sent));
+                let rtt = now_us.saturating_sub(sent);
+                record(&mut rec.rtt, rtt);
+                self.rtt_samples.push(rtt.min(u64::from(u32::MAX)) as u32);
             }
         }
     }
@@ -470,7 +482,10 @@ impl Emulated for Q3Player {
                 // to enter the world with a standing usercmd.
                 let t = self.server_time_now(now_us);
                 let cmd = self.steer(t);
-                out.extend_from_slice(&self.client.usercmd_packet(&[cmd]));
+                let Some(p) = self.client.usercmd_packet(&[cmd]) else {
+                    return false;
+                };
+                out.extend_from_slice(&p);
                 true
             }
             State::Session if now_us >= self.next_cmd_us => {
@@ -484,7 +499,9 @@ impl Emulated for Q3Player {
                 }
                 self.recent.push_back(cmd);
                 let cmds: Vec<UserCmd> = self.recent.iter().copied().collect();
-                out.extend_from_slice(&self.client.usercmd_packet(&cmds));
+                if let Some(p) = self.client.usercmd_packet(&cmds) {
+                    out.extend_from_slice(&p);
+                }
                 self.outstanding.push_back(Sent {
                     server_time: t,
                     due_us: due,
@@ -493,7 +510,7 @@ impl Emulated for Q3Player {
                 if self.in_span(due) {
                     rec.commands_sent += 1;
                 }
-                true
+                !out.is_empty()
             }
             _ => false,
         }
@@ -616,9 +633,11 @@ impl Emulated for Q3Player {
         out.clear();
         if self.state == State::Session {
             self.client.queue_command("disconnect");
-            out.extend_from_slice(&self.client.usercmd_packet(&[]));
             self.state = State::Ended("finished".into());
-            return true;
+            if let Some(p) = self.client.usercmd_packet(&[]) {
+                out.extend_from_slice(&p);
+                return true;
+            }
         }
         false
     }
@@ -636,5 +655,20 @@ impl Emulated for Q3Player {
 
     fn tick_hz(&self) -> u32 {
         self.tick_hz
+    }
+
+    fn referee_row(&self) -> Option<tickpack_report::RefereeRow> {
+        let median = |v: &[u32]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v.get(v.len() / 2).map_or(0, |x| u64::from(*x))
+        };
+        Some(tickpack_report::RefereeRow {
+            server: self.target.to_string(),
+            player: self.name(),
+            rtt_us_median: median(&self.rtt_samples),
+            transaction_us_median: median(&self.transaction_samples),
+            server_ping_us_median: None,
+        })
     }
 }

@@ -27,6 +27,7 @@ use crate::emulated::Emulated;
 use crate::openarena::Q3Player;
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
 use crate::recorder::Recorder;
+use crate::referee::{self, Referee};
 use crate::{with_causes, PlayersError};
 
 /// Live counters for a progress display, updated by the threads.
@@ -51,6 +52,8 @@ pub struct Outcome {
     /// When `stop` was seen (Ctrl-C, SIGTERM), if the run was interrupted:
     /// the measured span then ends there.
     pub interrupted_us: Option<u64>,
+    /// Per player, our figures beside the server's own ping (OpenArena).
+    pub referee: Vec<tickpack_report::RefereeRow>,
 }
 
 /// After an interruption the players stop sending but keep reading this
@@ -121,7 +124,12 @@ pub fn run(
         start + (cfg.warmup + cfg.duration).as_micros() as u64,
     );
     let threads = cfg.threads.min(cfg.players);
+    let mut referee = Referee::default();
     let results: Vec<Result<ThreadOut, PlayersError>> = std::thread::scope(|s| {
+        if cfg.game == Game::OpenArena {
+            let referee = &mut referee;
+            s.spawn(move || ask_the_referee(cfg, window, stop, referee));
+        }
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let live = live.clone();
@@ -153,6 +161,7 @@ pub fn run(
         started_us: start,
         window,
         interrupted_us: None,
+        referee: vec![],
     };
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for r in results {
@@ -168,6 +177,15 @@ pub fn run(
         for e in t.errors {
             *reasons.entry(e).or_default() += 1;
         }
+        out.referee.extend(t.referee);
+    }
+    for row in &mut out.referee {
+        if let Ok(server) = row.server.parse() {
+            row.server_ping_us_median = referee.median_us(server, &row.player);
+        }
+    }
+    for ms in referee.pings.values().flatten() {
+        tickpack_report::record(&mut out.recorder.server_ping, u64::from(*ms) * 1000);
     }
     out.errors = reasons
         .into_iter()
@@ -183,6 +201,36 @@ struct ThreadOut {
     errors: Vec<String>,
     cpu_time_ns: u64,
     interrupted_us: Option<u64>,
+    referee: Vec<tickpack_report::RefereeRow>,
+}
+
+/// Asks every target for its status every [`referee::INTERVAL_US`] over
+/// the window, from one socket, and keeps what the servers say of our
+/// players.
+fn ask_the_referee(cfg: &PlayersConfig, window: (u64, u64), stop: &AtomicBool, r: &mut Referee) {
+    let Ok(sock) = std::net::UdpSocket::bind("0.0.0.0:0") else {
+        return;
+    };
+    if !cfg.cpus.is_empty() {
+        let _ = tickpack_net::cpu::pin_current_thread(&[cfg.cpus[0]]);
+    }
+    let _ = sock.set_read_timeout(Some(std::time::Duration::from_millis(50)));
+    let mut next = window.0;
+    let mut round = 0u64;
+    let mut buf = vec![0u8; 16 * 1024];
+    while now_us() < window.1 && !stop.load(Ordering::Relaxed) {
+        if now_us() >= next {
+            round += 1;
+            let req = Referee::request(round);
+            for t in &cfg.targets {
+                let _ = sock.send_to(&req, t);
+            }
+            next += referee::INTERVAL_US;
+        }
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            r.handle(from, &buf[..n]);
+        }
+    }
 }
 
 /// A player's constructor: index, target, settings, seed, start time.
@@ -391,10 +439,12 @@ fn thread_main<P: Emulated>(
     } else {
         DEFAULT_TICK_HZ
     };
+    let mut referee_rows = vec![];
     for (i, p) in players.iter_mut().enumerate() {
         if p.finish(now, span_end, hint, &mut buf, &mut rec) {
             let _ = sockets[i].send(&buf);
         }
+        referee_rows.extend(p.referee_row());
         if let Some(why) = p.ended().filter(|w| *w != "finished") {
             errors.push(why.to_string());
         }
@@ -406,5 +456,6 @@ fn thread_main<P: Emulated>(
         errors,
         cpu_time_ns: tickpack_net::cpu::thread_cpu_time_ns() - cpu0,
         interrupted_us: interrupted,
+        referee: referee_rows,
     })
 }

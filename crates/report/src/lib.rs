@@ -212,6 +212,20 @@ pub struct Measurements {
     pub server_ping_us: Option<Percentiles>,
 }
 
+/// One emulated player beside what its server said of it: the real server
+/// as referee (Quake III servers report a ping per client in `getstatus`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RefereeRow {
+    pub server: String,
+    pub player: String,
+    /// Median of the player's own RTT samples (µs).
+    pub rtt_us_median: u64,
+    /// Median of the player's transaction latencies (µs).
+    pub transaction_us_median: u64,
+    /// Median of the pings the server reported for it (µs; whole ms).
+    pub server_ping_us_median: Option<u64>,
+}
+
 fn reference_game() -> String {
     "reference".into()
 }
@@ -261,6 +275,10 @@ pub struct PlayersResult {
     /// Problems per target that a person should see (refused, unreachable...).
     pub errors: Vec<String>,
     pub histograms: PlayersHistograms,
+    /// Per player, our figures beside the server's own ping (games whose
+    /// servers report one; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub referee: Vec<RefereeRow>,
 }
 
 #[cfg(test)]
