@@ -63,7 +63,10 @@ const CMDS_PER_PACKET: usize = 2;
 #[derive(Debug, Clone, PartialEq)]
 enum State {
     /// Challenge and connect, retried with backoff.
-    Handshake { next_try_us: u64, retry_us: u64 },
+    Handshake {
+        next_try_us: u64,
+        retry_us: u64,
+    },
     /// Connected; the session counts once the first snapshot arrived.
     Session,
     Ended(String),
@@ -302,7 +305,8 @@ impl Q3Player {
             // have, on a grid of 16 slots per interval shared by all players.
             let slot = self.rng.gen_range(0..crate::player::SLOTS);
             let step = self.cmd_interval_us / crate::player::SLOTS;
-            self.next_cmd_us = (now_us / self.cmd_interval_us + 1) * self.cmd_interval_us + slot * step;
+            self.next_cmd_us =
+                (now_us / self.cmd_interval_us + 1) * self.cmd_interval_us + slot * step;
         }
         self.newest = Some((s.server_time, now_us));
         self.count_frame(now_us, s.server_time, rec);
@@ -321,7 +325,8 @@ impl Q3Player {
             let latency = now_us.saturating_sub(c.due_us);
             if latency <= deadline {
                 record(&mut rec.transaction, latency);
-                self.transaction_samples.push(latency.min(u64::from(u32::MAX)) as u32);
+                self.transaction_samples
+                    .push(latency.min(u64::from(u32::MAX)) as u32);
                 rec.commands_reflected += 1;
             } else {
                 rec.commands_lost += 1;
@@ -367,10 +372,7 @@ impl Q3Player {
         self.coverage.tick(now_us, (server_time.max(0) / ms) as u32);
         if rec.in_window(now_us) {
             if let Some(prev) = self.last_snapshot_us {
-                record(
-                    &mut rec.jitter,
-                    (now_us - prev).abs_diff(ms as u64 * 1000),
-                );
+                record(&mut rec.jitter, (now_us - prev).abs_diff(ms as u64 * 1000));
             }
         }
         self.last_snapshot_us = Some(now_us);

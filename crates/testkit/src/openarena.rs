@@ -21,6 +21,7 @@ pub struct OpenArena {
     child: Option<Child>,
     pub port: u16,
     home: PathBuf,
+    args: Vec<String>,
 }
 
 impl OpenArena {
@@ -68,23 +69,40 @@ impl OpenArena {
         args.extend(["+set".into(), "net_port".into(), port.to_string()]);
         args.extend(extra.iter().map(|s| s.to_string()));
         args.extend(["+map".into(), "oa_dm1".into()]);
-        let log = std::fs::File::create(home.join("server.log")).unwrap();
+        let mut s = OpenArena {
+            child: None,
+            port,
+            home,
+            args,
+        };
+        s.spawn();
+        s.wait_answering(Duration::from_secs(20));
+        s
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.home.join("server.log"))
+            .unwrap();
         let child = Command::new(PROGRAM)
-            .args(&args)
-            .env("HOME", &home)
-            .current_dir(&home)
+            .args(&self.args)
+            .env("HOME", &self.home)
+            .current_dir(&self.home)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("starting {PROGRAM}: {e}"));
-        let mut s = OpenArena {
-            child: Some(child),
-            port,
-            home,
-        };
-        s.wait_answering(Duration::from_secs(20));
-        s
+        self.child = Some(child);
+    }
+
+    /// Starts the server again on the same port (after [`Self::kill`]),
+    /// without waiting for it.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
     }
 
     /// The server's address.
@@ -112,7 +130,10 @@ impl OpenArena {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        panic!("OpenArena did not answer getinfo in {limit:?}:\n{}", self.log());
+        panic!(
+            "OpenArena did not answer getinfo in {limit:?}:\n{}",
+            self.log()
+        );
     }
 
     /// One connectionless query (`getinfo X`, `getstatus X`): the reply's
