@@ -200,6 +200,7 @@ impl HostStepRunner<'_> {
             snapshots: &r.snapshots,
             commands: &r.commands,
             outages: &r.outages,
+            query_latency_us: None,
         };
         let why = failures(&figures, baseline, &s.qos);
         Ok(Some(Step {
@@ -221,6 +222,8 @@ impl HostStepRunner<'_> {
                 watts: (w * 10.0).round() / 10.0,
                 source: power.kind(),
             }),
+            query_latency_us: None,
+            queries: None,
             measured: r.measured,
             histograms: r.histograms,
         }))

@@ -121,6 +121,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
             server_frame_us: encode_histogram(&r.frame),
             tick_lateness_us: encode_histogram(&r.lateness),
             snapshot_jitter_us: encode_histogram(&r.jitter),
+            query_latency_us: String::new(),
         },
     }
 }

@@ -211,6 +211,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             Some(CompareArg::Backend) => "backend",
         }
         .into(),
+        probe: None,
     };
     if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
         return Err(fail(
