@@ -13,13 +13,17 @@
 //! - [`target`]: [`QueryTarget`], one target's schedule, in-flight query,
 //!   timeout, A2S challenge round trip and figures; sans-I/O, driven with
 //!   the time passed in (tested on a virtual clock).
+//! - [`result`]: the run as `tickpack.probe/1` (`tickpack probe --json`)
+//!   and the merged figures of a bench step.
 //! - [`run`]: the I/O loop ([`run::run`]): one connected UDP socket per
 //!   target, `poll(2)` until the next deadline, on the caller's CPUs.
 
 pub mod protocol;
+pub mod result;
 pub mod run;
 pub mod target;
 
 pub use protocol::Protocol;
+pub use result::{merged, to_result};
 pub use run::{run, Live, ProbeConfig, ProbeError, ProbeOutcome};
 pub use target::{ProbeSettings, QueryTarget};
