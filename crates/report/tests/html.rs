@@ -634,3 +634,35 @@ fn watts_sources_keep_the_words_results_have_always_stored() {
     }
     assert!(serde_json::from_str::<WattsSource>("\"measured (modeled)\"").is_err());
 }
+
+#[test]
+fn steps_show_their_query_latency_only_when_probed() {
+    let plain = page(sample());
+    assert!(
+        !plain.contains("Query latency p99"),
+        "no --probe, no column"
+    );
+    let mut r = sample();
+    r.settings.qos.p99_query_us = Some(40_000);
+    let st = &mut r.ladders[0].steps[1];
+    let mut h = new_histogram();
+    for v in [900, 1_200, 12_345] {
+        record(&mut h, v);
+    }
+    st.query_latency_us = Some(Percentiles::from_histogram(&h));
+    st.queries = Some(tickpack_report::probe::QueryCounts {
+        sent: 4,
+        answered: 3,
+        lost: 1,
+        ..Default::default()
+    });
+    let p = page(r);
+    assert!(p.contains("Query latency p99, ms (not transaction latency)"));
+    assert!(p.contains(">12.4 (3 of 4 answered)<"), "the probed step");
+    // The steps of that ladder without figures say n/a, never 0.
+    let table = &p[p.find("Query latency p99").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("n/a").count(), 2, "{table}");
+    // With its limit set, the query rule is listed among the limits.
+    assert!(p.contains("p99 query latency (not transaction latency) &le; 40 ms"));
+}
