@@ -303,3 +303,26 @@ fn an_interrupted_probe_still_writes_its_result() {
         q["answered"].as_u64().unwrap() + q["lost"].as_u64().unwrap()
     );
 }
+
+#[test]
+fn bench_query_limit_needs_a_probe_and_a_known_protocol() {
+    for (args, says) in [
+        (&["--qos-query-p99-ms", "20"][..], "needs --probe"),
+        (&["--probe", "gamespy"], "q3 or a2s"),
+        (
+            &["--probe", "a2s", "--qos-query-p99-ms", "0"],
+            "more than 0",
+        ),
+    ] {
+        let mut all = vec!["bench", "--quick"];
+        all.extend_from_slice(args);
+        let out = run(&all);
+        assert_eq!(
+            out.status.code(),
+            Some(EXIT_CONFIG),
+            "{all:?}: {}",
+            text(&out)
+        );
+        assert!(text(&out).contains(says), "{all:?}: {}", text(&out));
+    }
+}
