@@ -67,7 +67,8 @@ pub struct ProbeOutcome {
     /// process's monotonic clock).
     pub window: (u64, u64),
     pub interrupted: bool,
-    /// CPU time of the prober's thread, ns.
+    /// CPU time of the prober's thread (`getrusage(RUSAGE_THREAD)`, user +
+    /// system), ns.
     pub cpu_time_ns: u64,
 }
 
@@ -85,7 +86,7 @@ pub fn run(cfg: &ProbeConfig, stop: &AtomicBool, live: &Live) -> Result<ProbeOut
         tickpack_net::cpu::pin_current_thread(&cfg.cpus)
             .map_err(|e| ProbeError::Setup(e.to_string()))?;
     }
-    let cpu0 = tickpack_net::cpu::thread_cpu_time_ns();
+    let cpu0 = thread_rusage_ns();
     let settings = cfg.settings();
     let timeout = settings.effective_timeout_us();
     let start = now_us() + cfg.start_delay.as_micros() as u64;
@@ -226,8 +227,21 @@ pub fn run(cfg: &ProbeConfig, stop: &AtomicBool, live: &Live) -> Result<ProbeOut
             },
         ),
         interrupted,
-        cpu_time_ns: tickpack_net::cpu::thread_cpu_time_ns() - cpu0,
+        cpu_time_ns: thread_rusage_ns().saturating_sub(cpu0),
     })
+}
+
+/// User + system CPU time of the calling thread, from
+/// `getrusage(RUSAGE_THREAD)`, ns (0 if the call fails).
+fn thread_rusage_ns() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into the valid, writable `ru`.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    ns(ru.ru_utime) + ns(ru.ru_stime)
 }
 
 #[cfg(test)]
