@@ -139,6 +139,7 @@ pub fn run(cfg: &ProbeConfig, stop: &AtomicBool, live: &Live) -> Result<ProbeOut
             break;
         }
         for (i, t) in targets.iter_mut().enumerate() {
+            let before = t.counts().sent;
             while t.poll_transmit(now, &mut buf) {
                 match sockets[i].send(&buf) {
                     Ok(_) => {}
@@ -146,10 +147,10 @@ pub fn run(cfg: &ProbeConfig, stop: &AtomicBool, live: &Live) -> Result<ProbeOut
                     // A full send buffer loses the query; it times out.
                     Err(_) => {}
                 }
-                if !buf.is_empty() {
-                    live.sent.fetch_add(1, Ordering::Relaxed);
-                }
             }
+            // Queries, not datagrams: an A2S re-send is the same query.
+            live.sent
+                .fetch_add(t.counts().sent - before, Ordering::Relaxed);
         }
         let next = targets
             .iter()

@@ -393,6 +393,34 @@ mod tests {
     }
 
     #[test]
+    fn a_probed_steps_query_figures_sit_beside_the_players_figures() {
+        let mut st = step();
+        st.query_latency_us = Some(Percentiles {
+            p99: 1_500,
+            count: 3,
+            ..Default::default()
+        });
+        st.queries = Some(QueryCounts {
+            sent: 3,
+            answered: 3,
+            ..Default::default()
+        });
+        st.histograms.query_latency_us = "HISTO".into();
+        let v = serde_json::to_value(&st).unwrap();
+        assert_eq!(v["query_latency_us"]["p99"], 1_500);
+        assert_eq!(v["queries"]["answered"], 3);
+        assert_eq!(v["histograms"]["query_latency_us"], "HISTO");
+        let back: Step = serde_json::from_value(v).unwrap();
+        assert_eq!(back, st);
+        // Unprobed steps (and every step written before) have none of them.
+        let plain = serde_json::to_value(step()).unwrap();
+        assert!(plain.get("query_latency_us").is_none());
+        assert!(plain["histograms"].get("query_latency_us").is_none());
+        let back: Step = serde_json::from_value(plain).unwrap();
+        assert_eq!(back.query_latency_us, None);
+    }
+
+    #[test]
     fn a_step_written_before_outages_and_reconnects_still_reads() {
         let mut v = serde_json::to_value(step()).unwrap();
         let o = v.as_object_mut().unwrap();
