@@ -58,12 +58,14 @@ fn probe_measures_the_reference_servers_a2s_round_trips() {
     assert_eq!(v["schema"], "tickpack.probe/1");
     assert_eq!(v["protocol"], "a2s");
     let q = &v["queries"];
-    assert_eq!(q["sent"], 3, "{v}");
-    assert_eq!(q["answered"], 3, "{v}");
+    // At 0, 1 and 2 s (fewer only if this machine stalled the prober).
+    let sent = q["sent"].as_u64().unwrap();
+    assert!((1..=3).contains(&sent), "{v}");
+    assert_eq!(q["answered"], sent, "{v}");
     assert_eq!(q["lost"], 0, "{v}");
     // The reference server asks for a challenge first.
     assert!(q["challenges"].as_u64().unwrap() >= 1, "{v}");
-    assert_eq!(v["query_latency_us"]["count"], 3, "{v}");
+    assert_eq!(v["query_latency_us"]["count"], sent, "{v}");
     assert!(v["query_latency_us"]["p99"].as_u64().unwrap() > 0);
     let t = &v["targets"][0];
     assert_eq!(t["address"], addr);

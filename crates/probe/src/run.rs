@@ -290,12 +290,15 @@ mod tests {
         })
         .unwrap();
         let c = out.targets[0].counts();
-        // 0, 100, 200, 300, 400 ms: five queries; lost only if this
-        // machine stalled a whole 100 ms, which the counts would still add up.
-        assert_eq!(c.sent, 5);
-        assert_eq!(c.answered + c.lost, 5);
-        assert_eq!(out.targets[0].facts().map(|f| f.map.as_str()), Some("lan"));
+        // 0, 100, 200, 300, 400 ms: five queries (fewer only if this machine
+        // stalled the loop; it never catches up with a burst).
+        assert!((1..=5).contains(&c.sent), "{c:?}");
+        assert_eq!(c.answered + c.lost, c.sent);
+        assert_eq!(out.targets[0].histogram().len(), c.answered);
+        if c.answered > 0 {
+            assert_eq!(out.targets[0].facts().map(|f| f.map.as_str()), Some("lan"));
+        }
         assert!(!out.interrupted);
-        assert_eq!(live.sent.load(Ordering::Relaxed), 5);
+        assert_eq!(live.sent.load(Ordering::Relaxed), c.sent);
     }
 }
