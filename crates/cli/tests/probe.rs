@@ -328,3 +328,53 @@ fn bench_query_limit_needs_a_probe_and_a_known_protocol() {
         assert!(text(&out).contains(says), "{all:?}: {}", text(&out));
     }
 }
+
+#[test]
+fn bench_with_a_probe_records_query_latency_per_step() {
+    let _g = serial();
+    let dir = std::env::temp_dir().join(format!("tp-probe-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (out_dir, run_dir) = (dir.join("out"), dir.join("run"));
+    let out = Command::new(exe())
+        .args(["bench", "--quick", "--max-steps", "1", "--cost", "light"])
+        .args([
+            "--backend",
+            "process",
+            "--name",
+            "pq",
+            "--step-duration",
+            "3s",
+        ])
+        .args(["--probe", "a2s", "--qos-query-p99-ms", "1000", "--out"])
+        .arg(&out_dir)
+        .arg("--run-dir")
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    // 4: this machine may miss a players' QoS limit; the query figures are
+    // recorded either way.
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{}", text(&out));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("result.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["settings"]["probe"], "a2s");
+    assert_eq!(r["settings"]["qos"]["p99_query_us"], 1_000_000);
+    let s = &r["ladders"][0]["steps"][0];
+    // Queries at the window's start and 2 s in, to the step's one server.
+    let q = &s["queries"];
+    let answered = q["answered"].as_u64().unwrap();
+    assert!(answered >= 1, "{s}");
+    assert_eq!(
+        q["sent"].as_u64().unwrap(),
+        answered + q["lost"].as_u64().unwrap()
+    );
+    assert_eq!(s["query_latency_us"]["count"], answered);
+    let h =
+        tickpack_report::decode_histogram(s["histograms"]["query_latency_us"].as_str().unwrap())
+            .unwrap();
+    assert_eq!(h.len(), answered);
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("Query latency p99"));
+    assert_eq!(support::Leftovers::of("tppq").scan(), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
