@@ -2,8 +2,9 @@
 //! the reference server (A2S, with its challenge round trip), against the
 //! real ioq3 server (`/usr/games/openarena-server`, q3 `getinfo`), against
 //! a port that never answers (exit 5, one line), with bad input (exit 2),
-//! and interrupted (the result is still written). Every child is ended by
-//! PID when its guard drops.
+//! and interrupted (the result is still written); and `bench --probe` (one
+//! quick step on the process backend). Every child is ended by PID when its
+//! guard drops.
 
 mod support;
 
