@@ -45,6 +45,9 @@ pub enum BenchError {
     Host(#[from] tickpack_host::supervisor::HostError),
     #[error("players: {0}")]
     Players(#[from] tickpack_players::PlayersError),
+    /// The query prober (`--probe`) could not run.
+    #[error("query probe: {0}")]
+    Probe(String),
     #[error("writing results: {0}")]
     Report(#[from] tickpack_report::ReportError),
 }
@@ -147,6 +150,19 @@ impl BenchConfig {
                 "--qos-frame-budget must be more than 0, got {}",
                 q.p99_frame_budget
             ));
+        }
+        if let Some(p) = &s.probe {
+            p.parse::<tickpack_probe::Protocol>()
+                .map_err(|e| BenchError::Config(format!("--probe: {e}")))?;
+        }
+        match (q.p99_query_us, &s.probe) {
+            (Some(0), _) => return bad("--qos-query-p99-ms must be more than 0".into()),
+            (Some(_), None) => {
+                return bad(
+                    "--qos-query-p99-ms needs --probe q3|a2s (the query latency it limits)".into(),
+                )
+            }
+            _ => {}
         }
         let c = &self.cost;
         if c.before_servers == 0 || c.machines == 0 {

@@ -5,7 +5,10 @@
 //! `tickpack host`), waits until every one answers, drives them with the
 //! emulated players from the reserved CPUs, samples CPU busy time and power
 //! over the measured window, takes everything down, and judges the step
-//! ([`crate::verdict`]). Needs whatever the ladder's backend needs (root for
+//! ([`crate::verdict`]). With `--probe`, a query prober runs beside the
+//! players on the same CPUs over the measured window, asking every
+//! instance at the polite rate ([`tickpack_probe::ProbeSettings::DEFAULT`]),
+//! and the step records the merged round trips as `query_latency_us`. Needs whatever the ladder's backend needs (root for
 //! netns); the ladder's own logic is tested with a scripted runner instead.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +20,7 @@ use tickpack_host::launch::{ReferenceServer, ServerSpec};
 use tickpack_host::status::InstanceState;
 use tickpack_host::supervisor::Supervisor;
 use tickpack_players::PlayersConfig;
+use tickpack_probe::{ProbeConfig, ProbeSettings, Protocol};
 use tickpack_report::bench::{BenchSettings, CpuUse, Power, Step};
 use tickpack_wire::TickRate;
 
@@ -161,11 +165,16 @@ impl HostStepRunner<'_> {
         };
         pcfg.validate()
             .map_err(|e| BenchError::Config(e.to_string()))?;
+        let probe = probe_config(s, sup.addresses(), &plan.load_generator_cpus)?;
         let live = Arc::new(tickpack_players::Live::default());
+        let probe_live = tickpack_probe::Live::default();
         let started = Instant::now();
         let power = &mut *self.power;
-        let (outcome, cpu, watts) = std::thread::scope(|scope| {
+        let (outcome, cpu, watts, probed) = std::thread::scope(|scope| {
             let h = scope.spawn(|| tickpack_players::run(&pcfg, stop, &live));
+            let prober = probe
+                .as_ref()
+                .map(|p| scope.spawn(|| tickpack_probe::run(p, stop, &probe_live)));
             // Sample over the measured window only.
             sleep_until(started + warmup + Duration::from_millis(20), stop);
             let c0 = CpuTimes::read();
@@ -183,13 +192,27 @@ impl HostStepRunner<'_> {
                     "players panicked".into(),
                 ))
             });
-            (outcome, per_cpu, watts)
+            let probed = prober.map(|p| {
+                p.join().unwrap_or_else(|_| {
+                    Err(tickpack_probe::ProbeError::Setup(
+                        "the prober panicked".into(),
+                    ))
+                })
+            });
+            (outcome, per_cpu, watts, probed)
         });
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
         let outcome = outcome.map_err(BenchError::Players)?;
         let r = tickpack_players::to_result(&pcfg, &outcome);
+        let query = probed
+            .transpose()
+            .map_err(|e| BenchError::Probe(e.to_string()))?
+            .map(|o| tickpack_probe::merged(&o));
+        let query_latency = query
+            .as_ref()
+            .map(|(h, _)| tickpack_report::Percentiles::from_histogram(h));
         let figures = StepFigures {
             players,
             connected: r.connected,
@@ -200,6 +223,7 @@ impl HostStepRunner<'_> {
             snapshots: &r.snapshots,
             commands: &r.commands,
             outages: &r.outages,
+            query_latency_us: query_latency.as_ref(),
         };
         let why = failures(&figures, baseline, &s.qos);
         Ok(Some(Step {
@@ -221,10 +245,42 @@ impl HostStepRunner<'_> {
                 watts: (w * 10.0).round() / 10.0,
                 source: power.kind(),
             }),
+            query_latency_us: query_latency,
+            queries: query.as_ref().map(|(_, c)| *c),
             measured: r.measured,
-            histograms: r.histograms,
+            histograms: tickpack_report::PlayersHistograms {
+                query_latency_us: query
+                    .as_ref()
+                    .map(|(h, _)| tickpack_report::encode_histogram(h))
+                    .unwrap_or_default(),
+                ..r.histograms
+            },
         }))
     }
+}
+
+/// The prober of a step (`--probe`): every instance, at the polite rate,
+/// over the measured window, on the load generator's CPUs.
+fn probe_config(
+    s: &BenchSettings,
+    targets: Vec<std::net::SocketAddr>,
+    cpus: &[usize],
+) -> Result<Option<ProbeConfig>, BenchError> {
+    let Some(name) = &s.probe else {
+        return Ok(None);
+    };
+    let protocol: Protocol = name.parse().map_err(BenchError::Config)?;
+    let polite = ProbeSettings::DEFAULT;
+    Ok(Some(ProbeConfig {
+        targets,
+        protocol,
+        interval: Duration::from_micros(polite.interval_us),
+        timeout: Duration::from_micros(polite.timeout_us),
+        duration: Duration::from_secs_f64(s.step_duration_s),
+        // The players start 20 ms from now; queries start with their window.
+        start_delay: Duration::from_secs_f64(s.warmup_s) + Duration::from_millis(20),
+        cpus: cpus.to_vec(),
+    }))
 }
 
 fn sleep_until(t: Instant, stop: &AtomicBool) {
@@ -251,5 +307,28 @@ mod tests {
         );
         s.tick_hz = 5000;
         assert!(server_spec(&s).is_err());
+    }
+
+    #[test]
+    fn the_prober_asks_every_instance_politely_over_the_measured_window() {
+        let mut s = settings(1, 0, false);
+        let addrs: Vec<std::net::SocketAddr> = vec![
+            "10.0.0.2:27015".parse().unwrap(),
+            "10.0.0.3:27015".parse().unwrap(),
+        ];
+        assert!(probe_config(&s, addrs.clone(), &[0]).unwrap().is_none());
+        s.probe = Some("a2s".into());
+        s.warmup_s = 1.0;
+        s.step_duration_s = 6.0;
+        let p = probe_config(&s, addrs.clone(), &[0]).unwrap().unwrap();
+        assert_eq!(p.protocol, Protocol::A2s);
+        assert_eq!(p.targets, addrs);
+        assert_eq!(p.cpus, vec![0], "on the load generator's CPUs");
+        assert_eq!(p.interval, Duration::from_secs(2));
+        assert_eq!(p.timeout, Duration::from_secs(1));
+        assert_eq!(p.start_delay, Duration::from_millis(1020));
+        assert_eq!(p.duration, Duration::from_secs(6));
+        s.probe = Some("gamespy".into());
+        assert!(probe_config(&s, addrs, &[0]).is_err());
     }
 }

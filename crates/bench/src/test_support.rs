@@ -33,6 +33,8 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
             ..Default::default()
         },
         power: None,
+        query_latency_us: None,
+        queries: None,
         histograms: PlayersHistograms::default(),
     }
 }
@@ -57,7 +59,9 @@ pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
             p99_tick_lateness_us: 1,
             max_snapshot_loss: 0.0,
             p99_frame_budget: 1.0,
+            p99_query_us: None,
         },
         compare: "none".into(),
+        probe: None,
     }
 }

@@ -5,7 +5,7 @@
 //! Exit codes (also in `--help` and the README):
 //! 0 done; 1 internal or runtime error; 2 bad flags or config;
 //! 3 isolation unavailable; 4 QoS failed; 5 target unreachable (a player
-//! never connected); 6 the players lost snapshots or commands, or had an
+//! never connected, a probed server never answered); 6 the players lost snapshots or commands, or had an
 //! outage.
 
 use std::process::ExitCode;
@@ -22,8 +22,8 @@ macro_rules! exit_codes {
     () => {
         "Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config
 (checked before anything is started or created), 3 isolation unavailable,
-4 QoS failed, 5 target unreachable (a player never connected), 6 players lost
-snapshots or commands or had an outage."
+4 QoS failed, 5 target unreachable (a player never connected, a probed server
+never answered), 6 players lost snapshots or commands or had an outage."
     };
 }
 const EXIT_CODES: &str = exit_codes!();
@@ -60,6 +60,12 @@ enum Command {
     /// (the latency floor; compare with sockperf ping-pong).
     #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Ping(cmd::ping::Args),
+    /// Query round trips of game servers' own query protocol (Quake III
+    /// getinfo, Valve A2S_INFO) at a polite rate: how fast a server answers
+    /// a server browser, which grows when it is starved of CPU. Not
+    /// transaction latency. Exits 5 if a target never answered.
+    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
+    Probe(cmd::probe::Args),
     /// Start a server and players on this machine, pinned to separate
     /// cores, and print what the players saw.
     #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
@@ -95,6 +101,7 @@ fn main() -> ExitCode {
         Command::Server(a) => cmd::server::run(a),
         Command::Players(a) => cmd::players::run(a),
         Command::Ping(a) => cmd::ping::run(a),
+        Command::Probe(a) => cmd::probe::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(*a),
         Command::Report(a) => cmd::bench::report(a),

@@ -136,6 +136,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
             } else {
                 encode_histogram(&r.server_ping)
             },
+            query_latency_us: String::new(),
         },
     }
 }

@@ -7,9 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::probe::QueryCounts;
 use crate::qos::Verdict;
 use crate::system::SystemInfo;
-use crate::{Measurements, PlayersHistograms};
+use crate::{Measurements, Percentiles, PlayersHistograms};
 
 /// Schema id of `result.json`.
 pub const BENCH_SCHEMA: &str = "tickpack.bench/1";
@@ -27,6 +28,9 @@ pub struct QosLimits {
     pub max_snapshot_loss: f64,
     /// p99 server frame time as a fraction of the tick interval.
     pub p99_frame_budget: f64,
+    /// p99 query round trip (`--probe`), microseconds; `None`: not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_query_us: Option<u64>,
 }
 
 /// How a run was set up.
@@ -52,6 +56,10 @@ pub struct BenchSettings {
     pub qos: QosLimits,
     /// What `--compare` asked for: "none", "placement" or "backend".
     pub compare: String,
+    /// The query protocol probed beside the players (`--probe`: "q3" or
+    /// "a2s"); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
 }
 
 /// Who used which cores.
@@ -141,6 +149,13 @@ pub struct Step {
     pub measured: Measurements,
     pub cpu: CpuUse,
     pub power: Option<Power>,
+    /// Round trips of the game's query protocol (`--probe`), every
+    /// instance merged: NOT transaction latency (see [`crate::probe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_latency_us: Option<Percentiles>,
+    /// What happened to those queries (`--probe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queries: Option<QueryCounts>,
     pub histograms: PlayersHistograms,
 }
 
@@ -355,6 +370,8 @@ mod tests {
             },
             cpu: CpuUse::default(),
             power: None,
+            query_latency_us: None,
+            queries: None,
             histograms: PlayersHistograms::default(),
         }
     }
@@ -373,6 +390,34 @@ mod tests {
         assert_eq!(v.as_object().unwrap().len(), STEP_KEYS.len());
         assert_eq!(v["reconnects"], 7);
         assert!(v.get("measured").is_none());
+    }
+
+    #[test]
+    fn a_probed_steps_query_figures_sit_beside_the_players_figures() {
+        let mut st = step();
+        st.query_latency_us = Some(Percentiles {
+            p99: 1_500,
+            count: 3,
+            ..Default::default()
+        });
+        st.queries = Some(QueryCounts {
+            sent: 3,
+            answered: 3,
+            ..Default::default()
+        });
+        st.histograms.query_latency_us = "HISTO".into();
+        let v = serde_json::to_value(&st).unwrap();
+        assert_eq!(v["query_latency_us"]["p99"], 1_500);
+        assert_eq!(v["queries"]["answered"], 3);
+        assert_eq!(v["histograms"]["query_latency_us"], "HISTO");
+        let back: Step = serde_json::from_value(v).unwrap();
+        assert_eq!(back, st);
+        // Unprobed steps (and every step written before) have none of them.
+        let plain = serde_json::to_value(step()).unwrap();
+        assert!(plain.get("query_latency_us").is_none());
+        assert!(plain["histograms"].get("query_latency_us").is_none());
+        let back: Step = serde_json::from_value(plain).unwrap();
+        assert_eq!(back.query_latency_us, None);
     }
 
     #[test]

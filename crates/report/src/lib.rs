@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod bench;
 pub mod html;
+pub mod probe;
 pub mod qos;
 pub mod system;
 
@@ -178,6 +179,9 @@ pub struct PlayersHistograms {
     /// The servers' own ping per player (empty where the protocol has none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub server_ping_us: String,
+    /// Query round trips of a bench step run with `--probe` (empty otherwise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub query_latency_us: String,
 }
 
 /// What emulated players measured against servers: the figures of

@@ -75,6 +75,7 @@ pub fn default_limits(tick_hz: u32) -> QosLimits {
         p99_tick_lateness_us: tick_us / 4,
         max_snapshot_loss: 0.001,
         p99_frame_budget: 0.5,
+        p99_query_us: None,
     }
 }
 
@@ -90,6 +91,8 @@ pub struct StepFigures<'a> {
     pub snapshots: &'a SnapshotCounts,
     pub commands: &'a CommandCounts,
     pub outages: &'a Outages,
+    /// Query round trips (`bench --probe`); `None`: not probed.
+    pub query_latency_us: Option<&'a Percentiles>,
 }
 
 /// Which rule: one per row of [`RULES`].
@@ -104,6 +107,7 @@ pub enum RuleId {
     SnapshotLoss,
     CommandLoss,
     P99ServerFrame,
+    P99Query,
 }
 
 /// One missed rule: which one, what was measured, and the limit it missed.
@@ -152,6 +156,11 @@ pub enum Miss {
         budget: f64,
         limit_us: u64,
     },
+    /// p99 query round trip over its limit; `None`: no query was answered.
+    P99Query {
+        p99_us: Option<u64>,
+        limit_us: u64,
+    },
 }
 
 impl Miss {
@@ -167,6 +176,7 @@ impl Miss {
             Miss::SnapshotLoss { .. } => RuleId::SnapshotLoss,
             Miss::CommandLoss { .. } => RuleId::CommandLoss,
             Miss::P99ServerFrame { .. } => RuleId::P99ServerFrame,
+            Miss::P99Query { .. } => RuleId::P99Query,
         }
     }
 }
@@ -237,6 +247,23 @@ impl fmt::Display for Miss {
                 budget * 100.0,
                 ms(limit_us)
             ),
+            Miss::P99Query {
+                p99_us: Some(p99_us),
+                limit_us,
+            } => write!(
+                f,
+                "p99 query latency {:.2} ms > {:.2} ms",
+                ms(p99_us),
+                ms(limit_us)
+            ),
+            Miss::P99Query {
+                p99_us: None,
+                limit_us,
+            } => write!(
+                f,
+                "no query was answered (limit: p99 query latency {:.2} ms)",
+                ms(limit_us)
+            ),
         }
     }
 }
@@ -250,6 +277,8 @@ pub enum LimitText {
         bound: String,
     },
     Must(String),
+    /// The rule is not judged with these limits (an optional rule left unset).
+    Off,
 }
 
 impl fmt::Display for LimitText {
@@ -257,6 +286,7 @@ impl fmt::Display for LimitText {
         match self {
             LimitText::AtMost { measure, bound } => write!(f, "{measure} ≤ {bound}"),
             LimitText::Must(s) => f.write_str(s),
+            LimitText::Off => f.write_str("not judged"),
         }
     }
 }
@@ -290,7 +320,7 @@ pub fn frame_limit_us(q: &QosLimits, tick_hz: u32) -> u64 {
 }
 
 /// Every rule, in the order misses are reported.
-pub const RULES: [Rule; 9] = [
+pub const RULES: [Rule; 10] = [
     Rule {
         id: RuleId::PlayersConnected,
         name: "players connected",
@@ -441,6 +471,31 @@ pub const RULES: [Rule; 9] = [
                 budget: q.p99_frame_budget,
                 limit_us,
             })
+        },
+    },
+    Rule {
+        id: RuleId::P99Query,
+        name: "p99 query latency",
+        description: "the game's own query protocol (server browsers, health checks) is answered in time; only with --qos-query-p99-ms",
+        limit: |q, _| match q.p99_query_us {
+            Some(limit) => LimitText::AtMost {
+                measure: "p99 query latency (not transaction latency)",
+                bound: format!("{} ms", num(ms(limit))),
+            },
+            None => LimitText::Off,
+        },
+        check: |s, _, q| {
+            let limit_us = q.p99_query_us?;
+            match s.query_latency_us.filter(|p| p.count > 0) {
+                None => Some(Miss::P99Query {
+                    p99_us: None,
+                    limit_us,
+                }),
+                Some(p) => (p.p99 > limit_us).then_some(Miss::P99Query {
+                    p99_us: Some(p.p99),
+                    limit_us,
+                }),
+            }
         },
     },
 ];

@@ -83,7 +83,10 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             tick_lateness_us: encode_histogram(&small),
             snapshot_jitter_us: encode_histogram(&small),
             server_ping_us: String::new(),
+            query_latency_us: String::new(),
         },
+        query_latency_us: None,
+        queries: None,
     }
 }
 
@@ -144,8 +147,10 @@ fn sample() -> BenchResult {
                 p99_tick_lateness_us: 2_000,
                 max_snapshot_loss: 0.001,
                 p99_frame_budget: 0.5,
+                p99_query_us: None,
             },
             compare: "placement".into(),
+            probe: None,
         },
         cores: CoreUse {
             total: 8,
@@ -572,7 +577,8 @@ fn a_result_written_before_typed_verdicts_reads_and_writes_the_same_json() {
 fn the_limits_list_is_the_verdicts_rule_table_with_the_outage_rule() {
     let p = page(sample());
     let run = &p[p.find("<h3>Run</h3>").unwrap()..p.find("<h3>Ladders</h3>").unwrap()];
-    assert_eq!(run.matches("<li>").count(), RULES.len(), "{run}");
+    // Every rule but the query rule, which this sample's limits leave unset.
+    assert_eq!(run.matches("<li>").count(), RULES.len() - 1, "{run}");
     assert!(
         run.contains("<li>no outage (200 ms or more without snapshots for a player)</li>"),
         "{run}"
@@ -629,4 +635,36 @@ fn watts_sources_keep_the_words_results_have_always_stored() {
         assert_eq!(serde_json::from_str::<WattsSource>(&json).unwrap(), w);
     }
     assert!(serde_json::from_str::<WattsSource>("\"measured (modeled)\"").is_err());
+}
+
+#[test]
+fn steps_show_their_query_latency_only_when_probed() {
+    let plain = page(sample());
+    assert!(
+        !plain.contains("Query latency p99"),
+        "no --probe, no column"
+    );
+    let mut r = sample();
+    r.settings.qos.p99_query_us = Some(40_000);
+    let st = &mut r.ladders[0].steps[1];
+    let mut h = new_histogram();
+    for v in [900, 1_200, 12_345] {
+        record(&mut h, v);
+    }
+    st.query_latency_us = Some(Percentiles::from_histogram(&h));
+    st.queries = Some(tickpack_report::probe::QueryCounts {
+        sent: 4,
+        answered: 3,
+        lost: 1,
+        ..Default::default()
+    });
+    let p = page(r);
+    assert!(p.contains("Query latency p99, ms (not transaction latency)"));
+    assert!(p.contains(">12.4 (3 of 4 answered)<"), "the probed step");
+    // The steps of that ladder without figures say n/a, never 0.
+    let table = &p[p.find("Query latency p99").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("n/a").count(), 2, "{table}");
+    // With its limit set, the query rule is listed among the limits.
+    assert!(p.contains("p99 query latency (not transaction latency) &le; 40 ms"));
 }

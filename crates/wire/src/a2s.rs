@@ -11,6 +11,11 @@
 //! Order for a server: [`Query::decode`] (or [`crate::Datagram::decode`]); if
 //! the challenge is missing or wrong, reply [`encode_challenge`]; otherwise
 //! reply [`encode_info`], [`encode_players`] or [`encode_rules`].
+//!
+//! Order for a client (`tickpack probe`): encode `Query::Info { challenge:
+//! None }`; decode the answer with [`Reply::decode`]: a
+//! [`Reply::Challenge`] means "ask again with this number"
+//! (`Query::Info { challenge: Some(c) }`), a [`Reply::Info`] is the answer.
 
 use crate::codec::{truncate_utf8, DecodeError, Reader, Writer};
 
@@ -149,6 +154,64 @@ pub fn encode_info(info: &ServerInfo<'_>, out: &mut Vec<u8>) {
     debug_assert!(w.out.len() - start <= MAX_REPLY);
 }
 
+/// What a client receives in answer to `A2S_INFO`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `S2C_CHALLENGE`: send the query again with this challenge.
+    Challenge(u32),
+    /// The `A2S_INFO` reply.
+    Info(InfoReply),
+}
+
+/// The fields of an `A2S_INFO` reply (Source format) a prober shows. Text
+/// is decoded lossily (servers send any bytes); the fields after `bots`
+/// (server type, OS, VAC, version, EDF) are not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InfoReply {
+    pub protocol: u8,
+    pub name: String,
+    pub map: String,
+    pub folder: String,
+    pub game: String,
+    pub app_id: u16,
+    /// Humans and bots, as Source reports it.
+    pub players: u8,
+    pub max_players: u8,
+    pub bots: u8,
+}
+
+impl Reply {
+    /// Decodes a single-packet reply to `A2S_INFO`. Split replies
+    /// (`0xFFFFFFFE`), the GoldSource format and any other kind are refused,
+    /// never a panic.
+    pub fn decode(buf: &[u8]) -> Result<Reply, DecodeError> {
+        let mut r = Reader::new(buf);
+        if r.array::<4>()? != CONNECTIONLESS {
+            return Err(DecodeError::BadMagic);
+        }
+        match r.u8()? {
+            S2C_CHALLENGE => Ok(Reply::Challenge(r.u32()?)),
+            INFO_REPLY => {
+                let text = |r: &mut Reader<'_>| -> Result<String, DecodeError> {
+                    Ok(String::from_utf8_lossy(r.cstr()?).into_owned())
+                };
+                Ok(Reply::Info(InfoReply {
+                    protocol: r.u8()?,
+                    name: text(&mut r)?,
+                    map: text(&mut r)?,
+                    folder: text(&mut r)?,
+                    game: text(&mut r)?,
+                    app_id: r.u16()?,
+                    players: r.u8()?,
+                    max_players: r.u8()?,
+                    bots: r.u8()?,
+                }))
+            }
+            other => Err(DecodeError::UnknownKind(other)),
+        }
+    }
+}
+
 /// One row of the `A2S_PLAYER` reply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlayerInfo<'a> {
@@ -279,6 +342,92 @@ mod tests {
         encode_players(&rows, &mut out);
         assert!(out.len() <= MAX_REPLY);
         assert!(out[5] > 10);
+    }
+
+    #[test]
+    fn a_client_decodes_the_challenge_and_asks_again_with_it() {
+        let mut out = Vec::new();
+        encode_challenge(0x4A3B_2C1D, &mut out);
+        assert_eq!(Reply::decode(&out), Ok(Reply::Challenge(0x4A3B_2C1D)));
+        let mut again = Vec::new();
+        Query::Info {
+            challenge: Some(0x4A3B_2C1D),
+        }
+        .encode(&mut again);
+        let mut want = vec![0xFF, 0xFF, 0xFF, 0xFF, 0x54];
+        want.extend_from_slice(b"Source Engine Query\0");
+        want.extend_from_slice(&[0x1D, 0x2C, 0x3B, 0x4A]);
+        assert_eq!(again, want);
+    }
+
+    #[test]
+    fn a_client_decodes_the_info_reply_the_server_encodes() {
+        let mut out = Vec::new();
+        encode_info(
+            &ServerInfo {
+                name: "arena 1",
+                map: "de_dust2",
+                folder: "tickpack",
+                game: "tickpack game",
+                app_id: 7,
+                players: 5,
+                max_players: 12,
+                bots: 4,
+                version: "0.1.0",
+                port: 27015,
+                keywords: "k",
+            },
+            &mut out,
+        );
+        let Ok(Reply::Info(i)) = Reply::decode(&out) else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            i,
+            InfoReply {
+                protocol: 17,
+                name: "arena 1".into(),
+                map: "de_dust2".into(),
+                folder: "tickpack".into(),
+                game: "tickpack game".into(),
+                app_id: 7,
+                players: 5,
+                max_players: 12,
+                bots: 4,
+            }
+        );
+        // Every cut before `bots` (the type, OS, VAC, version "0.1.0",
+        // EDF, port and keywords "k" follow: 15 bytes) is refused.
+        for n in 0..out.len() - 15 {
+            assert!(Reply::decode(&out[..n]).is_err(), "{n}");
+        }
+    }
+
+    #[test]
+    fn a_client_refuses_what_is_not_an_info_reply() {
+        assert_eq!(
+            Reply::decode(&[0xFE, 0xFF, 0xFF, 0xFF, 0x49]),
+            Err(DecodeError::BadMagic)
+        );
+        assert_eq!(
+            Reply::decode(&[0xFF, 0xFF, 0xFF, 0xFF, 0x6D]),
+            Err(DecodeError::UnknownKind(0x6D))
+        );
+        assert!(Reply::decode(&[0xFF, 0xFF, 0xFF, 0xFF, 0x41, 1, 2]).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_decode_as_a_reply_or_are_refused(
+            d in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+            kind in proptest::sample::select(vec![0x41u8, 0x49, 0x6D]),
+        ) {
+            let _ = Reply::decode(&d);
+            let mut framed = vec![0xFF, 0xFF, 0xFF, 0xFF, kind];
+            framed.extend_from_slice(&d);
+            let _ = Reply::decode(&framed);
+            let _ = Query::decode(&framed);
+        }
     }
 
     #[test]

@@ -87,6 +87,15 @@ pub struct Args {
     /// QoS: p99 server frame time limit, as a share of the tick.
     #[arg(long, default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_frame_budget: f64,
+    /// Also ask every instance its game's query protocol (q3: `getinfo`;
+    /// a2s: `A2S_INFO`) beside the players, one query per instance every
+    /// 2 s, and record the round trips per step as `query_latency_us`
+    /// (NOT transaction latency).
+    #[arg(long, value_parser = super::probe::parse_protocol)]
+    pub probe: Option<tickpack_probe::Protocol>,
+    /// QoS: p99 query latency limit in ms (needs --probe) [default: not judged].
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_positive)]
+    pub qos_query_p99_ms: Option<f64>,
     /// Isolation backend: netns or process [default: netns as root, else process].
     #[arg(long)]
     pub backend: Option<String>,
@@ -188,6 +197,15 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     qos.p99_relative_to_baseline = a.qos_relative;
     qos.max_snapshot_loss = a.qos_loss_percent / 100.0;
     qos.p99_frame_budget = a.qos_frame_budget;
+    if let Some(ms) = a.qos_query_p99_ms {
+        if a.probe.is_none() {
+            return Err(fail(
+                Code::Config,
+                "--qos-query-p99-ms needs --probe q3|a2s (the query latency it limits)",
+            ));
+        }
+        qos.p99_query_us = Some(((ms * 1000.0) as u64).max(1));
+    }
     let settings = BenchSettings {
         tile_servers: a.tile_servers.unwrap_or(if a.quick { 1 } else { 3 }),
         players_per_server: a.players_per_server,
@@ -211,6 +229,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             Some(CompareArg::Backend) => "backend",
         }
         .into(),
+        probe: a.probe.map(|p| p.as_str().to_string()),
     };
     if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
         return Err(fail(
@@ -308,12 +327,16 @@ impl Observer for Progress {
     fn step_finished(&mut self, ladder: &Ladder) {
         let Some(s) = ladder.steps.last() else { return };
         let line = format!(
-            "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%){}",
+            "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%{}){}",
             ladder.label,
             s.servers,
             s.verdict.as_str().to_uppercase(),
             s.transaction_latency_us.p99 as f64 / 1000.0,
             s.cpu.servers_busy_percent,
+            s.query_latency_us.map_or(String::new(), |q| format!(
+                ", query p99 {:.2} ms",
+                q.p99 as f64 / 1000.0
+            )),
             if s.failures.is_empty() {
                 String::new()
             } else {
@@ -425,7 +448,7 @@ fn bench_failure(e: tickpack_bench::BenchError) -> Failure {
     let code = match &e {
         E::Config(_) => Code::Config,
         E::Isolation(_) | E::Host(_) => Code::Isolation,
-        E::Players(_) | E::Report(_) => Code::Runtime,
+        E::Players(_) | E::Probe(_) | E::Report(_) => Code::Runtime,
     };
     Failure {
         code,
@@ -475,6 +498,19 @@ pub fn print_summary(r: &BenchResult) {
                     if p.source.is_measured() { "" } else { "*" }
                 ))
             );
+        }
+        for s in &l.steps {
+            if let (Some(p), Some(q)) = (&s.query_latency_us, &s.queries) {
+                println!(
+                    "  {} servers: query latency (not transaction latency) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {} of {} queries answered",
+                    s.servers,
+                    p.p50 as f64 / 1000.0,
+                    p.p99 as f64 / 1000.0,
+                    p.max as f64 / 1000.0,
+                    q.answered,
+                    q.sent
+                );
+            }
         }
         for s in l
             .steps

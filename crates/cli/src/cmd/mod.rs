@@ -7,6 +7,7 @@ pub mod host;
 pub mod latency;
 pub mod ping;
 pub mod players;
+pub mod probe;
 pub mod server;
 pub mod tco;
 

@@ -14,6 +14,7 @@ pub(super) fn qos_limits(out: &mut String, q: &QosLimits, tick_hz: u32) {
             // tickpack's own words and numbers, nothing from the file.
             LimitText::AtMost { measure, bound } => w!(out, "<li>{measure} &le; {bound}</li>"),
             LimitText::Must(words) => w!(out, "<li>{words}</li>"),
+            LimitText::Off => {}
         }
     }
     out.push_str("</ul></dd>\n");

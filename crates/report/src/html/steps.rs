@@ -1,5 +1,6 @@
 //! One table of steps per ladder: verdict, latency, lateness, frame, loss,
-//! outages and reconnects, CPU, watts and what each failing step missed.
+//! outages and reconnects, CPU, watts and what each failing step missed;
+//! the query latency (`bench --probe`) when the ladder's steps have it.
 
 use std::fmt::Write as _;
 
@@ -27,6 +28,12 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: 
     } else {
         format!("Watts ({})", esc(&charts::join_sources(&sources)))
     };
+    let has_query = ladder.steps.iter().any(|s| s.query_latency_us.is_some());
+    let query_head = if has_query {
+        "<th class=\"num\" rowspan=\"2\">Query latency p99, ms (not transaction latency)</th>"
+    } else {
+        ""
+    };
     w!(
         out,
         "<div class=\"scroll\"><table class=\"steps\">\n\
@@ -34,7 +41,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: 
          <th class=\"num\" rowspan=\"2\">Players</th><th rowspan=\"2\">Verdict</th>\
          <th colspan=\"3\" style=\"text-align:center\">Transaction latency, ms</th>\
          <th class=\"num\" rowspan=\"2\">Tick lateness p99, ms</th>\
-         <th class=\"num\" rowspan=\"2\">Server frame p99, ms</th>\
+         <th class=\"num\" rowspan=\"2\">Server frame p99, ms</th>{query_head}\
          <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
          <th class=\"num\" rowspan=\"2\">Outages</th>\
          <th class=\"num\" rowspan=\"2\">Reconnects</th>\
@@ -75,11 +82,21 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: 
             ));
         }
         let watts = st.power.as_ref().map_or(NA.into(), |p| fmt_num(p.watts));
+        let query = match (&st.query_latency_us, &st.queries) {
+            (Some(p), Some(q)) if has_query && p.count > 0 => format!(
+                "<td class=\"num\">{} ({} of {} answered)</td>",
+                fmt_ms(p.p99),
+                fmt_int(q.answered),
+                fmt_int(q.sent)
+            ),
+            _ if has_query => format!("<td class=\"num\">{NA}</td>"),
+            _ => String::new(),
+        };
         w!(
             out,
             "<tr{}><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td>{verdict}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{query}\
              <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{watts}</td>\
              <td class=\"failures\">{failures}</td></tr>\n",

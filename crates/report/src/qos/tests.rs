@@ -52,6 +52,7 @@ impl Fixture {
             snapshots: &self.snaps,
             commands: &self.cmds,
             outages: &self.outages,
+            query_latency_us: None,
         }
     }
 }
@@ -186,7 +187,7 @@ fn every_rule_reports_misses_under_its_own_id() {
     let expected: Vec<RuleId> = RULES
         .iter()
         .map(|r| r.id)
-        .filter(|&id| id != RuleId::TransactionsMeasured)
+        .filter(|&id| id != RuleId::TransactionsMeasured && id != RuleId::P99Query)
         .collect();
     assert_eq!(misses.iter().map(Miss::rule).collect::<Vec<_>>(), expected);
     let ids: std::collections::HashSet<RuleId> = RULES.iter().map(|r| r.id).collect();
@@ -212,7 +213,8 @@ fn the_limits_read_from_the_table_include_the_outage_rule() {
         .iter()
         .map(|r| (r.limit)(&q, 64).to_string())
         .collect();
-    assert_eq!(text.len(), 9);
+    assert_eq!(text.len(), 10);
+    assert!(text.contains(&"not judged".into()), "{text:?}");
     assert!(text.iter().any(|t| t.starts_with("no outage")), "{text:?}");
     assert!(
         text.contains(&"p99 server frame ≤ 50 % of the tick interval (7.81 ms at 64 Hz)".into()),
@@ -230,4 +232,42 @@ fn verdicts_are_stored_as_pass_and_fail() {
     );
     assert!(serde_json::from_str::<Verdict>("\"FAIL\"").is_err());
     assert_eq!(Verdict::of(&[] as &[Miss]), Verdict::Pass);
+}
+
+#[test]
+fn the_query_rule_judges_only_when_its_limit_is_set() {
+    let f = Fixture::good();
+    let fast = pct((0..100).map(|i| 300 + i));
+    let slow = pct((0..100).map(|i| if i < 5 { 90_000 } else { 300 }));
+    let mut q = default_limits(100);
+    let mut fig = f.figures();
+    fig.query_latency_us = Some(&slow);
+    assert!(failures(&fig, None, &q).is_empty(), "no limit: not judged");
+    q.p99_query_us = Some(50_000);
+    let misses = failures(&fig, None, &q);
+    let [Miss::P99Query {
+        p99_us: Some(p99),
+        limit_us: 50_000,
+    }] = misses[..]
+    else {
+        panic!("{misses:?}")
+    };
+    assert!(p99 >= 89_000, "{p99}");
+    assert!(misses[0].to_string().starts_with("p99 query latency 9"));
+    fig.query_latency_us = Some(&fast);
+    assert!(failures(&fig, None, &q).is_empty());
+    // Limit set but nothing answered (or not probed): a miss, never a pass.
+    fig.query_latency_us = None;
+    let misses = failures(&fig, None, &q);
+    assert_eq!(
+        misses,
+        vec![Miss::P99Query {
+            p99_us: None,
+            limit_us: 50_000
+        }]
+    );
+    assert_eq!(
+        misses[0].to_string(),
+        "no query was answered (limit: p99 query latency 50.00 ms)"
+    );
 }

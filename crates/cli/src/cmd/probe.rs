@@ -1,0 +1,231 @@
+//! `tickpack probe`: query round trips of game servers' own query
+//! protocols (Quake III `getinfo`, Valve `A2S_INFO`) at a polite rate.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tickpack_probe::{Live, ProbeConfig, ProbeOutcome, Protocol};
+use tickpack_report::probe::ProbeResult;
+
+use super::{
+    check_cpus, check_output_file, parse_cpus, parse_positive_duration, parse_target, CpuList,
+};
+use crate::exit::{fail, Code, Failure};
+use crate::table;
+
+/// The shortest interval between two queries to one target.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// An interval between queries: a duration of at least [`MIN_INTERVAL`].
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_positive_duration(s)?;
+    if d < MIN_INTERVAL {
+        return Err(format!(
+            "{s}: below the 100 ms minimum (ioq3 answers one query a second per address after a burst; the default is 2s)"
+        ));
+    }
+    Ok(d)
+}
+
+/// A query protocol: `q3` or `a2s`.
+pub fn parse_protocol(s: &str) -> Result<Protocol, String> {
+    s.parse()
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Server address (its query port: the game port for both protocols);
+    /// repeat or separate with commas for several.
+    #[arg(long, required = true, value_delimiter = ',', value_parser = parse_target)]
+    pub target: Vec<SocketAddr>,
+    /// Query protocol: q3 (id Tech 3 `getinfo`: ioquake3, OpenArena) or
+    /// a2s (Valve `A2S_INFO`, with its challenge round trip).
+    #[arg(long, value_parser = parse_protocol)]
+    pub protocol: Protocol,
+    /// Time between two queries to one target (at least 100ms). ioq3 drops
+    /// more than one query a second per source address after a burst of 10,
+    /// and shares that budget with everyone else asking from the address.
+    #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = parse_interval)]
+    pub interval: Duration,
+    /// A reply later than this is lost, not a sample (capped at the interval).
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub timeout: Duration,
+    /// How long to send queries, e.g. 30s, 5m.
+    #[arg(long, default_value = "30s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
+    pub duration: Duration,
+    /// Write the result (`tickpack.probe/1`: query_latency_us per target
+    /// and merged, with HdrHistograms) to this file; `-` for stdout.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Pin the prober to these CPUs.
+    #[arg(long, value_parser = parse_cpus)]
+    pub cpus: Option<CpuList>,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl Args {
+    pub fn config(&self) -> Result<ProbeConfig, Failure> {
+        let cpus = self.cpus.clone().map(|c| c.0).unwrap_or_default();
+        check_cpus("--cpus", &cpus)?;
+        if let Some(p) = &self.json {
+            check_output_file("--json", p)?;
+        }
+        Ok(ProbeConfig {
+            targets: self.target.clone(),
+            protocol: self.protocol,
+            interval: self.interval,
+            timeout: self.timeout,
+            duration: self.duration,
+            start_delay: Duration::ZERO,
+            cpus,
+        })
+    }
+}
+
+/// What the protocol's query is called.
+fn query_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Q3 => "q3 getinfo",
+        Protocol::A2s => "A2S_INFO",
+    }
+}
+
+pub fn run(a: Args) -> Result<(), Failure> {
+    let cfg = a.config()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let live = Arc::new(Live::default());
+    let done = Arc::new(AtomicBool::new(false));
+    // A line every 5 s on runs long enough to need one.
+    let progress = (!a.quiet && cfg.duration > Duration::from_secs(5)).then(|| {
+        let (live, done) = (live.clone(), done.clone());
+        let total = cfg.duration.as_secs_f64();
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            let mut next = Duration::from_secs(5);
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if t0.elapsed() >= next {
+                    next += Duration::from_secs(5);
+                    eprintln!(
+                        "probe: {:.0}/{total:.0} s, {} queries sent, {} answered, {} lost",
+                        t0.elapsed().as_secs_f64(),
+                        live.sent.load(Ordering::Relaxed),
+                        live.answered.load(Ordering::Relaxed),
+                        live.lost.load(Ordering::Relaxed),
+                    );
+                }
+            }
+        })
+    });
+    let outcome = tickpack_probe::run(&cfg, &stop, &live);
+    done.store(true, Ordering::Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
+    let outcome = outcome.map_err(|e| fail(Code::Runtime, e))?;
+    let result = tickpack_probe::to_result(&cfg, &outcome);
+    print_summary(&result, cfg.protocol);
+    if let Some(path) = &a.json {
+        if path.as_os_str() == "-" {
+            println!("{}", serde_json::to_string_pretty(&result)?);
+        } else {
+            tickpack_report::write_json_atomic(path, &result)?;
+        }
+    }
+    if let Some(why) = silent_targets(&result, &outcome, cfg.protocol) {
+        return Err(fail(Code::Unreachable, why));
+    }
+    Ok(())
+}
+
+/// The targets that never answered, in one line; `None` if all did.
+fn silent_targets(r: &ProbeResult, o: &ProbeOutcome, p: Protocol) -> Option<String> {
+    let silent: Vec<String> = r
+        .targets
+        .iter()
+        .zip(&o.refused)
+        .filter(|(t, _)| t.queries.answered == 0)
+        .map(|(t, &refused)| {
+            let why = if refused {
+                ", nothing listening there (ICMP port unreachable)"
+            } else {
+                ""
+            };
+            format!("{} ({} sent{why})", t.address, t.queries.sent)
+        })
+        .collect();
+    (!silent.is_empty()).then(|| {
+        format!(
+            "never answered a {} query within {} s: {}",
+            query_name(p),
+            r.timeout_s,
+            silent.join("; ")
+        )
+    })
+}
+
+/// The terminal summary: per target what the server said, the query round
+/// trips and the losses.
+fn print_summary(r: &ProbeResult, p: Protocol) {
+    println!(
+        "{} queries to {} target(s), one per {} s per target, timeout {} s; {:.1} s{} (query latency: NOT transaction latency)",
+        query_name(p),
+        r.targets.len(),
+        r.interval_s,
+        r.timeout_s,
+        r.duration_s,
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    let w = 24;
+    println!("{}", table::header(w));
+    for t in &r.targets {
+        println!("{}", table::row_ms(&t.address, w, &t.query_latency_us));
+        match &t.server {
+            Some(s) => println!(
+                "  {:?} on {}, {}/{} players ({} bots)",
+                s.name, s.map, s.players, s.max_players, s.bots
+            ),
+            None => println!("  never answered"),
+        }
+        let q = &t.queries;
+        println!(
+            "  queries: {} sent, {} answered, {} lost ({} late){}",
+            q.sent,
+            q.answered,
+            q.lost,
+            q.late,
+            if q.challenges > 0 {
+                format!(", {} challenge round trip(s)", q.challenges)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if r.targets.len() > 1 {
+        println!("{}", table::row_ms("all targets", w, &r.query_latency_us));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_below_100_ms_and_unknown_protocols_are_refused() {
+        assert_eq!(parse_interval("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_interval("100ms"), Ok(MIN_INTERVAL));
+        assert!(parse_interval("99ms").unwrap_err().contains("100 ms"));
+        assert!(parse_interval("0s").is_err());
+        assert!(parse_protocol("gamespy").is_err());
+        assert_eq!(parse_protocol("a2s"), Ok(Protocol::A2s));
+    }
+}

@@ -1,0 +1,29 @@
+//! The query-latency probe: asks game servers their own query protocol
+//! (Quake III `getinfo`, Valve `A2S_INFO`) at a polite rate and records
+//! each round trip, per target, in an HdrHistogram of microseconds.
+//!
+//! Many engines answer queries from their main loop, so a query's round
+//! trip grows when the server is starved of CPU: a view of a server nobody
+//! here wrote, from outside, without players. It is NOT transaction latency
+//! (no game state changes), and it says nothing about servers that answer
+//! queries on another thread.
+//!
+//! - [`protocol`]: what to send and how to read a reply, per [`Protocol`]
+//!   (sans-I/O, on the `tickpack-q3` and `tickpack-wire` codecs).
+//! - [`target`]: [`QueryTarget`], one target's schedule, in-flight query,
+//!   timeout, A2S challenge round trip and figures; sans-I/O, driven with
+//!   the time passed in (tested on a virtual clock).
+//! - [`result`]: the run as `tickpack.probe/1` (`tickpack probe --json`)
+//!   and the merged figures of a bench step.
+//! - [`run`]: the I/O loop ([`run::run`]): one connected UDP socket per
+//!   target, `poll(2)` until the next deadline, on the caller's CPUs.
+
+pub mod protocol;
+pub mod result;
+pub mod run;
+pub mod target;
+
+pub use protocol::Protocol;
+pub use result::{merged, to_result};
+pub use run::{run, Live, ProbeConfig, ProbeError, ProbeOutcome};
+pub use target::{ProbeSettings, QueryTarget};
