@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tickpack_wire::{delta, Datagram, EntityState, Packet};
+use tickpack_wire::{a2s, delta, Datagram, EntityState, Packet};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(Datagram::Game(Packet::Snapshot(s))) = Datagram::decode(data) {
@@ -18,4 +18,6 @@ fuzz_target!(|data: &[u8]| {
         let again = Packet::Command(c).to_vec();
         assert_eq!(Packet::decode(&again), Ok(Packet::Command(c)));
     }
+    // What the host's A2S health check receives.
+    let _ = a2s::Reply::decode(data);
 });

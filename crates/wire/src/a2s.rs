@@ -11,6 +11,11 @@
 //! Order for a server: [`Query::decode`] (or [`crate::Datagram::decode`]); if
 //! the challenge is missing or wrong, reply [`encode_challenge`]; otherwise
 //! reply [`encode_info`], [`encode_players`] or [`encode_rules`].
+//!
+//! Order for an asker (the host's `a2s` health check): send `A2S_INFO`
+//! without a challenge, [`Reply::decode`] the `S2C_CHALLENGE`, send the
+//! request again with it ([`Query::Info`] with `Some(challenge)`), and
+//! decode the [`Reply::Info`].
 
 use crate::codec::{truncate_utf8, DecodeError, Reader, Writer};
 
@@ -201,6 +206,62 @@ pub fn encode_rules(rules: &[(&str, &str)], out: &mut Vec<u8>) {
     out[count_at..count_at + 2].copy_from_slice(&count.to_le_bytes());
 }
 
+/// A reply as the asker sees it: the challenge to echo, or the server's
+/// info. Other replies (players, rules) are not decoded here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `S2C_CHALLENGE`: ask again with this number.
+    Challenge(u32),
+    /// The `A2S_INFO` reply.
+    Info(InfoReply),
+}
+
+/// The `A2S_INFO` reply's fields an asker shows (the Source format's
+/// leading fields; the rest is not read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InfoReply {
+    pub name: String,
+    pub map: String,
+    pub folder: String,
+    pub game: String,
+    pub app_id: u16,
+    /// Humans and bots, as Source reports it.
+    pub players: u8,
+    pub max_players: u8,
+    pub bots: u8,
+}
+
+impl Reply {
+    /// Decodes an `S2C_CHALLENGE` or `A2S_INFO` reply (single packet).
+    pub fn decode(buf: &[u8]) -> Result<Reply, DecodeError> {
+        let mut r = Reader::new(buf);
+        if r.array::<4>()? != CONNECTIONLESS {
+            return Err(DecodeError::BadMagic);
+        }
+        match r.u8()? {
+            S2C_CHALLENGE => Ok(Reply::Challenge(r.u32()?)),
+            INFO_REPLY => {
+                let _protocol = r.u8()?;
+                let mut text = || -> Result<String, DecodeError> {
+                    Ok(String::from_utf8_lossy(r.cstr()?).into_owned())
+                };
+                let (name, map, folder, game) = (text()?, text()?, text()?, text()?);
+                Ok(Reply::Info(InfoReply {
+                    name,
+                    map,
+                    folder,
+                    game,
+                    app_id: r.u16()?,
+                    players: r.u8()?,
+                    max_players: r.u8()?,
+                    bots: r.u8()?,
+                }))
+            }
+            other => Err(DecodeError::UnknownKind(other)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,7 +347,43 @@ mod tests {
         for len in 0..40 {
             let buf = vec![0xFF; len];
             let _ = Query::decode(&buf);
+            let _ = Reply::decode(&buf);
         }
         assert!(Query::decode(&[0xFF, 0xFF, 0xFF, 0xFF, 0x54, b'x']).is_err());
+    }
+
+    #[test]
+    fn an_asker_decodes_the_challenge_and_the_info_reply() {
+        let mut out = Vec::new();
+        encode_challenge(0xDEAD_BEEF, &mut out);
+        assert_eq!(Reply::decode(&out), Ok(Reply::Challenge(0xDEAD_BEEF)));
+        out.clear();
+        encode_info(
+            &ServerInfo {
+                name: "tp-3",
+                map: "arena",
+                folder: "tickpack",
+                game: "tickpack",
+                app_id: 0,
+                players: 7,
+                max_players: 12,
+                bots: 4,
+                version: "0.1.0",
+                port: 27015,
+                keywords: "",
+            },
+            &mut out,
+        );
+        let Ok(Reply::Info(i)) = Reply::decode(&out) else {
+            panic!("{out:?}")
+        };
+        assert_eq!((i.name.as_str(), i.map.as_str()), ("tp-3", "arena"));
+        assert_eq!((i.players, i.max_players, i.bots), (7, 12, 4));
+        // Cut anywhere before the bots byte (the last field read): refused.
+        let bots_at = 6 + "tp-3 arena tickpack tickpack ".len() + 2 + 2;
+        assert_eq!(out[bots_at], 4);
+        for cut in 0..=bots_at {
+            assert!(Reply::decode(&out[..cut]).is_err(), "cut at {cut}");
+        }
     }
 }
