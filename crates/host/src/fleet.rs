@@ -25,6 +25,7 @@
 //!                             # port 27960); for openarena:
 //! map = ["oa_dm1", "oa_dm2"]  #   the map rotation (default oa_dm1)
 //! players_per_server = 12     #   bots fill each server up to this many players (bot_minplayers)
+//! bots = 12                   #   bots added at start (default: players_per_server)
 //! sv_fps = 20                 #   server frames per second
 //! game_args = ["g_gravity=600"]  # more cvars, +set CVAR VALUE
 //!
@@ -161,6 +162,8 @@ pub struct FleetFile {
     pub map: Option<Vec<String>>,
     /// OpenArena: players per server, humans and bots (`bot_minplayers`).
     pub players_per_server: Option<u8>,
+    /// OpenArena: bots added at start (default: `players_per_server`).
+    pub bots: Option<u8>,
     /// OpenArena: server frames per second.
     pub sv_fps: Option<u16>,
     /// OpenArena: more cvars, `CVAR=VALUE` each.
@@ -323,6 +326,7 @@ impl FleetFile {
                         .collect();
                 }
                 oa.players = self.players_per_server.unwrap_or(oa.players);
+                oa.bots = self.bots.unwrap_or(oa.players);
                 oa.sv_fps = self.sv_fps.unwrap_or(oa.sv_fps);
                 for a in self.game_args.unwrap_or_default() {
                     oa.args
@@ -337,10 +341,11 @@ impl FleetFile {
             Game::Reference => {
                 if self.map.is_some()
                     || self.players_per_server.is_some()
+                    || self.bots.is_some()
                     || self.sv_fps.is_some()
                     || self.game_args.is_some()
                 {
-                    return bad("map, players per server, sv_fps and game arguments are OpenArena settings: add --game openarena (game = \"openarena\")".into());
+                    return bad("map, players per server, bots, sv_fps and game arguments are OpenArena settings: add --game openarena (game = \"openarena\")".into());
                 }
                 None
             }
@@ -661,7 +666,7 @@ mod tests {
         assert_eq!(c.health, Health::Q3);
         let oa = c.openarena.clone().unwrap();
         assert_eq!(oa.maps, ["oa_dm1", "oa_dm2", "oa_dm3"]);
-        assert_eq!(oa.players, 8);
+        assert_eq!((oa.players, oa.bots), (8, 8), "bots default to the players");
         assert_eq!(oa.args, [("g_gravity".to_string(), "600".to_string())]);
         assert_eq!(c.instances[1].server, oa.spec());
         let json = serde_json::to_string(&c).unwrap();
@@ -684,6 +689,8 @@ mod tests {
                 "set by the host",
             ),
             ("game = \"openarena\"\nplayers_per_server = 20", "0..=16"),
+            ("game = \"openarena\"\nbots = 13", "bots at start"),
+            ("bots = 3", "--game openarena"),
             ("game = \"openarena\"\nmap = [\"a b\"]", "map name"),
             ("game = \"openarena\"\ndisk = \"64MiB\"", "disk limit"),
         ] {

@@ -10,7 +10,9 @@
 //! (emulated players send no pak checksums), `sv_fps` (20 by default, the
 //! engine's and OpenArena's default, what public servers run),
 //! `sv_maxclients 16`, `bot_minplayers` (bots fill each server up to that
-//! many players, humans and bots: 12 by default), `bot_nochat 1`,
+//! many players, humans and bots: 12 by default; the game adds or removes
+//! at most one bot per 10 s, `G_CheckMinimumPlayers` in g_bot.c, so the
+//! config file also adds [`OpenArena::bots`] of them at once), `bot_nochat 1`,
 //! `g_doWarmup 0`, `timelimit 0` and `fraglimit 0` (a match never ends in
 //! the middle of a benchmark); `sv_floodProtect` and `com_hunkmegs` keep
 //! their defaults. `--game-arg CVAR=VALUE` comes last, as `+set CVAR VALUE`
@@ -21,8 +23,9 @@
 //! `com_homepath .openarena` and the host sets `HOME` to the instance's
 //! directory, so that is where the engine's `exec` looks first): one
 //! `vstr` per map, each loading its map and pointing `nextmap` at the
-//! next, and `vstr tp_map1` to start. The command line cannot carry it (a
-//! `;` there would split commands).
+//! next, `vstr tp_map1` to start, then one `addbot NAME 2` per bot at
+//! start (skill 2, what `bot_minplayers` uses: `g_spSkill`'s default).
+//! The command line cannot carry it (a `;` there would split commands).
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +47,13 @@ pub const DATA_DIRS: [&str; 2] = [
 ];
 /// The config file, relative to the instance's directory (`$HOME`).
 pub const CONFIG_FILE: &str = ".openarena/baseoa/tickpack.cfg";
+/// Names of the bots added at start (the game's own, scripts/bots.txt),
+/// one per client slot.
+pub const BOT_NAMES: [&str; MAX_CLIENTS as usize] = [
+    "Sarge", "Grism", "Kyonshi", "Angelyss", "Arachna", "Major", "Merman", "Penguin", "Ghost",
+    "Beret", "Gargoyle", "Liz", "Tony", "Sergei", "Skelebot", "Ayumi",
+];
+
 /// Cvars the host sets and `--game-arg` may not: they keep the server
 /// on the LAN, on its own address and port.
 pub const HOST_CVARS: [&str; 8] = [
@@ -81,6 +91,11 @@ pub struct OpenArena {
     /// Players per server, humans and bots: bots fill up to this many
     /// (`bot_minplayers`), 0..=16.
     pub players: u8,
+    /// Bots added at start (`addbot`), 0..=`players`; `bot_minplayers`
+    /// then keeps the total at `players` (removing one bot per 10 s while
+    /// humans join). Set it to `players` minus the humans that will come,
+    /// so they find free slots (16 in all).
+    pub bots: u8,
     /// Server frames per second (`sv_fps`), 1..=1000.
     pub sv_fps: u16,
     /// Extra cvars, `+set NAME VALUE` after the host's own.
@@ -93,6 +108,7 @@ impl Default for OpenArena {
         OpenArena {
             maps: vec!["oa_dm1".into()],
             players: 12,
+            bots: 12,
             sv_fps: 20,
             args: vec![],
         }
@@ -159,6 +175,12 @@ impl OpenArena {
                 self.players
             ));
         }
+        if self.bots > self.players {
+            return bad(format!(
+                "bots at start ({}) must not exceed the players per server ({})",
+                self.bots, self.players
+            ));
+        }
         if !(1..=1000).contains(&self.sv_fps) {
             return bad(format!("sv_fps must be 1..=1000, got {}", self.sv_fps));
         }
@@ -207,7 +229,7 @@ impl OpenArena {
     }
 
     /// The config file's contents: the map rotation as a `vstr` chain,
-    /// then the first map.
+    /// the first map, then the bots.
     pub fn config(&self) -> String {
         let mut text = String::from("// written by tickpack host before each start\n");
         let n = self.maps.len();
@@ -219,6 +241,9 @@ impl OpenArena {
             ));
         }
         text.push_str("vstr tp_map1\n");
+        for name in &BOT_NAMES[..usize::from(self.bots)] {
+            text.push_str(&format!("addbot {name} 2\n"));
+        }
         text
     }
 
@@ -322,6 +347,7 @@ mod tests {
         let oa = OpenArena {
             sv_fps: 40,
             players: 4,
+            bots: 1,
             args: vec![
                 parse_game_arg("g_gravity=600").unwrap(),
                 parse_game_arg("sv_fps=30").unwrap(),
@@ -361,6 +387,7 @@ mod tests {
     fn a_rotation_chains_its_maps_through_nextmap() {
         let oa = OpenArena {
             maps: vec!["oa_dm1".into(), "oa_dm2".into()],
+            bots: 2,
             ..Default::default()
         };
         assert_eq!(
@@ -368,7 +395,9 @@ mod tests {
             [
                 "set tp_map1 \"map oa_dm1 ; set nextmap vstr tp_map2\"",
                 "set tp_map2 \"map oa_dm2 ; set nextmap vstr tp_map1\"",
-                "vstr tp_map1"
+                "vstr tp_map1",
+                "addbot Sarge 2",
+                "addbot Grism 2"
             ]
         );
         let spec = oa.spec();
@@ -398,6 +427,14 @@ mod tests {
                     ..Default::default()
                 },
                 "0..=16",
+            ),
+            (
+                OpenArena {
+                    players: 4,
+                    bots: 5,
+                    ..Default::default()
+                },
+                "bots at start",
             ),
             (
                 OpenArena {
