@@ -380,7 +380,7 @@ pub fn print_status(st: &HostStatus) {
         st.uptime_s
     );
     println!(
-        "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5}  {}",
+        "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5}  map",
         "id",
         "address",
         "pid",
@@ -391,7 +391,6 @@ pub fn print_status(st: &HostStatus) {
         "tick p99 us",
         "players",
         "bots",
-        "map"
     );
     for i in &st.instances {
         let cpus = i
