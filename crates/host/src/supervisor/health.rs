@@ -176,7 +176,7 @@ impl Supervisor {
                     }
                     _ => false,
                 },
-                _ => match i.probe.reply(&buf[..n], at) {
+                _ => match i.probe.reply(&buf[..n], at, wall_ns()) {
                     Heard::Nothing => false,
                     Heard::Alive => true,
                     Heard::AliveSend(again) => {

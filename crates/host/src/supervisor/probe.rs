@@ -107,8 +107,9 @@ impl Probe {
         }
     }
 
-    /// Digests a datagram from the instance, received at `at_ns`.
-    pub fn reply(&mut self, datagram: &[u8], at_ns: i128) -> Heard {
+    /// Digests a datagram from the instance, received at `at_ns`; `now_ns`
+    /// is when a request it asks for is sent.
+    pub fn reply(&mut self, datagram: &[u8], at_ns: i128, now_ns: i128) -> Heard {
         match self.kind {
             Health::Q3 => {
                 let Ok(reply) = q3::decode(datagram) else {
@@ -131,7 +132,7 @@ impl Probe {
             _ => match a2s::Reply::decode(datagram) {
                 Ok(a2s::Reply::Challenge(c)) => {
                     self.a2s_challenge = Some(c);
-                    Heard::AliveSend(self.request(at_ns))
+                    Heard::AliveSend(self.request(now_ns))
                 }
                 Ok(a2s::Reply::Info(i)) => {
                     self.record(at_ns);
@@ -176,18 +177,18 @@ mod tests {
         let reply = oob::encode(
             "infoResponse\n\\g_humanplayers\\2\\clients\\12\\mapname\\oa_dm1\\sv_maxclients\\16\\challenge\\tp1",
         );
-        assert_eq!(p.reply(&reply, 1_250_000), Heard::Alive);
+        assert_eq!(p.reply(&reply, 1_250_000, 1_250_000), Heard::Alive);
         assert_eq!(p.map.as_deref(), Some("oa_dm1"));
         assert_eq!((p.players, p.bots), (Some(12), Some(10)));
         let l = p.latency().unwrap();
         assert_eq!((l.count, l.max), (1, 250));
         // A late reply to an old request is a sign of life, not a round trip.
         p.request(2_000_000);
-        assert_eq!(p.reply(&reply, 9_000_000), Heard::Alive);
+        assert_eq!(p.reply(&reply, 9_000_000, 9_000_000), Heard::Alive);
         assert_eq!(p.latency().unwrap().count, 1);
         // Anything else is ignored.
-        assert_eq!(p.reply(&oob::encode("print\nhi"), 0), Heard::Nothing);
-        assert_eq!(p.reply(b"\x01\x02", 0), Heard::Nothing);
+        assert_eq!(p.reply(&oob::encode("print\nhi"), 0, 0), Heard::Nothing);
+        assert_eq!(p.reply(b"\x01\x02", 0, 0), Heard::Nothing);
         p.reset();
         assert_eq!((p.map.as_deref(), p.players), (None, None));
     }
@@ -202,7 +203,8 @@ mod tests {
         );
         let mut challenge = vec![];
         a2s::encode_challenge(77, &mut challenge);
-        let Heard::AliveSend(again) = p.reply(&challenge, 100_000) else {
+        // Received at 100 us, asked again at 150 us (the supervisor's loop).
+        let Heard::AliveSend(again) = p.reply(&challenge, 100_000, 150_000) else {
             panic!("the query again, with the challenge")
         };
         assert_eq!(
@@ -229,8 +231,12 @@ mod tests {
             },
             &mut info,
         );
-        assert_eq!(p.reply(&info, 400_000), Heard::Alive);
-        assert_eq!(p.latency().unwrap().max, 300);
+        assert_eq!(p.reply(&info, 400_000, 400_000), Heard::Alive);
+        assert_eq!(
+            p.latency().unwrap().max,
+            250,
+            "from the query with the challenge"
+        );
         assert_eq!((p.players, p.bots), (Some(5), Some(2)));
         assert_eq!(p.map.as_deref(), Some("arena"));
         // The next query carries the kept challenge.
