@@ -246,7 +246,7 @@ fn a_server_that_never_answers_its_query_is_reported_with_its_last_output() {
         "[[file]]\npath = \"run.sh\"\ncontents = \"echo loading the silent server\\necho it will never answer\\nexec sleep 60\\n\"\n",
     )
     .unwrap();
-    let mut host = Host::spawn(
+    let host = Host::spawn(
         "pq1",
         &dir,
         &[
@@ -265,15 +265,18 @@ fn a_server_that_never_answers_its_query_is_reported_with_its_last_output() {
     )
     .remove_on_drop(&dir)
     .remove_on_drop(&conf);
-    let st = host.wait_for(
-        |s| {
-            s["events"].as_array().is_some_and(|e| {
-                e.iter()
-                    .any(|e| e.as_str().unwrap().contains("never answered"))
-            })
-        },
-        "the silent server reported",
-    );
+    // The host gives a first answer 15 s (`start_timeout_s`); wait longer
+    // than `Host::wait_for` would.
+    let reported = |s: &Value| {
+        s["events"].as_array().is_some_and(|e| {
+            e.iter()
+                .any(|e| e.as_str().unwrap().contains("never answered"))
+        })
+    };
+    let st = support::wait_until(Duration::from_secs(60), Duration::from_millis(200), || {
+        host.status().filter(reported)
+    })
+    .expect("the silent server reported within 60 s");
     let event = st["events"]
         .as_array()
         .unwrap()

@@ -102,6 +102,16 @@ pub struct RestartPolicy {
     pub max_backoff_ms: u64,
     /// An instance silent this long (with health checks) is killed and restarted.
     pub unresponsive_s: f64,
+    /// With a game query (`q3`, `a2s`): how long an instance may take to
+    /// answer for the first time after a start (a game loads its map and
+    /// bots first, slower when many start at once on few cores) before it
+    /// is killed, reported with its last output and restarted.
+    #[serde(default = "default_start_timeout_s")]
+    pub start_timeout_s: f64,
+}
+
+fn default_start_timeout_s() -> f64 {
+    15.0
 }
 
 impl Default for RestartPolicy {
@@ -112,6 +122,7 @@ impl Default for RestartPolicy {
             backoff_ms: 100,
             max_backoff_ms: 5_000,
             unresponsive_s: 5.0,
+            start_timeout_s: default_start_timeout_s(),
         }
     }
 }

@@ -9,8 +9,9 @@
 //!   rate-limit queries), its map, players and round trip in the status.
 //!   Silent for 5 s (one lost reply is tolerated) is `unresponsive`;
 //!   silent for 10 s (or `unresponsive_s` if longer) is killed. An
-//!   instance that never answered since it started is reported with the
-//!   last lines of its log.
+//!   instance that has not answered since it started gets `start_timeout_s`
+//!   (15 s by default) before it is killed, reported with the last lines
+//!   of its log.
 //! - `none`: `running` once the process has lived 200 ms.
 //!
 //! Replies are read with the kernel's receive time stamp
@@ -203,10 +204,12 @@ impl Supervisor {
             return;
         }
         let configured = Duration::from_secs_f64(self.cfg.restart.unresponsive_s);
-        let (unresponsive, limit) = if self.cfg.health.is_query() {
-            (QUERY_UNRESPONSIVE, configured.max(QUERY_KILL))
+        let (unresponsive, limit, first) = if self.cfg.health.is_query() {
+            let limit = configured.max(QUERY_KILL);
+            let start = Duration::from_secs_f64(self.cfg.restart.start_timeout_s);
+            (QUERY_UNRESPONSIVE, limit, limit.max(start))
         } else {
-            (Duration::from_secs(2), configured)
+            (Duration::from_secs(2), configured, configured)
         };
         let what = match self.cfg.health {
             Health::TickpackStats => "health checks".to_string(),
@@ -222,6 +225,7 @@ impl Supervisor {
                 i.state = InstanceState::Unresponsive;
                 events.push(format!("instance {} stopped answering {what}", i.spec.id));
             }
+            let limit = if i.last_heard.is_none() { first } else { limit };
             if now.duration_since(since) > limit {
                 let _ = child.kill();
                 let secs = limit.as_secs_f64();
