@@ -386,4 +386,18 @@ mod tests {
             assert!(Reply::decode(&out[..cut]).is_err(), "cut at {cut}");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_reply_datagram_decodes_or_is_refused(
+            kind in proptest::sample::select(vec![S2C_CHALLENGE, INFO_REPLY, 0x44, 0x00]),
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+        ) {
+            let mut d = CONNECTIONLESS.to_vec();
+            d.push(kind);
+            d.extend_from_slice(&body);
+            let _ = Reply::decode(&d);
+            let _ = Reply::decode(&body);
+        }
+    }
 }
