@@ -8,6 +8,7 @@
 //! net = "bridge"              # veth | bridge | macvlan | ipvlan (netns only)
 //! range = "198.18.0.0/16"     # instance addresses (netns)
 //! port = 27015                # every netns instance binds this; process: port + id - 1
+//!                             # (default 27015; 27960 for game = "openarena")
 //! placement = "spread"        # spread | pack | none
 //! reserved_cpus = "0"         # kept for the host and the load generator
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}

@@ -89,7 +89,8 @@ pub struct UpArgs {
     /// Instance address range (netns).
     #[arg(long)]
     pub range: Option<String>,
-    /// Game port (netns: every instance; process: port + id - 1).
+    /// Game port (netns: every instance; process: port + id - 1)
+    /// [default: 27015; 27960 with --game openarena].
     #[arg(long)]
     pub port: Option<u16>,
     /// Core placement: spread, pack, or none (leave it to the kernel).
