@@ -20,4 +20,6 @@ fuzz_target!(|data: &[u8]| {
         let again = Packet::Command(c).to_vec();
         assert_eq!(Packet::decode(&again), Ok(Packet::Command(c)));
     }
+    // What the host's A2S health check receives.
+    let _ = a2s::Reply::decode(data);
 });

@@ -8,6 +8,7 @@
 //! net = "bridge"              # veth | bridge | macvlan | ipvlan (netns only)
 //! range = "198.18.0.0/16"     # instance addresses (netns)
 //! port = 27015                # every netns instance binds this; process: port + id - 1
+//!                             # (default 27015; 27960 for game = "openarena")
 //! placement = "spread"        # spread | pack | none
 //! reserved_cpus = "0"         # kept for the host and the load generator
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
@@ -15,10 +16,19 @@
 //! memory = "256MiB"           # per instance (cgroup), optional
 //! disk = "64MiB"              # working directory size limit (netns), optional: a tmpfs,
 //!                             # emptied at every start and counted as the instance's memory
-//! health = "tickpack"         # tickpack (stats over the wire) | none; default: tickpack
-//!                             # unless `command` runs something other than `{tickpack} server`
+//! health = "tickpack"         # tickpack (stats over the wire) | q3 (getinfo) | a2s (A2S_INFO)
+//!                             # | none; default: tickpack unless `command` runs something
+//!                             # other than `{tickpack} server`, q3 for game = "openarena"
 //! allow_host_ports = [53]     # host TCP/UDP ports instances may connect to (netns);
 //!                             # default: none, instances only answer flows the host started
+//!
+//! game = "openarena"         # reference (default: `command`) | openarena (builds the command,
+//!                             # port 27960); for openarena:
+//! map = ["oa_dm1", "oa_dm2"]  #   the map rotation (default oa_dm1)
+//! players_per_server = 12     #   bots fill each server up to this many players (bot_minplayers)
+//! bots = 12                   #   bots added at start (default: players_per_server)
+//! sv_fps = 20                 #   server frames per second
+//! game_args = ["g_gravity=600"]  # more cvars, +set CVAR VALUE
 //!
 //! [env]                       # the server's environment, placeholders expanded;
 //! GAME_ID = "{id}"            # HOME is always the instance's directory ({dir})
@@ -38,6 +48,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::game::{openarena, Game, OpenArena};
 pub use crate::launch::Health;
 use crate::launch::{ServerSpec, Word};
 use crate::netpath::NetKind;
@@ -92,6 +103,16 @@ pub struct RestartPolicy {
     pub max_backoff_ms: u64,
     /// An instance silent this long (with health checks) is killed and restarted.
     pub unresponsive_s: f64,
+    /// With a game query (`q3`, `a2s`): how long an instance may take to
+    /// answer for the first time after a start (a game loads its map and
+    /// bots first, slower when many start at once on few cores) before it
+    /// is killed, reported with its last output and restarted.
+    #[serde(default = "default_start_timeout_s")]
+    pub start_timeout_s: f64,
+}
+
+fn default_start_timeout_s() -> f64 {
+    15.0
 }
 
 impl Default for RestartPolicy {
@@ -102,6 +123,7 @@ impl Default for RestartPolicy {
             backoff_ms: 100,
             max_backoff_ms: 5_000,
             unresponsive_s: 5.0,
+            start_timeout_s: default_start_timeout_s(),
         }
     }
 }
@@ -145,6 +167,19 @@ pub struct FleetFile {
     pub memory: Option<String>,
     pub disk: Option<String>,
     pub health: Option<Health>,
+    /// The game: `reference` (the default, `command`) or `openarena`
+    /// (its own command, from the settings below).
+    pub game: Option<Game>,
+    /// OpenArena: the map rotation; an entry may be a comma list.
+    pub map: Option<Vec<String>>,
+    /// OpenArena: players per server, humans and bots (`bot_minplayers`).
+    pub players_per_server: Option<u8>,
+    /// OpenArena: bots added at start (default: `players_per_server`).
+    pub bots: Option<u8>,
+    /// OpenArena: server frames per second.
+    pub sv_fps: Option<u16>,
+    /// OpenArena: more cvars, `CVAR=VALUE` each.
+    pub game_args: Option<Vec<String>>,
     pub run_dir: Option<PathBuf>,
     pub allow_host_ports: Option<Vec<u16>>,
     #[serde(default, rename = "instance")]
@@ -219,6 +254,11 @@ pub struct FleetConfig {
     /// Host ports (TCP and UDP) instances may open connections to (netns).
     #[serde(default)]
     pub allow_host_ports: Vec<u16>,
+    /// The OpenArena settings every instance's spec was built from (`game
+    /// = "openarena"`); check them against the machine with
+    /// [`OpenArena::check_system`] before starting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openarena: Option<OpenArena>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -286,9 +326,46 @@ impl FleetFile {
             Some("") | Some("none") => Some(vec![]),
             Some(s) => Some(parse_cpu_list(s)?),
         };
+        let game = self.game.unwrap_or_default();
+        let openarena = match game {
+            Game::OpenArena => {
+                let mut oa = OpenArena::default();
+                if let Some(maps) = self.map {
+                    oa.maps = maps
+                        .iter()
+                        .flat_map(|m| m.split(','))
+                        .map(|m| m.trim().to_string())
+                        .collect();
+                }
+                oa.players = self.players_per_server.unwrap_or(oa.players);
+                oa.bots = self.bots.unwrap_or(oa.players);
+                oa.sv_fps = self.sv_fps.unwrap_or(oa.sv_fps);
+                for a in self.game_args.unwrap_or_default() {
+                    oa.args
+                        .push(openarena::parse_game_arg(&a).map_err(game_error)?);
+                }
+                oa.check().map_err(game_error)?;
+                if self.server.is_some() || self.command.is_some() {
+                    return bad("game = \"openarena\" builds its own command: give a game or a command, not both".into());
+                }
+                Some(oa)
+            }
+            Game::Reference => {
+                if self.map.is_some()
+                    || self.players_per_server.is_some()
+                    || self.bots.is_some()
+                    || self.sv_fps.is_some()
+                    || self.game_args.is_some()
+                {
+                    return bad("map, players per server, bots, sv_fps and game arguments are OpenArena settings: add --game openarena (game = \"openarena\")".into());
+                }
+                None
+            }
+        };
         // The command's text face is parsed once, here. Foreign servers do
         // not speak tickpack; the reference server does.
         let mut server = match (self.server, self.command) {
+            _ if openarena.is_some() => openarena.as_ref().expect("just checked").spec(),
             (Some(_), Some(_)) => {
                 return bad("give the server as a typed spec or as a command, not both".into())
             }
@@ -297,7 +374,7 @@ impl FleetFile {
             (None, None) => ServerSpec::parse(DEFAULT_COMMAND)?,
         };
         let health = self.health.unwrap_or(server.health);
-        let port = self.port.unwrap_or(27015);
+        let port = self.port.unwrap_or(game.default_port());
         if port == 0 {
             return bad("port must not be 0".into());
         }
@@ -411,8 +488,14 @@ impl FleetFile {
             restart: RestartPolicy::default(),
             instances,
             allow_host_ports,
+            openarena,
         })
     }
+}
+
+/// A game setting's error, as the host configuration's.
+fn game_error(e: crate::game::GameError) -> FleetError {
+    FleetError::Invalid(e.to_string())
 }
 
 /// A CPU quota in cores: more than 0, at most 1024 (top level and overrides).
@@ -577,6 +660,55 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("HOME"), "{e}");
+    }
+
+    #[test]
+    fn game_openarena_builds_its_spec_with_the_q3_check_on_port_27960() {
+        let c = resolve(
+            r#"
+            game = "openarena"
+            instances = 2
+            map = ["oa_dm1,oa_dm2", "oa_dm3"]
+            players_per_server = 8
+            game_args = ["g_gravity=600"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.port, 27960);
+        assert_eq!(c.health, Health::Q3);
+        let oa = c.openarena.clone().unwrap();
+        assert_eq!(oa.maps, ["oa_dm1", "oa_dm2", "oa_dm3"]);
+        assert_eq!((oa.players, oa.bots), (8, 8), "bots default to the players");
+        assert_eq!(oa.args, [("g_gravity".to_string(), "600".to_string())]);
+        assert_eq!(c.instances[1].server, oa.spec());
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<FleetConfig>(&json).unwrap(), c);
+        let c = resolve("game = \"openarena\"\nport = 27000\nhealth = \"none\"").unwrap();
+        assert_eq!((c.port, c.health), (27000, Health::None));
+        let c = resolve("game = \"reference\"").unwrap();
+        assert!(c.openarena.is_none() && c.instances[0].server.is_reference_server());
+        for (text, needle) in [
+            ("game = \"quake\"", "quake"),
+            ("game = \"openarena\"\ncommand = \"x\"", "not both"),
+            ("map = [\"oa_dm1\"]", "--game openarena"),
+            ("sv_fps = 40", "--game openarena"),
+            (
+                "game = \"openarena\"\ngame_args = [\"g_gravity\"]",
+                "CVAR=VALUE",
+            ),
+            (
+                "game = \"openarena\"\ngame_args = [\"dedicated=2\"]",
+                "set by the host",
+            ),
+            ("game = \"openarena\"\nplayers_per_server = 20", "0..=16"),
+            ("game = \"openarena\"\nbots = 13", "bots at start"),
+            ("bots = 3", "--game openarena"),
+            ("game = \"openarena\"\nmap = [\"a b\"]", "map name"),
+            ("game = \"openarena\"\ndisk = \"64MiB\"", "disk limit"),
+        ] {
+            let e = resolve(text).expect_err(text).to_string();
+            assert!(e.contains(needle), "{text:?} gave {e:?}");
+        }
     }
 
     #[test]

@@ -21,9 +21,9 @@ use tickpack_wire::TickRate;
 use crate::fleet::FleetError;
 
 /// How the supervisor checks that an instance is alive beyond its PID.
-/// Spelled `tickpack` and `none` in host files, flags and records. A game
-/// server's own query protocol (Quake 3 `getstatus`, Source A2S) is the
-/// next variant.
+/// Spelled `tickpack`, `q3`, `a2s` and `none` in host files, flags and
+/// records. The game query protocols (`q3`, `a2s`) also give the status
+/// the server's map and players and each query's round trip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Health {
     /// Ask for stats over the tickpack protocol once a second (the
@@ -31,6 +31,14 @@ pub enum Health {
     #[default]
     #[serde(rename = "tickpack")]
     TickpackStats,
+    /// The Quake 3 query: `getinfo` every 2 s, read `infoResponse`
+    /// (OpenArena, ioquake3 and other Quake 3 engine servers).
+    #[serde(rename = "q3")]
+    Q3,
+    /// Valve's `A2S_INFO` (with its challenge) every 2 s (Source servers,
+    /// and the reference server, which answers it too).
+    #[serde(rename = "a2s")]
+    A2s,
     /// Only watch the process.
     #[serde(rename = "none")]
     None,
@@ -41,8 +49,19 @@ impl Health {
     pub fn as_str(self) -> &'static str {
         match self {
             Health::TickpackStats => "tickpack",
+            Health::Q3 => "q3",
+            Health::A2s => "a2s",
             Health::None => "none",
         }
+    }
+
+    /// Every check, in the order messages list them.
+    pub const ALL: [Health; 4] = [Health::TickpackStats, Health::Q3, Health::A2s, Health::None];
+
+    /// Whether the check is a game's query protocol (`q3`, `a2s`): asked
+    /// every 2 s (servers rate-limit queries), round trips recorded.
+    pub fn is_query(self) -> bool {
+        matches!(self, Health::Q3 | Health::A2s)
     }
 }
 
@@ -55,10 +74,12 @@ impl std::fmt::Display for Health {
 impl std::str::FromStr for Health {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        [Health::TickpackStats, Health::None]
+        Health::ALL
             .into_iter()
             .find(|h| h.as_str() == s)
-            .ok_or_else(|| format!("unknown health check {s:?} (expected tickpack or none)"))
+            .ok_or_else(|| {
+                format!("unknown health check {s:?} (expected tickpack, q3, a2s or none)")
+            })
     }
 }
 
@@ -502,7 +523,12 @@ mod tests {
 
     #[test]
     fn health_checks_are_spelled_as_before() {
-        for (h, name) in [(Health::TickpackStats, "tickpack"), (Health::None, "none")] {
+        for (h, name) in [
+            (Health::TickpackStats, "tickpack"),
+            (Health::Q3, "q3"),
+            (Health::A2s, "a2s"),
+            (Health::None, "none"),
+        ] {
             assert_eq!(name.parse::<Health>(), Ok(h));
             assert_eq!(serde_json::to_value(h).unwrap(), name);
             assert_eq!(h.to_string(), name);

@@ -3,6 +3,8 @@
 //!
 //! - [`cgroup`]: per-instance cgroups (cpuset, CPU quota, memory limit) on
 //!   cgroup v1 or v2, detected; roots are parameters so tests use temp trees.
+//! - [`game`]: the games a host runs besides the reference server (the
+//!   OpenArena dedicated server), each a producer of a launch spec.
 //! - [`placement`]: CPU topology from /sys and the placement policies.
 //! - [`netpath`]: network namespaces and the links that reach them (veth,
 //!   bridge, macvlan), named with the `tp` prefix, recorded, removed; the
@@ -20,6 +22,7 @@
 pub mod cgroup;
 pub mod confine;
 pub mod fleet;
+pub mod game;
 pub mod launch;
 pub mod leftover;
 pub mod netpath;

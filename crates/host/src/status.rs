@@ -42,7 +42,20 @@ pub struct InstanceStatus {
     pub tick_p99_us: Option<u32>,
     /// Frame time p99 the instance reports (microseconds).
     pub frame_p99_us: Option<u32>,
+    /// Players on the server: the reference server's stats, or the game
+    /// query's count of humans and bots (`q3`: `clients`).
     pub players: Option<u8>,
+    /// Bots among them, from the game query (`q3`: `clients` minus
+    /// `g_humanplayers`; `a2s`: its bots field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bots: Option<u8>,
+    /// The map the game query reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<String>,
+    /// Round trips of the game queries (`q3`, `a2s`) since the host
+    /// started, microseconds, from send to the kernel's receive stamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_latency_us: Option<crate::supervisor::LatencySummary>,
     pub memory_bytes: Option<u64>,
     pub memory_limit_bytes: Option<u64>,
     pub oom_kills: u64,

@@ -14,7 +14,8 @@
 //!
 //! Files: this one is the core (bring-up, spawning, reaping, status,
 //! teardown); `restart.rs` the restart policy as a pure tracker
-//! ([`RestartTracker`]); `health.rs` health checks and liveness; `usage.rs`
+//! ([`RestartTracker`]); `health.rs` health checks and liveness, with the
+//! game query protocols (`q3`, `a2s`) sans-I/O in `probe.rs`; `usage.rs`
 //! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
 //! the run directory, its records and [`recover`]; `config_files.rs` the
 //! server's config files, written into its directory before each start.
@@ -22,6 +23,7 @@
 mod config_files;
 mod control;
 mod health;
+mod probe;
 mod restart;
 mod run_dir;
 mod usage;
@@ -42,6 +44,7 @@ use crate::placement::{self, Placement, Topology};
 use crate::spawn::{self, Isolation, Spec};
 use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
 
+pub use probe::{LatencySummary, QUERY_INTERVAL};
 pub use restart::{RestartDecision, RestartTracker};
 pub use run_dir::{log_path, recover, StateRecord};
 use run_dir::{private_dir, real_dir, secure_run_dir, write_state};
@@ -85,6 +88,8 @@ struct Instance {
     started: Instant,
     last_heard: Option<Instant>,
     stats: Option<tickpack_wire::ServerStats>,
+    /// The game query's state and findings (`q3`, `a2s` health).
+    probe: probe::Probe,
     cpu_sample: Option<(u64, Instant)>,
     cpu_percent: Option<f64>,
     memory_bytes: Option<u64>,
@@ -101,10 +106,14 @@ pub struct Supervisor {
     reserved: Vec<usize>,
     instances: Vec<Instance>,
     events: VecDeque<String>,
+    /// Events ever recorded (the deque keeps the last 50).
+    events_total: u64,
     health: Option<UdpSocket>,
     /// Instance index by address, for health replies (addresses never change).
     health_by_addr: HashMap<SocketAddr, usize>,
     next_health: Instant,
+    /// When the next game query is due (`q3`, `a2s`).
+    next_query: Instant,
     started: Instant,
     control: Option<UnixListener>,
     /// A `down` request waiting for its answer.
@@ -141,9 +150,11 @@ impl Supervisor {
             reserved: vec![],
             instances: vec![],
             events: VecDeque::new(),
+            events_total: 0,
             health: None,
             health_by_addr: HashMap::new(),
             next_health: Instant::now(),
+            next_query: Instant::now(),
             started: Instant::now(),
             control: None,
             pending_down: None,
@@ -173,6 +184,7 @@ impl Supervisor {
     fn event(&mut self, e: String) {
         let secs = self.started.elapsed().as_secs_f64();
         self.events.push_back(format!("[{secs:8.2}s] {e}"));
+        self.events_total += 1;
         while self.events.len() > 50 {
             self.events.pop_front();
         }
@@ -297,13 +309,14 @@ impl Supervisor {
                 started: Instant::now(),
                 last_heard: None,
                 stats: None,
+                probe: probe::Probe::new(self.cfg.health),
                 cpu_sample: None,
                 cpu_percent: None,
                 memory_bytes: None,
                 oom_kills: 0,
             });
         }
-        if self.cfg.health == Health::TickpackStats {
+        if self.cfg.health != Health::None {
             if let Some(net) = &self.net {
                 for i in &self.instances {
                     net.check_route(match i.addr.ip() {
@@ -317,6 +330,7 @@ impl Supervisor {
             }
             let s = UdpSocket::bind("0.0.0.0:0").map_err(io("binding the health-check socket"))?;
             s.set_nonblocking(true).map_err(io("health-check socket"))?;
+            health::enable_timestamps(&s).map_err(io("health-check socket time stamps"))?;
             self.health_by_addr = self
                 .instances
                 .iter()
@@ -392,6 +406,7 @@ impl Supervisor {
         i.started = Instant::now();
         i.last_heard = None;
         i.stats = None;
+        i.probe.reset();
         i.cpu_sample = None;
         self.record.processes.retain(|p| p.is_same_process());
         self.record.processes.extend(recorded);
@@ -407,7 +422,7 @@ impl Supervisor {
         if now >= self.next_health {
             self.next_health = now + Duration::from_secs(1);
             self.sample_usage(now);
-            self.send_health();
+            self.send_health(now);
         }
         self.read_health(now);
         self.check_liveness(now);
@@ -514,7 +529,10 @@ impl Supervisor {
                     cpu_percent: i.cpu_percent,
                     tick_p99_us: i.stats.map(|s| s.lateness_p99_us),
                     frame_p99_us: i.stats.map(|s| s.frame_p99_us),
-                    players: i.stats.map(|s| s.players),
+                    players: i.stats.map(|s| s.players).or(i.probe.players),
+                    bots: i.probe.bots,
+                    map: i.probe.map.clone(),
+                    query_latency_us: i.probe.latency(),
                     memory_bytes: i.memory_bytes,
                     memory_limit_bytes: i.spec.memory_bytes,
                     oom_kills: i.oom_kills,
@@ -523,6 +541,17 @@ impl Supervisor {
                 .collect(),
             events: self.events.iter().cloned().collect(),
         }
+    }
+
+    /// The events recorded after the first `seen` (of all ever recorded),
+    /// and the new total: `host up` prints them as they come.
+    pub fn events_since(&self, seen: u64) -> (Vec<String>, u64) {
+        let new = (self.events_total.saturating_sub(seen) as usize).min(self.events.len());
+        let skip = self.events.len() - new;
+        (
+            self.events.iter().skip(skip).cloned().collect(),
+            self.events_total,
+        )
     }
 
     /// Instance addresses, in id order (for load generators).

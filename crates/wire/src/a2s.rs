@@ -12,10 +12,10 @@
 //! the challenge is missing or wrong, reply [`encode_challenge`]; otherwise
 //! reply [`encode_info`], [`encode_players`] or [`encode_rules`].
 //!
-//! Order for a client (`tickpack probe`): encode `Query::Info { challenge:
-//! None }`; decode the answer with [`Reply::decode`]: a
-//! [`Reply::Challenge`] means "ask again with this number"
-//! (`Query::Info { challenge: Some(c) }`), a [`Reply::Info`] is the answer.
+//! Order for an asker (`tickpack probe`, the host's `a2s` health check):
+//! send `A2S_INFO` without a challenge, [`Reply::decode`] the
+//! `S2C_CHALLENGE`, send the request again with it ([`Query::Info`] with
+//! `Some(challenge)`), and decode the [`Reply::Info`].
 
 use crate::codec::{truncate_utf8, DecodeError, Reader, Writer};
 
@@ -435,7 +435,57 @@ mod tests {
         for len in 0..40 {
             let buf = vec![0xFF; len];
             let _ = Query::decode(&buf);
+            let _ = Reply::decode(&buf);
         }
         assert!(Query::decode(&[0xFF, 0xFF, 0xFF, 0xFF, 0x54, b'x']).is_err());
+    }
+
+    #[test]
+    fn an_asker_decodes_the_challenge_and_the_info_reply() {
+        let mut out = Vec::new();
+        encode_challenge(0xDEAD_BEEF, &mut out);
+        assert_eq!(Reply::decode(&out), Ok(Reply::Challenge(0xDEAD_BEEF)));
+        out.clear();
+        encode_info(
+            &ServerInfo {
+                name: "tp-3",
+                map: "arena",
+                folder: "tickpack",
+                game: "tickpack",
+                app_id: 0,
+                players: 7,
+                max_players: 12,
+                bots: 4,
+                version: "0.1.0",
+                port: 27015,
+                keywords: "",
+            },
+            &mut out,
+        );
+        let Ok(Reply::Info(i)) = Reply::decode(&out) else {
+            panic!("{out:?}")
+        };
+        assert_eq!((i.name.as_str(), i.map.as_str()), ("tp-3", "arena"));
+        assert_eq!((i.players, i.max_players, i.bots), (7, 12, 4));
+        // Cut anywhere before the bots byte (the last field read): refused.
+        let bots_at = 6 + "tp-3 arena tickpack tickpack ".len() + 2 + 2;
+        assert_eq!(out[bots_at], 4);
+        for cut in 0..=bots_at {
+            assert!(Reply::decode(&out[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_reply_datagram_decodes_or_is_refused(
+            kind in proptest::sample::select(vec![S2C_CHALLENGE, INFO_REPLY, 0x44, 0x00]),
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+        ) {
+            let mut d = CONNECTIONLESS.to_vec();
+            d.push(kind);
+            d.extend_from_slice(&body);
+            let _ = Reply::decode(&d);
+            let _ = Reply::decode(&body);
+        }
     }
 }

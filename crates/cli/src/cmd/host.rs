@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Subcommand;
-use tickpack_host::fleet::FleetFile;
+use clap::{Subcommand, ValueEnum};
+use tickpack_host::fleet::{FleetFile, Health};
+use tickpack_host::game::Game;
 use tickpack_host::status::{query_status, request, ControlError, HostStatus};
 use tickpack_host::supervisor::{HostError, Supervisor};
 
@@ -28,12 +29,46 @@ pub struct Args {
 pub enum HostCmd {
     /// Start the instances and supervise them in the foreground until
     /// `tickpack host down`, SIGTERM or Ctrl-C.
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, after_help = UP_EXAMPLES)]
     Up(Box<UpArgs>),
     /// Show the instances of a running host.
     Status(StatusArgs),
     /// Stop a host and remove everything it created (also after a crash).
     Down(DownArgs),
+}
+
+/// Examples shown by `host up --help`.
+const UP_EXAMPLES: &str = "Examples:
+  tickpack host up --instances 4 --net bridge
+  tickpack host up --game openarena --instances 2 --map oa_dm1,oa_dm2 --players-per-server 12
+  tickpack host up --game openarena --game-arg g_gravity=600 --sv-fps 40
+  tickpack host up --command \"{tickpack} server --bind {ip}:{port}\" --probe a2s";
+
+/// The games `--game` names.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum GameArg {
+    /// tickpack's reference server (`tickpack server`, or --command)
+    Reference,
+    /// the OpenArena dedicated server (openarena-server, ioquake3), port 27960
+    Openarena,
+}
+
+impl From<GameArg> for Game {
+    fn from(g: GameArg) -> Game {
+        match g {
+            GameArg::Reference => Game::Reference,
+            GameArg::Openarena => Game::OpenArena,
+        }
+    }
+}
+
+/// The game query protocols `--probe` names.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ProbeArg {
+    /// Quake 3 `getinfo` (OpenArena, ioquake3)
+    Q3,
+    /// Valve `A2S_INFO` (Source servers; the reference server answers it too)
+    A2s,
 }
 
 #[derive(clap::Args, Debug)]
@@ -54,7 +89,8 @@ pub struct UpArgs {
     /// Instance address range (netns).
     #[arg(long)]
     pub range: Option<String>,
-    /// Game port (netns: every instance; process: port + id - 1).
+    /// Game port (netns: every instance; process: port + id - 1)
+    /// [default: 27015; 27960 with --game openarena].
     #[arg(long)]
     pub port: Option<u16>,
     /// Core placement: spread, pack, or none (leave it to the kernel).
@@ -63,6 +99,31 @@ pub struct UpArgs {
     /// CPUs kept for the host and load generators (default: CPU 0 when there are 2+).
     #[arg(long)]
     pub reserved_cpus: Option<String>,
+    /// The game server: reference (default) or openarena (its own command,
+    /// port 27960, checked with the Quake 3 query; needs openarena-server).
+    #[arg(long, value_enum)]
+    pub game: Option<GameArg>,
+    /// OpenArena: the map; repeat or give a comma list for a rotation
+    /// [default: oa_dm1].
+    #[arg(long = "map", value_name = "MAP")]
+    pub map: Vec<String>,
+    /// OpenArena: players per server, humans and bots: bots fill each
+    /// server up to this many (bot_minplayers), 0-16 [default: 12].
+    #[arg(long)]
+    pub players_per_server: Option<u8>,
+    /// OpenArena: bots added at start, so a server is full at once
+    /// [default: --players-per-server]; bot_minplayers then keeps the total,
+    /// removing one bot per 10 s as players join (16 slots in all).
+    #[arg(long)]
+    pub bots: Option<u8>,
+    /// OpenArena: server frames per second (sv_fps) [default: 20, the
+    /// engine's default, what public servers run].
+    #[arg(long)]
+    pub sv_fps: Option<u16>,
+    /// OpenArena: one more cvar, CVAR=VALUE, passed as `+set CVAR VALUE`
+    /// after the host's own; repeat for more.
+    #[arg(long = "game-arg", value_name = "CVAR=VALUE")]
+    pub game_arg: Vec<String>,
     /// Command template for each instance; placeholders {ip} {port} {id} {dir} {tickpack}.
     /// Its HOME is the instance's own directory ({dir}); a --config file can add
     /// [env] and [[file]] (config files written there before each start).
@@ -79,9 +140,15 @@ pub struct UpArgs {
     /// of that size, emptied at every start, counted as the instance's memory.
     #[arg(long)]
     pub disk: Option<String>,
-    /// Health check: tickpack (stats over the wire) or none.
+    /// Health check: tickpack (stats over the wire), q3 (getinfo), a2s
+    /// (A2S_INFO) or none.
     #[arg(long)]
     pub health: Option<String>,
+    /// Check the instances with a game query and record its round trips
+    /// (shown by `host status`): the same as --health q3 or --health a2s,
+    /// e.g. for a --command server that answers A2S.
+    #[arg(long, value_enum, conflicts_with = "health")]
+    pub probe: Option<ProbeArg>,
     /// Host name, 1-8 of a-z0-9: prefixes everything created (tp<name>...).
     #[arg(long)]
     pub name: Option<String>,
@@ -172,6 +239,30 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         } )* };
     }
     typed_flag!(backend, net, placement, health);
+    if let Some(p) = u.probe {
+        f.health = Some(match p {
+            ProbeArg::Q3 => Health::Q3,
+            ProbeArg::A2s => Health::A2s,
+        });
+    }
+    if let Some(g) = u.game {
+        f.game = Some(g.into());
+    }
+    if !u.map.is_empty() {
+        f.map = Some(u.map.clone());
+    }
+    if u.players_per_server.is_some() {
+        f.players_per_server = u.players_per_server;
+    }
+    if u.bots.is_some() {
+        f.bots = u.bots;
+    }
+    if u.sv_fps.is_some() {
+        f.sv_fps = u.sv_fps;
+    }
+    if !u.game_arg.is_empty() {
+        f.game_args = Some(u.game_arg.clone());
+    }
     if !u.allow_host_port.is_empty() {
         f.allow_host_ports = Some(u.allow_host_port.clone());
     }
@@ -183,6 +274,9 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         super::check_cpus("reserved CPUs (--reserved-cpus)", cpus)?;
     }
     super::check_dir_flag("run dir (--run-dir)", &cfg.run_dir)?;
+    if let Some(oa) = &cfg.openarena {
+        oa.check_system().map_err(|e| fail(Code::Config, e))?;
+    }
     Ok(cfg)
 }
 
@@ -219,8 +313,14 @@ fn up(u: UpArgs) -> Result<(), Failure> {
         println!("instance {} at {} on CPUs {:?}", i.id, i.address, i.cpus);
     }
     let mut next_metrics = Instant::now();
+    let mut events_seen = 0;
     loop {
         let down = sup.poll();
+        let (events, seen) = sup.events_since(events_seen);
+        events_seen = seen;
+        for e in events {
+            eprintln!("tickpack host: {e}");
+        }
         if down || stop.load(Ordering::Relaxed) {
             break;
         }
@@ -281,8 +381,17 @@ pub fn print_status(st: &HostStatus) {
         st.uptime_s
     );
     println!(
-        "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8}",
-        "id", "address", "pid", "cpus", "state", "restarts", "cpu%", "tick p99 us", "players"
+        "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5}  map",
+        "id",
+        "address",
+        "pid",
+        "cpus",
+        "state",
+        "restarts",
+        "cpu%",
+        "tick p99 us",
+        "players",
+        "bots",
     );
     for i in &st.instances {
         let cpus = i
@@ -293,7 +402,7 @@ pub fn print_status(st: &HostStatus) {
             .join(",");
         let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
         println!(
-            "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8}",
+            "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5}  {}",
             i.id,
             i.address,
             opt(i.pid.map(|p| p.to_string())),
@@ -303,7 +412,15 @@ pub fn print_status(st: &HostStatus) {
             opt(i.cpu_percent.map(|c| format!("{c:.1}"))),
             opt(i.tick_p99_us.map(|t| t.to_string())),
             opt(i.players.map(|p| p.to_string())),
+            opt(i.bots.map(|b| b.to_string())),
+            i.map.as_deref().unwrap_or("-"),
         );
+        if let Some(q) = &i.query_latency_us {
+            println!(
+                "{:>4} query round trip: p50 {} us, p99 {} us, max {} us ({} replies)",
+                "", q.p50, q.p99, q.max, q.count
+            );
+        }
         if let Some(why) = &i.last_exit {
             println!("{:>4} last exit: {why}", "");
         }
