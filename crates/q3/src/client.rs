@@ -193,6 +193,7 @@ pub enum Event {
     Print(String),
 }
 
+#[derive(Clone)]
 struct Snapshot {
     valid: bool,
     message_num: i32,
@@ -200,7 +201,8 @@ struct Snapshot {
     entities: Vec<EntityState>,
 }
 
-/// A client session.
+/// A client session (cloneable: a copy continues independently).
+#[derive(Clone)]
 pub struct Client {
     cfg: ClientConfig,
     state: ClientState,
