@@ -559,15 +559,13 @@ impl Client {
                 }
                 SVC_BASELINE => {
                     let n = r.read_bits(GENTITYNUM_BITS)? as i32;
-                    let e =
+                    // A removed baseline is all zeros (the engine keeps it).
+                    let mut e =
                         msg::read_delta_entity(r, &EntityState::default(), n)?.unwrap_or_default();
+                    e.number = n;
                     match self.baselines.binary_search_by_key(&n, |b| b.number) {
                         Ok(k) => self.baselines[k] = e,
                         Err(k) => self.baselines.insert(k, e),
-                    }
-                    // A removed baseline is all zeros with its number.
-                    if let Ok(k) = self.baselines.binary_search_by_key(&n, |b| b.number) {
-                        self.baselines[k].number = n;
                     }
                 }
                 _ => return Err(Q3Error::Malformed("bad command byte in gamestate")),
@@ -760,6 +758,37 @@ mod tests {
         assert_eq!(c.handshake_packet(), None);
         c.reset();
         assert_eq!(c.state(), ClientState::Challenging);
+    }
+
+    /// A baseline sent as removed used to be stored with number 0, out of
+    /// order, so later baseline lookups missed.
+    #[test]
+    fn removed_baseline_keeps_its_number_and_the_order() {
+        let mut c = Client::new(ClientConfig::new("a", 1, 2));
+        let mut w = Writer::new();
+        w.write_long(0); // serverCommandSequence
+        for (n, removed) in [(5, false), (9, true), (12, false)] {
+            w.write_byte(SVC_BASELINE);
+            let e = EntityState {
+                number: n,
+                fields: [7; 51],
+            };
+            if removed {
+                msg::write_delta_entity(&mut w, Some(&e), None, false);
+            } else {
+                msg::write_delta_entity(&mut w, None, Some(&e), true);
+            }
+        }
+        w.write_byte(SVC_EOF);
+        w.write_long(3);
+        w.write_long(4);
+        let body = w.into_bytes();
+        let mut ev = Vec::new();
+        c.parse_gamestate(&mut Reader::new(&body), &mut ev).unwrap();
+        let numbers: Vec<i32> = c.baselines.iter().map(|b| b.number).collect();
+        assert_eq!(numbers, vec![5, 9, 12]);
+        assert_eq!(c.baseline(12).fields[0], 7);
+        assert_eq!(c.baseline(9).fields, [0; 51]);
     }
 
     #[test]
