@@ -19,7 +19,9 @@
 //! [`Event::Disconnected`]. [`Client::queue_command`] queues a reliable
 //! client command (e.g. `disconnect`), sent with every usercmd packet
 //! until the server acknowledges it. [`Client::reset`] goes back to
-//! Challenging for a new handshake.
+//! Challenging for a new handshake. Read-only views: `state`,
+//! `server_challenge`, `server_id`, `client_num`, `last_snapshot`,
+//! `netchan` (sequences, drops), `userinfo`, `config`.
 //!
 //! The facts: cl_main.c (`CL_CheckForResend`, `CL_ConnectionlessPacket`),
 //! cl_parse.c (`CL_ParseServerMessage`, `CL_ParseGamestate`,
@@ -197,6 +199,7 @@ pub enum Event {
 struct Snapshot {
     valid: bool,
     message_num: i32,
+    server_time: i32,
     ps: PlayerState,
     entities: Vec<EntityState>,
 }
@@ -302,6 +305,25 @@ impl Client {
     /// The server's challenge (0 before `challengeResponse`).
     pub fn server_challenge(&self) -> i32 {
         self.server_challenge
+    }
+
+    /// The serverId usercmd packets carry (from the systeminfo
+    /// configstring; 0 before the gamestate).
+    pub fn server_id(&self) -> i32 {
+        self.server_id
+    }
+
+    /// Our client slot from the gamestate (-1 before it).
+    pub fn client_num(&self) -> i32 {
+        self.client_num
+    }
+
+    /// The last valid snapshot's message number, server time and player
+    /// state, if any: a caller derives its usercmds' server times from it.
+    pub fn last_snapshot(&self) -> Option<(i32, i32, &PlayerState)> {
+        let n = self.last_snap?;
+        let s = self.snapshots[n as usize & (PACKET_BACKUP - 1)].as_ref()?;
+        Some((s.message_num, s.server_time, &s.ps))
     }
 
     /// The open channel, if any (sequences and drop counts).
@@ -650,6 +672,7 @@ impl Client {
             self.snapshots[slot(message_num)] = Some(Snapshot {
                 valid: true,
                 message_num,
+                server_time,
                 ps,
                 entities,
             });
@@ -756,6 +779,7 @@ mod tests {
             .unwrap();
         assert_eq!(c.state(), ClientState::AwaitingGamestate);
         assert_eq!(c.handshake_packet(), None);
+        assert!(c.last_snapshot().is_none());
         c.reset();
         assert_eq!(c.state(), ClientState::Challenging);
     }

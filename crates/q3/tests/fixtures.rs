@@ -103,6 +103,9 @@ fn the_captured_snapshots_decode_with_known_values() {
     }
     let last = snaps.last().unwrap();
     assert_eq!((last.message_num, last.server_time), (13, 1650));
+    let (n, t, ps) = c.last_snapshot().unwrap();
+    assert_eq!((n, t, ps.command_time()), (13, 1650, 1635));
+    assert_eq!((c.server_id(), c.client_num()), (1060, 0));
     assert_eq!(last.command_time, 1635);
     // Forward 127 with a turning view: the player moved.
     let moved = (last.origin[0] - first.origin[0]).hypot(last.origin[1] - first.origin[1]);
