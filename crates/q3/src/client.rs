@@ -637,7 +637,16 @@ impl Client {
                 None => (None, false),
             }
         };
-        let result = self.parse_snapshot_body(r, old.as_ref());
+        // Reuse the entity buffer of the frame this one replaces (32
+        // messages old: too old for the server to delta from; if it is
+        // the base frame, it was taken above).
+        let mut entities = self.snapshots[slot(message_num)]
+            .take()
+            .map_or_else(Vec::new, |s| s.entities);
+        entities.clear();
+        let result = self
+            .parse_snapshot_body(r, old.as_ref(), &mut entities)
+            .map(|ps| (ps, entities));
         // Put the base frame back before anything else.
         if let Some(o) = old {
             let k = slot(o.message_num);
@@ -689,7 +698,8 @@ impl Client {
         &self,
         r: &mut Reader,
         old: Option<&Snapshot>,
-    ) -> Result<(PlayerState, Vec<EntityState>), Q3Error> {
+        entities: &mut Vec<EntityState>,
+    ) -> Result<PlayerState, Q3Error> {
         let len = usize::from(r.read_byte()?);
         if len > MAX_MAP_AREA_BYTES {
             return Err(Q3Error::Malformed("invalid areamask size"));
@@ -699,7 +709,6 @@ impl Client {
         }
         let ps = msg::read_delta_playerstate(r, old.map(|o| &o.ps))?;
         let old_entities: &[EntityState] = old.map_or(&[], |o| &o.entities);
-        let mut entities = Vec::with_capacity(old_entities.len() + 4);
         let mut oi = 0;
         let oldnum = |oi: usize| old_entities.get(oi).map_or(99999, |e| e.number);
         loop {
@@ -728,7 +737,7 @@ impl Client {
         if entities.len() > MAX_GENTITIES as usize {
             return Err(Q3Error::Malformed("too many entities"));
         }
-        Ok((ps, entities))
+        Ok(ps)
     }
 }
 
