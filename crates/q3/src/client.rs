@@ -19,7 +19,9 @@
 //! [`Event::Disconnected`]. [`Client::queue_command`] queues a reliable
 //! client command (e.g. `disconnect`), sent with every usercmd packet
 //! until the server acknowledges it. [`Client::reset`] goes back to
-//! Challenging for a new handshake.
+//! Challenging for a new handshake. Read-only views: `state`,
+//! `server_challenge`, `server_id`, `client_num`, `last_snapshot`,
+//! `netchan` (sequences, drops), `userinfo`, `config`.
 //!
 //! The facts: cl_main.c (`CL_CheckForResend`, `CL_ConnectionlessPacket`),
 //! cl_parse.c (`CL_ParseServerMessage`, `CL_ParseGamestate`,
@@ -193,14 +195,17 @@ pub enum Event {
     Print(String),
 }
 
+#[derive(Clone)]
 struct Snapshot {
     valid: bool,
     message_num: i32,
+    server_time: i32,
     ps: PlayerState,
     entities: Vec<EntityState>,
 }
 
-/// A client session.
+/// A client session (cloneable: a copy continues independently).
+#[derive(Clone)]
 pub struct Client {
     cfg: ClientConfig,
     state: ClientState,
@@ -300,6 +305,25 @@ impl Client {
     /// The server's challenge (0 before `challengeResponse`).
     pub fn server_challenge(&self) -> i32 {
         self.server_challenge
+    }
+
+    /// The serverId usercmd packets carry (from the systeminfo
+    /// configstring; 0 before the gamestate).
+    pub fn server_id(&self) -> i32 {
+        self.server_id
+    }
+
+    /// Our client slot from the gamestate (-1 before it).
+    pub fn client_num(&self) -> i32 {
+        self.client_num
+    }
+
+    /// The last valid snapshot's message number, server time and player
+    /// state, if any: a caller derives its usercmds' server times from it.
+    pub fn last_snapshot(&self) -> Option<(i32, i32, &PlayerState)> {
+        let n = self.last_snap?;
+        let s = self.snapshots[n as usize & (PACKET_BACKUP - 1)].as_ref()?;
+        Some((s.message_num, s.server_time, &s.ps))
     }
 
     /// The open channel, if any (sequences and drop counts).
@@ -557,15 +581,13 @@ impl Client {
                 }
                 SVC_BASELINE => {
                     let n = r.read_bits(GENTITYNUM_BITS)? as i32;
-                    let e =
+                    // A removed baseline is all zeros (the engine keeps it).
+                    let mut e =
                         msg::read_delta_entity(r, &EntityState::default(), n)?.unwrap_or_default();
+                    e.number = n;
                     match self.baselines.binary_search_by_key(&n, |b| b.number) {
                         Ok(k) => self.baselines[k] = e,
                         Err(k) => self.baselines.insert(k, e),
-                    }
-                    // A removed baseline is all zeros with its number.
-                    if let Ok(k) = self.baselines.binary_search_by_key(&n, |b| b.number) {
-                        self.baselines[k].number = n;
                     }
                 }
                 _ => return Err(Q3Error::Malformed("bad command byte in gamestate")),
@@ -615,7 +637,16 @@ impl Client {
                 None => (None, false),
             }
         };
-        let result = self.parse_snapshot_body(r, old.as_ref());
+        // Reuse the entity buffer of the frame this one replaces (32
+        // messages old: too old for the server to delta from; if it is
+        // the base frame, it was taken above).
+        let mut entities = self.snapshots[slot(message_num)]
+            .take()
+            .map_or_else(Vec::new, |s| s.entities);
+        entities.clear();
+        let result = self
+            .parse_snapshot_body(r, old.as_ref(), &mut entities)
+            .map(|ps| (ps, entities));
         // Put the base frame back before anything else.
         if let Some(o) = old {
             let k = slot(o.message_num);
@@ -650,6 +681,7 @@ impl Client {
             self.snapshots[slot(message_num)] = Some(Snapshot {
                 valid: true,
                 message_num,
+                server_time,
                 ps,
                 entities,
             });
@@ -666,7 +698,8 @@ impl Client {
         &self,
         r: &mut Reader,
         old: Option<&Snapshot>,
-    ) -> Result<(PlayerState, Vec<EntityState>), Q3Error> {
+        entities: &mut Vec<EntityState>,
+    ) -> Result<PlayerState, Q3Error> {
         let len = usize::from(r.read_byte()?);
         if len > MAX_MAP_AREA_BYTES {
             return Err(Q3Error::Malformed("invalid areamask size"));
@@ -676,7 +709,6 @@ impl Client {
         }
         let ps = msg::read_delta_playerstate(r, old.map(|o| &o.ps))?;
         let old_entities: &[EntityState] = old.map_or(&[], |o| &o.entities);
-        let mut entities = Vec::with_capacity(old_entities.len() + 4);
         let mut oi = 0;
         let oldnum = |oi: usize| old_entities.get(oi).map_or(99999, |e| e.number);
         loop {
@@ -705,7 +737,7 @@ impl Client {
         if entities.len() > MAX_GENTITIES as usize {
             return Err(Q3Error::Malformed("too many entities"));
         }
-        Ok((ps, entities))
+        Ok(ps)
     }
 }
 
@@ -756,8 +788,40 @@ mod tests {
             .unwrap();
         assert_eq!(c.state(), ClientState::AwaitingGamestate);
         assert_eq!(c.handshake_packet(), None);
+        assert!(c.last_snapshot().is_none());
         c.reset();
         assert_eq!(c.state(), ClientState::Challenging);
+    }
+
+    /// A baseline sent as removed used to be stored with number 0, out of
+    /// order, so later baseline lookups missed.
+    #[test]
+    fn removed_baseline_keeps_its_number_and_the_order() {
+        let mut c = Client::new(ClientConfig::new("a", 1, 2));
+        let mut w = Writer::new();
+        w.write_long(0); // serverCommandSequence
+        for (n, removed) in [(5, false), (9, true), (12, false)] {
+            w.write_byte(SVC_BASELINE);
+            let e = EntityState {
+                number: n,
+                fields: [7; 51],
+            };
+            if removed {
+                msg::write_delta_entity(&mut w, Some(&e), None, false);
+            } else {
+                msg::write_delta_entity(&mut w, None, Some(&e), true);
+            }
+        }
+        w.write_byte(SVC_EOF);
+        w.write_long(3);
+        w.write_long(4);
+        let body = w.into_bytes();
+        let mut ev = Vec::new();
+        c.parse_gamestate(&mut Reader::new(&body), &mut ev).unwrap();
+        let numbers: Vec<i32> = c.baselines.iter().map(|b| b.number).collect();
+        assert_eq!(numbers, vec![5, 9, 12]);
+        assert_eq!(c.baseline(12).fields[0], 7);
+        assert_eq!(c.baseline(9).fields, [0; 51]);
     }
 
     #[test]

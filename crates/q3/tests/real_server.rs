@@ -18,7 +18,7 @@ fn two_clients_reach_active_and_move_on_the_real_server() {
     if !server_available("two_clients_reach_active_and_move_on_the_real_server") {
         return;
     }
-    let server = ServerGuard::start(SV_FPS as u32);
+    let server = ServerGuard::start(SV_FPS as u32, &[]);
     let capture_dir = std::env::var_os("Q3_CAPTURE_DIR");
     let mut sessions: Vec<Session> = ["alpha", "bravo"]
         .iter()
@@ -53,9 +53,15 @@ fn two_clients_reach_active_and_move_on_the_real_server() {
         std::thread::sleep(Duration::from_millis(2));
     }
     let active_at: Vec<usize> = sessions.iter().map(|s| s.seen.snapshots.len()).collect();
-    // ~3 s of play.
+    // ~3 s of play. Half way, the first client says something: from then
+    // on both directions of its legacy channel are keyed with that text.
     let play = Instant::now();
+    let mut said = false;
     while play.elapsed() < Duration::from_secs(3) {
+        if !said && play.elapsed() > Duration::from_millis(1500) {
+            sessions[0].client.queue_command("say hello from alpha");
+            said = true;
+        }
         let now = Instant::now();
         sessions.iter_mut().for_each(|s| s.step(now));
         std::thread::sleep(Duration::from_millis(2));
@@ -116,15 +122,18 @@ fn two_clients_reach_active_and_move_on_the_real_server() {
             last.command_time
         );
         assert!(snaps.iter().all(|s| s.client_num == snaps[0].client_num));
-        let moved = (0..2)
-            .map(|i| (last.origin[i] - first.origin[i]).abs())
-            .sum::<f32>();
-        assert!(
-            moved > 50.0,
-            "the player did not move: {:?} -> {:?}",
-            first.origin,
-            last.origin
-        );
+        // Forward 127 while turning: the path is long (it need not end far
+        // from where it began).
+        let path: f32 = snaps
+            .windows(2)
+            .map(|w| {
+                (0..3)
+                    .map(|i| (w[1].origin[i] - w[0].origin[i]).powi(2))
+                    .sum::<f32>()
+                    .sqrt()
+            })
+            .sum();
+        assert!(path > 100.0, "the player hardly moved: path {path}");
         println!(
             "client {k}: {} snapshots in 3 s, serverTime {}..{}, commandTime {}, entities {}",
             snaps.len(),
@@ -142,4 +151,49 @@ fn two_clients_reach_active_and_move_on_the_real_server() {
         names.contains(&"tp_bravo".to_string()),
         "getstatus names {names:?}"
     );
+}
+
+/// With `com_legacyprotocol 0` the server speaks the modern channel to a
+/// protocol 71 client: checksummed headers, no XOR.
+#[test]
+fn a_client_on_the_modern_channel_reaches_active() {
+    if !server_available("a_client_on_the_modern_channel_reaches_active") {
+        return;
+    }
+    let server = ServerGuard::start(SV_FPS as u32, &[("com_legacyprotocol", "0")]);
+    let mut cfg = ClientConfig::new("tp_modern", 2000, 7000);
+    cfg.legacy = false;
+    let mut s = Session::new(Client::new(cfg), server.port, 0);
+    let start = Instant::now();
+    let mut said = false;
+    while s
+        .seen
+        .snapshots
+        .iter()
+        .filter(|x| x.delta_ok && x.command_time > 0)
+        .count()
+        < 40
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{:?} {:?} {:?}",
+            s.client.state(),
+            s.seen.prints,
+            s.seen.errors
+        );
+        if !said && s.client.state() == ClientState::Active {
+            s.client.queue_command("say modern hello");
+            said = true;
+        }
+        s.step(Instant::now());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(s.seen.errors.is_empty(), "{:?}", s.seen.errors);
+    assert!(
+        s.seen.commands.iter().any(|c| c.contains("modern hello")),
+        "{:?}",
+        s.seen.commands
+    );
+    let last = s.seen.snapshots.last().unwrap();
+    assert!(s.seen.sent_times.contains(&last.command_time));
 }

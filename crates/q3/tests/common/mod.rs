@@ -51,8 +51,9 @@ fn free_udp_port() -> u16 {
 
 impl ServerGuard {
     /// Start the server on oa_dm1 with `sv_fps` and 16 slots, no bots, no
-    /// master servers, and wait (at most 30 s) until it answers `getinfo`.
-    pub fn start(sv_fps: u32) -> ServerGuard {
+    /// master servers, and the further cvars in `extra`, and wait (at most
+    /// 30 s) until it answers `getinfo`.
+    pub fn start(sv_fps: u32, extra: &[(&str, &str)]) -> ServerGuard {
         let port = free_udp_port();
         let home = std::env::temp_dir().join(format!("tickpack-q3-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&home).expect("server HOME");
@@ -73,6 +74,9 @@ impl ServerGuard {
             ("bot_minplayers", "0".to_string()),
             ("sv_maxclients", "16".to_string()),
         ] {
+            cmd.arg("+set").arg(k).arg(v);
+        }
+        for (k, v) in extra {
             cmd.arg("+set").arg(k).arg(v);
         }
         cmd.arg("+map").arg("oa_dm1");
@@ -127,6 +131,7 @@ pub struct Seen {
     pub gamestates: Vec<Event>,
     pub snapshots: Vec<tickpack_q3::SnapshotInfo>,
     pub prints: Vec<String>,
+    pub commands: Vec<String>,
     pub sent_times: Vec<i32>,
     pub errors: Vec<String>,
     /// The first datagrams received, when capturing.
@@ -188,6 +193,7 @@ impl Session {
                     self.seen.snapshots.push(s);
                 }
                 Event::Print(p) => self.seen.prints.push(p),
+                Event::ServerCommand { text, .. } => self.seen.commands.push(text),
                 _ => {}
             }
         }
