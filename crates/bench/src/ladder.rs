@@ -47,6 +47,8 @@ pub struct Plan {
     pub host_name: String,
     /// Instance address range (netns); `None`: the host's default.
     pub range: Option<String>,
+    /// The game server the steps run.
+    pub game: crate::GameServer,
 }
 
 /// Told about progress (a progress bar, a log line).

@@ -15,6 +15,7 @@
 //! the players (`tickpack-players`); this crate only drives them.
 
 pub mod cpu;
+pub mod game;
 pub mod ladder;
 pub mod power;
 pub mod step;
@@ -33,6 +34,7 @@ use tickpack_host::netpath::NetKind;
 use tickpack_host::placement::Policy;
 use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, BENCH_SCHEMA};
 
+pub use game::GameServer;
 pub use ladder::{LadderSpec, Observer, Plan};
 
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +98,8 @@ pub struct BenchConfig {
     pub host_name: String,
     /// Instance address range (netns); `None`: the host's default.
     pub range: Option<String>,
+    /// The game server the steps run.
+    pub game: GameServer,
 }
 
 use tickpack_sys::is_root;
@@ -278,6 +282,7 @@ pub fn run(
         run_dir: cfg.run_dir.clone(),
         host_name: cfg.host_name.clone(),
         range: cfg.range.clone(),
+        game: cfg.game.clone(),
     };
     let removed = recover_leftovers(cfg)?;
     if !removed.is_empty() {

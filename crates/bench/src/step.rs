@@ -25,6 +25,7 @@ use tickpack_report::bench::{BenchSettings, CpuUse, Power, Step};
 use tickpack_wire::TickRate;
 
 use crate::cpu::{mean_over, CpuTimes};
+use crate::game::GameServer;
 use crate::ladder::{LadderSpec, Plan, StepRequest, StepRunner};
 use crate::power::PowerSource;
 use crate::verdict::{failures, StepFigures, Verdict};
@@ -50,7 +51,10 @@ impl StepRunner for HostStepRunner<'_> {
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
         let s = &plan.settings;
-        let server = server_spec(s)?;
+        let server = match &plan.game {
+            GameServer::Reference => server_spec(s)?,
+            GameServer::OpenArena(oa) => oa.spec(),
+        };
         let fleet = FleetFile {
             name: Some(plan.host_name.clone()),
             instances: Some(req.servers),
@@ -62,7 +66,7 @@ impl StepRunner for HostStepRunner<'_> {
             port: Some(if spec.backend == Backend::Process {
                 47015
             } else {
-                27015
+                plan.game.netns_port()
             }),
             run_dir: Some(plan.run_dir.clone()),
             range: plan.range.clone(),
@@ -70,6 +74,11 @@ impl StepRunner for HostStepRunner<'_> {
         }
         .resolve(&plan.run_dir)
         .map_err(|e| BenchError::Config(e.to_string()))?;
+        let mut fleet = fleet;
+        fleet.restart.start_timeout_s = fleet
+            .restart
+            .start_timeout_s
+            .max(plan.game.start_limit(req.servers).as_secs_f64());
         let mut sup = Supervisor::start(fleet, plan.exe.clone()).map_err(BenchError::Host)?;
         let result = self.measure(&mut sup, req);
         let problems = sup.shutdown();
@@ -143,9 +152,11 @@ impl HostStepRunner<'_> {
                     bad.last_exit.as_deref().unwrap_or("unknown")
                 )));
             }
-            if t0.elapsed() > Duration::from_secs(20) {
+            let limit = plan.game.start_limit(servers);
+            if t0.elapsed() > limit {
                 return Err(BenchError::Isolation(format!(
-                    "the {servers} servers of step {index} did not all answer within 20 s"
+                    "the {servers} servers of step {index} did not all answer within {} s",
+                    limit.as_secs()
                 )));
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -154,11 +165,12 @@ impl HostStepRunner<'_> {
         let warmup = Duration::from_secs_f64(s.warmup_s);
         let duration = Duration::from_secs_f64(s.step_duration_s);
         let pcfg = PlayersConfig {
+            game: plan.game.players_game(),
             targets: sup.addresses(),
             players: players as usize,
             duration,
             warmup,
-            connect_timeout: Duration::from_secs(5),
+            connect_timeout: warmup.max(Duration::from_secs(5)),
             threads: plan.load_generator_cpus.len().max(1),
             cpus: plan.load_generator_cpus.clone(),
             ..Default::default()

@@ -42,6 +42,8 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
 /// Ladder settings: tiles of 3 servers, 75 % headroom.
 pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
     BenchSettings {
+        game: "reference".into(),
+        game_settings: Default::default(),
         tile_servers: 3,
         players_per_server: 1,
         bots_per_server: 0,

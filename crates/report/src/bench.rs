@@ -36,6 +36,15 @@ pub struct QosLimits {
 /// How a run was set up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchSettings {
+    /// The game every step ran: `reference` (tickpack's server) or
+    /// `openarena` (the real OpenArena / ioquake3 server). Not written for
+    /// the reference server (results from before games read the same).
+    #[serde(default = "reference_game", skip_serializing_if = "is_reference")]
+    pub game: String,
+    /// The game's own settings and versions, as recorded for the report
+    /// (OpenArena: engine, data, map, sv_fps, bots, game arguments).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub game_settings: std::collections::BTreeMap<String, String>,
     /// Servers per tile (the case study's VM held 3).
     pub tile_servers: u32,
     pub players_per_server: u32,
@@ -60,6 +69,14 @@ pub struct BenchSettings {
     /// "a2s"); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,
+}
+
+fn reference_game() -> String {
+    "reference".into()
+}
+
+fn is_reference(game: &String) -> bool {
+    game == "reference"
 }
 
 /// Who used which cores.

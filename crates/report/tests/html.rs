@@ -130,6 +130,8 @@ fn sample() -> BenchResult {
             unix_time: 1_735_689_600,
         },
         settings: BenchSettings {
+            game: "reference".into(),
+            game_settings: Default::default(),
             tile_servers: 3,
             players_per_server: 10,
             bots_per_server: 2,

@@ -15,8 +15,12 @@ use tickpack_host::supervisor::HostError;
 
 use super::{
     check_cpus, check_dir_flag, check_output_file, parse_cpus, parse_duration, parse_factor,
-    parse_non_negative, parse_percent, parse_positive, parse_positive_duration, CpuList,
+    parse_non_negative, parse_percent, parse_positive, parse_positive_duration, CpuList, GameArg,
 };
+use std::collections::BTreeMap;
+
+use tickpack_bench::GameServer;
+
 use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -38,21 +42,35 @@ pub struct Args {
     /// Also climb the ladder for a comparison, in the same run.
     #[arg(long, value_enum)]
     pub compare: Option<CompareArg>,
+    /// The game server the steps run: tickpack's reference server, or the
+    /// real OpenArena (ioquake3) server from the openarena-server package.
+    #[arg(long, value_enum, default_value_t = GameArg::Reference)]
+    pub game: GameArg,
+    /// OpenArena: the map (or a comma-separated rotation).
+    #[arg(long, value_delimiter = ',', default_value = "oa_dm1")]
+    pub map: Vec<String>,
+    /// OpenArena: any cvar, CVAR=VALUE (repeatable), set after tickpack's.
+    #[arg(long = "game-arg", value_name = "CVAR=VALUE")]
+    pub game_arg: Vec<String>,
     /// Servers added per step (the case study's VM held 3).
     #[arg(long)]
     pub tile_servers: Option<u32>,
-    /// Emulated players per server.
-    #[arg(long, default_value_t = 12)]
-    pub players_per_server: u32,
-    /// Server-side bots per server.
-    #[arg(long, default_value_t = 0)]
-    pub bots: u32,
+    /// Emulated players per server [default: 12; openarena: 4, so their
+    /// handshakes fit ioquake3's burst of 10 connection requests per
+    /// address].
+    #[arg(long)]
+    pub players_per_server: Option<u32>,
+    /// Server-side bots per server [default: 0; openarena: 8, so every
+    /// server carries 12 players like the case study's mix].
+    #[arg(long)]
+    pub bots: Option<u32>,
     /// Game work per tick of each server (see `tickpack server --help`).
     #[arg(long, default_value = "default")]
     pub cost: String,
-    /// Ticks per second of every server.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub tick_hz: u32,
+    /// Ticks per second of every server [default: 100; openarena: its
+    /// sv_fps, 20, the engine's default].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub tick_hz: Option<u32>,
     /// Measured time per step.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub step_duration: Option<Duration>,
@@ -186,7 +204,11 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     }
     // The flags' value parsers checked ranges; what depends on several
     // flags or on the machine is checked here, before anything is created.
-    let tick_hz = a.tick_hz;
+    let oa = a.game == GameArg::Openarena;
+    let tick_hz = a.tick_hz.unwrap_or(if oa { 20 } else { 100 });
+    let players_per_server = a.players_per_server.unwrap_or(if oa { 4 } else { 12 });
+    let bots = a.bots.unwrap_or(if oa { 8 } else { 0 });
+    let game = game_server(a, tick_hz, players_per_server, bots)?;
     let mut qos = tickpack_bench::verdict::default_limits(tick_hz);
     if let Some(ms) = a.qos_p99_ms {
         qos.p99_transaction_us = (ms * 1000.0) as u64;
@@ -207,17 +229,24 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         qos.p99_query_us = Some(((ms * 1000.0) as u64).max(1));
     }
     let settings = BenchSettings {
+        game: a.game.players_game().as_str().into(),
+        game_settings: game_settings(&game),
         tile_servers: a.tile_servers.unwrap_or(if a.quick { 1 } else { 3 }),
-        players_per_server: a.players_per_server,
-        bots_per_server: a.bots,
+        players_per_server,
+        bots_per_server: bots,
         tick_hz,
         cost: a.cost.clone(),
         step_duration_s: a
             .step_duration
             .map_or(if a.quick { 2.0 } else { 6.0 }, |d| d.as_secs_f64()),
-        warmup_s: a
-            .warmup
-            .map_or(if a.quick { 0.5 } else { 1.0 }, |d| d.as_secs_f64()),
+        warmup_s: a.warmup.map_or(
+            match (oa, a.quick) {
+                (true, _) => 2.0,
+                (false, true) => 0.5,
+                (false, false) => 1.0,
+            },
+            |d| d.as_secs_f64(),
+        ),
         max_steps: a.max_steps.unwrap_or(if a.quick { 2 } else { 12 }),
         steps_past_failure: a.steps_past_failure,
         confirm_failures: !a.no_confirm,
@@ -308,7 +337,98 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             .unwrap_or_else(|| default_run_dir(&a.name)),
         host_name: a.name.clone(),
         range: a.range.clone(),
+        game,
     })
+}
+
+/// The game server of every step, checked on this machine (program
+/// installed, maps present) before anything is created.
+fn game_server(
+    a: &Args,
+    tick_hz: u32,
+    players_per_server: u32,
+    bots: u32,
+) -> Result<GameServer, Failure> {
+    let oa = a.game == GameArg::Openarena;
+    let defaults_changed = a.map != ["oa_dm1"] || !a.game_arg.is_empty();
+    if !oa {
+        if defaults_changed {
+            return Err(fail(
+                Code::Config,
+                "--map and --game-arg are OpenArena settings: add --game openarena",
+            ));
+        }
+        return Ok(GameServer::Reference);
+    }
+    let total = players_per_server + bots;
+    let max = u32::from(tickpack_host::game::openarena::MAX_CLIENTS);
+    if total > max {
+        return Err(fail(
+            Code::Config,
+            format!(
+                "--players-per-server {players_per_server} + --bots {bots} = {total}: an OpenArena server here has {max} slots"
+            ),
+        ));
+    }
+    if a.cost != "default" {
+        return Err(fail(
+            Code::Config,
+            "--cost is the reference server's game work; OpenArena's is its own (use --bots)",
+        ));
+    }
+    let args = a
+        .game_arg
+        .iter()
+        .map(|g| tickpack_host::game::openarena::parse_game_arg(g))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(Code::Config, format!("--game-arg: {e}")))?;
+    let server = tickpack_host::game::OpenArena {
+        maps: a.map.clone(),
+        players: total as u8,
+        bots: bots as u8,
+        sv_fps: tick_hz as u16,
+        args,
+    };
+    server
+        .check()
+        .and_then(|()| server.check_system())
+        .map_err(|e| fail(Code::Config, e.to_string()))?;
+    Ok(GameServer::OpenArena(server))
+}
+
+/// The game's settings and versions as result.json records them.
+fn game_settings(game: &GameServer) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let GameServer::OpenArena(oa) = game else {
+        return m;
+    };
+    m.insert("map".into(), oa.maps.join(","));
+    m.insert("sv_fps".into(), oa.sv_fps.to_string());
+    m.insert("bots".into(), oa.bots.to_string());
+    m.insert("slots_filled".into(), oa.players.to_string());
+    if !oa.args.is_empty() {
+        let args: Vec<String> = oa.args.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        m.insert("game_args".into(), args.join(" "));
+    }
+    for (key, package) in [
+        ("engine", "ioquake3-server"),
+        ("game_data", "openarena-server"),
+    ] {
+        if let Some(v) = package_version(package) {
+            m.insert(key.into(), format!("{package} {v}"));
+        }
+    }
+    m
+}
+
+/// The installed version of a Debian package, if dpkg knows it.
+fn package_version(package: &str) -> Option<String> {
+    let out = std::process::Command::new("dpkg-query")
+        .args(["-W", "-f", "${Version}", package])
+        .output()
+        .ok()?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !v.is_empty()).then_some(v)
 }
 
 /// Progress on stderr: a bar when it is a terminal, one line per step otherwise.
@@ -483,14 +603,19 @@ pub fn print_summary(r: &BenchResult) {
         );
         for s in &l.steps {
             println!(
-                "{:>8} {:>8} {:>7} {:>10.2} {:>10.2} {:>10.2} {:>9.2} {:>8.1} {:>8}",
+                "{:>8} {:>8} {:>7} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>8.1} {:>8}",
                 s.servers,
                 s.players,
                 s.verdict,
                 s.transaction_latency_us.p50 as f64 / 1000.0,
                 s.transaction_latency_us.p99 as f64 / 1000.0,
                 s.transaction_latency_us.p999 as f64 / 1000.0,
-                s.tick_lateness_us.p99 as f64 / 1000.0,
+                // A real game server does not report its ticks' lateness.
+                if s.tick_lateness_us.count == 0 {
+                    "n/a".to_string()
+                } else {
+                    format!("{:.2}", s.tick_lateness_us.p99 as f64 / 1000.0)
+                },
                 s.cpu.servers_busy_percent,
                 s.power.as_ref().map_or("-".into(), |p| format!(
                     "{:.0}{}",

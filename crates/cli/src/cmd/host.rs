@@ -9,11 +9,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use tickpack_host::fleet::{FleetFile, Health};
-use tickpack_host::game::Game;
 use tickpack_host::status::{query_status, request, ControlError, HostStatus};
 use tickpack_host::supervisor::{HostError, Supervisor};
 
-use super::parse_addr;
+use super::{parse_addr, GameArg};
 use crate::exit::{fail, Code, Failure};
 
 /// Where run dirs live unless --run-dir says otherwise.
@@ -43,24 +42,6 @@ const UP_EXAMPLES: &str = "Examples:
   tickpack host up --game openarena --instances 2 --map oa_dm1,oa_dm2 --players-per-server 12
   tickpack host up --game openarena --game-arg g_gravity=600 --sv-fps 40
   tickpack host up --command \"{tickpack} server --bind {ip}:{port}\" --probe a2s";
-
-/// The games `--game` names.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum GameArg {
-    /// tickpack's reference server (`tickpack server`, or --command)
-    Reference,
-    /// the OpenArena dedicated server (openarena-server, ioquake3), port 27960
-    Openarena,
-}
-
-impl From<GameArg> for Game {
-    fn from(g: GameArg) -> Game {
-        match g {
-            GameArg::Reference => Game::Reference,
-            GameArg::Openarena => Game::OpenArena,
-        }
-    }
-}
 
 /// The game query protocols `--probe` names.
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -290,12 +290,20 @@ mod tests {
 /// The game a command hosts, plays or benchmarks (`--game`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum GameArg {
-    /// tickpack's own reference server and protocol.
+    /// tickpack's reference server (`tickpack server`, or --command) and protocol
     #[default]
     Reference,
-    /// OpenArena, the free Quake III Arena game on the ioquake3 engine
-    /// (Debian package openarena-server), protocol 71.
+    /// the OpenArena dedicated server (openarena-server, ioquake3), protocol 71, port 27960
     Openarena,
+}
+
+impl From<GameArg> for tickpack_host::game::Game {
+    fn from(g: GameArg) -> tickpack_host::game::Game {
+        match g {
+            GameArg::Reference => tickpack_host::game::Game::Reference,
+            GameArg::Openarena => tickpack_host::game::Game::OpenArena,
+        }
+    }
 }
 
 impl GameArg {

@@ -50,6 +50,20 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
         cpu_list(&r.cores.load_generator),
         cpu_list(&r.cores.servers)
     );
+    let game = if s.game == "openarena" {
+        let settings: Vec<String> = s
+            .game_settings
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        format!(
+            "OpenArena (the real ioquake3 server); {}",
+            super::format::esc(&settings.join(", "))
+        )
+    } else {
+        "the reference server (tickpack's own)".into()
+    };
+    w!(out, "<dt>Game</dt><dd>{game}</dd>\n");
     w!(
         out,
         "<dt>Servers</dt><dd>tiles of {} server{}; {} players per server (+{} bots); \

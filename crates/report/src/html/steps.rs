@@ -107,8 +107,8 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: 
             fmt_ms(st.transaction_latency_us.p50),
             fmt_ms(st.transaction_latency_us.p99),
             fmt_ms(st.transaction_latency_us.p999),
-            fmt_ms(st.tick_lateness_us.p99),
-            fmt_ms(st.server_frame_us.p99),
+            reported_ms(&st.tick_lateness_us),
+            reported_ms(&st.server_frame_us),
             fmt_int(st.snapshots.lost),
             percent_of(st.snapshots.lost, st.snapshots.expected),
             outages(&st.outages),
@@ -125,5 +125,15 @@ pub(super) fn outages(o: &Outages) -> String {
         "0".into()
     } else {
         format!("{} (longest {} ms)", fmt_int(o.count), fmt_ms(o.longest_us))
+    }
+}
+
+/// A figure the servers report about themselves (tick lateness, frame
+/// time): n/a where they report none (a real game server).
+fn reported_ms(p: &crate::Percentiles) -> String {
+    if p.count == 0 {
+        super::format::NA.into()
+    } else {
+        fmt_ms(p.p99)
     }
 }
