@@ -86,12 +86,14 @@ fn expect_rejected(mut cmd: Command, dir: &Path, needles: &[&str]) {
         .filter(|l| l.starts_with("error:") || l.starts_with("tickpack:"))
         .collect();
     assert_eq!(errors.len(), 1, "{shown}: one error line: {stderr}");
-    // clap adds its usage and "For more information" lines; nothing else.
+    // clap adds its usage, the possible values and "For more information"
+    // lines; nothing else.
     for l in &lines {
         assert!(
             l.starts_with("error:")
                 || l.starts_with("tickpack:")
                 || l.starts_with("Usage:")
+                || l.trim_start().starts_with("[possible values:")
                 || l.starts_with("For more information"),
             "{shown}: unexpected output before the error: {stderr}"
         );
@@ -471,4 +473,67 @@ fn bench_out_that_cannot_be_created_is_one_line_before_the_banner() {
         "no banner before the error: {stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
+    rejected(
+        "game",
+        &["bench", "--quick", "--out", "out", "--game", "quake9"],
+        &["quake9", "--game"],
+    );
+    rejected(
+        "game",
+        &["players", "--game", "quake9", "--target", "127.0.0.1:27960"],
+        &["quake9"],
+    );
+    rejected(
+        "game",
+        &["bench", "--quick", "--out", "out", "--map", "oa_dm2"],
+        &["--game openarena"],
+    );
+    rejected(
+        "game",
+        &[
+            "bench",
+            "--quick",
+            "--out",
+            "out",
+            "--game",
+            "openarena",
+            "--bots",
+            "14",
+        ],
+        &["16 slots"],
+    );
+    rejected(
+        "game",
+        &[
+            "bench",
+            "--quick",
+            "--out",
+            "out",
+            "--game",
+            "openarena",
+            "--game-arg",
+            "novalue",
+        ],
+        &["CVAR=VALUE"],
+    );
+    if std::path::Path::new("/usr/games/openarena-server").exists() {
+        rejected(
+            "game",
+            &[
+                "bench",
+                "--quick",
+                "--out",
+                "out",
+                "--game",
+                "openarena",
+                "--map",
+                "nosuchmap",
+            ],
+            &["nosuchmap", "oa_dm1"],
+        );
+    }
 }

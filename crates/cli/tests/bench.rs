@@ -127,6 +127,64 @@ fn quick_ladder_writes_a_result_that_report_renders() {
 }
 
 #[test]
+fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
+    if !tickpack_testkit::OpenArena::available("bench --game openarena") {
+        return;
+    }
+    let _g = serial();
+    let out_dir = tmp("openarena");
+    // Two steps whatever the first verdict (one past a failure).
+    let out = Command::new(exe())
+        .args([
+            "bench",
+            "--game",
+            "openarena",
+            "--quick",
+            "--steps-past-failure",
+            "1",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = text(&out);
+    let r = read(&out_dir.join("result.json"));
+    assert_eq!(r["complete"], true, "{text}");
+    assert_eq!(r["settings"]["game"], "openarena", "{text}");
+    let g = &r["settings"]["game_settings"];
+    assert_eq!(g["map"], "oa_dm1");
+    assert_eq!(g["sv_fps"], "20");
+    assert!(
+        g["engine"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("ioquake3-server ")),
+        "engine version recorded: {g}"
+    );
+    let steps = r["ladders"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{text}");
+    for (i, s) in steps.iter().enumerate() {
+        let servers = (i + 1) as u64;
+        assert_eq!(s["servers"], servers);
+        assert_eq!(s["players"], 4 * servers, "4 emulated players per server");
+        // 20 snapshots a second per player were expected and counted.
+        let expected = s["snapshots"]["expected"].as_u64().unwrap();
+        assert!(expected >= 4 * servers * 20, "{s}");
+        assert!(
+            s["transaction_latency_us"]["count"].as_u64().unwrap() > 0,
+            "{s}"
+        );
+        // OpenArena reports no tick lateness of its own.
+        assert_eq!(s["tick_lateness_us"]["count"], 0);
+    }
+    assert!(text.contains("n/a"), "tick figures shown as n/a: {text}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("OpenArena"), "the report names the game");
+    let left = no_leftovers();
+    assert!(left.is_empty(), "{:?}", left);
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
 fn an_interrupted_run_keeps_its_finished_steps() {
     let _g = serial();
     let out_dir = tmp("int");
