@@ -49,7 +49,9 @@
 
 //!
 //! Files: `layout.rs` (versions, controllers, where they live), `detect.rs`
-//! (reading the mount table), `limits.rs` (limits and usage), `backend.rs`
+//! (reading the mount table), `limits.rs` (limits and usage), `tune.rs`
+//! (changing a running cgroup's CPU share, reading pressure and
+//! throttling: the guard's actuators and signals), `backend.rs`
 //! (the trait the two versions implement), `v1.rs` and `v2.rs`, `control.rs`
 //! (control files, the kill loop, `rmdir`); this file holds [`Cgroup`], which
 //! is the same for both versions.
@@ -60,6 +62,7 @@ mod detect;
 mod error;
 mod layout;
 mod limits;
+mod tune;
 mod v1;
 mod v2;
 
@@ -73,6 +76,7 @@ use std::time::Duration;
 pub use error::CgroupError;
 pub use layout::{CgroupLayout, CgroupVersion, Controller};
 pub use limits::{Limits, Usage};
+pub use tune::{parse_psi_some_avg10, set_sched_idle, system_cpu_pressure, Throttling};
 
 #[cfg(test)]
 use control::walk;

@@ -19,6 +19,9 @@
 //! health = "tickpack"         # tickpack (stats over the wire) | q3 (getinfo) | a2s (A2S_INFO)
 //!                             # | none; default: tickpack unless `command` runs something
 //!                             # other than `{tickpack} server`, q3 for game = "openarena"
+//! batch = ["stress-ng --cpu 0"]  # best-effort work on the server CPUs (own cgroup, supervised)
+//! batch_cgroup = "ci/runner"  # or adopt an existing cgroup as the batch (netns)
+//! batch_control = "guard"     # none | idle (SCHED_IDLE) | guard (the QoS guard; netns)
 //! allow_host_ports = [53]     # host TCP/UDP ports instances may connect to (netns);
 //!                             # default: none, instances only answer flows the host started
 //!
@@ -49,6 +52,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::game::{openarena, Game, OpenArena};
+use crate::guard::batch::BatchSpec;
+use crate::guard::BatchControl;
 pub use crate::launch::Health;
 use crate::launch::{ServerSpec, Word};
 use crate::netpath::NetKind;
@@ -195,6 +200,14 @@ pub struct FleetFile {
     /// server every instance runs. Not a file key; give one or the other.
     #[serde(skip)]
     pub server: Option<ServerSpec>,
+    /// Batch commands run beside the servers (best effort, on the server
+    /// CPUs, in their own cgroup, supervised).
+    pub batch: Option<Vec<String>>,
+    /// An existing cgroup (path below the cgroup root) to treat as the
+    /// batch: tuned by the guard, never killed or removed.
+    pub batch_cgroup: Option<PathBuf>,
+    /// How the batch is held back: none | idle (SCHED_IDLE) | guard.
+    pub batch_control: Option<BatchControl>,
 }
 
 impl FleetFile {
@@ -259,6 +272,15 @@ pub struct FleetConfig {
     /// [`OpenArena::check_system`] before starting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openarena: Option<OpenArena>,
+    /// Batch work beside the servers (`--batch`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<BatchSpec>,
+    /// An adopted batch cgroup (`--batch-cgroup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_cgroup: Option<PathBuf>,
+    /// How the batch is held back.
+    #[serde(default)]
+    pub batch_control: BatchControl,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -474,6 +496,33 @@ impl FleetFile {
         }
         allow_host_ports.sort_unstable();
         allow_host_ports.dedup();
+        let batch = self
+            .batch
+            .unwrap_or_default()
+            .iter()
+            .map(|c| BatchSpec::parse(c))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(FleetError::Invalid)?;
+        let batch_control = self.batch_control.unwrap_or_default();
+        if let Some(cg) = &self.batch_cgroup {
+            if cg.as_os_str().is_empty() || cg.components().any(|c| c.as_os_str() == "..") {
+                return bad(format!(
+                    "--batch-cgroup {:?}: a path below the cgroup root, without '..'",
+                    cg.display()
+                ));
+            }
+            if backend == Backend::Process {
+                return bad("--batch-cgroup needs the netns backend (cgroups)".into());
+            }
+        }
+        if batch_control == BatchControl::Guard && backend == Backend::Process {
+            return bad("--guard needs the netns backend (it tunes the batch's cgroup)".into());
+        }
+        if batch_control != BatchControl::None && batch.is_empty() && self.batch_cgroup.is_none() {
+            return bad(format!(
+                "batch control {batch_control} needs --batch CMD or --batch-cgroup PATH"
+            ));
+        }
         let run_dir = self.run_dir.unwrap_or_else(|| default_run_root.join(&name));
         Ok(FleetConfig {
             name,
@@ -489,6 +538,9 @@ impl FleetFile {
             instances,
             allow_host_ports,
             openarena,
+            batch,
+            batch_cgroup: self.batch_cgroup,
+            batch_control,
         })
     }
 }

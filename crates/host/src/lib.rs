@@ -5,6 +5,8 @@
 //!   cgroup v1 or v2, detected; roots are parameters so tests use temp trees.
 //! - [`game`]: the games a host runs besides the reference server (the
 //!   OpenArena dedicated server), each a producer of a launch spec.
+//! - [`guard`]: batch work beside the servers and the QoS guard that lets
+//!   it use only the CPU they leave idle (the controller is sans-I/O).
 //! - [`placement`]: CPU topology from /sys and the placement policies.
 //! - [`netpath`]: network namespaces and the links that reach them (veth,
 //!   bridge, macvlan), named with the `tp` prefix, recorded, removed; the
@@ -23,6 +25,7 @@ pub mod cgroup;
 pub mod confine;
 pub mod fleet;
 pub mod game;
+pub mod guard;
 pub mod launch;
 pub mod leftover;
 pub mod netpath;

@@ -75,8 +75,12 @@ pub struct HostStatus {
     pub supervisor_pid: u32,
     pub uptime_s: f64,
     pub instances: Vec<InstanceStatus>,
-    /// Recent events, newest last (restarts, OOM kills, give-ups).
+    /// Recent events, newest last (restarts, OOM kills, give-ups, the
+    /// guard's decisions).
     pub events: Vec<String>,
+    /// Batch work and the guard: state, signals, last decisions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<crate::guard::GuardStatus>,
 }
 
 pub const STATUS_SCHEMA: &str = "tickpack.host-status/1";

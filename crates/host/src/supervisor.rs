@@ -20,6 +20,7 @@
 //! the run directory, its records and [`recover`]; `config_files.rs` the
 //! server's config files, written into its directory before each start.
 
+mod batch;
 mod config_files;
 mod control;
 mod health;
@@ -44,6 +45,7 @@ use crate::placement::{self, Placement, Topology};
 use crate::spawn::{self, Isolation, Spec};
 use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
 
+pub use batch::{batch_log_path, stress_ng_bogo_ops_per_s};
 pub use probe::{LatencySummary, QUERY_INTERVAL};
 pub use restart::{RestartDecision, RestartTracker};
 pub use run_dir::{log_path, recover, StateRecord};
@@ -119,6 +121,8 @@ pub struct Supervisor {
     /// A `down` request waiting for its answer.
     pending_down: Option<UnixStream>,
     record: StateRecord,
+    /// Batch work and the guard (`--batch`, `--batch-cgroup`).
+    batch: Option<batch::Batch>,
 }
 
 impl Supervisor {
@@ -158,6 +162,7 @@ impl Supervisor {
             started: Instant::now(),
             control: None,
             pending_down: None,
+            batch: None,
         };
         if !left.is_empty() {
             sup.event(format!(
@@ -232,6 +237,17 @@ impl Supervisor {
         }
         self.record.placement = Some(plan.clone());
         self.placement = Some(plan.clone());
+        if !self.cfg.batch.is_empty() || self.cfg.batch_cgroup.is_some() {
+            let mut server_cpus: Vec<usize> = topo
+                .online()
+                .into_iter()
+                .filter(|c| !self.reserved.contains(c))
+                .collect();
+            if server_cpus.is_empty() {
+                server_cpus = topo.online();
+            }
+            self.batch = Some(batch::Batch::new(&self.cfg, server_cpus));
+        }
 
         let ids: Vec<u32> = self.cfg.instances.iter().map(|i| i.id).collect();
         if self.cfg.backend == Backend::Netns {
@@ -342,6 +358,7 @@ impl Supervisor {
         for k in 0..self.instances.len() {
             self.start_instance(k)?;
         }
+        self.batch_up()?;
         self.control = Some(control::bind(&dir)?);
         self.save()?;
         Ok(())
@@ -426,6 +443,7 @@ impl Supervisor {
         }
         self.read_health(now);
         self.check_liveness(now);
+        self.batch_poll(now);
         self.serve_control()
     }
 
@@ -540,6 +558,7 @@ impl Supervisor {
                 })
                 .collect(),
             events: self.events.iter().cloned().collect(),
+            guard: self.guard_status(),
         }
     }
 
@@ -580,7 +599,7 @@ impl Supervisor {
     }
 
     fn teardown(&mut self) -> Vec<String> {
-        let mut problems = vec![];
+        let mut problems = self.batch_down();
         for i in &mut self.instances {
             if let Some(c) = &i.child {
                 // SAFETY: signalling a child we spawned and have not reaped.

@@ -54,6 +54,10 @@ pub struct Probe {
     /// Humans and bots.
     pub players: Option<u8>,
     pub bots: Option<u8>,
+    /// The longest round trip since the guard last asked.
+    recent_max_us: Option<u64>,
+    /// The last round trip.
+    last_us: Option<u64>,
 }
 
 /// What a datagram from an instance meant.
@@ -73,6 +77,8 @@ impl Probe {
             kind,
             seq: 0,
             pending: None,
+            recent_max_us: None,
+            last_us: None,
             a2s_challenge: None,
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"),
             map: None,
@@ -88,6 +94,8 @@ impl Probe {
         self.map = None;
         self.players = None;
         self.bots = None;
+        self.recent_max_us = None;
+        self.last_us = None;
     }
 
     /// The request to send at `now_ns` (wall clock).
@@ -149,8 +157,17 @@ impl Probe {
     fn record(&mut self, at_ns: i128) {
         if let Some((_, sent)) = self.pending.take() {
             let us = ((at_ns - sent) / 1_000).max(1);
-            let _ = self.latency.record(u64::try_from(us).unwrap_or(u64::MAX));
+            let us = u64::try_from(us).unwrap_or(u64::MAX);
+            let _ = self.latency.record(us);
+            self.recent_max_us = Some(self.recent_max_us.map_or(us, |m| m.max(us)));
+            self.last_us = Some(us);
         }
+    }
+
+    /// The longest round trip since the last call (the guard's per-period
+    /// query signal), else the last one measured.
+    pub fn take_recent_max(&mut self) -> Option<u64> {
+        self.recent_max_us.take().or(self.last_us)
     }
 
     /// The round trips so far (none before the first).

@@ -1,0 +1,94 @@
+//! The QoS guard: batch work as a tenant of the host, and the controller
+//! that lets it use only the CPU the game servers leave idle.
+//!
+//! - [`batch`]: `--batch CMD` (its own cgroup under the host's, on the
+//!   server CPUs, an unprivileged user, supervised) and `--batch-cgroup`
+//!   (an existing cgroup, adopted); parsing and checking the command.
+//! - [`controller`]: sans-I/O; signals in, the batch's allowance out, on a
+//!   virtual clock; also the instance-move decision.
+//!
+//! The supervisor (`supervisor/guard_loop.rs`) gathers the signals every
+//! [`controller::PERIOD`], applies the allowance with the cgroup actuators
+//! ([`crate::cgroup::Cgroup::set_cpu_quota`], `set_cpus`, `set_idle`), logs
+//! every decision as a host event and shows the last ones in the status.
+
+pub mod batch;
+pub mod controller;
+
+use serde::{Deserialize, Serialize};
+
+pub use controller::{Action, Decision, QosLimits, Tuning};
+
+/// How the host treats its batch work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchControl {
+    /// No control: the batch competes with the servers as any process.
+    #[default]
+    None,
+    /// SCHED_IDLE only (the kernel's own answer): the batch runs when the
+    /// server CPUs would otherwise idle.
+    Idle,
+    /// The guard: SCHED_IDLE plus a CPU quota and CPU set the controller
+    /// grows while the servers have slack and cuts when they lose it.
+    Guard,
+}
+
+impl BatchControl {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchControl::None => "none",
+            BatchControl::Idle => "idle",
+            BatchControl::Guard => "guard",
+        }
+    }
+}
+
+impl std::fmt::Display for BatchControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for BatchControl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(BatchControl::None),
+            "idle" => Ok(BatchControl::Idle),
+            "guard" => Ok(BatchControl::Guard),
+            _ => Err(format!(
+                "unknown batch control {s:?} (expected none, idle or guard)"
+            )),
+        }
+    }
+}
+
+/// The guard's part of `host status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuardStatus {
+    /// none | idle | guard.
+    pub control: String,
+    /// The batch tenants: command, pid, state, restarts.
+    pub batch: Vec<batch::BatchStatus>,
+    /// The allowance now (guard only), cores; `None`: unlimited.
+    pub quota_cores: Option<f64>,
+    pub cpus: Vec<usize>,
+    /// The batch cgroup's CPU use over the last period, percent of a core.
+    pub batch_cpu_percent: Option<f64>,
+    /// System CPU pressure (`some avg10`), or why it is unavailable.
+    pub psi_some_avg10: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_unavailable: Option<String>,
+    /// The batch cgroup's own pressure, or why there is none (v1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_pressure: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_pressure_unavailable: Option<String>,
+    pub nr_throttled: u64,
+    pub throttled_ms: u64,
+    /// Decisions so far by action (grow, hold, cut, zero).
+    pub decisions: std::collections::BTreeMap<String, u64>,
+    /// The last decisions, newest last.
+    pub last: Vec<Decision>,
+}

@@ -1,0 +1,407 @@
+//! The guard's controller, sans-I/O: signals in, an allowance for the batch
+//! out, on a virtual clock (the caller passes the time of every period).
+//!
+//! Each period ([`PERIOD`], 1 s: the servers' stats and the game queries
+//! are refreshed once a second, so a shorter period would decide twice on
+//! the same figures, and PSI's shortest average is 10 s, so a longer one
+//! only delays the cut) [`Controller::decide`] takes the worst instance's
+//! slack against the QoS limits, `slack = 1 - max(signal / limit)`, and:
+//!
+//! - a signal is missing (an instance did not answer, a figure could not
+//!   be read): the batch goes to zero, and the reason names the signal;
+//! - slack below 0 (a limit is crossed) or PSI above its emergency level:
+//!   to zero at once (the emergency);
+//! - slack below [`Tuning::cut_below`]: the allowance is halved at once;
+//! - slack below [`Tuning::grow_above`]: hold (the hysteresis band: a
+//!   steady signal inside it never moves the allowance);
+//! - else grow by [`Tuning::grow_step`] cores, but only after
+//!   [`Tuning::calm_periods`] periods above the band since the last
+//!   cut (not necessarily in a row), so growth after a cut is slow and a cut
+//!   is fast (Heracles).
+//!
+//! The CPU set follows the allowance: `ceil(quota)` server CPUs, the ones
+//! with the most slack first.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How often the guard decides.
+pub const PERIOD: Duration = Duration::from_secs(1);
+
+/// The QoS limits the guard keeps, per instance and period (and
+/// system-wide PSI).
+///
+/// The servers report their tick lateness and frame time as percentiles
+/// since they started, which a cut cannot bring down again, so the guard
+/// judges each period on what changed in it (see [`InstanceSignal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QosLimits {
+    /// How far the server fell behind its tick schedule in the period
+    /// (missed ticks and overruns, as time), microseconds.
+    pub tick_lag_us: u32,
+    /// Mean CPU time per tick in the period (the frame time), microseconds.
+    pub frame_us: u32,
+    /// Longest game query round trip (q3/a2s probe) in the period,
+    /// microseconds.
+    pub query_us: u32,
+    /// CPU pressure (`some avg10`, percent) above which the batch is cut to
+    /// zero whatever the servers say.
+    pub psi_emergency: f64,
+}
+
+impl Default for QosLimits {
+    fn default() -> Self {
+        // Three ticks of 100 Hz behind (one is the sampling's own
+        // rounding), half a tick of work, 5 ms for a query on a LAN.
+        QosLimits {
+            tick_lag_us: 30_000,
+            frame_us: 5_000,
+            query_us: 5_000,
+            psi_emergency: 50.0,
+        }
+    }
+}
+
+/// The controller's gains and thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tuning {
+    /// Grow only with more slack than this (fraction of the limit).
+    pub grow_above: f64,
+    /// Halve the allowance with less slack than this.
+    pub cut_below: f64,
+    /// Cores added per growing period.
+    pub grow_step: f64,
+    /// Periods in a row above `grow_above` after a cut before growing.
+    pub calm_periods: u32,
+    /// The allowance after a cut below this is zero.
+    pub min_cores: f64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            grow_above: 0.30,
+            cut_below: 0.10,
+            grow_step: 0.05,
+            calm_periods: 3,
+            min_cores: 0.02,
+        }
+    }
+}
+
+/// One instance's figures for one period. `None` where the instance's
+/// server does not report the figure (not missing: not measured).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceSignal {
+    pub id: u32,
+    /// The server CPU it runs on (its first).
+    pub cpu: usize,
+    /// It answered its health check in the last period.
+    pub answered: bool,
+    /// Behind the tick schedule in the period (reference server).
+    pub tick_lag_us: Option<u32>,
+    /// Mean CPU time per tick in the period (reference server).
+    pub frame_us: Option<u32>,
+    /// Longest query round trip in the period (any game with a query).
+    pub query_us: Option<u32>,
+}
+
+/// Everything the controller sees in one period.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signals {
+    pub instances: Vec<InstanceSignal>,
+    /// System CPU pressure, `some avg10` percent; `Err` says why it is
+    /// unavailable.
+    pub psi_some_avg10: Result<f64, String>,
+}
+
+/// What the batch may use from now on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Allowance {
+    /// CPU quota in cores; 0 means stopped.
+    pub quota_cores: f64,
+    /// The server CPUs it may run on (never empty: the kernel needs one;
+    /// with a zero quota it does not run there).
+    pub cpus: Vec<usize>,
+}
+
+/// What the controller did this period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Grow,
+    Hold,
+    Cut,
+    /// To zero: a limit crossed, PSI emergency, or a signal missing.
+    Zero,
+}
+
+/// One decision, with its reason in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Virtual time of the decision, milliseconds.
+    pub at_ms: u64,
+    pub action: Action,
+    pub allowance: Allowance,
+    /// Worst slack over the instances (None when no figure was there).
+    pub slack: Option<f64>,
+    pub reason: String,
+}
+
+/// The controller's state between periods.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    limits: QosLimits,
+    tuning: Tuning,
+    /// Server CPUs the batch may ever use.
+    server_cpus: Vec<usize>,
+    quota: f64,
+    calm: u32,
+}
+
+impl Controller {
+    /// Starts at zero: the batch earns its CPU from measured slack.
+    pub fn new(limits: QosLimits, tuning: Tuning, server_cpus: Vec<usize>) -> Controller {
+        Controller {
+            limits,
+            tuning,
+            server_cpus,
+            quota: 0.0,
+            calm: tuning.calm_periods,
+        }
+    }
+
+    /// The allowance now.
+    pub fn quota_cores(&self) -> f64 {
+        self.quota
+    }
+
+    /// The worst slack and what it came from, or the missing signal.
+    fn worst_slack(&self, s: &Signals) -> Result<(Option<f64>, String), String> {
+        let mut worst: Option<(f64, String)> = None;
+        for i in &s.instances {
+            if !i.answered {
+                return Err(format!("instance {} did not answer its health check", i.id));
+            }
+            let figures = [
+                ("tick lag", i.tick_lag_us, self.limits.tick_lag_us),
+                ("frame time", i.frame_us, self.limits.frame_us),
+                ("query round trip", i.query_us, self.limits.query_us),
+            ];
+            let mut any = false;
+            for (what, v, limit) in figures {
+                let Some(v) = v else { continue };
+                any = true;
+                let slack = 1.0 - f64::from(v) / f64::from(limit.max(1));
+                if worst.as_ref().is_none_or(|(w, _)| slack < *w) {
+                    worst = Some((
+                        slack,
+                        format!("instance {} {what} {v} us of {limit} us", i.id),
+                    ));
+                }
+            }
+            if !any {
+                return Err(format!("instance {} reports no QoS figure", i.id));
+            }
+        }
+        Ok(match worst {
+            Some((w, why)) => (Some(w), why),
+            None => (None, "no instances".into()),
+        })
+    }
+
+    /// Slack per server CPU (the worst of its instances; 1 with none).
+    fn core_slack(&self, s: &Signals) -> BTreeMap<usize, f64> {
+        let mut by_core: BTreeMap<usize, f64> =
+            self.server_cpus.iter().map(|&c| (c, 1.0)).collect();
+        for i in &s.instances {
+            let mut slack: f64 = 1.0;
+            for (v, limit) in [
+                (i.tick_lag_us, self.limits.tick_lag_us),
+                (i.frame_us, self.limits.frame_us),
+                (i.query_us, self.limits.query_us),
+            ] {
+                if let Some(v) = v {
+                    slack = slack.min(1.0 - f64::from(v) / f64::from(limit.max(1)));
+                }
+            }
+            if let Some(e) = by_core.get_mut(&i.cpu) {
+                *e = e.min(slack);
+            }
+        }
+        by_core
+    }
+
+    /// The CPU set for `quota` cores: the cores with the most slack.
+    fn cpus_for(&self, quota: f64, s: &Signals) -> Vec<usize> {
+        let n = (quota.ceil() as usize).clamp(1, self.server_cpus.len().max(1));
+        let mut cores: Vec<(usize, f64)> = self.core_slack(s).into_iter().collect();
+        cores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut cpus: Vec<usize> = cores.into_iter().take(n).map(|(c, _)| c).collect();
+        cpus.sort_unstable();
+        cpus
+    }
+
+    /// One period: decide from `signals` at virtual time `at`.
+    pub fn decide(&mut self, at: Duration, signals: &Signals) -> Decision {
+        let at_ms = at.as_millis() as u64;
+        let max = self.server_cpus.len() as f64;
+        let t = self.tuning;
+        let (action, slack, reason) = match (self.worst_slack(signals), &signals.psi_some_avg10) {
+            (Err(missing), _) => (Action::Zero, None, format!("signal missing: {missing}")),
+            (Ok(_), Err(why)) => (
+                Action::Zero,
+                None,
+                format!("signal missing: CPU pressure unavailable ({why})"),
+            ),
+            (Ok((slack, why)), Ok(psi)) if *psi >= self.limits.psi_emergency => (
+                Action::Zero,
+                slack,
+                format!(
+                    "emergency: CPU pressure {psi:.1}% >= {:.1}% ({why})",
+                    self.limits.psi_emergency
+                ),
+            ),
+            (Ok((None, why)), Ok(_)) => (Action::Hold, None, format!("nothing to guard ({why})")),
+            (Ok((Some(slack), why)), Ok(_)) => {
+                if slack < 0.0 {
+                    (
+                        Action::Zero,
+                        Some(slack),
+                        format!("emergency: limit crossed: {why}"),
+                    )
+                } else if slack < t.cut_below {
+                    (
+                        Action::Cut,
+                        Some(slack),
+                        format!(
+                            "slack {:.0}% < {:.0}%: {why}",
+                            slack * 100.0,
+                            t.cut_below * 100.0
+                        ),
+                    )
+                } else if slack < t.grow_above || self.quota >= max {
+                    (
+                        Action::Hold,
+                        Some(slack),
+                        format!("slack {:.0}% ({why})", slack * 100.0),
+                    )
+                } else if self.calm + 1 < t.calm_periods {
+                    (
+                        Action::Hold,
+                        Some(slack),
+                        format!(
+                            "slack {:.0}%, calm {} of {} periods since the last cut",
+                            slack * 100.0,
+                            self.calm + 1,
+                            t.calm_periods
+                        ),
+                    )
+                } else {
+                    (
+                        Action::Grow,
+                        Some(slack),
+                        format!(
+                            "slack {:.0}% > {:.0}% ({why})",
+                            slack * 100.0,
+                            t.grow_above * 100.0
+                        ),
+                    )
+                }
+            }
+        };
+        match action {
+            Action::Zero => {
+                self.quota = 0.0;
+                self.calm = 0;
+            }
+            Action::Cut => {
+                self.quota /= 2.0;
+                if self.quota < t.min_cores {
+                    self.quota = 0.0;
+                }
+                self.calm = 0;
+            }
+            Action::Hold => {
+                if slack.is_some_and(|s| s >= t.grow_above) {
+                    self.calm += 1;
+                }
+            }
+            Action::Grow => {
+                self.calm += 1;
+                self.quota = (self.quota + t.grow_step).min(max);
+            }
+        }
+        // Rounded to the grow step's grain so repeated decisions are exact.
+        self.quota = (self.quota * 1000.0).round() / 1000.0;
+        Decision {
+            at_ms,
+            action,
+            allowance: Allowance {
+                quota_cores: self.quota,
+                cpus: self.cpus_for(self.quota, signals),
+            },
+            slack,
+            reason,
+        }
+    }
+}
+
+/// An instance to move to another server core.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    pub instance: u32,
+    pub from: usize,
+    pub to: usize,
+}
+
+/// The instance-move decision: when a core's instances lose QoS (its worst
+/// slack below `cut_below`) while another server core has room (slack
+/// above `grow_above` and fewer instances), move the worst instance of the
+/// worst core there. At most one move per period; `None` when no core is
+/// in trouble or none has room.
+pub fn plan_move(
+    limits: &QosLimits,
+    tuning: &Tuning,
+    server_cpus: &[usize],
+    signals: &Signals,
+) -> Option<Move> {
+    let c = Controller::new(*limits, *tuning, server_cpus.to_vec());
+    let slack = c.core_slack(signals);
+    let count = |core: usize| signals.instances.iter().filter(|i| i.cpu == core).count();
+    let (&worst_core, &worst) = slack.iter().min_by(|a, b| a.1.total_cmp(b.1))?;
+    if worst >= tuning.cut_below || count(worst_core) < 2 {
+        return None;
+    }
+    let (&to, _) = slack
+        .iter()
+        .filter(|&(&core, &s)| {
+            core != worst_core && s >= tuning.grow_above && count(core) + 1 < count(worst_core) + 1
+        })
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))?;
+    let instance_slack = |i: &InstanceSignal| {
+        c.core_slack(&Signals {
+            instances: vec![InstanceSignal {
+                cpu: worst_core,
+                ..i.clone()
+            }],
+            psi_some_avg10: Ok(0.0),
+        })[&worst_core]
+    };
+    let victim = signals
+        .instances
+        .iter()
+        .filter(|i| i.cpu == worst_core)
+        .min_by(|a, b| {
+            instance_slack(a)
+                .total_cmp(&instance_slack(b))
+                .then(a.id.cmp(&b.id))
+        })?;
+    Some(Move {
+        instance: victim.id,
+        from: worst_core,
+        to,
+    })
+}

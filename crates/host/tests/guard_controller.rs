@@ -1,0 +1,247 @@
+//! The guard's controller on signal traces (one line per period: the
+//! instance figures and PSI as the supervisor gathers them), on a virtual
+//! clock: grows while there is slack, cuts within one period when a limit
+//! is crossed, never oscillates on a steady signal, goes to zero when a
+//! signal is missing; and the instance-move decision on a fake topology.
+
+use std::time::Duration;
+
+use tickpack_host::guard::controller::{
+    plan_move, Action, Controller, InstanceSignal, Move, QosLimits, Signals, Tuning, PERIOD,
+};
+
+/// A trace line: `lag_us frame_us query_us psi` per period for one
+/// instance on CPU 1; `-` is a figure the server does not report, `x` an
+/// instance that did not answer, `psi=-` PSI unavailable.
+fn parse_trace(trace: &str) -> Vec<Signals> {
+    trace
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let num = |s: &str| s.parse::<u32>().ok();
+            Signals {
+                instances: vec![InstanceSignal {
+                    id: 1,
+                    cpu: 1,
+                    answered: f[0] != "x",
+                    tick_lag_us: num(f[0]),
+                    frame_us: num(f[1]),
+                    query_us: num(f[2]),
+                }],
+                psi_some_avg10: f[3]
+                    .parse::<f64>()
+                    .map_err(|_| "PSI unavailable in the trace".to_string()),
+            }
+        })
+        .collect()
+}
+
+fn run(trace: &str) -> Vec<(Action, f64, String)> {
+    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1]);
+    parse_trace(trace)
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let d = c.decide(PERIOD * k as u32, s);
+            (d.action, d.allowance.quota_cores, d.reason)
+        })
+        .collect()
+}
+
+/// A quiet server: no lag, 1.2 ms of work per tick, 0.3 ms queries.
+const QUIET: &str = "0 1200 300 2.0";
+
+#[test]
+fn grows_while_there_is_slack() {
+    let trace = vec![QUIET; 20].join("\n");
+    let out = run(&trace);
+    assert!(out.iter().all(|(a, _, _)| *a == Action::Grow), "{out:?}");
+    let quotas: Vec<f64> = out.iter().map(|o| o.1).collect();
+    assert!(quotas.windows(2).all(|w| w[1] > w[0]), "{quotas:?}");
+    assert_eq!(quotas[19], 1.0, "20 periods of 0.05 cores");
+}
+
+#[test]
+fn cuts_within_one_period_when_a_limit_is_crossed() {
+    let mut lines = vec![QUIET; 10];
+    // Frame time crosses its 5 ms limit in period 10.
+    lines.push("0 6000 300 2.0");
+    let out = run(&lines.join("\n"));
+    assert!(out[9].1 > 0.4, "{:?}", out[9]);
+    let (action, quota, reason) = &out[10];
+    assert_eq!(*action, Action::Zero);
+    assert_eq!(*quota, 0.0);
+    assert!(
+        reason.contains("limit crossed") && reason.contains("frame time"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn little_slack_halves_the_allowance_at_once_then_regrows_slowly() {
+    let mut lines = vec![QUIET; 10];
+    // 95% of the tick-lag limit: slack 5%, under the 10% cut line.
+    lines.push("28500 1200 300 2.0");
+    lines.extend(vec![QUIET; 4]);
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[10].0, Action::Cut);
+    assert_eq!(out[10].1, out[9].1 / 2.0);
+    // Two calm periods held, growth on the third.
+    assert_eq!(out[11].0, Action::Hold);
+    assert_eq!(out[12].0, Action::Hold);
+    assert_eq!(out[13].0, Action::Grow);
+}
+
+#[test]
+fn never_oscillates_on_a_steady_signal() {
+    // Every steady level, from quiet to past the limit: after the first
+    // move the allowance only goes one way (no grow after a cut or cut
+    // after a grow), and in the hold band it does not move at all.
+    for lag in (0..=40_000).step_by(1_000) {
+        let line = format!("{lag} 1200 300 2.0");
+        let out = run(&vec![line.as_str(); 60].join("\n"));
+        let quotas: Vec<f64> = out.iter().map(|o| o.1).collect();
+        let up = quotas.windows(2).any(|w| w[1] > w[0]);
+        let down = quotas.windows(2).any(|w| w[1] < w[0]);
+        assert!(!(up && down), "lag {lag}: {quotas:?}");
+    }
+    // In the band (slack 10-30%) nothing moves, from any allowance.
+    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1]);
+    let quiet = &parse_trace(QUIET)[0];
+    for k in 0..10 {
+        c.decide(PERIOD * k, quiet);
+    }
+    let q = c.quota_cores();
+    let band = &parse_trace("24000 1200 300 2.0")[0];
+    for k in 10..100 {
+        let d = c.decide(PERIOD * k, band);
+        assert_eq!(d.action, Action::Hold);
+        assert_eq!(d.allowance.quota_cores, q);
+    }
+}
+
+#[test]
+fn missing_signals_cut_to_zero_and_say_why() {
+    let mut lines = vec![QUIET; 10];
+    lines.push("x - - 2.0");
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[10].0, Action::Zero);
+    assert_eq!(out[10].1, 0.0);
+    assert!(out[10].2.contains("did not answer"), "{}", out[10].2);
+
+    let mut lines = vec![QUIET; 10];
+    lines.push("0 1200 300 psi=-");
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[10].0, Action::Zero);
+    assert!(
+        out[10].2.contains("CPU pressure unavailable"),
+        "{}",
+        out[10].2
+    );
+
+    let mut lines = vec![QUIET; 10];
+    lines.push("- - - 2.0");
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[10].0, Action::Zero);
+    assert!(out[10].2.contains("no QoS figure"), "{}", out[10].2);
+}
+
+#[test]
+fn a_psi_emergency_cuts_to_zero_whatever_the_servers_say() {
+    let mut lines = vec![QUIET; 10];
+    lines.push("0 1200 300 75.0");
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[10].0, Action::Zero);
+    assert!(
+        out[10].2.contains("emergency: CPU pressure"),
+        "{}",
+        out[10].2
+    );
+}
+
+#[test]
+fn the_cpu_set_follows_the_allowance_onto_the_cores_with_slack() {
+    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1, 2, 3]);
+    let s = Signals {
+        instances: vec![sig(1, 1, 20_000), sig(2, 2, 0), sig(3, 3, 5_000)],
+        psi_some_avg10: Ok(1.0),
+    };
+    let mut d = c.decide(Duration::ZERO, &s);
+    assert_eq!(d.allowance.cpus, vec![2], "one core while under one core");
+    for k in 1..30 {
+        d = c.decide(PERIOD * k, &s);
+    }
+    assert!(d.allowance.quota_cores > 1.0);
+    assert_eq!(
+        d.allowance.cpus,
+        vec![2, 3],
+        "then the next with most slack"
+    );
+}
+
+fn sig(id: u32, cpu: usize, lag: u32) -> InstanceSignal {
+    InstanceSignal {
+        id,
+        cpu,
+        answered: true,
+        tick_lag_us: Some(lag),
+        frame_us: Some(1_000),
+        query_us: None,
+    }
+}
+
+#[test]
+fn an_instance_on_a_core_losing_qos_moves_to_the_core_with_most_slack() {
+    // Fake topology: server cores 1, 2, 3; core 1 runs three instances and
+    // one of them is past its limit; core 3 is idle-ish.
+    let s = Signals {
+        instances: vec![
+            sig(1, 1, 10_000),
+            sig(2, 1, 31_000),
+            sig(3, 1, 5_000),
+            sig(4, 2, 20_000),
+            sig(5, 3, 1_000),
+        ],
+        psi_some_avg10: Ok(1.0),
+    };
+    let m = plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2, 3], &s);
+    assert_eq!(
+        m,
+        Some(Move {
+            instance: 2,
+            from: 1,
+            to: 3
+        })
+    );
+}
+
+#[test]
+fn no_move_when_every_core_is_fine_or_none_has_room() {
+    let fine = Signals {
+        instances: vec![sig(1, 1, 1_000), sig(2, 1, 2_000), sig(3, 2, 0)],
+        psi_some_avg10: Ok(1.0),
+    };
+    assert_eq!(
+        plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2], &fine),
+        None
+    );
+    let full = Signals {
+        instances: vec![sig(1, 1, 29_000), sig(2, 1, 2_000), sig(3, 2, 25_000)],
+        psi_some_avg10: Ok(1.0),
+    };
+    assert_eq!(
+        plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2], &full),
+        None
+    );
+    // A lone instance in trouble has nowhere better to be on its own core.
+    let alone = Signals {
+        instances: vec![sig(1, 1, 40_000), sig(3, 2, 0)],
+        psi_some_avg10: Ok(1.0),
+    };
+    assert_eq!(
+        plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2], &alone),
+        None
+    );
+}
