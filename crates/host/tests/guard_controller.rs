@@ -150,9 +150,22 @@ fn missing_signals_cut_to_zero_and_say_why() {
 
 #[test]
 fn a_psi_emergency_cuts_to_zero_whatever_the_servers_say() {
+    let limits = QosLimits {
+        psi_emergency: 50.0,
+        ..QosLimits::default()
+    };
+    let mut c = Controller::new(limits, Tuning::default(), vec![1]);
     let mut lines = vec![QUIET; 10];
     lines.push("0 1200 300 75.0");
-    let out = run(&lines.join("\n"));
+    let out: Vec<_> = parse_trace(&lines.join("\n"))
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let d = c.decide(PERIOD * k as u32, s);
+            (d.action, d.allowance.quota_cores, d.reason)
+        })
+        .collect();
+    assert_eq!(out[9].0, Action::Grow);
     assert_eq!(out[10].0, Action::Zero);
     assert!(
         out[10].2.contains("emergency: CPU pressure"),

@@ -41,7 +41,8 @@ const UP_EXAMPLES: &str = "Examples:
   tickpack host up --instances 4 --net bridge
   tickpack host up --game openarena --instances 2 --map oa_dm1,oa_dm2 --players-per-server 12
   tickpack host up --game openarena --game-arg g_gravity=600 --sv-fps 40
-  tickpack host up --command \"{tickpack} server --bind {ip}:{port}\" --probe a2s";
+  tickpack host up --command \"{tickpack} server --bind {ip}:{port}\" --probe a2s
+  tickpack host up --instances 6 --guard --batch \"stress-ng --cpu 0 --cache 1\"";
 
 /// The game query protocols `--probe` names.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -145,6 +146,25 @@ pub struct UpArgs {
     /// services are out of reach (netns).
     #[arg(long = "allow-host-port", value_name = "PORT")]
     pub allow_host_port: Vec<u16>,
+    /// Best-effort batch work beside the servers, e.g. "stress-ng --cpu 0"
+    /// (split on spaces, no shell; repeat for more): its own cgroup under
+    /// the host's, on the server CPUs, an unprivileged user, restarted with
+    /// backoff if it exits, removed with the host.
+    #[arg(long = "batch", value_name = "CMD")]
+    pub batch: Vec<String>,
+    /// Treat this existing cgroup (a path below the cgroup root, e.g.
+    /// ci/runner) as batch work: tuned, never killed or removed (netns).
+    #[arg(long, value_name = "PATH")]
+    pub batch_cgroup: Option<PathBuf>,
+    /// The QoS guard: the batch gets CPU only while every server has slack
+    /// against its QoS limits, cut at once when one loses it (netns); the
+    /// same as --batch-control guard.
+    #[arg(long, conflicts_with = "batch_control")]
+    pub guard: bool,
+    /// How the batch is held back: none (default), idle (SCHED_IDLE only)
+    /// or guard.
+    #[arg(long, value_name = "MODE")]
+    pub batch_control: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -246,6 +266,18 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
     }
     if !u.allow_host_port.is_empty() {
         f.allow_host_ports = Some(u.allow_host_port.clone());
+    }
+    if !u.batch.is_empty() {
+        f.batch = Some(u.batch.clone());
+    }
+    if u.batch_cgroup.is_some() {
+        f.batch_cgroup = u.batch_cgroup.clone();
+    }
+    if let Some(c) = &u.batch_control {
+        f.batch_control = Some(c.parse().map_err(|e| fail(Code::Config, e))?);
+    }
+    if u.guard {
+        f.batch_control = Some(tickpack_host::guard::BatchControl::Guard);
     }
     let cfg = f
         .resolve(Path::new(RUN_ROOT))
@@ -406,10 +438,67 @@ pub fn print_status(st: &HostStatus) {
             println!("{:>4} last exit: {why}", "");
         }
     }
+    if let Some(g) = &st.guard {
+        print_guard(g);
+    }
     if !st.events.is_empty() {
         println!("events:");
         for e in st.events.iter().rev().take(10).rev() {
             println!("  {e}");
+        }
+    }
+}
+
+/// The guard's lines of `host status`.
+fn print_guard(g: &tickpack_host::guard::GuardStatus) {
+    let opt = |v: Option<f64>, unit: &str| v.map_or("-".into(), |v| format!("{v:.1}{unit}"));
+    println!(
+        "batch: control {}, quota {}, CPUs {:?}, batch CPU {}, PSI some avg10 {}{}, throttled {} times ({} ms)",
+        g.control,
+        g.quota_cores
+            .map_or("unlimited".into(), |q| format!("{q:.2} cores")),
+        g.cpus,
+        opt(g.batch_cpu_percent, "%"),
+        opt(g.psi_some_avg10, "%"),
+        g.psi_unavailable
+            .as_deref()
+            .map(|w| format!(" (unavailable: {w})"))
+            .unwrap_or_default(),
+        g.nr_throttled,
+        g.throttled_ms,
+    );
+    if let Some(why) = &g.cgroup_pressure_unavailable {
+        println!("  batch cgroup pressure: unavailable ({why})");
+    }
+    for b in &g.batch {
+        println!(
+            "  {} pid {} {} restarts {}{}",
+            b.command,
+            b.pid.map_or("-".into(), |p| p.to_string()),
+            b.state,
+            b.restarts,
+            b.last_exit
+                .as_deref()
+                .map(|w| format!(", last exit: {w}"))
+                .unwrap_or_default()
+        );
+    }
+    if !g.last.is_empty() {
+        let counts: Vec<String> = g
+            .decisions
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        println!("guard decisions ({}), last:", counts.join(", "));
+        for d in &g.last {
+            println!(
+                "  [{:8.2}s] {:?} -> {:.2} cores on {:?}: {}",
+                d.at_ms as f64 / 1000.0,
+                d.action,
+                d.allowance.quota_cores,
+                d.allowance.cpus,
+                d.reason
+            );
         }
     }
 }
@@ -474,7 +563,62 @@ pub fn metric_families(st: &HostStatus) -> Vec<tickpack_server::metrics::MetricF
             oom_kills: i.oom_kills,
         })
         .collect();
-    tickpack_server::metrics::host::families(&st.name, &rows)
+    let mut families = tickpack_server::metrics::host::families(&st.name, &rows);
+    if let Some(g) = &st.guard {
+        families.extend(guard_families(&st.name, g));
+    }
+    families
+}
+
+/// The guard's Prometheus families: the allowance, the batch's CPU use,
+/// pressure, throttling and the decisions by action.
+fn guard_families(
+    host: &str,
+    g: &tickpack_host::guard::GuardStatus,
+) -> Vec<tickpack_server::metrics::MetricFamily> {
+    use tickpack_server::metrics::{family, Kind};
+    let one = |name: &str, help: &str, kind: Kind, v: Option<f64>| {
+        let labels = [("host", host)];
+        family(name, help, kind, v.map(|v| (&labels[..], v)))
+    };
+    let mut out = vec![
+        one(
+            "tickpack_guard_batch_quota_cores",
+            "CPU quota the guard gives the batch, in cores (absent: unlimited).",
+            Kind::Gauge,
+            g.quota_cores,
+        ),
+        one(
+            "tickpack_guard_batch_cpu_percent",
+            "CPU use of the batch cgroup over the last period, percent of one core.",
+            Kind::Gauge,
+            g.batch_cpu_percent,
+        ),
+        one(
+            "tickpack_guard_cpu_pressure_some_avg10",
+            "System CPU pressure (PSI some avg10), percent.",
+            Kind::Gauge,
+            g.psi_some_avg10,
+        ),
+        one(
+            "tickpack_guard_batch_throttled_total",
+            "Periods the batch cgroup was throttled (cpu.stat nr_throttled).",
+            Kind::Counter,
+            Some(g.nr_throttled as f64),
+        ),
+    ];
+    let rows: Vec<([(&str, &str); 2], f64)> = g
+        .decisions
+        .iter()
+        .map(|(a, n)| ([("host", host), ("action", a.as_str())], *n as f64))
+        .collect();
+    out.push(family(
+        "tickpack_guard_decisions_total",
+        "Guard decisions by action (grow, hold, cut, zero).",
+        Kind::Counter,
+        rows.iter().map(|(l, v)| (&l[..], *v)),
+    ));
+    out
 }
 
 /// `__instance-init`: the init of an isolated instance (internal).

@@ -9,7 +9,7 @@
 //!
 //! - a signal is missing (an instance did not answer, a figure could not
 //!   be read): the batch goes to zero, and the reason names the signal;
-//! - slack below 0 (a limit is crossed) or PSI above its emergency level:
+//! - slack below 0 (a limit is crossed) or PSI at its emergency level:
 //!   to zero at once (the emergency);
 //! - slack below [`Tuning::cut_below`]: the allowance is halved at once;
 //! - slack below [`Tuning::grow_above`]: hold (the hysteresis band: a
@@ -46,8 +46,14 @@ pub struct QosLimits {
     /// Longest game query round trip (q3/a2s probe) in the period,
     /// microseconds.
     pub query_us: u32,
-    /// CPU pressure (`some avg10`, percent) above which the batch is cut to
-    /// zero whatever the servers say.
+    /// CPU pressure (`some avg10`, percent) at or above which the batch is
+    /// cut to zero whatever the servers say. The default, 100, never
+    /// triggers: system-wide `some` pressure counts the batch's own waiting
+    /// (its SCHED_IDLE tasks wait behind the servers whenever both run), so
+    /// it rises with a well-behaved batch and cannot tell who suffers; a
+    /// host that runs other latency work can lower it. PSI must still be
+    /// readable (its absence cuts the batch): the guard was validated on
+    /// kernels that have it.
     pub psi_emergency: f64,
 }
 
@@ -59,7 +65,7 @@ impl Default for QosLimits {
             tick_lag_us: 30_000,
             frame_us: 5_000,
             query_us: 5_000,
-            psi_emergency: 50.0,
+            psi_emergency: 100.0,
         }
     }
 }
