@@ -14,6 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tickpack_host::fleet::Backend;
+use tickpack_host::guard::BatchControl;
 use tickpack_host::netpath::NetKind;
 use tickpack_host::placement::Policy;
 use tickpack_report::bench::{BenchSettings, Ladder, Step};
@@ -29,6 +30,9 @@ pub struct LadderSpec {
     pub backend: Backend,
     pub net: NetKind,
     pub placement: Policy,
+    /// Batch work beside the servers (`--batch`) and how it is held back;
+    /// `None`: no batch in this variant.
+    pub batch: Option<BatchControl>,
 }
 
 /// Where and how to run, shared by all ladders of a run.
@@ -49,6 +53,8 @@ pub struct Plan {
     pub range: Option<String>,
     /// The game server the steps run.
     pub game: crate::GameServer,
+    /// Batch commands (`--batch`) for the variants that run batch work.
+    pub batch: Vec<String>,
 }
 
 /// Told about progress (a progress bar, a log line).
@@ -311,6 +317,7 @@ mod tests {
             backend: Backend::Process,
             net: NetKind::Veth,
             placement: Policy::Spread,
+            batch: None,
         }
     }
 

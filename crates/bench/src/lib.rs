@@ -30,6 +30,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tickpack_host::fleet::Backend;
+use tickpack_host::guard::BatchControl;
 use tickpack_host::netpath::NetKind;
 use tickpack_host::placement::Policy;
 use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, BENCH_SCHEMA};
@@ -62,6 +63,9 @@ pub enum Compare {
     Placement,
     /// process vs netns veth, bridge, macvlan.
     Backend,
+    /// The QoS guard (`--batch`): no batch, batch with no control, batch
+    /// under SCHED_IDLE only, batch under the guard.
+    Guard,
 }
 
 /// Cost inputs besides the measured density and watts.
@@ -100,6 +104,10 @@ pub struct BenchConfig {
     pub range: Option<String>,
     /// The game server the steps run.
     pub game: GameServer,
+    /// Batch commands run beside the servers (`--batch`): with `--compare
+    /// guard` in three of its four variants, else under the guard in the
+    /// one ladder.
+    pub batch: Vec<String>,
 }
 
 use tickpack_sys::is_root;
@@ -196,6 +204,17 @@ impl BenchConfig {
         self.power
             .validate()
             .map_err(|e| BenchError::Config(format!("power model: {e}")))?;
+        for c in &self.batch {
+            tickpack_host::guard::batch::BatchSpec::parse(c).map_err(BenchError::Config)?;
+        }
+        if self.compare == Compare::Guard && self.batch.is_empty() {
+            return bad("--compare guard needs --batch CMD (e.g. \"stress-ng --cpu 0\")".into());
+        }
+        if !self.batch.is_empty() && (!is_root() || self.backend == Some(Backend::Process)) {
+            return Err(BenchError::Isolation(
+                "--batch needs the netns backend (the batch's cgroup; root)".into(),
+            ));
+        }
         if self.compare == Compare::Backend && !is_root() {
             return Err(BenchError::Isolation(
                 "--compare backend needs root (network namespaces)".into(),
@@ -223,9 +242,30 @@ impl BenchConfig {
             backend,
             net,
             placement,
+            batch: None,
+        };
+        let with_batch = |control: Option<BatchControl>| {
+            let mut l = spec(backend, self.net, Policy::Spread);
+            l.label = match control {
+                None => format!("{}, no batch", l.label),
+                Some(BatchControl::None) => format!("{}, batch with no control", l.label),
+                Some(BatchControl::Idle) => format!("{}, batch under SCHED_IDLE", l.label),
+                Some(BatchControl::Guard) => format!("{}, batch under the guard", l.label),
+            };
+            l.batch = control;
+            l
         };
         match self.compare {
+            Compare::None if !self.batch.is_empty() => {
+                vec![with_batch(Some(BatchControl::Guard))]
+            }
             Compare::None => vec![spec(backend, self.net, Policy::Spread)],
+            Compare::Guard => vec![
+                with_batch(None),
+                with_batch(Some(BatchControl::None)),
+                with_batch(Some(BatchControl::Idle)),
+                with_batch(Some(BatchControl::Guard)),
+            ],
             Compare::Placement => vec![
                 spec(backend, self.net, Policy::Spread),
                 spec(backend, self.net, Policy::None),
@@ -283,6 +323,7 @@ pub fn run(
         host_name: cfg.host_name.clone(),
         range: cfg.range.clone(),
         game: cfg.game.clone(),
+        batch: cfg.batch.clone(),
     };
     let removed = recover_leftovers(cfg)?;
     if !removed.is_empty() {

@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 use tickpack_host::fleet::{Backend, FleetFile};
 use tickpack_host::launch::{ReferenceServer, ServerSpec};
 use tickpack_host::status::InstanceState;
-use tickpack_host::supervisor::Supervisor;
+use tickpack_host::supervisor::{batch_log_path, stress_ng_bogo_ops_per_s, Supervisor};
 use tickpack_players::PlayersConfig;
 use tickpack_probe::{ProbeConfig, ProbeSettings, Protocol};
-use tickpack_report::bench::{BenchSettings, CpuUse, Power, Step};
+use tickpack_report::bench::{BenchSettings, CpuUse, Power, Step, StepBatch};
 use tickpack_wire::TickRate;
 
 use crate::cpu::{mean_over, CpuTimes};
@@ -70,6 +70,8 @@ impl StepRunner for HostStepRunner<'_> {
             }),
             run_dir: Some(plan.run_dir.clone()),
             range: plan.range.clone(),
+            batch: spec.batch.map(|_| plan.batch.clone()),
+            batch_control: spec.batch,
             ..Default::default()
         }
         .resolve(&plan.run_dir)
@@ -80,8 +82,27 @@ impl StepRunner for HostStepRunner<'_> {
             .start_timeout_s
             .max(plan.game.start_limit(req.servers).as_secs_f64());
         let mut sup = Supervisor::start(fleet, plan.exe.clone()).map_err(BenchError::Host)?;
-        let result = self.measure(&mut sup, req);
+        let run_dir = sup.config().run_dir.clone();
+        let batches = sup.config().batch.len();
+        // The host is polled through the step when any variant runs batch
+        // work (the guard decides in the poll), so every variant of the
+        // comparison sees the same supervisor.
+        let poll = !plan.batch.is_empty();
+        let mut result = self.measure(&mut sup, req, poll);
         let problems = sup.shutdown();
+        // Stopped with SIGINT, stress-ng printed its metrics on the way out.
+        if let Ok(Some(step)) = &mut result {
+            if let Some(b) = &mut step.batch {
+                b.bogo_ops_per_s = (1..=batches)
+                    .filter_map(|k| {
+                        std::fs::read_to_string(batch_log_path(&run_dir, k))
+                            .ok()
+                            .and_then(|t| stress_ng_bogo_ops_per_s(&t))
+                    })
+                    .reduce(|a, b| a + b)
+                    .map(|v| (v * 10.0).round() / 10.0);
+            }
+        }
         if !problems.is_empty() {
             return Err(BenchError::Isolation(format!(
                 "could not remove the step's servers: {}",
@@ -120,6 +141,7 @@ impl HostStepRunner<'_> {
         &mut self,
         sup: &mut Supervisor,
         req: &StepRequest,
+        poll: bool,
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
         let stop = self.stop;
@@ -182,16 +204,29 @@ impl HostStepRunner<'_> {
         let probe_live = tickpack_probe::Live::default();
         let started = Instant::now();
         let power = &mut *self.power;
+        let mut samples = BatchSamples::default();
         let (outcome, cpu, watts, probed) = std::thread::scope(|scope| {
             let h = scope.spawn(|| tickpack_players::run(&pcfg, stop, &live));
             let prober = probe
                 .as_ref()
                 .map(|p| scope.spawn(|| tickpack_probe::run(p, stop, &probe_live)));
             // Sample over the measured window only.
-            sleep_until(started + warmup + Duration::from_millis(20), stop);
+            wait_until(
+                sup,
+                poll,
+                started + warmup + Duration::from_millis(20),
+                stop,
+                None,
+            );
             let c0 = CpuTimes::read();
             let started_power = power.start();
-            sleep_until(started + warmup + duration, stop);
+            wait_until(
+                sup,
+                poll,
+                started + warmup + duration,
+                stop,
+                Some(&mut samples),
+            );
             let c1 = CpuTimes::read();
             let per_cpu = c0.busy_percent(&c1);
             let machine = mean_over(&per_cpu, &[]);
@@ -238,6 +273,23 @@ impl HostStepRunner<'_> {
             query_latency_us: query_latency.as_ref(),
         };
         let why = failures(&figures, baseline, &s.qos);
+        let batch = sup.status().guard.map(|g| {
+            let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            let cpu_percent = mean(&samples.batch_cpu);
+            let servers_cpu_percent = mean(&samples.servers_cpu);
+            let idle = plan.server_cpus.len() as f64 * 100.0 - servers_cpu_percent.unwrap_or(0.0);
+            let round = |v: f64| (v * 10.0).round() / 10.0;
+            StepBatch {
+                control: g.control.clone(),
+                bogo_ops_per_s: None,
+                cpu_percent: cpu_percent.map(round),
+                servers_cpu_percent: servers_cpu_percent.map(round),
+                idle_share_percent: cpu_percent
+                    .filter(|_| idle > 0.0)
+                    .map(|b| round((b / idle * 100.0).min(100.0))),
+                guard_decisions: g.decisions.clone(),
+            }
+        });
         Ok(Some(Step {
             index,
             tiles: index,
@@ -259,6 +311,7 @@ impl HostStepRunner<'_> {
             }),
             query_latency_us: query_latency,
             queries: query.as_ref().map(|(_, c)| *c),
+            batch,
             measured: r.measured,
             histograms: tickpack_report::PlayersHistograms {
                 query_latency_us: query
@@ -295,9 +348,47 @@ fn probe_config(
     }))
 }
 
-fn sleep_until(t: Instant, stop: &AtomicBool) {
+/// What the host said of the batch and the servers' own CPU use, once a
+/// second over the measured window.
+#[derive(Debug, Default)]
+struct BatchSamples {
+    batch_cpu: Vec<f64>,
+    servers_cpu: Vec<f64>,
+}
+
+/// Waits until `t`, polling the host every 50 ms when `poll` (its health
+/// checks and the guard run in the poll), and sampling it once a second
+/// into `samples`.
+fn wait_until(
+    sup: &mut Supervisor,
+    poll: bool,
+    t: Instant,
+    stop: &AtomicBool,
+    mut samples: Option<&mut BatchSamples>,
+) {
+    let mut next_sample = Instant::now() + Duration::from_secs(1);
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep((t - Instant::now()).min(Duration::from_millis(50)));
+        if poll {
+            sup.poll();
+            if let Some(s) = samples.as_deref_mut() {
+                if Instant::now() >= next_sample {
+                    next_sample += Duration::from_secs(1);
+                    let st = sup.status();
+                    if let Some(b) = st.guard.as_ref().and_then(|g| g.batch_cpu_percent) {
+                        s.batch_cpu.push(b);
+                    }
+                    let servers: Vec<f64> =
+                        st.instances.iter().filter_map(|i| i.cpu_percent).collect();
+                    if servers.len() == st.instances.len() {
+                        s.servers_cpu.push(servers.iter().sum());
+                    }
+                }
+            }
+        }
+        std::thread::sleep(
+            t.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50)),
+        );
     }
 }
 

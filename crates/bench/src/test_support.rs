@@ -35,6 +35,7 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
         power: None,
         query_latency_us: None,
         queries: None,
+        batch: None,
         histograms: PlayersHistograms::default(),
     }
 }

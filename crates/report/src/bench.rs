@@ -173,7 +173,33 @@ pub struct Step {
     /// What happened to those queries (`--probe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queries: Option<QueryCounts>,
+    /// Batch work beside the servers (`--batch`): its throughput and CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<StepBatch>,
     pub histograms: PlayersHistograms,
+}
+
+/// What the batch work of a step got (`bench --batch`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepBatch {
+    /// none (no control) | idle (SCHED_IDLE only) | guard.
+    pub control: String,
+    /// stress-ng's bogo-ops/s (real time, summed over its stressors and
+    /// commands) over the batch's life in the step; `None` when the batch
+    /// printed none (not stress-ng, or killed before reporting).
+    pub bogo_ops_per_s: Option<f64>,
+    /// The batch cgroup's CPU use over the measured window, percent of one
+    /// core.
+    pub cpu_percent: Option<f64>,
+    /// The servers' own CPU use over the window (their cgroups summed),
+    /// percent of one core.
+    pub servers_cpu_percent: Option<f64>,
+    /// The share of the CPU the servers left idle that the batch used,
+    /// percent: batch / (server cores x 100 - servers).
+    pub idle_share_percent: Option<f64>,
+    /// Guard decisions by action over the step.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub guard_decisions: std::collections::BTreeMap<String, u64>,
 }
 
 /// The figures read as the step's own (`step.rtt_us`), as in the JSON.
@@ -389,6 +415,7 @@ mod tests {
             power: None,
             query_latency_us: None,
             queries: None,
+            batch: None,
             histograms: PlayersHistograms::default(),
         }
     }

@@ -29,6 +29,9 @@ pub enum CompareArg {
     Placement,
     /// process against netns veth, bridge and macvlan (root)
     Backend,
+    /// with --batch: no batch, batch with no control, batch under
+    /// SCHED_IDLE only, batch under the QoS guard (root)
+    Guard,
 }
 
 #[derive(clap::Args, Debug)]
@@ -42,6 +45,12 @@ pub struct Args {
     /// Also climb the ladder for a comparison, in the same run.
     #[arg(long, value_enum)]
     pub compare: Option<CompareArg>,
+    /// Best-effort batch work beside the servers, e.g. "stress-ng --cpu 0
+    /// --metrics-brief" (split on spaces; repeatable): its bogo-ops/s is the
+    /// batch throughput. With --compare guard it runs in three of the four
+    /// variants; without, the one ladder runs it under the guard (root).
+    #[arg(long = "batch", value_name = "CMD")]
+    pub batch: Vec<String>,
     /// The game server the steps run: tickpack's reference server, or the
     /// real OpenArena (ioquake3) server from the openarena-server package.
     #[arg(long, value_enum, default_value_t = GameArg::Reference)]
@@ -256,6 +265,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             None => "none",
             Some(CompareArg::Placement) => "placement",
             Some(CompareArg::Backend) => "backend",
+            Some(CompareArg::Guard) => "guard",
         }
         .into(),
         probe: a.probe.map(|p| p.as_str().to_string()),
@@ -312,6 +322,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             None => Compare::None,
             Some(CompareArg::Placement) => Compare::Placement,
             Some(CompareArg::Backend) => Compare::Backend,
+            Some(CompareArg::Guard) => Compare::Guard,
         },
         backend,
         net,
@@ -338,6 +349,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         host_name: a.name.clone(),
         range: a.range.clone(),
         game,
+        batch: a.batch.clone(),
     })
 }
 
@@ -503,6 +515,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         Compare::None => 1,
         Compare::Placement => 2,
         Compare::Backend => 4,
+        Compare::Guard => 4,
     };
     let steps = u64::from(cfg.settings.max_steps) * ladders;
     let bar = std::io::stderr().is_terminal().then(|| {

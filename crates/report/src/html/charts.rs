@@ -119,6 +119,62 @@ pub(super) fn latency(r: &BenchResult) -> Figure {
     }
 }
 
+/// Batch throughput (stress-ng bogo-ops/s) against servers, one series per
+/// ladder that ran batch work: drawn beside the latency chart, so QoS and
+/// what the batch got are read side by side (as in Heracles' figures).
+/// `None` when no step ran batch work.
+pub(super) fn batch(r: &BenchResult) -> Option<Figure> {
+    if !r
+        .ladders
+        .iter()
+        .flat_map(|l| &l.steps)
+        .any(|s| s.batch.is_some())
+    {
+        return None;
+    }
+    let mut c = Chart::new("Batch throughput vs servers", "servers", "batch bogo-ops/s");
+    for (li, ladder) in r.ladders.iter().enumerate() {
+        let mut s = Series::new(name(r, ladder, ""), ladder_color(li));
+        s.points = ladder
+            .steps
+            .iter()
+            .filter_map(|st| {
+                let b = st.batch.as_ref()?;
+                let ops = b.bogo_ops_per_s?;
+                Some(Point {
+                    x: f64::from(st.servers),
+                    y: ops,
+                    failed: failed(st),
+                    tip: tip(
+                        ladder,
+                        st,
+                        &format!(
+                            "{} bogo-ops/s, batch CPU {} %, {} % of the idle CPU",
+                            fmt_num(ops),
+                            b.cpu_percent.map_or("-".into(), fmt_num),
+                            b.idle_share_percent.map_or("-".into(), fmt_num)
+                        ),
+                    ),
+                })
+            })
+            .collect();
+        if !s.points.is_empty() {
+            c.series.push(s);
+        }
+    }
+    Some(Figure {
+        chart: c,
+        caption: "What the batch work got per step (stress-ng bogo-ops/s over its life in \
+                  the step), beside the latency chart's QoS of the same steps: a variant \
+                  is better when it keeps QoS and does more batch work. Red dots: steps \
+                  that failed QoS."
+            .into(),
+        empty: "The batch reported no throughput (not stress-ng, or killed before it \
+                printed its metrics)."
+            .into(),
+    })
+}
+
 /// Server-core CPU busy share against servers, with the headroom target.
 pub(super) fn cpu(r: &BenchResult) -> Figure {
     let mut c = Chart::new(

@@ -36,6 +36,9 @@ pub(super) fn result_section(out: &mut String, i: usize, n: usize, label: &str, 
 
     out.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
     figure(out, charts::latency(r));
+    if let Some(f) = charts::batch(r) {
+        figure(out, f);
+    }
     figure(out, charts::cpu(r));
     match charts::power(r) {
         Some(f) => figure(out, f),

@@ -34,6 +34,13 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: 
     } else {
         ""
     };
+    let has_batch = ladder.steps.iter().any(|s| s.batch.is_some());
+    let batch_head = if has_batch {
+        "<th class=\"num\" rowspan=\"2\">Batch bogo-ops/s (CPU %, % of idle)</th>\
+         <th class=\"num\" rowspan=\"2\">Machine busy, %</th>"
+    } else {
+        ""
+    };
     w!(
         out,
         "<div class=\"scroll\"><table class=\"steps\">\n\
@@ -45,7 +52,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: 
          <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
          <th class=\"num\" rowspan=\"2\">Outages</th>\
          <th class=\"num\" rowspan=\"2\">Reconnects</th>\
-         <th class=\"num\" rowspan=\"2\">CPU busy, %</th>\
+         <th class=\"num\" rowspan=\"2\">CPU busy, %</th>{batch_head}\
          <th class=\"num\" rowspan=\"2\">{watts_head}</th><th rowspan=\"2\">Failures</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
@@ -92,13 +99,27 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: 
             _ if has_query => format!("<td class=\"num\">{NA}</td>"),
             _ => String::new(),
         };
+        let batch = match &st.batch {
+            _ if !has_batch => String::new(),
+            None => format!(
+                "<td class=\"num\">{NA}</td><td class=\"num\">{}</td>",
+                fmt_num(st.cpu.machine_busy_percent)
+            ),
+            Some(b) => format!(
+                "<td class=\"num\">{} ({}, {})</td><td class=\"num\">{}</td>",
+                b.bogo_ops_per_s.map_or(NA.into(), fmt_num),
+                b.cpu_percent.map_or(NA.into(), fmt_num),
+                b.idle_share_percent.map_or(NA.into(), fmt_num),
+                fmt_num(st.cpu.machine_busy_percent)
+            ),
+        };
         w!(
             out,
             "<tr{}><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td>{verdict}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{query}\
              <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{watts}</td>\
+             <td class=\"num\">{}</td>{batch}<td class=\"num\">{watts}</td>\
              <td class=\"failures\">{failures}</td></tr>\n",
             if fail { " class=\"fail\"" } else { "" },
             st.index,
