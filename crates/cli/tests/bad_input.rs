@@ -537,3 +537,104 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
         );
     }
 }
+
+#[test]
+fn host_up_batch_command_empty_or_not_found_exits_2_and_creates_nothing() {
+    for (cmd, needles) in [
+        ("", &["--batch", "empty"][..]),
+        ("   ", &["--batch", "empty"][..]),
+        (
+            "tickpack-no-such-batch-program --cpu 1",
+            &["--batch", "tickpack-no-such-batch-program", "not found"][..],
+        ),
+    ] {
+        rejected(
+            "batch",
+            &[
+                "host",
+                "up",
+                "--name",
+                "gbad",
+                "--run-dir",
+                "run",
+                "--batch",
+                cmd,
+                "--guard",
+            ],
+            needles,
+        );
+        assert!(
+            host_objects("tpgbad").is_empty(),
+            "{:?}",
+            host_objects("tpgbad")
+        );
+    }
+}
+
+#[test]
+fn host_up_guard_without_batch_or_with_the_process_backend_exits_2() {
+    rejected(
+        "guard-alone",
+        &[
+            "host",
+            "up",
+            "--name",
+            "gbad",
+            "--run-dir",
+            "run",
+            "--guard",
+        ],
+        &["needs --batch"],
+    );
+    rejected(
+        "guard-process",
+        &[
+            "host",
+            "up",
+            "--name",
+            "gbad",
+            "--run-dir",
+            "run",
+            "--backend",
+            "process",
+            "--guard",
+            "--batch",
+            "sh -c true",
+        ],
+        &["--guard needs the netns backend"],
+    );
+}
+
+#[test]
+fn bench_batch_command_not_found_or_compare_guard_without_batch_exits_2() {
+    rejected(
+        "bench-batch",
+        &[
+            "bench",
+            "--quick",
+            "--out",
+            "out",
+            "--name",
+            "gbad",
+            "--compare",
+            "guard",
+            "--batch",
+            "tickpack-no-such-batch-program",
+        ],
+        &["--batch", "not found"],
+    );
+    rejected(
+        "bench-guard",
+        &[
+            "bench",
+            "--quick",
+            "--out",
+            "out",
+            "--name",
+            "gbad",
+            "--compare",
+            "guard",
+        ],
+        &["--compare guard needs --batch"],
+    );
+}

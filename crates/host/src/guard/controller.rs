@@ -14,7 +14,8 @@
 //! - slack below [`Tuning::cut_below`]: the allowance is halved at once;
 //! - slack below [`Tuning::grow_above`]: hold (the hysteresis band: a
 //!   steady signal inside it never moves the allowance);
-//! - else grow by [`Tuning::grow_step`] cores, but only after
+//! - else grow by [`Tuning::grow_step`] cores (or a quarter of the
+//!   allowance, whichever is more, with twice the growth slack), but only after
 //!   [`Tuning::calm_periods`] periods above the band since the last
 //!   cut (not necessarily in a row), so growth after a cut is slow and a cut
 //!   is fast (Heracles).
@@ -90,7 +91,7 @@ impl Default for Tuning {
         Tuning {
             grow_above: 0.30,
             cut_below: 0.10,
-            grow_step: 0.05,
+            grow_step: 0.1,
             calm_periods: 3,
             min_cores: 0.02,
         }
@@ -320,8 +321,12 @@ impl Controller {
         };
         match action {
             Action::Zero => {
+                // A zero that takes nothing (the start, before the first
+                // figures) is not a cut: it does not delay growth.
+                if self.quota > 0.0 {
+                    self.calm = 0;
+                }
                 self.quota = 0.0;
-                self.calm = 0;
             }
             Action::Cut => {
                 self.quota /= 2.0;
@@ -337,7 +342,13 @@ impl Controller {
             }
             Action::Grow => {
                 self.calm += 1;
-                self.quota = (self.quota + t.grow_step).min(max);
+                // With twice the growth slack, a quarter more each period
+                // (faster from a large allowance); else the step.
+                let step = match slack {
+                    Some(s) if s >= 2.0 * t.grow_above => t.grow_step.max(self.quota * 0.25),
+                    _ => t.grow_step,
+                };
+                self.quota = (self.quota + step).min(max);
             }
         }
         // Rounded to the grow step's grain so repeated decisions are exact.
