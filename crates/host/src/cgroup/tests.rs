@@ -536,3 +536,84 @@ fn remove_leaves_a_shared_parent_that_still_has_children() {
         "the last one out removes the parent"
     );
 }
+
+#[test]
+fn the_guards_actuators_write_quota_cpus_and_idle_on_v1() {
+    let fake = Fake::v1();
+    let cg = Cgroup::create(&fake.layout(), "tpg/tpg-batch", &full_limits()).unwrap();
+    cg.set_cpu_quota(Some(0.25)).unwrap();
+    assert_eq!(
+        fake.read("cpu,cpuacct/tpg/tpg-batch/cpu.cfs_quota_us"),
+        "25000"
+    );
+    assert_eq!(
+        fake.read("cpu,cpuacct/tpg/tpg-batch/cpu.cfs_period_us"),
+        "100000"
+    );
+    // Zero is the kernel's smallest quota: 1 ms per 100 ms.
+    cg.set_cpu_quota(Some(0.0)).unwrap();
+    assert_eq!(
+        fake.read("cpu,cpuacct/tpg/tpg-batch/cpu.cfs_quota_us"),
+        "1000"
+    );
+    cg.set_cpu_quota(None).unwrap();
+    assert_eq!(
+        fake.read("cpu,cpuacct/tpg/tpg-batch/cpu.cfs_quota_us"),
+        "-1"
+    );
+    cg.set_cpus(&[2, 3]).unwrap();
+    assert_eq!(fake.read("cpuset/tpg/tpg-batch/cpuset.cpus"), "2-3");
+    assert_eq!(cg.set_idle(true).unwrap(), "cpu.shares 2");
+    assert_eq!(fake.read("cpu,cpuacct/tpg/tpg-batch/cpu.shares"), "2");
+    fs::write(
+        fake.root.join("cpu,cpuacct/tpg/tpg-batch/cpu.stat"),
+        "nr_periods 10\nnr_throttled 4\nthrottled_time 5000000\n",
+    )
+    .unwrap();
+    let t = cg.throttling().unwrap();
+    assert_eq!((t.nr_throttled, t.throttled_ns), (4, 5_000_000));
+    assert!(cg.cpu_pressure().unwrap_err().contains("v1"));
+}
+
+#[test]
+fn the_guards_actuators_write_quota_cpus_and_idle_on_v2() {
+    let fake = Fake::v2("cpuset cpu memory");
+    let cg = Cgroup::create(&fake.layout(), "tpg/tpg-batch", &full_limits()).unwrap();
+    cg.set_cpu_quota(Some(1.5)).unwrap();
+    assert_eq!(fake.read("tpg/tpg-batch/cpu.max"), "150000 100000");
+    cg.set_cpu_quota(None).unwrap();
+    assert_eq!(fake.read("tpg/tpg-batch/cpu.max"), "max 100000");
+    cg.set_cpus(&[1]).unwrap();
+    assert_eq!(fake.read("tpg/tpg-batch/cpuset.cpus"), "1");
+    // Without cpu.idle (before 5.15): the lowest weight.
+    assert_eq!(cg.set_idle(true).unwrap(), "cpu.weight 1");
+    fs::write(fake.root.join("tpg/tpg-batch/cpu.idle"), "0").unwrap();
+    assert_eq!(cg.set_idle(true).unwrap(), "cpu.idle 1");
+    assert_eq!(fake.read("tpg/tpg-batch/cpu.idle"), "1");
+    fs::write(
+        fake.root.join("tpg/tpg-batch/cpu.stat"),
+        "usage_usec 7\nnr_throttled 2\nthrottled_usec 300\n",
+    )
+    .unwrap();
+    let t = cg.throttling().unwrap();
+    assert_eq!((t.nr_throttled, t.throttled_ns), (2, 300_000));
+    assert_eq!(cg.cpu_usage_ns(), Some(7_000));
+    fs::write(
+        fake.root.join("tpg/tpg-batch/cpu.pressure"),
+        "some avg10=1.50 avg60=0 avg300=0 total=1\nfull avg10=0 avg60=0 avg300=0 total=0\n",
+    )
+    .unwrap();
+    assert_eq!(cg.cpu_pressure(), Ok(1.5));
+}
+
+#[test]
+fn an_adopted_cgroup_must_exist_and_stay_below_the_root() {
+    let fake = Fake::v2("cpuset cpu memory");
+    fs::create_dir_all(fake.root.join("ci/runner")).unwrap();
+    let cg = Cgroup::adopt(&fake.layout(), Path::new("/ci/runner")).unwrap();
+    cg.set_cpu_quota(Some(0.5)).unwrap();
+    assert_eq!(fake.read("ci/runner/cpu.max"), "50000 100000");
+    assert!(Cgroup::adopt(&fake.layout(), Path::new("ci/nothing")).is_err());
+    assert!(Cgroup::adopt(&fake.layout(), Path::new("ci/../..")).is_err());
+    assert!(Cgroup::adopt(&fake.layout(), Path::new("/")).is_err());
+}
