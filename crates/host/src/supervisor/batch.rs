@@ -2,7 +2,9 @@
 //! restarting and stopping `--batch` commands in the batch cgroup, and,
 //! every [`PERIOD`], gathering the guard's signals, asking the controller
 //! and applying its allowance (quota, CPU set; SCHED_IDLE for idle and
-//! guard), each decision logged as an event with its reason.
+//! guard), each decision logged as an event with its reason; with the guard
+//! and two or more server cores, an instance whose core loses QoS is moved
+//! to the core with the most slack (its cpuset), at most once per 10 s.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::OpenOptions;
@@ -17,7 +19,7 @@ use super::{HostError, RestartDecision, RestartTracker, Supervisor};
 use crate::cgroup::{self, Cgroup, CgroupVersion, Limits};
 use crate::fleet::{Backend, FleetConfig};
 use crate::guard::batch::{BatchSpec, BatchStatus, BATCH_UID};
-use crate::guard::controller::{Controller, InstanceSignal, Signals, PERIOD};
+use crate::guard::controller::{plan_move, Controller, InstanceSignal, Signals, PERIOD};
 use crate::guard::{Action, BatchControl, Decision, GuardStatus, QosLimits, Tuning};
 use crate::status::InstanceState;
 use tickpack_sys::is_root;
@@ -29,6 +31,9 @@ const LAST_DECISIONS: usize = 10;
 /// How long stopping batch work waits after SIGINT (stress-ng prints its
 /// metrics then) before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Periods between two instance moves (a moved server needs its caches
+/// and a few periods of figures before it is judged again).
+const MOVE_COOLDOWN: u32 = 10;
 
 /// One `--batch` command.
 pub(super) struct Tenant {
@@ -58,6 +63,8 @@ pub(super) struct Batch {
     status: GuardStatus,
     last: VecDeque<Decision>,
     counts: BTreeMap<String, u64>,
+    /// Periods since the last instance move.
+    since_move: u32,
 }
 
 /// The log of batch tenant `k` (1-based).
@@ -96,6 +103,7 @@ impl Batch {
             status: GuardStatus::default(),
             last: VecDeque::new(),
             counts: BTreeMap::new(),
+            since_move: MOVE_COOLDOWN,
         }
     }
 }
@@ -396,6 +404,9 @@ impl Supervisor {
     /// and every zero).
     fn guard_period(&mut self, batch: &mut Batch, now: Instant) -> Option<String> {
         let signals = self.guard_signals(batch, now);
+        if let Some(e) = self.maybe_move(batch, &signals) {
+            self.event(e);
+        }
         let st = &mut batch.status;
         st.control = batch.control.to_string();
         match &signals.psi_some_avg10 {
@@ -475,6 +486,45 @@ impl Supervisor {
         }
         batch.status.last = batch.last.iter().cloned().collect();
         event
+    }
+
+    /// The instance-move decision ([`plan_move`]), at most once every
+    /// [`MOVE_COOLDOWN`] periods, applied to the instance's cpuset (the
+    /// guard only; a host with one server core never moves).
+    fn maybe_move(&mut self, batch: &mut Batch, signals: &Signals) -> Option<String> {
+        batch.controller.as_ref()?;
+        if batch.server_cpus.len() < 2 {
+            return None;
+        }
+        if batch.since_move < MOVE_COOLDOWN {
+            batch.since_move += 1;
+            return None;
+        }
+        let m = plan_move(
+            &QosLimits::default(),
+            &Tuning::default(),
+            &batch.server_cpus,
+            signals,
+        )?;
+        let i = self
+            .instances
+            .iter_mut()
+            .find(|i| i.spec.id == m.instance)?;
+        let cg = i.cgroup.as_ref()?;
+        batch.since_move = 0;
+        Some(match cg.set_cpus(&[m.to]) {
+            Ok(()) => {
+                i.cpus = vec![m.to];
+                format!(
+                    "guard: moved instance {} from CPU {} to CPU {}: its core lost QoS and CPU {} had the most slack",
+                    m.instance, m.from, m.to, m.to
+                )
+            }
+            Err(e) => format!(
+                "guard: moving instance {} to CPU {} failed: {e}",
+                m.instance, m.to
+            ),
+        })
     }
 
     /// The guard's part of the status (`None` without batch work).
