@@ -122,30 +122,23 @@ echo "# 2. one OpenArena server, 4 emulated players + 8 bots, sv_fps 20, ${secs}
 start_oa one 8
 spid=$pid
 sleep 2
-read -r rx0 tx0 < <(awk '/^ *lo:/ {print $2, $10}' /proc/net/dev)
+read -r rx0 < <(awk '/^ *lo:/ {print $2}' /proc/net/dev)
+c0=$(awk '{print $14+$15}' "/proc/$spid/stat"); t0=$(date +%s.%N)
 players_json openarena "$addr" 4 "$tmp/one.json"
-read -r rx1 tx1 < <(awk '/^ *lo:/ {print $2, $10}' /proc/net/dev)
-python3 - "$spid" "$tmp/one.json" "$((rx1 - rx0))" <<'PY'
+c1=$(awk '{print $14+$15}' "/proc/$spid/stat"); t1=$(date +%s.%N)
+read -r rx1 < <(awk '/^ *lo:/ {print $2}' /proc/net/dev)
+python3 - "$spid" "$tmp/one.json" "$((rx1 - rx0))" "$c0" "$c1" "$t0" "$t1" <<'PY'
 import json, os, sys
 pid, d, lo = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
-stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+c0, c1, t0, t1 = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
 ticks = os.sysconf("SC_CLK_TCK")
-cpu_s = (int(stat[11]) + int(stat[12])) / ticks
-start = int(stat[19]) / ticks
-life = float(open("/proc/uptime").read().split()[0]) - start
 hwm = next(l for l in open(f"/proc/{pid}/status") if l.startswith("VmHWM")).split()[1]
-span = d["duration_s"] + d["warmup_s"]
-print(f"server CPU: {100*cpu_s/life:.1f}% of one core over its {life:.1f} s life (map load included)")
+print(f"server CPU during the players' run: {100*(c1-c0)/ticks/(t1-t0):.1f}% of one core")
 print(f"peak RSS (VmHWM): {int(hwm)/1024:.1f} MiB")
-print(f"loopback bytes during the players' run (both directions, all traffic on lo): {lo/span/1000:.1f} kB/s")
+print(f"bytes on loopback during the run (the server's datagrams both ways, and the queries): {lo/(t1-t0)/1000:.1f} kB/s")
 print(f"players: transaction p50/p99 {d['transaction_latency_us']['p50']/1000:.1f}/{d['transaction_latency_us']['p99']/1000:.1f} ms, "
       f"lost {d['snapshots']['lost']} snapshots, {d['commands']['lost']} commands")
 PY
-# CPU over a measured window only (after the map load).
-c0=$(awk '{print $14+$15}' "/proc/$spid/stat"); t0=$(date +%s.%N)
-sleep 5
-c1=$(awk '{print $14+$15}' "/proc/$spid/stat"); t1=$(date +%s.%N)
-python3 -c "import os; print(f'server CPU with 8 bots, no players, over 5 s after load: {100*($c1-$c0)/os.sysconf(\"SC_CLK_TCK\")/($t1-$t0):.1f}% of one core')"
 stop_all
 
 echo
@@ -153,16 +146,16 @@ echo "# 3. the reference server at the same load (4 players + 8 bots, 20 Hz), pe
 for cost in light default heavy; do
   start_ref "c$cost" --tick-hz 20 --bots 8 --cost "$cost"
   rpid=$pid
+  c0=$(awk '{print $14+$15}' "/proc/$rpid/stat"); t0=$(date +%s.%N)
   players_json reference "$addr" 4 "$tmp/c$cost.json"
-  python3 - "$rpid" "$cost" <<'PY'
+  c1=$(awk '{print $14+$15}' "/proc/$rpid/stat"); t1=$(date +%s.%N)
+  python3 - "$rpid" "$cost" "$c0" "$c1" "$t0" "$t1" <<'PY'
 import os, sys
 pid, cost = sys.argv[1], sys.argv[2]
-stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+c0, c1, t0, t1 = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
 ticks = os.sysconf("SC_CLK_TCK")
-cpu_s = (int(stat[11]) + int(stat[12])) / ticks
-life = float(open("/proc/uptime").read().split()[0]) - int(stat[19]) / ticks
 hwm = next(l for l in open(f"/proc/{pid}/status") if l.startswith("VmHWM")).split()[1]
-print(f"--cost {cost:8s}: {100*cpu_s/life:5.1f}% of one core, peak RSS {int(hwm)/1024:.1f} MiB")
+print(f"--cost {cost:8s}: {100*(c1-c0)/ticks/(t1-t0):5.1f}% of one core during the players' run, peak RSS {int(hwm)/1024:.1f} MiB")
 PY
   stop_all
 done
