@@ -122,12 +122,10 @@ echo "# 2. one OpenArena server, 4 emulated players + 8 bots, sv_fps 20, ${secs}
 start_oa one 8
 spid=$pid
 sleep 2
-read -r rx0 < <(awk '/^ *lo:/ {print $2}' /proc/net/dev)
 c0=$(awk '{print $14+$15}' "/proc/$spid/stat"); t0=$(date +%s.%N)
 players_json openarena "$addr" 4 "$tmp/one.json"
 c1=$(awk '{print $14+$15}' "/proc/$spid/stat"); t1=$(date +%s.%N)
-read -r rx1 < <(awk '/^ *lo:/ {print $2}' /proc/net/dev)
-python3 - "$spid" "$tmp/one.json" "$((rx1 - rx0))" "$c0" "$c1" "$t0" "$t1" <<'PY'
+python3 - "$spid" "$tmp/one.json" 0 "$c0" "$c1" "$t0" "$t1" <<'PY'
 import json, os, sys
 pid, d, lo = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
 c0, c1, t0, t1 = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
@@ -135,7 +133,10 @@ ticks = os.sysconf("SC_CLK_TCK")
 hwm = next(l for l in open(f"/proc/{pid}/status") if l.startswith("VmHWM")).split()[1]
 print(f"server CPU during the players' run: {100*(c1-c0)/ticks/(t1-t0):.1f}% of one core")
 print(f"peak RSS (VmHWM): {int(hwm)/1024:.1f} MiB")
-print(f"bytes on loopback during the run (the server's datagrams both ways, and the queries): {lo/(t1-t0)/1000:.1f} kB/s")
+t = d["traffic"]; dur = d["duration_s"]
+print(f"server -> 4 players: {t['datagrams_in']/dur:.0f} datagrams/s, {t['bytes_in']/dur/1000:.1f} kB/s "
+      f"({t['bytes_in']/max(t['datagrams_in'],1):.0f} B each); players -> server: {t['datagrams_out']/dur:.0f}/s, "
+      f"{t['bytes_out']/dur/1000:.1f} kB/s (UDP payload)")
 print(f"players: transaction p50/p99 {d['transaction_latency_us']['p50']/1000:.1f}/{d['transaction_latency_us']['p99']/1000:.1f} ms, "
       f"lost {d['snapshots']['lost']} snapshots, {d['commands']['lost']} commands")
 PY

@@ -498,8 +498,7 @@ impl Emulated for Q3Player {
                     self.recent.pop_front();
                 }
                 self.recent.push_back(cmd);
-                let cmds: Vec<UserCmd> = self.recent.iter().copied().collect();
-                if let Some(p) = self.client.usercmd_packet(&cmds) {
+                if let Some(p) = self.client.usercmd_packet(self.recent.make_contiguous()) {
                     out.extend_from_slice(&p);
                 }
                 self.outstanding.push_back(Sent {
