@@ -72,6 +72,13 @@ fn openarena_players_play_a_real_server_appear_in_its_status_and_lose_nothing() 
                 row["player"]
             );
         }
+        // Every snapshot came in a datagram the players counted.
+        assert!(
+            r["traffic"]["datagrams_in"].as_u64().unwrap()
+                >= r["snapshots"]["received"].as_u64().unwrap(),
+            "{}",
+            text(&out)
+        );
         // 20 frames a second for 10 s, for 4 players.
         let expected = r["snapshots"]["expected"].as_u64().unwrap();
         assert!(

@@ -34,13 +34,13 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use tickpack_q3::client::{Client, ClientConfig, ClientState, Event, SnapshotInfo, UserCmd};
 use tickpack_report::record;
 
 use crate::coverage::Coverage;
 use crate::emulated::Emulated;
-use crate::player::{PlayerSettings, CONNECT_GRACE_US, SILENCE_US};
+use crate::player::{first_hello, measured_span, player_rng, PlayerSettings, SILENCE_US};
 use crate::recorder::Recorder;
 
 /// The protocol the OpenArena server speaks (Debian sets `com_protocol 71`).
@@ -137,11 +137,9 @@ impl Q3Player {
         seed: u64,
         start_us: u64,
     ) -> Self {
-        let mut rng =
-            SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let first = start_us + rng.gen_range(0..50_000);
-        let (w0, w1) = settings.window;
-        let span = ((first + CONNECT_GRACE_US).max(w0).min(w1), w1);
+        let mut rng = player_rng(seed, index);
+        let first = first_hello(&mut rng, start_us);
+        let span = measured_span(first, settings.window);
         let rate = settings.cmd_rate_hz.unwrap_or(DEFAULT_CMD_RATE_HZ);
         let mut cfg = ClientConfig::new(
             &format!("{}{index}", crate::referee::NAME_PREFIX),
@@ -500,8 +498,7 @@ impl Emulated for Q3Player {
                     self.recent.pop_front();
                 }
                 self.recent.push_back(cmd);
-                let cmds: Vec<UserCmd> = self.recent.iter().copied().collect();
-                if let Some(p) = self.client.usercmd_packet(&cmds) {
+                if let Some(p) = self.client.usercmd_packet(self.recent.make_contiguous()) {
                     out.extend_from_slice(&p);
                 }
                 self.outstanding.push_back(Sent {

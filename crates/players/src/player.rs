@@ -34,6 +34,7 @@ use tickpack_wire::{
 
 use crate::config::SizeDist;
 use crate::coverage::Coverage;
+use crate::emulated::Emulated;
 use crate::recorder::Recorder;
 
 /// Send slots per command interval (see `Player::handle`, `Accepted`).
@@ -60,6 +61,23 @@ pub const SILENCE_US: u64 = 500_000;
 pub const DEFAULT_TICK_HZ: u32 = 100;
 /// Snapshots kept as delta baselines (the server keeps as many).
 const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
+
+/// A player's own reproducible random stream (inputs, phases, sizes).
+pub(crate) fn player_rng(seed: u64, index: usize) -> SmallRng {
+    SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// When a player first says hello: the players' first hellos are spread
+/// over 50 ms so they do not all arrive in the same instant.
+pub(crate) fn first_hello(rng: &mut SmallRng, start_us: u64) -> u64 {
+    start_us + rng.gen_range(0..50_000)
+}
+
+/// The span a player measures: from [`CONNECT_GRACE_US`] after its first
+/// hello (or the window's start, if later) to the window's end.
+pub(crate) fn measured_span(first_us: u64, (w0, w1): (u64, u64)) -> (u64, u64) {
+    ((first_us + CONNECT_GRACE_US).max(w0).min(w1), w1)
+}
 
 /// How long a connected player waits for a snapshot before re-handshaking.
 pub fn silence_us(tick_hz: u32) -> u64 {
@@ -143,14 +161,10 @@ impl Player {
         seed: u64,
         start_us: u64,
     ) -> Self {
-        let mut rng =
-            SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng = player_rng(seed, index);
         let nonce = rng.gen();
-        // Spread the players' first hello over 50 ms so they do not all
-        // arrive in the same instant.
-        let first = start_us + rng.gen_range(0..50_000);
-        let (w0, w1) = settings.window;
-        let span = ((first + CONNECT_GRACE_US).max(w0).min(w1), w1);
+        let first = first_hello(&mut rng, start_us);
+        let span = measured_span(first, settings.window);
         Self {
             index,
             target,
@@ -184,21 +198,9 @@ impl Player {
         }
     }
 
-    pub fn is_connected(&self) -> bool {
-        self.state == State::Connected
-    }
-
     /// Whether the player completed a handshake at least once.
     pub fn ever_connected(&self) -> bool {
         self.ever_connected
-    }
-
-    /// Why this player stopped, if it did.
-    pub fn ended(&self) -> Option<&str> {
-        match &self.state {
-            State::Ended(why) => Some(why),
-            _ => None,
-        }
     }
 
     /// Marks the player as ended with `why`.
@@ -206,18 +208,6 @@ impl Player {
         if !matches!(self.state, State::Ended(_)) {
             self.state = State::Ended(why);
         }
-    }
-
-    /// The socket reported "port unreachable" (`why` says so): before the
-    /// first connection nothing listens there and the player gives up; after
-    /// it, the server is presumed restarting and the player reconnects.
-    pub fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
-        if !self.ever_connected {
-            self.fail(why);
-        } else if self.state == State::Connected {
-            self.lose_session(now_us, rec);
-        }
-        // Already re-handshaking: the backoff goes on.
     }
 
     /// The session is gone: re-handshake at once, then with backoff.
@@ -230,24 +220,6 @@ impl Player {
             next_try_us: now_us,
             retry_us: RETRY_MIN_US,
         };
-    }
-
-    /// When this player next wants [`Self::poll_transmit`] called.
-    pub fn next_deadline(&self) -> u64 {
-        match self.state {
-            State::Hello { next_try_us, .. } | State::Connect { next_try_us, .. } => {
-                if self.ever_connected {
-                    next_try_us
-                } else {
-                    next_try_us.min(self.settings.connect_deadline_us)
-                }
-            }
-            State::Connected => self
-                .next_cmd_us
-                .min(self.next_ping_us)
-                .min(self.last_heard_us + silence_us(self.tick_hz)),
-            State::Ended(_) => u64::MAX,
-        }
     }
 
     fn in_span(&self, t_us: u64) -> bool {
@@ -281,101 +253,6 @@ impl Player {
         (to - from) / cmd_interval_us.max(1)
     }
 
-    /// Writes the next due datagram into `out` (cleared first) and returns
-    /// `true`, or returns `false` when nothing is due at `now_us`.
-    pub fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
-        out.clear();
-        if self.state == State::Connected && now_us >= self.last_heard_us + silence_us(self.tick_hz)
-        {
-            self.lose_session(now_us, rec);
-        }
-        match self.state {
-            State::Hello { .. } | State::Connect { .. }
-                if !self.ever_connected && now_us >= self.settings.connect_deadline_us =>
-            {
-                self.state = State::Ended(format!(
-                    "no answer from {} to the handshake (is a tickpack server listening there?)",
-                    self.target
-                ));
-                false
-            }
-            State::Hello {
-                next_try_us,
-                retry_us,
-            } if now_us >= next_try_us => {
-                Packet::Hello {
-                    version: PROTOCOL_VERSION,
-                    nonce: self.nonce,
-                }
-                .encode(out);
-                self.state = State::Hello {
-                    next_try_us: now_us + retry_us,
-                    retry_us: (retry_us * 2).min(RETRY_MAX_US),
-                };
-                true
-            }
-            State::Connect {
-                token,
-                next_try_us,
-                retry_us,
-            } if now_us >= next_try_us => {
-                let name = format!("player-{}", self.index);
-                Packet::Connect {
-                    version: PROTOCOL_VERSION,
-                    nonce: self.nonce,
-                    token,
-                    name: &name,
-                }
-                .encode(out);
-                self.state = State::Connect {
-                    token,
-                    next_try_us: now_us + retry_us,
-                    retry_us: (retry_us * 2).min(RETRY_MAX_US),
-                };
-                true
-            }
-            State::Connected if now_us >= self.next_ping_us => {
-                let due = self.next_ping_us;
-                self.next_ping_us += self.ping_interval_us;
-                Packet::Ping {
-                    nonce: self.nonce,
-                    client_time_us: due,
-                    len: self.settings.ping_size,
-                }
-                .encode(out);
-                true
-            }
-            State::Connected if now_us >= self.next_cmd_us => {
-                self.expire(now_us, rec);
-                let due = self.next_cmd_us;
-                self.next_cmd_us += self.cmd_interval_us;
-                self.seq = self.seq.wrapping_add(1);
-                self.steer();
-                let (min, max) = self.settings.cmd_size.bounds();
-                let size = if min == max {
-                    min
-                } else {
-                    self.rng.gen_range(min..=max)
-                };
-                let n = size - tickpack_wire::COMMAND_HEADER_LEN;
-                Packet::Command(Command {
-                    seq: self.seq,
-                    client_time_us: due,
-                    ack_tick: self.ack_tick,
-                    input: self.input,
-                    payload: &self.payload[..n],
-                })
-                .encode(out);
-                self.outstanding.push_back((self.seq, due));
-                if self.in_span(due) {
-                    rec.commands_sent += 1;
-                }
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// A human-like input stream: run, turn now and then, fire in bursts.
     fn steer(&mut self) {
         let r = &mut self.rng;
@@ -386,79 +263,6 @@ impl Player {
         self.input.forward = 1.0;
         self.input.pitch = (self.input.pitch + r.gen_range(-0.02..0.02)).clamp(-0.5, 0.5);
         self.input.buttons = if r.gen_ratio(1, 8) { buttons::FIRE } else { 0 };
-    }
-
-    /// Processes one datagram from the server.
-    pub fn handle(&mut self, now_us: u64, data: &[u8], rec: &mut Recorder) {
-        let Ok(p) = Packet::decode(data) else {
-            rec.decode_errors += 1;
-            return;
-        };
-        match (p, &self.state) {
-            (Packet::Challenge { nonce, token }, State::Hello { retry_us, .. })
-                if nonce == self.nonce =>
-            {
-                self.state = State::Connect {
-                    token,
-                    next_try_us: now_us,
-                    retry_us: *retry_us,
-                };
-            }
-            (Packet::Accepted { tick_hz, .. }, State::Connect { .. }) => {
-                self.on_accepted(now_us, tick_hz, rec)
-            }
-            (Packet::Refused { reason }, State::Hello { retry_us, .. })
-            | (Packet::Refused { reason }, State::Connect { retry_us, .. }) => {
-                let retry_us = *retry_us;
-                match reason {
-                    // A stale token: start over rather than give up.
-                    RefuseReason::BadToken => {
-                        self.state = State::Hello {
-                            next_try_us: now_us,
-                            retry_us,
-                        }
-                    }
-                    // Full or stopping after having played: the server may be
-                    // coming back; keep trying with backoff.
-                    RefuseReason::Full | RefuseReason::ShuttingDown if self.ever_connected => {
-                        self.state = State::Hello {
-                            next_try_us: now_us + retry_us,
-                            retry_us: (retry_us * 2).min(RETRY_MAX_US),
-                        }
-                    }
-                    _ => {
-                        self.state = State::Ended(format!(
-                            "{} refused the connection: {reason}",
-                            self.target
-                        ))
-                    }
-                }
-            }
-            (Packet::Snapshot(s), State::Connected) => self.on_snapshot(now_us, &s, rec),
-            (
-                Packet::Pong {
-                    nonce,
-                    client_time_us,
-                    ..
-                },
-                _,
-            ) if nonce == self.nonce && rec.in_window(client_time_us) => {
-                record(&mut rec.rtt, now_us.saturating_sub(client_time_us));
-            }
-            (Packet::Disconnect { reason }, State::Connected) => match reason {
-                // The server dropped us for silence: come back.
-                DisconnectReason::Timeout => self.lose_session(now_us, rec),
-                _ => {
-                    // The rest of the span is without service: counted.
-                    self.no_session_since_us = Some(now_us);
-                    self.state = State::Ended(format!(
-                        "{} disconnected the player: {reason:?}",
-                        self.target
-                    ))
-                }
-            },
-            _ => {}
-        }
     }
 
     fn on_accepted(&mut self, now_us: u64, tick_hz: u16, rec: &mut Recorder) {
@@ -585,12 +389,232 @@ impl Player {
             }
         }
     }
+}
+
+impl Emulated for Player {
+    fn target(&self) -> SocketAddr {
+        self.target
+    }
+
+    fn tick_hz(&self) -> u32 {
+        self.tick_hz
+    }
+
+    fn is_connected(&self) -> bool {
+        self.state == State::Connected
+    }
+
+    /// Why this player stopped, if it did.
+    fn ended(&self) -> Option<&str> {
+        match &self.state {
+            State::Ended(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// The socket reported "port unreachable" (`why` says so): before the
+    /// first connection nothing listens there and the player gives up; after
+    /// it, the server is presumed restarting and the player reconnects.
+    fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
+        if !self.ever_connected {
+            self.fail(why);
+        } else if self.state == State::Connected {
+            self.lose_session(now_us, rec);
+        }
+        // Already re-handshaking: the backoff goes on.
+    }
+
+    /// When this player next wants [`Self::poll_transmit`] called.
+    fn next_deadline(&self) -> u64 {
+        match self.state {
+            State::Hello { next_try_us, .. } | State::Connect { next_try_us, .. } => {
+                if self.ever_connected {
+                    next_try_us
+                } else {
+                    next_try_us.min(self.settings.connect_deadline_us)
+                }
+            }
+            State::Connected => self
+                .next_cmd_us
+                .min(self.next_ping_us)
+                .min(self.last_heard_us + silence_us(self.tick_hz)),
+            State::Ended(_) => u64::MAX,
+        }
+    }
+
+    /// Writes the next due datagram into `out` (cleared first) and returns
+    /// `true`, or returns `false` when nothing is due at `now_us`.
+    fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        out.clear();
+        if self.state == State::Connected && now_us >= self.last_heard_us + silence_us(self.tick_hz)
+        {
+            self.lose_session(now_us, rec);
+        }
+        match self.state {
+            State::Hello { .. } | State::Connect { .. }
+                if !self.ever_connected && now_us >= self.settings.connect_deadline_us =>
+            {
+                self.state = State::Ended(format!(
+                    "no answer from {} to the handshake (is a tickpack server listening there?)",
+                    self.target
+                ));
+                false
+            }
+            State::Hello {
+                next_try_us,
+                retry_us,
+            } if now_us >= next_try_us => {
+                Packet::Hello {
+                    version: PROTOCOL_VERSION,
+                    nonce: self.nonce,
+                }
+                .encode(out);
+                self.state = State::Hello {
+                    next_try_us: now_us + retry_us,
+                    retry_us: (retry_us * 2).min(RETRY_MAX_US),
+                };
+                true
+            }
+            State::Connect {
+                token,
+                next_try_us,
+                retry_us,
+            } if now_us >= next_try_us => {
+                let name = format!("player-{}", self.index);
+                Packet::Connect {
+                    version: PROTOCOL_VERSION,
+                    nonce: self.nonce,
+                    token,
+                    name: &name,
+                }
+                .encode(out);
+                self.state = State::Connect {
+                    token,
+                    next_try_us: now_us + retry_us,
+                    retry_us: (retry_us * 2).min(RETRY_MAX_US),
+                };
+                true
+            }
+            State::Connected if now_us >= self.next_ping_us => {
+                let due = self.next_ping_us;
+                self.next_ping_us += self.ping_interval_us;
+                Packet::Ping {
+                    nonce: self.nonce,
+                    client_time_us: due,
+                    len: self.settings.ping_size,
+                }
+                .encode(out);
+                true
+            }
+            State::Connected if now_us >= self.next_cmd_us => {
+                self.expire(now_us, rec);
+                let due = self.next_cmd_us;
+                self.next_cmd_us += self.cmd_interval_us;
+                self.seq = self.seq.wrapping_add(1);
+                self.steer();
+                let (min, max) = self.settings.cmd_size.bounds();
+                let size = if min == max {
+                    min
+                } else {
+                    self.rng.gen_range(min..=max)
+                };
+                let n = size - tickpack_wire::COMMAND_HEADER_LEN;
+                Packet::Command(Command {
+                    seq: self.seq,
+                    client_time_us: due,
+                    ack_tick: self.ack_tick,
+                    input: self.input,
+                    payload: &self.payload[..n],
+                })
+                .encode(out);
+                self.outstanding.push_back((self.seq, due));
+                if self.in_span(due) {
+                    rec.commands_sent += 1;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Processes one datagram from the server.
+    fn handle(&mut self, now_us: u64, data: &[u8], rec: &mut Recorder) {
+        let Ok(p) = Packet::decode(data) else {
+            rec.decode_errors += 1;
+            return;
+        };
+        match (p, &self.state) {
+            (Packet::Challenge { nonce, token }, State::Hello { retry_us, .. })
+                if nonce == self.nonce =>
+            {
+                self.state = State::Connect {
+                    token,
+                    next_try_us: now_us,
+                    retry_us: *retry_us,
+                };
+            }
+            (Packet::Accepted { tick_hz, .. }, State::Connect { .. }) => {
+                self.on_accepted(now_us, tick_hz, rec)
+            }
+            (Packet::Refused { reason }, State::Hello { retry_us, .. })
+            | (Packet::Refused { reason }, State::Connect { retry_us, .. }) => {
+                let retry_us = *retry_us;
+                match reason {
+                    // A stale token: start over rather than give up.
+                    RefuseReason::BadToken => {
+                        self.state = State::Hello {
+                            next_try_us: now_us,
+                            retry_us,
+                        }
+                    }
+                    // Full or stopping after having played: the server may be
+                    // coming back; keep trying with backoff.
+                    RefuseReason::Full | RefuseReason::ShuttingDown if self.ever_connected => {
+                        self.state = State::Hello {
+                            next_try_us: now_us + retry_us,
+                            retry_us: (retry_us * 2).min(RETRY_MAX_US),
+                        }
+                    }
+                    _ => {
+                        self.state = State::Ended(format!(
+                            "{} refused the connection: {reason}",
+                            self.target
+                        ))
+                    }
+                }
+            }
+            (Packet::Snapshot(s), State::Connected) => self.on_snapshot(now_us, &s, rec),
+            (
+                Packet::Pong {
+                    nonce,
+                    client_time_us,
+                    ..
+                },
+                _,
+            ) if nonce == self.nonce && rec.in_window(client_time_us) => {
+                record(&mut rec.rtt, now_us.saturating_sub(client_time_us));
+            }
+            (Packet::Disconnect { reason }, State::Connected) => match reason {
+                // The server dropped us for silence: come back.
+                DisconnectReason::Timeout => self.lose_session(now_us, rec),
+                _ => {
+                    // The rest of the span is without service: counted.
+                    self.no_session_since_us = Some(now_us);
+                    self.state = State::Ended(format!(
+                        "{} disconnected the player: {reason:?}",
+                        self.target
+                    ))
+                }
+            },
+            _ => {}
+        }
+    }
 
     /// Settles the counters at the end of the run (`now_us`; the span ends
     /// at `span_end_us`, its planned end unless the run was interrupted;
     /// `hint_tick_hz` is the tick rate to assume if this player never
     /// learned it), and writes the goodbye datagram into `out` if connected.
-    pub fn finish(
+    fn finish(
         &mut self,
         now_us: u64,
         span_end_us: u64,

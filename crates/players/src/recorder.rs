@@ -26,6 +26,8 @@ pub struct Recorder {
     pub commands_reflected: u64,
     pub commands_lost: u64,
     pub decode_errors: u64,
+    /// Datagrams and bytes the players sent and received in the window.
+    pub traffic: tickpack_report::Traffic,
     /// Newest tick whose server-reported frame time was recorded, per
     /// server: each tick is counted once, not once per player.
     server_tick_seen: HashMap<SocketAddr, u32>,
@@ -48,6 +50,7 @@ impl Recorder {
             commands_reflected: 0,
             commands_lost: 0,
             decode_errors: 0,
+            traffic: Default::default(),
             server_tick_seen: HashMap::new(),
             window,
         }
@@ -89,5 +92,6 @@ impl Recorder {
         self.commands_reflected += o.commands_reflected;
         self.commands_lost += o.commands_lost;
         self.decode_errors += o.decode_errors;
+        self.traffic.merge(&o.traffic);
     }
 }

@@ -310,6 +310,10 @@ fn thread_main<P: Emulated>(
         )
     };
     let send = |p: &mut P, sock: &UdpSocket, buf: &[u8], rec: &mut Recorder| {
+        if rec.in_window(now_us()) {
+            rec.traffic.datagrams_out += 1;
+            rec.traffic.bytes_out += buf.len() as u64;
+        }
         if let Err(e) = sock.send(buf) {
             if e.kind() == io::ErrorKind::ConnectionRefused {
                 let why = refused(p);
@@ -385,7 +389,12 @@ fn thread_main<P: Emulated>(
                     Ok(0) => break,
                     Ok(n) => {
                         let now = now_us();
+                        let counted = rec.in_window(now);
                         for (_, data) in batch.iter() {
+                            if counted {
+                                rec.traffic.datagrams_in += 1;
+                                rec.traffic.bytes_in += data.len() as u64;
+                            }
                             players[i].handle(now, data, &mut rec);
                         }
                         live.snapshots

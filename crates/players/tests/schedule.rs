@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use tickpack_players::player::{PlayerSettings, DEFAULT_TICK_HZ};
-use tickpack_players::{Player, Recorder, SizeDist};
+use tickpack_players::{Emulated, Player, Recorder, SizeDist};
 use tickpack_sim::{Server, ServerConfig};
 use tickpack_wire::{Packet, Snapshot};
 

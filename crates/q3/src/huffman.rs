@@ -398,7 +398,12 @@ pub struct MsgCoder {
 }
 
 impl MsgCoder {
-    fn build() -> MsgCoder {
+    /// The codes the engine's construction gives: every symbol added to an
+    /// adaptive tree as often as `msg_hData` says, in order (`msg.c`,
+    /// `MSG_initHuffman`). About a million additions: slow (100 ms), so
+    /// [`MSG_CODES`] holds the result and a test checks they agree.
+    #[cfg(test)]
+    fn adaptive_codes() -> [(u64, u8); 256] {
         let mut huff = Adaptive::new();
         for (i, &count) in MSG_HDATA.iter().enumerate() {
             for _ in 0..count {
@@ -411,31 +416,53 @@ impl MsgCoder {
             assert!(len <= 64, "msg Huffman code longer than 64 bits");
             *code = (bits, len as u8);
         }
-        // Renumber the tree so the root is node 0.
-        let mut left = Vec::with_capacity(huff.nodes.len());
-        let mut right = Vec::with_capacity(huff.nodes.len());
-        let mut symbol = Vec::with_capacity(huff.nodes.len());
-        let mut map = vec![NONE; huff.nodes.len()];
-        let mut order = vec![huff.tree];
-        map[huff.tree as usize] = 0;
-        let mut k = 0;
-        while k < order.len() {
-            let n = *huff.get(order[k]);
-            symbol.push(n.symbol);
-            for c in [n.left, n.right] {
-                if n.symbol == INTERNAL && c != NONE && map[c as usize] == NONE {
-                    map[c as usize] = order.len() as u32;
-                    order.push(c);
+        codes
+    }
+
+    /// The frozen tree of [`MSG_CODES`]: each code is a path from the
+    /// root (first bit first, 0 left, 1 right) to its symbol's leaf.
+    fn build() -> MsgCoder {
+        let codes = MSG_CODES;
+        let mut left = vec![NONE];
+        let mut right = vec![NONE];
+        let mut symbol = vec![INTERNAL];
+        for (sym, &(bits, len)) in codes.iter().enumerate() {
+            let mut node = 0usize;
+            for k in 0..u32::from(len) {
+                let side = if (bits >> k) & 1 == 1 {
+                    &mut right
+                } else {
+                    &mut left
+                };
+                let next = side[node];
+                node = if next == NONE {
+                    let n = symbol.len();
+                    side[node] = n as u32;
+                    left.push(NONE);
+                    right.push(NONE);
+                    symbol.push(INTERNAL);
+                    n
+                } else {
+                    next as usize
+                };
+            }
+            symbol[node] = sym as u16;
+        }
+        // The one place no code reaches is the engine's "not yet
+        // transmitted" leaf: a leaf that decodes to no byte.
+        for n in 0..symbol.len() {
+            if symbol[n] != INTERNAL {
+                continue;
+            }
+            for side in [&mut left, &mut right] {
+                if side[n] == NONE {
+                    side[n] = symbol.len() as u32;
+                    symbol.push(NYT);
                 }
             }
-            k += 1;
         }
-        for &o in &order {
-            let n = huff.get(o);
-            let m = |c: u32| if c == NONE { NONE } else { map[c as usize] };
-            left.push(m(n.left));
-            right.push(m(n.right));
-        }
+        left.resize(symbol.len(), NONE);
+        right.resize(symbol.len(), NONE);
         let mut table = Vec::with_capacity(1 << TABLE_BITS);
         for t in 0u32..(1 << TABLE_BITS) {
             let mut node = 0u32;
@@ -554,8 +581,85 @@ pub const MSG_HDATA: [u32; 256] = [
     768, 1040, 745, 952, 805, 1073, 740, 1013, 805, 1008, 796, 996, 1057, 11457, 13504,
 ];
 
+/// The message coder's code per symbol (bits in transmission order, first
+/// bit in bit 0; length), as [`MsgCoder::adaptive_codes`] builds them from
+/// [`MSG_HDATA`]; the test `the_message_code_table_is_what_the_engines_construction_builds`
+/// checks the two agree.
+#[rustfmt::skip]
+pub const MSG_CODES: [(u64, u8); 256] = [
+    (0x2, 2), (0x1b, 5), (0x48, 7), (0x6c, 7),
+    (0xa1, 8), (0x11, 8), (0x10, 7), (0x3f, 6),
+    (0x15, 5), (0x34, 7), (0x69, 7), (0xb, 7),
+    (0x13, 7), (0x2d, 6), (0x39, 8), (0xac, 9),
+    (0x25, 7), (0x58, 9), (0x1f0, 9), (0x1f8, 9),
+    (0x1dd, 10), (0x3f3, 10), (0x22b, 10), (0x323, 10),
+    (0xf4, 9), (0x18d, 10), (0xab, 10), (0x363, 10),
+    (0x1eb, 10), (0x43, 8), (0x4f, 9), (0xd4, 8),
+    (0x37, 6), (0xd3, 10), (0x44, 9), (0x2cd, 10),
+    (0x3c5, 10), (0x3f9, 10), (0x30d, 10), (0x3cd, 10),
+    (0x94, 9), (0x1ac, 10), (0x33, 10), (0x14, 10),
+    (0x271, 10), (0x2f0, 10), (0x1f4, 9), (0x78, 8),
+    (0x27, 7), (0xc3, 8), (0xef, 8), (0x197, 9),
+    (0x53, 8), (0xb1, 8), (0xd, 9), (0x161, 9),
+    (0x7, 9), (0xf1, 9), (0x199, 9), (0x191, 10),
+    (0x123, 10), (0xbc, 9), (0x144, 9), (0x1f3, 10),
+    (0xcf, 8), (0x50, 7), (0x7c, 7), (0x4, 7),
+    (0x21, 8), (0x51, 8), (0x80, 9), (0x70, 9),
+    (0x13d, 9), (0x63, 10), (0x2d7, 10), (0x371, 10),
+    (0x19d, 9), (0x2ab, 10), (0x1c7, 10), (0x333, 10),
+    (0x12c, 9), (0x9d, 10), (0x16b, 10), (0x36b, 10),
+    (0x1d3, 10), (0x171, 10), (0x1e3, 10), (0x233, 10),
+    (0xd7, 10), (0x2cb, 10), (0x170, 9), (0xa8, 9),
+    (0xc7, 9), (0x105, 9), (0xeb, 9), (0xd8, 8),
+    (0xf3, 9), (0x3c, 8), (0x1ab, 9), (0x18f, 9),
+    (0x97, 9), (0x30, 7), (0x41, 8), (0x14f, 9),
+    (0x1c, 6), (0x28, 8), (0xbd, 9), (0xc4, 9),
+    (0x98, 8), (0x8f, 9), (0xc, 8), (0xb3, 8),
+    (0x85, 8), (0x8c, 8), (0x47, 8), (0x79, 8),
+    (0x59, 7), (0x40, 7), (0x17, 8), (0x19, 8),
+    (0x4b, 8), (0xe1, 8), (0xa3, 8), (0x73, 8),
+    (0x6f, 8), (0x68, 7), (0x8, 7), (0x65, 7),
+    (0x1f, 6), (0x29, 7), (0x4c, 7), (0x7d, 7),
+    (0xf, 8), (0x83, 8), (0x1, 8), (0x87, 8),
+    (0x67, 8), (0xe7, 8), (0x57, 8), (0x74, 8),
+    (0x1cb, 9), (0x1c4, 9), (0x81, 9), (0x4d, 9),
+    (0x131, 9), (0x163, 10), (0x180, 9), (0x3d7, 10),
+    (0x2b, 10), (0x145, 10), (0x6b, 10), (0x3d, 10),
+    (0x32b, 10), (0xf9, 10), (0xe3, 10), (0x245, 10),
+    (0x12b, 10), (0x31, 10), (0x3eb, 10), (0x1b9, 10),
+    (0x114, 9), (0x1f9, 10), (0x133, 10), (0x2c, 10),
+    (0x2dd, 10), (0x1c1, 10), (0x31d, 10), (0x1d1, 10),
+    (0x138, 9), (0x61, 10), (0x2e3, 10), (0x345, 10),
+    (0x26b, 10), (0xcd, 10), (0xcb, 10), (0x14d, 10),
+    (0x38, 9), (0x3c1, 10), (0x23d, 10), (0x3bc, 10),
+    (0xc5, 10), (0x3ac, 10), (0x3e3, 10), (0x299, 10),
+    (0x3d3, 10), (0x214, 10), (0x203, 10), (0x1bc, 10),
+    (0x29d, 10), (0x381, 10), (0x263, 10), (0x8d, 10),
+    (0x54, 8), (0x103, 9), (0x5d, 8), (0x20, 6),
+    (0x9, 7), (0x3c7, 10), (0x307, 10), (0xb8, 8),
+    (0x1f1, 9), (0x22c, 10), (0x45, 10), (0x3, 10),
+    (0x11d, 10), (0x1c5, 10), (0x34d, 10), (0x1d, 10),
+    (0x0, 9), (0x3b9, 10), (0xdd, 10), (0x181, 10),
+    (0x10d, 10), (0xb9, 10), (0x1cd, 10), (0x394, 10),
+    (0x1bd, 10), (0x194, 10), (0x38d, 10), (0x158, 10),
+    (0x3bd, 10), (0xc1, 10), (0x3dd, 10), (0xf8, 10),
+    (0xd1, 9), (0x91, 9), (0x99, 10), (0x2f8, 10),
+    (0x23, 10), (0x71, 10), (0x2d3, 10), (0x391, 10),
+    (0x49, 7), (0x231, 10), (0x107, 10), (0x261, 10),
+    (0x223, 10), (0x18, 8), (0x205, 10), (0x2c1, 10),
+    (0x1d7, 10), (0xf0, 10), (0x2c5, 10), (0x300, 10),
+    (0x3d1, 10), (0x3a8, 10), (0x21d, 10), (0x500, 11),
+    (0x5, 10), (0x358, 10), (0x2f9, 10), (0x1a8, 10),
+    (0x2b9, 10), (0x28d, 10), (0x2f, 7), (0x24, 6),
+];
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_message_code_table_is_what_the_engines_construction_builds() {
+        assert_eq!(MsgCoder::adaptive_codes(), MSG_CODES);
+    }
+
     use super::*;
 
     fn encode_all(syms: &[u8]) -> (Vec<u8>, usize) {

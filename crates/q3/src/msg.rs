@@ -225,15 +225,21 @@ impl Writer {
         self.data
     }
 
-    fn put_bit(&mut self, b: bool) {
-        if self.bit & 7 == 0 {
-            self.data.truncate(self.bit >> 3);
-            self.data.push(0);
+    /// The low `n` bits of `v`, first bit first, a byte's worth at a time
+    /// (the engine's `Huff_putBit`, which clears each byte it starts).
+    fn put_bits(&mut self, mut v: u64, mut n: u32) {
+        while n > 0 {
+            let off = (self.bit & 7) as u32;
+            if off == 0 {
+                self.data.truncate(self.bit >> 3);
+                self.data.push(0);
+            }
+            let take = (8 - off).min(n);
+            self.data[self.bit >> 3] |= ((v & ((1 << take) - 1)) as u8) << off;
+            v >>= take;
+            n -= take;
+            self.bit += take as usize;
         }
-        if b {
-            self.data[self.bit >> 3] |= 1 << (self.bit & 7);
-        }
-        self.bit += 1;
     }
 
     /// Write the low `bits` (1..=32) bits of `value`.
@@ -261,16 +267,12 @@ impl Writer {
             value &= (1u32 << bits) - 1;
         }
         let nbits = bits & 7;
-        for _ in 0..nbits {
-            self.put_bit(value & 1 == 1);
-            value >>= 1;
-        }
+        self.put_bits(u64::from(value), nbits);
+        value = value.checked_shr(nbits).unwrap_or(0);
         let coder = MsgCoder::get();
         for _ in 0..(bits - nbits) / 8 {
             let (code, len) = coder.code(value as u8);
-            for i in 0..len {
-                self.put_bit((code >> i) & 1 == 1);
-            }
+            self.put_bits(code, len);
             value >>= 8;
         }
         self.cursize = (self.bit >> 3) + 1;

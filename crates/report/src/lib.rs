@@ -216,6 +216,26 @@ pub struct Measurements {
     pub server_ping_us: Option<Percentiles>,
 }
 
+/// What the players sent and received over the measured window (UDP
+/// payload bytes, without IP and UDP headers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Traffic {
+    pub datagrams_out: u64,
+    pub bytes_out: u64,
+    pub datagrams_in: u64,
+    pub bytes_in: u64,
+}
+
+impl Traffic {
+    /// Adds `o` into `self`.
+    pub fn merge(&mut self, o: &Traffic) {
+        self.datagrams_out += o.datagrams_out;
+        self.bytes_out += o.bytes_out;
+        self.datagrams_in += o.datagrams_in;
+        self.bytes_in += o.bytes_in;
+    }
+}
+
 /// One emulated player beside what its server said of it: the real server
 /// as referee (Quake III servers report a ping per client in `getstatus`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -279,6 +299,9 @@ pub struct PlayersResult {
     /// Problems per target that a person should see (refused, unreachable...).
     pub errors: Vec<String>,
     pub histograms: PlayersHistograms,
+    /// Datagrams and payload bytes over the measured window.
+    #[serde(default)]
+    pub traffic: Traffic,
     /// Per player, our figures beside the server's own ping (games whose
     /// servers report one; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

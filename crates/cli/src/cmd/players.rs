@@ -333,6 +333,14 @@ pub fn print_summary(r: &PlayersResult) {
         r.outages.longest_us as f64 / 1000.0,
         r.reconnects
     );
+    let per_s = |v: u64| v as f64 / r.duration_s.max(1e-9);
+    println!(
+        "traffic:   in {:.0} datagrams/s, {:.1} kB/s; out {:.0} datagrams/s, {:.1} kB/s (UDP payload)",
+        per_s(r.traffic.datagrams_in),
+        per_s(r.traffic.bytes_in) / 1000.0,
+        per_s(r.traffic.datagrams_out),
+        per_s(r.traffic.bytes_out) / 1000.0
+    );
     let cpus = if r.load_generator_cpus.is_empty() {
         "unpinned".to_string()
     } else {
