@@ -504,7 +504,7 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
             "--bots",
             "14",
         ],
-        &["16 slots"],
+        &["at most 16"],
     );
     rejected(
         "game",

@@ -108,7 +108,7 @@ fn root_openarena_instances_answer_getinfo_on_their_own_ips_and_come_back_after_
         let info = getinfo(*a, Duration::from_secs(10))
             .unwrap_or_else(|| panic!("{a} did not answer getinfo"));
         assert_eq!(info.get("mapname"), Some("oa_dm1"), "{info:?}");
-        assert_eq!(info.get("sv_maxclients"), Some("16"), "{info:?}");
+        assert_eq!(info.get("sv_maxclients"), Some("24"), "{info:?}");
         assert_eq!(info.get("pure"), Some("0"), "{info:?}");
     }
     // The status carries what the host's own queries found.

@@ -45,6 +45,9 @@ use crate::recorder::Recorder;
 
 /// The protocol the OpenArena server speaks (Debian sets `com_protocol 71`).
 pub const PROTOCOL: i32 = 71;
+/// Frames per second assumed for a server that never sent a snapshot: the
+/// engine's default `sv_fps`.
+pub const DEFAULT_SV_FPS: u32 = 20;
 /// Usercmds per second when no rate is given: ioquake3's default
 /// `cl_maxpackets` (30), the rate a stock client sends at.
 pub const DEFAULT_CMD_RATE_HZ: f64 = 30.0;
@@ -605,7 +608,11 @@ impl Emulated for Q3Player {
         if self.frame_ms.is_none() {
             // Never learned the frame interval: the frames seen so far are
             // counted at the hinted rate.
-            let hz = if hint_tick_hz > 0 { hint_tick_hz } else { 20 };
+            let hz = if hint_tick_hz > 0 {
+                hint_tick_hz
+            } else {
+                DEFAULT_SV_FPS
+            };
             let ms = (1000 / hz.max(1)) as i32;
             self.frame_ms = Some(ms.max(1));
             self.coverage.set_tick_interval_us(f64::from(ms) * 1000.0);

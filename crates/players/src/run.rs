@@ -443,10 +443,11 @@ fn thread_main<P: Emulated>(
     let span_end = interrupted.map_or(window.1, |at| window.1.min(at));
     let mut errors = vec![];
     let tick_hz = players.iter().map(P::tick_hz).max().unwrap_or(0);
-    let hint = if tick_hz > 0 {
-        tick_hz
-    } else {
-        DEFAULT_TICK_HZ
+    let hint = match (tick_hz, cfg.game) {
+        (hz, _) if hz > 0 => hz,
+        (_, Game::Reference) => DEFAULT_TICK_HZ,
+        // The engine's default sv_fps.
+        (_, Game::OpenArena) => crate::openarena::DEFAULT_SV_FPS,
     };
     let mut referee_rows = vec![];
     for (i, p) in players.iter_mut().enumerate() {

@@ -378,7 +378,7 @@ fn game_server(
         return Err(fail(
             Code::Config,
             format!(
-                "--players-per-server {players_per_server} + --bots {bots} = {total}: an OpenArena server here has {max} slots"
+                "--players-per-server {players_per_server} + --bots {bots} = {total}: an OpenArena server here carries at most {max} players and bots"
             ),
         ));
     }

@@ -95,7 +95,8 @@ pub struct UpArgs {
     pub players_per_server: Option<u8>,
     /// OpenArena: bots added at start, so a server is full at once
     /// [default: --players-per-server]; bot_minplayers then keeps the total,
-    /// removing one bot per 10 s as players join (16 slots in all).
+    /// removing one bot per 10 s as players join (24 slots in all: 8 stay
+    /// free for players to join at once).
     #[arg(long)]
     pub bots: Option<u8>,
     /// OpenArena: server frames per second (sv_fps) [default: 20, the

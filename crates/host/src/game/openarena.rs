@@ -9,7 +9,8 @@
 //! command-line `+set` before it runs any other command): `sv_pure 0`
 //! (emulated players send no pak checksums), `sv_fps` (20 by default, the
 //! engine's and OpenArena's default, what public servers run),
-//! `sv_maxclients 16`, `bot_minplayers` (bots fill each server up to that
+//! `sv_maxclients 24` ([`SLOTS`]: up to 16 players and bots, and room for
+//! players to join before the game removes surplus bots), `bot_minplayers` (bots fill each server up to that
 //! many players, humans and bots: 12 by default; the game adds or removes
 //! at most one bot per 10 s, `G_CheckMinimumPlayers` in g_bot.c, so the
 //! config file also adds [`OpenArena::bots`] of them at once), `bot_nochat 1`,
@@ -38,8 +39,12 @@ use crate::launch::{Health, Piece, ServerSpec, Word};
 pub const PROGRAM: &str = "/usr/games/openarena-server";
 /// Quake 3's port: every netns instance binds it on its own address.
 pub const PORT: u16 = 27960;
-/// Client slots per server.
+/// Most players (humans and bots) a server is set to carry.
 pub const MAX_CLIENTS: u8 = 16;
+/// Client slots per server (`sv_maxclients`): [`MAX_CLIENTS`] and 8 more,
+/// so emulated players can join a server full of bots at once (the game
+/// removes a surplus bot only one per 10 s).
+pub const SLOTS: u8 = MAX_CLIENTS + 8;
 /// Where the game data (`*.pk3`) is.
 pub const DATA_DIRS: [&str; 2] = [
     "/usr/lib/openarena-server/baseoa",
@@ -93,8 +98,8 @@ pub struct OpenArena {
     pub players: u8,
     /// Bots added at start (`addbot`), 0..=`players`; `bot_minplayers`
     /// then keeps the total at `players` (removing one bot per 10 s while
-    /// humans join). Set it to `players` minus the humans that will come,
-    /// so they find free slots (16 in all).
+    /// humans join). [`SLOTS`] leaves 8 slots free beyond [`MAX_CLIENTS`],
+    /// so up to 8 humans find a slot at once whatever the bots.
     pub bots: u8,
     /// Server frames per second (`sv_fps`), 1..=1000.
     pub sv_fps: u16,
@@ -269,7 +274,7 @@ impl OpenArena {
         );
         set("sv_pure", Word::text("0"));
         set("sv_fps", Word::text(self.sv_fps.to_string()));
-        set("sv_maxclients", Word::text(MAX_CLIENTS.to_string()));
+        set("sv_maxclients", Word::text(SLOTS.to_string()));
         set("bot_minplayers", Word::text(self.players.to_string()));
         set("bot_nochat", Word::text("1"));
         set("g_doWarmup", Word::text("0"));
@@ -326,7 +331,7 @@ mod tests {
         assert_eq!(cvar(&a, "net_port"), ["27960"]);
         assert_eq!(cvar(&a, "sv_fps"), ["20"]);
         assert_eq!(cvar(&a, "sv_pure"), ["0"]);
-        assert_eq!(cvar(&a, "sv_maxclients"), ["16"]);
+        assert_eq!(cvar(&a, "sv_maxclients"), ["24"]);
         assert_eq!(cvar(&a, "bot_minplayers"), ["12"]);
         assert_eq!(cvar(&a, "bot_nochat"), ["1"]);
         assert_eq!(cvar(&a, "g_doWarmup"), ["0"]);
