@@ -372,3 +372,48 @@ fn probe_and_health_do_not_go_together() {
     let out = rejected("bg4", &["--probe", "q3", "--health", "none"], "--probe");
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
 }
+
+/// Regression: a server of `host up --game openarena` starts full of bots
+/// (12 of 12), and had 16 slots, so the 5th and 6th emulated player of
+/// `players --players 6` (the README's and the example) were
+/// refused ("Server is full") until the game removed bots, one per 10 s.
+#[test]
+fn root_six_players_join_an_openarena_server_full_of_bots_at_once() {
+    let _g = serial();
+    require_root(ROOT);
+    require_openarena();
+    let mut host = Host::up_in_temp(
+        "game-host",
+        "oa6",
+        &[
+            "--game",
+            "openarena",
+            "--instances",
+            "1",
+            "--range",
+            "198.19.61.0/24",
+        ],
+    );
+    let st = host.wait_for(|s| all_on_map(s, "oa_dm1"), "the instance on oa_dm1");
+    let addr = instances(&st)[0]["address"].as_str().unwrap().to_string();
+    let out = Command::new(exe())
+        .args([
+            "players",
+            "--game",
+            "openarena",
+            "--target",
+            &addr,
+            "--players",
+            "6",
+            "--duration",
+            "3s",
+            "--quiet",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    let r = support::players_json(&out);
+    assert_eq!(r["connected"], 6, "{}", support::text(&out));
+    host.down();
+}
