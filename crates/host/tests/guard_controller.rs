@@ -315,8 +315,8 @@ fn starts_at_half_the_measured_idle_not_at_zero() {
 #[test]
 fn grows_faster_with_more_slack() {
     // Lateness at 10% and at 60% of its limit, frame time small.
-    let far = run(&vec!["250 500 300 2.0"; 3].join("\n"));
-    let near = run(&vec!["1500 500 300 2.0"; 3].join("\n"));
+    let far = run(&["250 500 300 2.0"; 3].join("\n"));
+    let near = run(&["1500 500 300 2.0"; 3].join("\n"));
     let step = |o: &[(Action, f64, String)]| o[2].1 - o[1].1;
     assert!(step(&far) > 2.0 * step(&near), "{far:?} {near:?}");
     assert!(step(&near) > 0.099, "at least the step: {near:?}");
