@@ -27,7 +27,7 @@ use tickpack_sys::is_root;
 /// The system PSI file.
 const PRESSURE_CPU: &str = "/proc/pressure/cpu";
 /// Decisions kept for the status.
-const LAST_DECISIONS: usize = 10;
+const LAST_DECISIONS: usize = 30;
 /// How long stopping batch work waits after SIGINT (stress-ng prints its
 /// metrics then) before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
