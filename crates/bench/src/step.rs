@@ -288,6 +288,20 @@ impl HostStepRunner<'_> {
                     .filter(|_| idle > 0.0)
                     .map(|b| round((b / idle * 100.0).min(100.0))),
                 guard_decisions: g.decisions.clone(),
+                guard_last: g
+                    .last
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "{:.0} s {:?} {:.2}: {}",
+                            d.at_ms as f64 / 1000.0,
+                            d.action,
+                            d.allowance.quota_cores,
+                            d.reason
+                        )
+                        .to_lowercase()
+                    })
+                    .collect(),
             }
         });
         Ok(Some(Step {

@@ -6,18 +6,22 @@
 //!   (an existing cgroup, adopted); parsing and checking the command.
 //! - [`controller`]: sans-I/O; signals in, the batch's allowance out, on a
 //!   virtual clock; also the instance-move decision.
+//! - [`idle`]: idle time per CPU from `/proc/stat`'s text (the start
+//!   allowance is a share of the server cores' measured idle).
 //!
-//! The supervisor (`supervisor/guard_loop.rs`) gathers the signals every
+//! The supervisor (`supervisor/batch.rs`) gathers the signals every
 //! [`controller::PERIOD`], applies the allowance with the cgroup actuators
 //! ([`crate::cgroup::Cgroup::set_cpu_quota`], `set_cpus`, `set_idle`), logs
 //! every decision as a host event and shows the last ones in the status.
 
 pub mod batch;
 pub mod controller;
+pub mod idle;
 
 use serde::{Deserialize, Serialize};
 
 pub use controller::{Action, Decision, QosLimits, Tuning};
+pub use idle::proc_stat_idle;
 
 /// How the host treats its batch work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

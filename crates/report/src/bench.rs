@@ -200,6 +200,10 @@ pub struct StepBatch {
     /// Guard decisions by action over the step.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub guard_decisions: std::collections::BTreeMap<String, u64>,
+    /// The guard's last decisions of the step, oldest first, as
+    /// `at_s action quota: reason`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guard_last: Vec<String>,
 }
 
 /// The figures read as the step's own (`step.rtt_us`), as in the JSON.

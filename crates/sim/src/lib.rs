@@ -11,6 +11,8 @@
 //!   anti-amplification rule.
 //! - [`flood`]: token buckets per source and global budgets for what
 //!   unproven sources may ask (hello, connect, A2S, stats, ping).
+//! - [`recent`]: [`RecentWindow`], tick lateness and frame time over the
+//!   last second or two (the stats' recent window, the guard's signals).
 //! - [`tick_clock`]: [`TickClock`], when the next tick is due (schedule
 //!   slots, overruns, skipped slots), on a clock the caller reads.
 //!
@@ -19,10 +21,12 @@
 //! [`Server::record_frame`] after it, and [`Server::drain_transmits`].
 
 pub mod flood;
+pub mod recent;
 pub mod server;
 pub mod tick_clock;
 pub mod world;
 
 pub use flood::{Ask, FloodCounters, FloodLimits, Rate};
+pub use recent::RecentWindow;
 pub use server::{Counters, Server, ServerConfig};
 pub use tick_clock::{Advance, TickClock};

@@ -27,6 +27,7 @@ use tickpack_wire::{
 };
 
 use crate::flood::{Ask, FloodCounters, FloodGuard, FloodLimits};
+use crate::recent::RecentWindow;
 use crate::world::{CostProfile, World, WorldConfig};
 
 /// Snapshots kept per player as delta baselines.
@@ -133,6 +134,8 @@ pub struct Server {
     last_lateness_us: u32,
     frame_hist: Histogram<u64>,
     lateness_hist: Histogram<u64>,
+    /// The same over the last second or two (the guard's signals).
+    recent: RecentWindow,
     counters: Counters,
     out: Vec<u8>,
     transmits: Vec<(SocketAddr, usize, usize)>,
@@ -175,6 +178,7 @@ impl Server {
             last_lateness_us: 0,
             frame_hist: hist(),
             lateness_hist: hist(),
+            recent: RecentWindow::new(),
             counters: Counters::default(),
             out: Vec::with_capacity(64 * 1024),
             transmits: Vec::new(),
@@ -525,6 +529,7 @@ impl Server {
         let lateness = now_us.saturating_sub(due_us);
         self.last_lateness_us = lateness.min(u64::from(u32::MAX)) as u32;
         let _ = self.lateness_hist.record(lateness.max(1));
+        self.recent.record_tick(now_us, lateness);
         self.tick = self.next_tick_number(due_us);
         self.counters.ticks += 1;
 
@@ -627,6 +632,7 @@ impl Server {
     pub fn record_frame(&mut self, frame_us: u64) {
         self.last_frame_us = frame_us.min(u64::from(u32::MAX)) as u32;
         let _ = self.frame_hist.record(frame_us.max(1));
+        self.recent.record_frame(frame_us);
         if frame_us > self.cfg.tick_interval_us() {
             self.counters.overruns += 1;
         }
@@ -670,6 +676,7 @@ impl Server {
             cpu_time_us: self.cpu_time_us,
             rate_limited: self.flood.counters().total(),
             socket_drops: self.socket_drops,
+            recent: Some(self.recent.stats(now_us)),
         }
     }
 }

@@ -199,7 +199,28 @@ pub struct ServerStats {
     /// Datagrams the kernel dropped because the server's receive buffer was
     /// full (the server fell behind).
     pub socket_drops: u64,
+    /// Tick lateness and frame time over the last second (the QoS guard's
+    /// per-period signals); `None` from a server that predates them.
+    pub recent: Option<RecentStats>,
 }
+
+/// Tick lateness and frame time over a recent window (the last completed
+/// second and the current one), where [`ServerStats`]' percentiles are since
+/// start. Carried after the flood counters, only when present: a reply
+/// without them decodes as `None`, and a reader that predates them ignores
+/// the trailing bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecentStats {
+    /// How long the window spans, milliseconds (0: no tick in it yet).
+    pub window_ms: u32,
+    pub lateness_p99_us: u32,
+    pub lateness_max_us: u32,
+    pub frame_p99_us: u32,
+    pub frame_max_us: u32,
+}
+
+/// Encoded size of [`RecentStats`].
+pub const RECENT_STATS_LEN: usize = 20;
 
 /// One tickpack datagram.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -387,6 +408,17 @@ impl Packet<'_> {
                 ] {
                     w.u64(v);
                 }
+                if let Some(r) = s.recent {
+                    for v in [
+                        r.window_ms,
+                        r.lateness_p99_us,
+                        r.lateness_max_us,
+                        r.frame_p99_us,
+                        r.frame_max_us,
+                    ] {
+                        w.u32(v);
+                    }
+                }
             }
             Packet::Disconnect { reason } => {
                 w.u8(kind::DISCONNECT);
@@ -546,6 +578,16 @@ impl<'a> Packet<'a> {
                 if r.remaining() >= 16 {
                     s.rate_limited = r.u64()?;
                     s.socket_drops = r.u64()?;
+                    // The recent window came later still: absent is None.
+                    if r.remaining() >= RECENT_STATS_LEN {
+                        s.recent = Some(RecentStats {
+                            window_ms: r.u32()?,
+                            lateness_p99_us: r.u32()?,
+                            lateness_max_us: r.u32()?,
+                            frame_p99_us: r.u32()?,
+                            frame_max_us: r.u32()?,
+                        });
+                    }
                 }
                 Packet::Stats(s)
             }

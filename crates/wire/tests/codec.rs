@@ -66,6 +66,10 @@ fn short_hello_and_connect_are_rejected() {
     let stats = Packet::Stats(ServerStats {
         frame_p99_us: u32::MAX,
         packets_in: u64::MAX,
+        recent: Some(RecentStats {
+            window_ms: u32::MAX,
+            ..Default::default()
+        }),
         ..Default::default()
     })
     .to_vec();
@@ -89,6 +93,7 @@ fn stats_carry_the_flood_counters() {
     };
     let bytes = roundtrip(&Packet::Stats(stats));
     assert!(bytes.len() <= STATS_REQUEST_LEN, "must not amplify");
+    assert_eq!(stats.recent, None, "no recent window: nothing after");
     // A reply from a server without flood counters still decodes, as zeros.
     let old = Packet::decode(&bytes[..bytes.len() - 16]).expect("decodes");
     assert_eq!(
@@ -99,6 +104,86 @@ fn stats_carry_the_flood_counters() {
             ..stats
         })
     );
+}
+
+/// Regression (the guard judged per-second signals on since-start
+/// percentiles): the recent window rides after the flood counters, a reply
+/// without it decodes as `None`, and a reader that stops before it (an
+/// older build) still reads every earlier field the same.
+#[test]
+fn stats_recent_window_is_backward_compatible() {
+    let recent = RecentStats {
+        window_ms: 1_500,
+        lateness_p99_us: 2_400,
+        lateness_max_us: 9_000,
+        frame_p99_us: 1_100,
+        frame_max_us: 4_000,
+    };
+    let stats = ServerStats {
+        nonce: 7,
+        lateness_p99_us: 300,
+        rate_limited: 4,
+        socket_drops: 2,
+        recent: Some(recent),
+        ..Default::default()
+    };
+    let bytes = roundtrip(&Packet::Stats(stats));
+    assert!(bytes.len() <= STATS_REQUEST_LEN, "must not amplify");
+    let without = Packet::decode(&bytes[..bytes.len() - RECENT_STATS_LEN]).expect("decodes");
+    assert_eq!(
+        without,
+        Packet::Stats(ServerStats {
+            recent: None,
+            ..stats
+        })
+    );
+    // A truncated window (a hostile or broken reply) is not half-read.
+    for cut in 1..RECENT_STATS_LEN {
+        let p = Packet::decode(&bytes[..bytes.len() - cut]).expect("decodes");
+        assert_eq!(
+            p,
+            Packet::Stats(ServerStats {
+                recent: None,
+                ..stats
+            })
+        );
+    }
+}
+
+proptest! {
+    #[test]
+    fn stats_with_any_recent_window_round_trip(
+        w in any::<[u32; 5]>(),
+        present in any::<bool>(),
+        counters in any::<[u64; 3]>(),
+        junk in proptest::collection::vec(any::<u8>(), 0..40),
+    ) {
+        let stats = ServerStats {
+            overruns: counters[0],
+            rate_limited: counters[1],
+            socket_drops: counters[2],
+            recent: present.then_some(RecentStats {
+                window_ms: w[0],
+                lateness_p99_us: w[1],
+                lateness_max_us: w[2],
+                frame_p99_us: w[3],
+                frame_max_us: w[4],
+            }),
+            ..Default::default()
+        };
+        let mut bytes = Packet::Stats(stats).to_vec();
+        prop_assert!(bytes.len() <= STATS_REQUEST_LEN);
+        prop_assert_eq!(Packet::decode(&bytes), Ok(Packet::Stats(stats)));
+        // Trailing bytes from a newer build never break the fields known here.
+        bytes.extend_from_slice(&junk);
+        let Ok(Packet::Stats(back)) = Packet::decode(&bytes) else {
+            panic!("stats with trailing bytes must decode");
+        };
+        prop_assert_eq!(back.socket_drops, stats.socket_drops);
+        if present {
+            prop_assert_eq!(back.recent, stats.recent);
+        }
+    }
 }
 
 #[test]

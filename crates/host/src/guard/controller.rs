@@ -9,16 +9,20 @@
 //!
 //! - a signal is missing (an instance did not answer, a figure could not
 //!   be read): the batch goes to zero, and the reason names the signal;
-//! - slack below 0 (a limit is crossed) or PSI at its emergency level:
-//!   to zero at once (the emergency);
+//! - PSI at its emergency level: to zero at once;
+//! - slack below 0 (a limit is crossed): the allowance is cut to
+//!   [`Tuning::cross_factor`] of itself at once;
 //! - slack below [`Tuning::cut_below`]: the allowance is halved at once;
 //! - slack below [`Tuning::grow_above`]: hold (the hysteresis band: a
 //!   steady signal inside it never moves the allowance);
-//! - else grow by [`Tuning::grow_step`] cores (or a quarter of the
-//!   allowance, whichever is more, with twice the growth slack), but only after
-//!   [`Tuning::calm_periods`] periods above the band since the last
-//!   cut (not necessarily in a row), so growth after a cut is slow and a cut
-//!   is fast (Heracles).
+//! - else grow, but only after [`Tuning::calm_periods`] periods above the
+//!   band since the last cut (not necessarily in a row), so growth after a
+//!   cut is slow and a cut is fast (Heracles). From zero the allowance
+//!   starts at [`Tuning::start_share`] of the server cores' measured idle
+//!   (when the caller measured it; else one step); above zero it grows in
+//!   proportion to the slack above the band ([`Tuning::grow_gain`] server
+//!   cores per unit of slack, at least [`Tuning::grow_step`]), so it is
+//!   fast while the servers are far from their limits.
 //!
 //! The CPU set follows the allowance: `ceil(quota)` server CPUs, the ones
 //! with the most slack first.
@@ -34,16 +38,24 @@ pub const PERIOD: Duration = Duration::from_secs(1);
 /// The QoS limits the guard keeps, per instance and period (and
 /// system-wide PSI).
 ///
-/// The servers report their tick lateness and frame time as percentiles
-/// since they started, which a cut cannot bring down again, so the guard
-/// judges each period on what changed in it (see [`InstanceSignal`]).
+/// The reference server reports its tick lateness and frame time over the
+/// last second or two (its stats' recent window): those are judged against
+/// the same limits as the bench's verdict ([`QosLimits::for_tick_hz`]). A
+/// server that predates the window is judged on how far it fell behind its
+/// schedule in the period (`behind_us`), a coarser figure.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct QosLimits {
-    /// How far the server fell behind its tick schedule in the period
-    /// (missed ticks and overruns, as time), microseconds.
+    /// p99 tick lateness over the recent window, microseconds (the
+    /// verdict's p99 tick lateness limit).
     pub tick_lag_us: u32,
-    /// Mean CPU time per tick in the period (the frame time), microseconds.
+    /// p99 frame time over the recent window, microseconds (the verdict's
+    /// frame budget share of the tick).
     pub frame_us: u32,
+    /// How far a server without the recent window fell behind its tick
+    /// schedule in the period (missed ticks and overruns, as time),
+    /// microseconds.
+    #[serde(default = "default_behind_us")]
+    pub behind_us: u32,
     /// Longest game query round trip (q3/a2s probe) in the period,
     /// microseconds.
     pub query_us: u32,
@@ -58,16 +70,31 @@ pub struct QosLimits {
     pub psi_emergency: f64,
 }
 
-impl Default for QosLimits {
-    fn default() -> Self {
-        // Three ticks of 100 Hz behind (one is the sampling's own
-        // rounding), half a tick of work, 5 ms for a query on a LAN.
+fn default_behind_us() -> u32 {
+    // Three ticks of 100 Hz behind (one is the sampling's own rounding).
+    30_000
+}
+
+impl QosLimits {
+    /// The bench verdict's default limits at `tick_hz` (a quarter tick of
+    /// p99 lateness, half the tick for the p99 frame), 5 ms for a query on
+    /// a LAN.
+    pub fn for_tick_hz(tick_hz: u32) -> QosLimits {
+        let tick_us = 1_000_000 / tick_hz.max(1);
         QosLimits {
-            tick_lag_us: 30_000,
-            frame_us: 5_000,
+            tick_lag_us: tick_us / 4,
+            frame_us: tick_us / 2,
+            behind_us: default_behind_us(),
             query_us: 5_000,
             psi_emergency: 100.0,
         }
+    }
+}
+
+impl Default for QosLimits {
+    /// The limits at the reference server's 100 Hz.
+    fn default() -> Self {
+        QosLimits::for_tick_hz(100)
     }
 }
 
@@ -78,8 +105,16 @@ pub struct Tuning {
     pub grow_above: f64,
     /// Halve the allowance with less slack than this.
     pub cut_below: f64,
-    /// Cores added per growing period.
+    /// Cores added per growing period, at least.
     pub grow_step: f64,
+    /// Server cores added per growing period per unit of slack above
+    /// `grow_above`.
+    pub grow_gain: f64,
+    /// The share of the measured idle of the server cores the allowance
+    /// starts at from zero.
+    pub start_share: f64,
+    /// What is left of the allowance when a limit is crossed.
+    pub cross_factor: f64,
     /// Periods in a row above `grow_above` after a cut before growing.
     pub calm_periods: u32,
     /// The allowance after a cut below this is zero.
@@ -92,6 +127,9 @@ impl Default for Tuning {
             grow_above: 0.30,
             cut_below: 0.10,
             grow_step: 0.1,
+            grow_gain: 0.5,
+            start_share: 0.5,
+            cross_factor: 0.25,
             calm_periods: 3,
             min_cores: 0.02,
         }
@@ -107,10 +145,14 @@ pub struct InstanceSignal {
     pub cpu: usize,
     /// It answered its health check in the last period.
     pub answered: bool,
-    /// Behind the tick schedule in the period (reference server).
+    /// p99 tick lateness over the recent window (reference server).
     pub tick_lag_us: Option<u32>,
-    /// Mean CPU time per tick in the period (reference server).
+    /// p99 frame time over the recent window (reference server).
     pub frame_us: Option<u32>,
+    /// Behind the tick schedule in the period (a reference server without
+    /// the recent window).
+    #[serde(default)]
+    pub behind_us: Option<u32>,
     /// Longest query round trip in the period (any game with a query).
     pub query_us: Option<u32>,
 }
@@ -122,6 +164,11 @@ pub struct Signals {
     /// System CPU pressure, `some avg10` percent; `Err` says why it is
     /// unavailable.
     pub psi_some_avg10: Result<f64, String>,
+    /// Idle time of the server CPUs in the period, in cores (`None`: not
+    /// measured). Read while the allowance is zero it is the headroom the
+    /// batch may start from.
+    #[serde(default)]
+    pub idle_cores: Option<f64>,
 }
 
 /// What the batch may use from now on.
@@ -185,6 +232,17 @@ impl Controller {
         self.quota
     }
 
+    /// The limits judged from now on (the caller learns the servers' tick
+    /// rate from their first stats).
+    pub fn set_limits(&mut self, limits: QosLimits) {
+        self.limits = limits;
+    }
+
+    /// The limits judged.
+    pub fn limits(&self) -> &QosLimits {
+        &self.limits
+    }
+
     /// The worst slack and what it came from, or the missing signal.
     fn worst_slack(&self, s: &Signals) -> Result<(Option<f64>, String), String> {
         let mut worst: Option<(f64, String)> = None;
@@ -193,8 +251,9 @@ impl Controller {
                 return Err(format!("instance {} did not answer its health check", i.id));
             }
             let figures = [
-                ("tick lag", i.tick_lag_us, self.limits.tick_lag_us),
-                ("frame time", i.frame_us, self.limits.frame_us),
+                ("p99 tick lateness", i.tick_lag_us, self.limits.tick_lag_us),
+                ("p99 frame time", i.frame_us, self.limits.frame_us),
+                ("behind schedule", i.behind_us, self.limits.behind_us),
                 ("query round trip", i.query_us, self.limits.query_us),
             ];
             let mut any = false;
@@ -228,6 +287,7 @@ impl Controller {
             for (v, limit) in [
                 (i.tick_lag_us, self.limits.tick_lag_us),
                 (i.frame_us, self.limits.frame_us),
+                (i.behind_us, self.limits.behind_us),
                 (i.query_us, self.limits.query_us),
             ] {
                 if let Some(v) = v {
@@ -275,9 +335,9 @@ impl Controller {
             (Ok((Some(slack), why)), Ok(_)) => {
                 if slack < 0.0 {
                     (
-                        Action::Zero,
+                        Action::Cut,
                         Some(slack),
-                        format!("emergency: limit crossed: {why}"),
+                        format!("limit crossed, to {:.0}%: {why}", t.cross_factor * 100.0),
                     )
                 } else if slack < t.cut_below {
                     (
@@ -329,7 +389,11 @@ impl Controller {
                 self.quota = 0.0;
             }
             Action::Cut => {
-                self.quota /= 2.0;
+                self.quota *= if slack.is_some_and(|s| s < 0.0) {
+                    t.cross_factor
+                } else {
+                    0.5
+                };
                 if self.quota < t.min_cores {
                     self.quota = 0.0;
                 }
@@ -342,13 +406,15 @@ impl Controller {
             }
             Action::Grow => {
                 self.calm += 1;
-                // With twice the growth slack, a quarter more each period
-                // (faster from a large allowance); else the step.
-                let step = match slack {
-                    Some(s) if s >= 2.0 * t.grow_above => t.grow_step.max(self.quota * 0.25),
-                    _ => t.grow_step,
-                };
-                self.quota = (self.quota + step).min(max);
+                let above = slack.map_or(0.0, |s| s - t.grow_above);
+                let step = t.grow_step.max(t.grow_gain * above * max);
+                self.quota = match signals.idle_cores {
+                    // From zero: a share of the headroom measured with no
+                    // batch running, at least one step.
+                    Some(idle) if self.quota == 0.0 => (t.start_share * idle).max(t.grow_step),
+                    _ => self.quota + step,
+                }
+                .min(max);
             }
         }
         // Rounded to the grow step's grain so repeated decisions are exact.
@@ -405,6 +471,7 @@ pub fn plan_move(
                 ..i.clone()
             }],
             psi_some_avg10: Ok(0.0),
+            idle_cores: None,
         })[&worst_core]
     };
     let victim = signals

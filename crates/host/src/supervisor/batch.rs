@@ -27,7 +27,7 @@ use tickpack_sys::is_root;
 /// The system PSI file.
 const PRESSURE_CPU: &str = "/proc/pressure/cpu";
 /// Decisions kept for the status.
-const LAST_DECISIONS: usize = 10;
+const LAST_DECISIONS: usize = 30;
 /// How long stopping batch work waits after SIGINT (stress-ng prints its
 /// metrics then) before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -59,6 +59,10 @@ pub(super) struct Batch {
     next_period: Instant,
     guard_started: Instant,
     prev_stats: HashMap<u32, ServerStats>,
+    /// The servers' tick rate the controller's limits were set for.
+    tick_hz: Option<u16>,
+    /// Idle time of the server CPUs between periods.
+    server_idle: IdleSampler,
     cpu_sample: Option<(u64, Instant)>,
     status: GuardStatus,
     last: VecDeque<Decision>,
@@ -99,12 +103,37 @@ impl Batch {
             next_period: Instant::now() + PERIOD,
             guard_started: Instant::now(),
             prev_stats: HashMap::new(),
+            tick_hz: None,
+            server_idle: IdleSampler::default(),
             cpu_sample: None,
             status: GuardStatus::default(),
             last: VecDeque::new(),
             counts: BTreeMap::new(),
             since_move: MOVE_COOLDOWN,
         }
+    }
+}
+
+/// Idle time of some CPUs between two reads of `/proc/stat`.
+#[derive(Debug, Default)]
+struct IdleSampler {
+    /// (idle, total) jiffies per CPU at the last read.
+    last: Vec<(u64, u64)>,
+}
+
+impl IdleSampler {
+    /// Idle cores among `cpus` since the last call (`None` the first time
+    /// or when `/proc/stat` cannot be read).
+    fn sample(&mut self, cpus: &[usize]) -> Option<f64> {
+        let now = crate::guard::proc_stat_idle(&std::fs::read_to_string("/proc/stat").ok()?);
+        let prev = std::mem::replace(&mut self.last, now);
+        let mut idle = 0.0;
+        for &c in cpus {
+            let (&(i0, t0), &(i1, t1)) = (prev.get(c)?, self.last.get(c)?);
+            let dt = t1.checked_sub(t0).filter(|&d| d > 0)?;
+            idle += i1.saturating_sub(i0) as f64 / dt as f64;
+        }
+        Some(idle)
     }
 }
 
@@ -172,7 +201,7 @@ impl Supervisor {
                 BatchControl::None => "no control".to_string(),
                 BatchControl::Idle => "SCHED_IDLE only".to_string(),
                 BatchControl::Guard => format!(
-                    "the guard (period {} ms, starting at zero)",
+                    "the guard (period {} ms, starting at zero, then at half the measured idle of the server CPUs)",
                     PERIOD.as_millis()
                 ),
             };
@@ -188,6 +217,8 @@ impl Supervisor {
             ));
         }
         batch.guard_started = Instant::now();
+        // The first period's idle is measured from here.
+        batch.server_idle.sample(&batch.server_cpus);
         Ok(())
     }
 
@@ -360,22 +391,33 @@ impl Supervisor {
             let answered = i.state == InstanceState::Running
                 && i.last_heard
                     .is_some_and(|t| now.duration_since(t) <= answer_within);
-            let (mut lag, mut frame) = (None, None);
+            let (mut lag, mut frame, mut behind) = (None, None, None);
             if let Some(s) = i.stats {
-                if let Some(p) = batch.prev_stats.get(&i.spec.id) {
+                if let Some(r) = s.recent {
+                    // The server's own window: judged like the verdict.
+                    if s.tick_hz > 0 && batch.tick_hz != Some(s.tick_hz) {
+                        batch.tick_hz = Some(s.tick_hz);
+                        if let Some(c) = batch.controller.as_mut() {
+                            c.set_limits(QosLimits::for_tick_hz(u32::from(s.tick_hz)));
+                        }
+                    }
+                    if r.window_ms > 0 {
+                        (lag, frame) = (Some(r.lateness_p99_us), Some(r.frame_p99_us));
+                    }
+                } else if let Some(p) = batch.prev_stats.get(&i.spec.id) {
                     if s.uptime_ms > p.uptime_ms && s.tick >= p.tick {
                         let dt_ms = (s.uptime_ms - p.uptime_ms) as f64;
                         let interval_us = 1e6 / f64::from(s.tick_hz.max(1));
                         let expected = dt_ms * f64::from(s.tick_hz) / 1000.0;
                         let ticks = (s.tick - p.tick) as f64;
                         let overruns = s.overruns.saturating_sub(p.overruns) as f64;
-                        let behind = (expected - ticks).max(0.0) + overruns;
-                        lag = Some((behind * interval_us) as u32);
+                        let behind_ticks = (expected - ticks).max(0.0) + overruns;
+                        behind = Some((behind_ticks * interval_us) as u32);
                         let cpu = s.cpu_time_us.saturating_sub(p.cpu_time_us) as f64;
                         frame = Some((cpu / ticks.max(1.0)) as u32);
                     } else if s.uptime_ms == p.uptime_ms {
                         // The same reply again: not a new period of figures.
-                        lag = Some(0);
+                        behind = Some(0);
                     }
                 }
                 batch.prev_stats.insert(i.spec.id, s);
@@ -390,12 +432,14 @@ impl Supervisor {
                 answered,
                 tick_lag_us: lag,
                 frame_us: frame,
+                behind_us: behind,
                 query_us,
             });
         }
         Signals {
             instances,
             psi_some_avg10: cgroup::system_cpu_pressure(Path::new(PRESSURE_CPU)),
+            idle_cores: batch.server_idle.sample(&batch.server_cpus),
         }
     }
 
