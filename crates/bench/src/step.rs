@@ -50,8 +50,9 @@ impl StepRunner for HostStepRunner<'_> {
         req: &StepRequest,
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
-        let s = &plan.settings;
-        let server = match &plan.game {
+        let s = &spec.settings(&plan.settings);
+        let game = spec.game_server(&plan.game);
+        let server = match game {
             GameServer::Reference => server_spec(s)?,
             GameServer::OpenArena(oa) => oa.spec(),
         };
@@ -66,7 +67,7 @@ impl StepRunner for HostStepRunner<'_> {
             port: Some(if spec.backend == Backend::Process {
                 47015
             } else {
-                plan.game.netns_port()
+                game.netns_port()
             }),
             run_dir: Some(plan.run_dir.clone()),
             range: plan.range.clone(),
@@ -78,9 +79,9 @@ impl StepRunner for HostStepRunner<'_> {
         fleet.restart.start_timeout_s = fleet
             .restart
             .start_timeout_s
-            .max(plan.game.start_limit(req.servers).as_secs_f64());
+            .max(game.start_limit(req.servers).as_secs_f64());
         let mut sup = Supervisor::start(fleet, plan.exe.clone()).map_err(BenchError::Host)?;
-        let result = self.measure(&mut sup, req);
+        let result = self.measure(&mut sup, req, s, game);
         let problems = sup.shutdown();
         if !problems.is_empty() {
             return Err(BenchError::Isolation(format!(
@@ -120,10 +121,11 @@ impl HostStepRunner<'_> {
         &mut self,
         sup: &mut Supervisor,
         req: &StepRequest,
+        s: &BenchSettings,
+        game: &GameServer,
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
         let stop = self.stop;
-        let s = &plan.settings;
         let StepRequest {
             index,
             servers,
@@ -152,7 +154,7 @@ impl HostStepRunner<'_> {
                     bad.last_exit.as_deref().unwrap_or("unknown")
                 )));
             }
-            let limit = plan.game.start_limit(servers);
+            let limit = game.start_limit(servers);
             if t0.elapsed() > limit {
                 return Err(BenchError::Isolation(format!(
                     "the {servers} servers of step {index} did not all answer within {} s",
@@ -165,7 +167,7 @@ impl HostStepRunner<'_> {
         let warmup = Duration::from_secs_f64(s.warmup_s);
         let duration = Duration::from_secs_f64(s.step_duration_s);
         let pcfg = PlayersConfig {
-            game: plan.game.players_game(),
+            game: game.players_game(),
             targets: sup.addresses(),
             players: players as usize,
             duration,

@@ -105,6 +105,8 @@ fn sample() -> BenchResult {
         max_servers: Some(9),
         recommended_servers: Some(9),
         stopped: "max steps reached".into(),
+        repetition: None,
+        game: None,
     };
     let kernel = Ladder {
         label: "netns/bridge, kernel scheduling".into(),
@@ -119,6 +121,8 @@ fn sample() -> BenchResult {
         max_servers: Some(6),
         recommended_servers: Some(6),
         stopped: "QoS failed at 9 servers".into(),
+        repetition: None,
+        game: None,
     };
     BenchResult {
         schema: BENCH_SCHEMA.into(),
@@ -163,6 +167,7 @@ fn sample() -> BenchResult {
         recommended_servers: Some(9),
         max_servers: Some(9),
         comparison_ratio: Some(1.5),
+        comparison: None,
         consolidation_ratio: Some(9.0),
         before_servers: Some(1),
         tco: Some(Tco {

@@ -27,8 +27,11 @@ use crate::exit::{fail, Code, Failure, WithCode};
 pub enum CompareArg {
     /// tickpack's placement (spread) against the kernel's (none), side by side
     Placement,
-    /// process against netns veth, bridge and macvlan (root)
+    /// process against netns veth, bridge and macvlan (root): the isolation cost
     Backend,
+    /// tickpack's reference server against the real OpenArena server, each
+    /// with its own players, bots and tick rate
+    Game,
 }
 
 #[derive(clap::Args, Debug)]
@@ -39,9 +42,17 @@ pub struct Args {
     /// Directory for result.json and report.html.
     #[arg(long, default_value = "tickpack-results")]
     pub out: PathBuf,
-    /// Also climb the ladder for a comparison, in the same run.
+    /// Also climb the ladder for a comparison, in the same run: the
+    /// variants' steps interleaved (step k of every variant before step k+1
+    /// of any), the whole comparison repeated (--repeat), every ratio
+    /// reported with its range.
     #[arg(long, value_enum)]
     pub compare: Option<CompareArg>,
+    /// Run the whole comparison (or the single ladder) this many times; the
+    /// result keeps every repetition and reports the median and range of
+    /// each variant's densities [default: 3 with --compare, else 1].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub repeat: Option<u32>,
     /// The game server the steps run: tickpack's reference server, or the
     /// real OpenArena (ioquake3) server from the openarena-server package.
     #[arg(long, value_enum, default_value_t = GameArg::Reference)]
@@ -204,30 +215,40 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     }
     // The flags' value parsers checked ranges; what depends on several
     // flags or on the machine is checked here, before anything is created.
+    let compare_game = matches!(a.compare, Some(CompareArg::Game));
+    if compare_game && a.game == GameArg::Openarena {
+        return Err(fail(
+            Code::Config,
+            "--compare game runs both games (the reference server and OpenArena): drop --game",
+        ));
+    }
+    if compare_game && a.probe.is_some() {
+        return Err(fail(
+            Code::Config,
+            "--probe asks one query protocol; the two games of --compare game do not share one",
+        ));
+    }
     let oa = a.game == GameArg::Openarena;
-    let tick_hz = a.tick_hz.unwrap_or(if oa { 20 } else { 100 });
-    let players_per_server = a.players_per_server.unwrap_or(if oa { 4 } else { 12 });
-    let bots = a.bots.unwrap_or(if oa { 8 } else { 0 });
-    let game = game_server(a, tick_hz, players_per_server, bots)?;
-    let mut qos = tickpack_bench::verdict::default_limits(tick_hz);
-    if let Some(ms) = a.qos_p99_ms {
-        qos.p99_transaction_us = (ms * 1000.0) as u64;
-    }
-    if let Some(ms) = a.qos_tick_lateness_ms {
-        qos.p99_tick_lateness_us = (ms * 1000.0) as u64;
-    }
-    qos.p99_relative_to_baseline = a.qos_relative;
-    qos.max_snapshot_loss = a.qos_loss_percent / 100.0;
-    qos.p99_frame_budget = a.qos_frame_budget;
-    if let Some(ms) = a.qos_query_p99_ms {
-        if a.probe.is_none() {
-            return Err(fail(
-                Code::Config,
-                "--qos-query-p99-ms needs --probe q3|a2s (the query latency it limits)",
-            ));
-        }
-        qos.p99_query_us = Some(((ms * 1000.0) as u64).max(1));
-    }
+    let defaults = GameDefaults::of(a, oa);
+    let game = game_server(a, oa, &defaults)?;
+    let qos = qos_limits(a, defaults.tick_hz)?;
+    // --compare game: each game with its own defaults (flags given apply
+    // to both), the reference server first: the ratios' baseline.
+    let games = if compare_game {
+        let reference = GameDefaults::of(a, false);
+        let openarena = GameDefaults::of(a, true);
+        vec![
+            reference.variant(GameServer::Reference, qos_limits(a, reference.tick_hz)?),
+            openarena.variant(
+                game_server(a, true, &openarena)?,
+                qos_limits(a, openarena.tick_hz)?,
+            ),
+        ]
+    } else {
+        vec![]
+    };
+    let (tick_hz, players_per_server, bots) =
+        (defaults.tick_hz, defaults.players_per_server, defaults.bots);
     let settings = BenchSettings {
         game: a.game.players_game().as_str().into(),
         game_settings: game_settings(&game),
@@ -239,25 +260,13 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         step_duration_s: a
             .step_duration
             .map_or(if a.quick { 2.0 } else { 6.0 }, |d| d.as_secs_f64()),
-        warmup_s: a.warmup.map_or(
-            match (oa, a.quick) {
-                (true, _) => 2.0,
-                (false, true) => 0.5,
-                (false, false) => 1.0,
-            },
-            |d| d.as_secs_f64(),
-        ),
+        warmup_s: defaults.warmup_s,
         max_steps: a.max_steps.unwrap_or(if a.quick { 2 } else { 12 }),
         steps_past_failure: a.steps_past_failure,
         confirm_failures: !a.no_confirm,
         headroom_target: a.headroom / 100.0,
         qos,
-        compare: match a.compare {
-            None => "none",
-            Some(CompareArg::Placement) => "placement",
-            Some(CompareArg::Backend) => "backend",
-        }
-        .into(),
+        compare: compare_of(a.compare).as_str().into(),
         probe: a.probe.map(|p| p.as_str().to_string()),
     };
     if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
@@ -308,11 +317,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     Ok(BenchConfig {
         settings,
         out_dir: a.out.clone(),
-        compare: match a.compare {
-            None => Compare::None,
-            Some(CompareArg::Placement) => Compare::Placement,
-            Some(CompareArg::Backend) => Compare::Backend,
-        },
+        compare: compare_of(a.compare),
         backend,
         net,
         load_generator_cpus: load,
@@ -338,21 +343,100 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         host_name: a.name.clone(),
         range: a.range.clone(),
         game,
+        games,
+        repeat: a.repeat.unwrap_or(if a.compare.is_some() {
+            tickpack_bench::DEFAULT_COMPARE_REPEAT
+        } else {
+            1
+        }),
     })
+}
+
+fn compare_of(c: Option<CompareArg>) -> Compare {
+    match c {
+        None => Compare::None,
+        Some(CompareArg::Placement) => Compare::Placement,
+        Some(CompareArg::Backend) => Compare::Backend,
+        Some(CompareArg::Game) => Compare::Game,
+    }
+}
+
+/// A game's players, bots, tick and warm-up: the flags when given, else
+/// the game's own defaults.
+struct GameDefaults {
+    tick_hz: u32,
+    players_per_server: u32,
+    bots: u32,
+    warmup_s: f64,
+}
+
+impl GameDefaults {
+    fn of(a: &Args, oa: bool) -> Self {
+        GameDefaults {
+            tick_hz: a.tick_hz.unwrap_or(if oa { 20 } else { 100 }),
+            players_per_server: a.players_per_server.unwrap_or(if oa { 4 } else { 12 }),
+            bots: a.bots.unwrap_or(if oa { 8 } else { 0 }),
+            warmup_s: a.warmup.map_or(
+                match (oa, a.quick) {
+                    (true, _) => 2.0,
+                    (false, true) => 0.5,
+                    (false, false) => 1.0,
+                },
+                |d| d.as_secs_f64(),
+            ),
+        }
+    }
+
+    /// One variant of `--compare game`.
+    fn variant(
+        &self,
+        server: GameServer,
+        qos: tickpack_report::bench::QosLimits,
+    ) -> tickpack_bench::GameVariant {
+        tickpack_bench::GameVariant {
+            game_settings: game_settings(&server),
+            server,
+            players_per_server: self.players_per_server,
+            bots_per_server: self.bots,
+            tick_hz: self.tick_hz,
+            warmup_s: self.warmup_s,
+            qos,
+        }
+    }
+}
+
+/// The QoS limits from the flags, defaults following the tick rate.
+fn qos_limits(a: &Args, tick_hz: u32) -> Result<tickpack_report::bench::QosLimits, Failure> {
+    let mut qos = tickpack_bench::verdict::default_limits(tick_hz);
+    if let Some(ms) = a.qos_p99_ms {
+        qos.p99_transaction_us = (ms * 1000.0) as u64;
+    }
+    if let Some(ms) = a.qos_tick_lateness_ms {
+        qos.p99_tick_lateness_us = (ms * 1000.0) as u64;
+    }
+    qos.p99_relative_to_baseline = a.qos_relative;
+    qos.max_snapshot_loss = a.qos_loss_percent / 100.0;
+    qos.p99_frame_budget = a.qos_frame_budget;
+    if let Some(ms) = a.qos_query_p99_ms {
+        if a.probe.is_none() {
+            return Err(fail(
+                Code::Config,
+                "--qos-query-p99-ms needs --probe q3|a2s (the query latency it limits)",
+            ));
+        }
+        qos.p99_query_us = Some(((ms * 1000.0) as u64).max(1));
+    }
+    Ok(qos)
 }
 
 /// The game server of every step, checked on this machine (program
 /// installed, maps present) before anything is created.
-fn game_server(
-    a: &Args,
-    tick_hz: u32,
-    players_per_server: u32,
-    bots: u32,
-) -> Result<GameServer, Failure> {
-    let oa = a.game == GameArg::Openarena;
+fn game_server(a: &Args, oa: bool, d: &GameDefaults) -> Result<GameServer, Failure> {
+    let (tick_hz, players_per_server, bots) = (d.tick_hz, d.players_per_server, d.bots);
+    let compare_game = matches!(a.compare, Some(CompareArg::Game));
     let defaults_changed = a.map != ["oa_dm1"] || !a.game_arg.is_empty();
     if !oa {
-        if defaults_changed {
+        if defaults_changed && !compare_game {
             return Err(fail(
                 Code::Config,
                 "--map and --game-arg are OpenArena settings: add --game openarena",
@@ -370,7 +454,8 @@ fn game_server(
             ),
         ));
     }
-    if a.cost != "default" {
+    // With --compare game, --cost is the reference variant's.
+    if a.cost != "default" && !compare_game {
         return Err(fail(
             Code::Config,
             "--cost is the reference server's game work; OpenArena's is its own (use --bots)",
@@ -434,6 +519,8 @@ fn package_version(package: &str) -> Option<String> {
 /// Progress on stderr: a bar when it is a terminal, one line per step otherwise.
 struct Progress {
     bar: Option<ProgressBar>,
+    /// The run repeats: say which repetition a step belongs to.
+    repeated: bool,
 }
 
 impl Observer for Progress {
@@ -444,11 +531,14 @@ impl Observer for Progress {
             None => eprintln!("bench: {msg} ..."),
         }
     }
+    fn repetition_started(&mut self, repetition: u32, of: u32) {
+        self.note(&format!("repetition {repetition} of {of}"));
+    }
     fn step_finished(&mut self, ladder: &Ladder) {
         let Some(s) = ladder.steps.last() else { return };
         let line = format!(
             "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%{}){}",
-            ladder.label,
+            ladder_title(ladder, self.repeated),
             s.servers,
             s.verdict.as_str().to_uppercase(),
             s.transaction_latency_us.p99 as f64 / 1000.0,
@@ -499,12 +589,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    let ladders = match cfg.compare {
-        Compare::None => 1,
-        Compare::Placement => 2,
-        Compare::Backend => 4,
-    };
-    let steps = u64::from(cfg.settings.max_steps) * ladders;
+    let ladders = cfg.plan().specs.len() as u64;
+    let steps = u64::from(cfg.settings.max_steps) * ladders * u64::from(cfg.repeat);
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = ProgressBar::new(steps);
         b.set_style(
@@ -516,7 +602,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
         b.enable_steady_tick(Duration::from_millis(200));
         b
     });
-    let mut progress = Progress { bar };
+    let mut progress = Progress {
+        bar,
+        repeated: cfg.repeat > 1,
+    };
     eprintln!(
         "tickpack bench: tiles of {} servers x {} players, {} s per step, load generator on CPU {:?}; results in {}",
         cfg.settings.tile_servers,
@@ -525,6 +614,15 @@ pub fn run(a: Args) -> Result<(), Failure> {
         cfg.load_generator_cpus,
         cfg.out_dir.display()
     );
+    if cfg.compare != Compare::None || cfg.repeat > 1 {
+        eprintln!(
+            "tickpack bench: {} variant{}, steps interleaved, {} repetition{}",
+            ladders,
+            if ladders == 1 { "" } else { "s" },
+            cfg.repeat,
+            if cfg.repeat == 1 { "" } else { "s" }
+        );
+    }
     let result = tickpack_bench::run(&cfg, &stop, &mut progress);
     if let Some(b) = &progress.bar {
         b.finish_and_clear();
@@ -585,10 +683,73 @@ fn consolidation_line(ratio: f64, recommended: Option<u32>, before: Option<u32>)
     )
 }
 
+/// A ladder's heading: its label, and its repetition when the run had
+/// several.
+fn ladder_title(l: &Ladder, repeated: bool) -> String {
+    match l.repetition {
+        Some(n) if repeated => format!("{}, repetition {n}", l.label),
+        _ => l.label.clone(),
+    }
+}
+
+/// The comparison over the repetitions: per variant the median and range
+/// of its densities, then every ratio with its range and whether the
+/// variants can be told apart.
+fn comparison_lines(c: &tickpack_report::comparison::Comparison) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\ncomparison ({}): {} of {} repetition{} finished, steps interleaved",
+        c.kind,
+        c.repetitions_finished,
+        c.repetitions,
+        if c.repetitions == 1 { "" } else { "s" }
+    );
+    let width = c
+        .variants
+        .iter()
+        .map(|v| v.label.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let _ = writeln!(
+        out,
+        "  {:<width$}  {:>14} {:>9}  {:>14} {:>9}  per repetition (maximum)",
+        "variant", "maximum median", "range", "recomm. median", "range"
+    );
+    for v in &c.variants {
+        let per: Vec<String> = v
+            .max_servers
+            .per_repetition
+            .iter()
+            .map(|x| x.map_or("-".into(), |x| format!("{x:.0}")))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:>14} {:>9}  {:>14} {:>9}  {}",
+            v.label,
+            v.max_servers.median_words(0),
+            v.max_servers.range_words(0),
+            v.recommended_servers.median_words(0),
+            v.recommended_servers.range_words(0),
+            per.join(" ")
+        );
+    }
+    if !c.ratios.is_empty() {
+        let _ = writeln!(out, "{}:", c.question());
+        for line in c.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
 /// The terminal summary.
 pub fn print_summary(r: &BenchResult) {
+    let repeated = r.comparison.as_ref().is_some_and(|c| c.repetitions > 1);
     for l in &r.ladders {
-        println!("\n{} ({})", l.label, l.stopped);
+        println!("\n{} ({})", ladder_title(l, repeated), l.stopped);
         println!(
             "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8}",
             "servers",
@@ -657,8 +818,13 @@ pub fn print_summary(r: &BenchResult) {
                 .map_or("not reached".to_string(), |n| format!("{n} servers"))
         );
     }
-    if let Some(ratio) = r.comparison_ratio {
-        println!("\ntickpack's placement fits {ratio:.2}x the servers the kernel's scheduling fits at the same QoS");
+    match &r.comparison {
+        Some(c) => print!("{}", comparison_lines(c)),
+        None => {
+            if let Some(ratio) = r.comparison_ratio {
+                println!("\ntickpack's placement fits {ratio:.2}x the servers the kernel's scheduling fits at the same QoS");
+            }
+        }
     }
     if let Some(c) = r.consolidation_ratio {
         println!(
