@@ -177,9 +177,10 @@ pub fn climb(
     Ok(ladders.remove(0))
 }
 
-/// The variant that runs first at step `index` of `repetition` (both from
-/// 1) among `n`: the order rotates by one every step and every repetition,
-/// so no variant always runs first (on a cold machine) or last.
+/// The variant that runs first at step `index` of `repetition` (both
+/// counted from one) among `n`: the order rotates by one every step and
+/// every repetition, so no variant always runs first (on a cold machine)
+/// or last.
 pub fn first_at(index: u32, repetition: u32, n: usize) -> usize {
     let n = n.max(1) as u64;
     ((u64::from(index.max(1)) - 1 + u64::from(repetition.max(1)) - 1) % n) as usize

@@ -238,8 +238,8 @@ impl Comparison {
         }
     }
 
-    /// Each ratio's sentence and judgement, one line each, as printed.
-    pub fn lines(&self) -> Vec<String> {
+    /// Each ratio's sentence and judgement.
+    pub fn statements(&self) -> Vec<(String, String)> {
         let none = Spread::default();
         self.ratios
             .iter()
@@ -248,8 +248,16 @@ impl Comparison {
                 let den = self
                     .variant(&r.denominator)
                     .map_or(&none, |v| &v.max_servers);
-                format!("{}: {}", r.sentence(), r.judgement(num, den))
+                (r.sentence(), r.judgement(num, den))
             })
+            .collect()
+    }
+
+    /// Each ratio's sentence and judgement, one line each, as printed.
+    pub fn lines(&self) -> Vec<String> {
+        self.statements()
+            .into_iter()
+            .map(|(s, j)| format!("{s}: {j}"))
             .collect()
     }
 }
