@@ -210,7 +210,8 @@ impl DensityRatio {
                 "{a} and {b} cannot be told apart on this machine ({ranges}: the ranges overlap)"
             ),
             Separation::TooFewRepetitions => format!(
-                "too few repetitions to tell {a} and {b} apart from noise ({ranges}); run --repeat 3 or more"
+                "fewer than two repetitions found both densities, too few to tell {a} and {b} \
+                 apart from noise ({ranges}); run more repetitions (--repeat 3 or more)"
             ),
             Separation::NotAvailable => {
                 format!("{a} and {b} cannot be compared ({ranges})")

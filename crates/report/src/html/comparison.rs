@@ -86,14 +86,29 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
     row(out, "Consolidation ratio", &|r| {
         r.consolidation_ratio.map_or(NA.into(), fmt_ratio)
     });
-    row(
-        out,
-        "Comparison ratio",
-        &|r| match (r.comparison_ratio, r.settings.compare.as_str()) {
-            (Some(v), c) => format!("{} ({})", fmt_ratio(v), esc(c)),
-            (None, _) => NA.into(),
-        },
-    );
+    row(out, "Comparison ratio", &|r| match (
+        &r.comparison,
+        r.comparison_ratio,
+        r.settings.compare.as_str(),
+    ) {
+        (Some(c), _, _) if !c.ratios.is_empty() => c
+            .ratios
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} / {}: {} (range {}, {} repetitions)",
+                    esc(&x.numerator_name),
+                    esc(&x.denominator_name),
+                    x.ratio.median.map_or(NA.into(), fmt_ratio),
+                    esc(&x.ratio.range_words(2)),
+                    x.ratio.found()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("<br>"),
+        (_, Some(v), c) => format!("{} ({})", fmt_ratio(v), esc(c)),
+        (_, None, _) => NA.into(),
+    });
     row(
         out,
         "p99 transaction latency at the recommended density",
