@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use crate::bench::BenchResult;
 
 use super::format::{
-    cpu_list, esc, fmt_ms, fmt_num, fmt_ratio, max_density, or_na, servers, step_at, utc, NA,
+    cpu_list, esc, fmt_ms, fmt_num, fmt_ratio, max_density, or_na, recommended_step, servers, utc,
+    NA,
 };
 
 /// The comparison table: one column per result.
@@ -113,13 +114,13 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
         out,
         "p99 transaction latency at the recommended density",
         &|r| {
-            step_at(r.ladders.first(), r.recommended_servers).map_or(NA.into(), |s| {
+            recommended_step(r).map_or(NA.into(), |s| {
                 format!("{} ms", fmt_ms(s.transaction_latency_us.p99))
             })
         },
     );
     row(out, "Watts at the recommended density", &|r| {
-        step_at(r.ladders.first(), r.recommended_servers)
+        recommended_step(r)
             .and_then(|s| s.power.as_ref())
             .map_or(NA.into(), |p| {
                 format!("{} W ({})", fmt_num(p.watts), p.source)

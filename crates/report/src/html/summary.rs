@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::bench::BenchResult;
 
-use super::format::{esc, fmt_ms, fmt_num, fmt_ratio, max_density, servers, step_at};
+use super::format::{esc, fmt_ms, fmt_num, fmt_ratio, max_density, recommended_step, servers};
 
 pub(super) fn verdict(out: &mut String, r: &BenchResult) {
     let s = &r.settings;
@@ -30,7 +30,7 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
         comparison_headline(out, c, r.ladders.first().map(|l| l.label.as_str()));
     }
     // Recommended.
-    match (r.recommended_servers, step_at(first, r.recommended_servers)) {
+    match (r.recommended_servers, recommended_step(r)) {
         (Some(n), step) => {
             w!(
                 out,
