@@ -50,13 +50,17 @@ fn ladder_of<'a>(ladders: &'a [Ladder], label: &str, repetition: u32) -> Option<
         .find(|l| l.label == label && l.repetition() == repetition)
 }
 
-/// A density a ladder found: `None` when its first step failed, or when it
-/// was interrupted before its limit (its maximum is only a lower bound).
+/// A density a ladder found. A ladder that found its limit without
+/// reaching the density (its first step failed, or no passing step kept
+/// within the headroom) measured 0 servers: on a noisy machine that is
+/// part of the spread, not a gap. `None` when the ladder never found its
+/// limit (interrupted before it, or no step finished): its figure is only
+/// a lower bound.
 fn found(l: &Ladder, density: fn(&Ladder) -> Option<u32>) -> Option<f64> {
-    if l.interrupted_before_limit() {
+    if l.interrupted_before_limit() || l.steps.is_empty() {
         return None;
     }
-    density(l).map(f64::from)
+    Some(density(l).map_or(0.0, f64::from))
 }
 
 /// One variant's densities over `repeat` repetitions.
@@ -100,6 +104,7 @@ pub fn comparison(
                 .iter()
                 .zip(&den.max_servers.per_repetition)
                 .map(|(a, b)| match (a, b) {
+                    // No ratio where the denominator held no server.
                     (Some(a), Some(b)) if *b > 0.0 => Some(four_decimals(a / b)),
                     _ => None,
                 })
@@ -154,12 +159,14 @@ pub fn summarize(
     // The first variant's densities: over repetitions the lower median (a
     // value a repetition measured); run once, the ladder's own.
     let first_variant = c.variant(&first.label).filter(|_| repeat > 1);
+    // (A median of 0 servers is "not reached", as for one ladder.)
+    let servers = |x: f64| (x >= 1.0).then_some(x as u32);
     out.recommended_servers = match first_variant {
-        Some(v) => v.recommended_servers.lower_median().map(|x| x as u32),
+        Some(v) => v.recommended_servers.lower_median().and_then(servers),
         None => first.recommended_servers,
     };
     out.max_servers = match first_variant {
-        Some(v) => v.max_servers.lower_median().map(|x| x as u32),
+        Some(v) => v.max_servers.lower_median().and_then(servers),
         None => first.max_servers,
     };
     if compare == Compare::Placement {
@@ -296,9 +303,10 @@ mod tests {
         );
         assert_eq!(p.recommended_servers.median, Some(6.0));
         let n = &c.variants[1];
+        // No step within the headroom: 0 servers recommended.
         assert_eq!(
             n.recommended_servers.per_repetition,
-            vec![Some(6.0), Some(6.0), None]
+            vec![Some(6.0), Some(6.0), Some(0.0)]
         );
         assert_eq!(n.recommended_servers.median, Some(6.0));
         // The ratio is paired per repetition: 12/18, 12/12, 18/18.
@@ -334,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn a_repetition_without_a_density_drops_out_of_the_ratio() {
+    fn a_failed_first_step_counts_as_zero_and_an_interruption_drops_out() {
         let mut interrupted = rep("n", 2, Some(6), Some(6));
         interrupted.stopped = "interrupted before its limit: at least 6 servers passed".into();
         let ls = [
@@ -351,17 +359,24 @@ mod tests {
             c.variants[1].max_servers.per_repetition,
             vec![Some(6.0), None, Some(6.0)]
         );
+        // p's third ladder found its limit at the first step: 0 servers.
         assert_eq!(
             c.variants[0].max_servers.per_repetition,
-            vec![Some(12.0), Some(12.0), None]
+            vec![Some(12.0), Some(12.0), Some(0.0)]
         );
-        // Only repetition 1 has both densities: one ratio. The ranges are
-        // judged on every density found (12-12 vs 6-6).
+        // Repetition 2 has no ratio (n was interrupted); 0/6 is 0.
         assert_eq!(
             c.ratios[0].ratio.per_repetition,
-            vec![Some(2.0), None, None]
+            vec![Some(2.0), None, Some(0.0)]
         );
-        assert_eq!(c.ratios[0].separation, Separation::Higher);
+        // 0-12 against 6: the zero makes the ranges overlap.
+        assert_eq!(c.ratios[0].separation, Separation::CannotTellApart);
+        // The other way round there is no ratio where nothing fitted.
+        let flipped = repeated(&ls, Compare::Backend, 3).comparison.unwrap();
+        assert_eq!(
+            flipped.ratios[0].ratio.per_repetition,
+            vec![Some(0.5), None, None]
+        );
         let c = repeated(&ls[..2], Compare::Placement, 1)
             .comparison
             .unwrap();

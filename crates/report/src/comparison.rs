@@ -39,10 +39,10 @@ pub struct VariantSummary {
     pub recommended_servers: Spread,
 }
 
-/// One figure over the repetitions: its value in each (`None`: not found
-/// in that repetition: the first step failed, or the ladder was
-/// interrupted before its limit), and the median and range of the found
-/// values.
+/// One figure over the repetitions: its value in each (0 servers when
+/// the ladder found its limit without reaching it, e.g. its first step
+/// failed; `None` when the ladder never found its limit: interrupted), and
+/// the median and range of the found values.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Spread {
     pub per_repetition: Vec<Option<f64>>,

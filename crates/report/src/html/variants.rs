@@ -64,8 +64,8 @@ pub(super) fn variants_table(out: &mut String, r: &BenchResult) {
         );
     }
     out.push_str(
-        "</table></div>\n<p class=\"muted\">A repetition without a maximum (&ndash;) had its first \
-         step fail or was interrupted before its limit; the medians and ranges are over the \
-         repetitions that found one.</p>\n",
+        "</table></div>\n<p class=\"muted\">A repetition whose first step failed counts as \
+         0 servers (a noisy repetition widens the range); &ndash;: the ladder never found its \
+         limit (interrupted) and is left out of the medians and ranges.</p>\n",
     );
 }
