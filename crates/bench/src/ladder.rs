@@ -8,6 +8,12 @@
 //! maximum density and the largest within the headroom target the
 //! recommended one, and it stops `steps_past_failure` steps after the first
 //! failure, at the last step, or when interrupted.
+//!
+//! A comparison climbs several variants ([`LadderSpec`]s) at once,
+//! interleaved ([`climb_interleaved`]): step `k` of every variant before
+//! step `k + 1` of any, in an order that rotates, each variant keeping its
+//! own stop rules. Any list of variants gets this; which variants a
+//! comparison has is [`crate::Compare`]'s business.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -17,7 +23,7 @@ use tickpack_host::fleet::Backend;
 use tickpack_host::guard::BatchControl;
 use tickpack_host::netpath::NetKind;
 use tickpack_host::placement::Policy;
-use tickpack_report::bench::{BenchSettings, Ladder, Step};
+use tickpack_report::bench::{BenchSettings, Ladder, LadderGame, Step};
 
 use crate::power::PowerSource;
 use crate::step::HostStepRunner;
@@ -27,12 +33,66 @@ use crate::BenchError;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LadderSpec {
     pub label: String,
+    /// How sentences name the variant ("plain processes", "netns/macvlan").
+    pub name: String,
     pub backend: Backend,
     pub net: NetKind,
     pub placement: Policy,
     /// Batch work beside the servers (`--batch`) and how it is held back;
     /// `None`: no batch in this variant.
     pub batch: Option<BatchControl>,
+    /// The variant's own game (`--compare game`); `None`: the run's.
+    pub game: Option<GameVariant>,
+}
+
+/// A variant's own game and the settings that go with it: each game keeps
+/// its players, bots, tick rate, warm-up and the QoS limits of its tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GameVariant {
+    pub server: crate::GameServer,
+    pub players_per_server: u32,
+    pub bots_per_server: u32,
+    pub tick_hz: u32,
+    pub warmup_s: f64,
+    pub qos: tickpack_report::bench::QosLimits,
+    /// As recorded in result.json (versions, map, ...).
+    pub game_settings: std::collections::BTreeMap<String, String>,
+}
+
+impl LadderSpec {
+    /// The settings this variant's steps run with: the run's, with the
+    /// variant's game in place of the run's.
+    pub fn settings(&self, run: &BenchSettings) -> BenchSettings {
+        let mut s = run.clone();
+        if let Some(g) = &self.game {
+            s.game = g.server.players_game().as_str().into();
+            s.game_settings = g.game_settings.clone();
+            s.players_per_server = g.players_per_server;
+            s.bots_per_server = g.bots_per_server;
+            s.tick_hz = g.tick_hz;
+            s.warmup_s = g.warmup_s;
+            s.qos = g.qos;
+        }
+        s
+    }
+
+    /// The game server this variant's steps run.
+    pub fn game_server<'a>(&'a self, run: &'a crate::GameServer) -> &'a crate::GameServer {
+        self.game.as_ref().map_or(run, |g| &g.server)
+    }
+
+    /// The game as the ladder records it (only for a variant's own game).
+    fn ladder_game(&self) -> Option<LadderGame> {
+        self.game.as_ref().map(|g| LadderGame {
+            game: g.server.players_game().as_str().into(),
+            game_settings: g.game_settings.clone(),
+            players_per_server: g.players_per_server,
+            bots_per_server: g.bots_per_server,
+            tick_hz: g.tick_hz,
+            warmup_s: g.warmup_s,
+            qos: g.qos,
+        })
+    }
 }
 
 /// Where and how to run, shared by all ladders of a run.
@@ -64,6 +124,8 @@ pub trait Observer {
     fn step_finished(&mut self, ladder: &Ladder);
     /// Something worth telling the person running the benchmark.
     fn note(&mut self, _msg: &str) {}
+    /// A repetition of the comparison starts (1-based, of `of`).
+    fn repetition_started(&mut self, _repetition: u32, _of: u32) {}
 }
 
 /// What the ladder asks of one step.
@@ -90,17 +152,19 @@ pub trait StepRunner {
     fn stop_requested(&self) -> bool;
 }
 
-/// Climbs one ladder with real servers. Returns the ladder with every
-/// finished step; an interrupted step (Ctrl-C) is not recorded.
-pub fn run_ladder(
+/// Climbs the variants of one repetition with real servers, interleaved
+/// ([`climb_interleaved`]). Returns every ladder with its finished steps;
+/// an interrupted step (Ctrl-C) is not recorded.
+pub fn run_ladders(
     plan: &Plan,
-    spec: &LadderSpec,
+    specs: &[LadderSpec],
+    repetition: u32,
     power: &mut dyn PowerSource,
     stop: &Arc<AtomicBool>,
     obs: &mut dyn Observer,
-) -> Result<Ladder, BenchError> {
+) -> Result<Vec<Ladder>, BenchError> {
     let mut runner = HostStepRunner { plan, power, stop };
-    climb(&plan.settings, spec, &mut runner, obs)
+    climb_interleaved(&plan.settings, specs, repetition, &mut runner, obs)
 }
 
 /// A step passed QoS.
@@ -108,40 +172,112 @@ fn passed(step: &Step) -> bool {
     step.verdict.is_pass()
 }
 
-/// The ladder's logic over any [`StepRunner`].
+/// The ladder's logic over any [`StepRunner`]: one variant, repetition 1.
 pub fn climb(
     s: &BenchSettings,
     spec: &LadderSpec,
     runner: &mut dyn StepRunner,
     obs: &mut dyn Observer,
 ) -> Result<Ladder, BenchError> {
-    let mut ladder = Ladder {
-        label: spec.label.clone(),
-        backend: spec.backend.to_string(),
-        net: (spec.backend == Backend::Netns).then(|| spec.net.to_string()),
-        placement: spec.placement.to_string(),
-        steps: vec![],
-        max_servers: None,
-        recommended_servers: None,
-        stopped: String::new(),
-    };
-    let mut baseline: Option<u64> = None;
-    let mut first_fail: Option<u32> = None;
-    for index in 1..=s.max_steps {
-        if runner.stop_requested() {
-            ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
+    let mut ladders = climb_interleaved(s, std::slice::from_ref(spec), 1, runner, obs)?;
+    Ok(ladders.remove(0))
+}
+
+/// The variant that runs first at step `index` of `repetition` (both
+/// counted from one) among `n`: the order rotates by one every step and
+/// every repetition, so no variant always runs first (on a cold machine)
+/// or last.
+pub fn first_at(index: u32, repetition: u32, n: usize) -> usize {
+    let n = n.max(1) as u64;
+    ((u64::from(index.max(1)) - 1 + u64::from(repetition.max(1)) - 1) % n) as usize
+}
+
+/// Climbs every variant of one repetition, interleaved: step `k` of every
+/// variant still climbing runs before step `k + 1` of any, starting with a
+/// different variant each step ([`first_at`]), so slow drift of the
+/// machine hits all variants alike. A variant stops climbing by its own
+/// rules (its failure and `steps_past_failure`, its confirmation of a
+/// failing step) while the others go on. A stop request or an interrupted
+/// step ends every ladder. Returns the ladders in the order of `specs`.
+pub fn climb_interleaved(
+    s: &BenchSettings,
+    specs: &[LadderSpec],
+    repetition: u32,
+    runner: &mut dyn StepRunner,
+    obs: &mut dyn Observer,
+) -> Result<Vec<Ladder>, BenchError> {
+    let mut climbs: Vec<Climb> = specs.iter().map(|sp| Climb::new(sp, repetition)).collect();
+    'steps: for index in 1..=s.max_steps {
+        let first = first_at(index, repetition, climbs.len());
+        for k in 0..climbs.len() {
+            let c = &mut climbs[(first + k) % specs.len()];
+            if c.done {
+                continue;
+            }
+            if runner.stop_requested() || !c.step(s, index, runner, obs)? {
+                for c in &mut climbs {
+                    c.interrupt(s.tile_servers);
+                }
+                break 'steps;
+            }
+        }
+        if climbs.iter().all(|c| c.done) {
             break;
         }
+    }
+    Ok(climbs.into_iter().map(|c| c.finish(s)).collect())
+}
+
+/// One ladder being climbed, a step at a time.
+struct Climb<'a> {
+    spec: &'a LadderSpec,
+    ladder: Ladder,
+    baseline: Option<u64>,
+    first_fail: Option<u32>,
+    done: bool,
+}
+
+impl<'a> Climb<'a> {
+    fn new(spec: &'a LadderSpec, repetition: u32) -> Self {
+        Climb {
+            spec,
+            ladder: Ladder {
+                label: spec.label.clone(),
+                backend: spec.backend.to_string(),
+                net: (spec.backend == Backend::Netns).then(|| spec.net.to_string()),
+                placement: spec.placement.to_string(),
+                steps: vec![],
+                max_servers: None,
+                recommended_servers: None,
+                stopped: String::new(),
+                repetition: Some(repetition),
+                game: spec.ladder_game(),
+            },
+            baseline: None,
+            first_fail: None,
+            done: false,
+        }
+    }
+
+    /// Runs step `index` (again, to confirm a failure, when asked).
+    /// Returns false when the step was interrupted (it is not recorded).
+    fn step(
+        &mut self,
+        s: &BenchSettings,
+        index: u32,
+        runner: &mut dyn StepRunner,
+        obs: &mut dyn Observer,
+    ) -> Result<bool, BenchError> {
+        let spec = self.spec;
         let servers = index * s.tile_servers;
         let req = StepRequest {
             index,
             servers,
-            baseline,
+            baseline: self.baseline,
         };
         obs.step_started(&spec.label, index, servers);
         let Some(mut step) = runner.run_step(spec, &req)? else {
-            ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
-            break;
+            return Ok(false);
         };
         if !passed(&step) && s.confirm_failures {
             // One noisy moment must not end the ladder: run it again; the
@@ -152,41 +288,53 @@ pub fn climb(
                 step.failures.join("; ")
             ));
             let Some(mut again) = runner.run_step(spec, &req)? else {
-                ladder.stopped = interrupted(&ladder, first_fail, s.tile_servers);
-                break;
+                return Ok(false);
             };
             again.first_attempt_failures = std::mem::take(&mut step.failures);
             step = again;
         }
         if index == 1 {
-            baseline = Some(step.transaction_latency_us.p99);
+            self.baseline = Some(step.transaction_latency_us.p99);
         }
         let pass = passed(&step);
-        if first_fail.is_none() && pass {
-            ladder.max_servers = Some(servers);
+        if self.first_fail.is_none() && pass {
+            self.ladder.max_servers = Some(servers);
             if step.cpu.servers_busy_percent <= s.headroom_target * 100.0 {
-                ladder.recommended_servers = Some(servers);
+                self.ladder.recommended_servers = Some(servers);
             }
         }
-        if !pass && first_fail.is_none() {
-            first_fail = Some(index);
+        if !pass && self.first_fail.is_none() {
+            self.first_fail = Some(index);
         }
-        ladder.steps.push(step);
-        obs.step_finished(&ladder);
-        if let Some(f) = first_fail {
+        self.ladder.steps.push(step);
+        obs.step_finished(&self.ladder);
+        if let Some(f) = self.first_fail {
             if index >= f + s.steps_past_failure {
-                ladder.stopped = format!("step {f} ({} servers) failed QoS", f * s.tile_servers);
-                break;
+                self.ladder.stopped =
+                    format!("step {f} ({} servers) failed QoS", f * s.tile_servers);
+                self.done = true;
             }
         }
+        Ok(true)
     }
-    if ladder.stopped.is_empty() {
-        ladder.stopped = format!(
-            "reached the last step ({} servers) without a QoS failure",
-            s.max_steps * s.tile_servers
-        );
+
+    /// Ends a ladder still climbing because the run stops.
+    fn interrupt(&mut self, tile_servers: u32) {
+        if !self.done {
+            self.ladder.stopped = interrupted(&self.ladder, self.first_fail, tile_servers);
+            self.done = true;
+        }
     }
-    Ok(ladder)
+
+    fn finish(mut self, s: &BenchSettings) -> Ladder {
+        if self.ladder.stopped.is_empty() {
+            self.ladder.stopped = format!(
+                "reached the last step ({} servers) without a QoS failure",
+                s.max_steps * s.tile_servers
+            );
+        }
+        self.ladder
+    }
 }
 
 /// Why an interrupted ladder stopped, saying whether it found its limit.
@@ -218,6 +366,8 @@ mod tests {
             max_servers: max,
             recommended_servers: None,
             stopped: String::new(),
+            repetition: None,
+            game: None,
         }
     }
 
@@ -314,10 +464,12 @@ mod tests {
     fn spec() -> LadderSpec {
         LadderSpec {
             label: "process, placement spread".into(),
+            name: "plain processes".into(),
             backend: Backend::Process,
             net: NetKind::Veth,
             placement: Policy::Spread,
             batch: None,
+            game: None,
         }
     }
 
@@ -477,5 +629,165 @@ mod tests {
             l.stopped,
             "reached the last step (3 servers) without a QoS failure"
         );
+    }
+
+    /// Plays back outcomes per variant (by label) and records which
+    /// variant ran which step, in order.
+    struct PerVariant {
+        outcomes: Vec<(String, VecDeque<Outcome>)>,
+        asked: Vec<(String, u32)>,
+        stop_after: Option<usize>,
+    }
+
+    impl PerVariant {
+        fn new(script: &[(&str, &[Outcome])]) -> Self {
+            Self {
+                outcomes: script
+                    .iter()
+                    .map(|(l, o)| (l.to_string(), o.iter().copied().collect()))
+                    .collect(),
+                asked: vec![],
+                stop_after: None,
+            }
+        }
+        fn order(&self) -> Vec<String> {
+            self.asked.iter().map(|(l, i)| format!("{l}{i}")).collect()
+        }
+    }
+
+    impl StepRunner for PerVariant {
+        fn run_step(
+            &mut self,
+            spec: &LadderSpec,
+            req: &StepRequest,
+        ) -> Result<Option<Step>, BenchError> {
+            self.asked.push((spec.label.clone(), req.index));
+            let q = &mut self
+                .outcomes
+                .iter_mut()
+                .find(|(l, _)| *l == spec.label)
+                .expect("a scripted variant")
+                .1;
+            Ok(match q.pop_front().expect("a step past the script") {
+                Outcome::Pass { busy, p99 } => Some(step(req, "pass", vec![], busy, p99)),
+                Outcome::Fail => Some(step(req, "fail", vec!["missed".into()], 99.0, 90_000)),
+                Outcome::Interrupted => None,
+            })
+        }
+        fn stop_requested(&self) -> bool {
+            self.stop_after.is_some_and(|n| self.asked.len() >= n)
+        }
+    }
+
+    fn variant(label: &str) -> LadderSpec {
+        LadderSpec {
+            label: label.into(),
+            name: label.into(),
+            ..spec()
+        }
+    }
+
+    fn climb_all(
+        s: &BenchSettings,
+        labels: &[&str],
+        repetition: u32,
+        r: &mut PerVariant,
+    ) -> Vec<Ladder> {
+        let specs: Vec<LadderSpec> = labels.iter().map(|l| variant(l)).collect();
+        climb_interleaved(s, &specs, repetition, r, &mut Seen::default()).unwrap()
+    }
+
+    const F: Outcome = Outcome::Fail;
+
+    #[test]
+    fn every_variant_runs_step_k_before_any_runs_step_k_plus_1_in_rotated_order() {
+        let mut r = PerVariant::new(&[("a", &[OK; 3]), ("b", &[OK; 3]), ("c", &[OK; 3])]);
+        let ls = climb_all(&settings(3, 0, false), &["a", "b", "c"], 1, &mut r);
+        assert_eq!(
+            r.order(),
+            ["a1", "b1", "c1", "b2", "c2", "a2", "c3", "a3", "b3"]
+        );
+        // The ladders come back in the variants' order, each with its steps.
+        let labels: Vec<&str> = ls.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["a", "b", "c"]);
+        assert!(ls
+            .iter()
+            .all(|l| l.steps.len() == 3 && l.max_servers == Some(9)));
+        assert!(ls.iter().all(|l| l.repetition == Some(1)));
+    }
+
+    #[test]
+    fn each_repetition_starts_with_the_next_variant() {
+        assert_eq!(first_at(1, 1, 4), 0);
+        assert_eq!(first_at(2, 1, 4), 1);
+        assert_eq!(first_at(1, 2, 4), 1);
+        assert_eq!(first_at(4, 2, 4), 0);
+        assert_eq!(first_at(7, 3, 1), 0);
+        let mut r = PerVariant::new(&[("a", &[OK; 2]), ("b", &[OK; 2])]);
+        let ls = climb_all(&settings(2, 0, false), &["a", "b"], 2, &mut r);
+        assert_eq!(r.order(), ["b1", "a1", "a2", "b2"]);
+        assert!(ls.iter().all(|l| l.repetition == Some(2)));
+    }
+
+    #[test]
+    fn a_failed_variant_stops_climbing_while_the_others_go_on() {
+        let mut r = PerVariant::new(&[("a", &[OK, F]), ("b", &[OK, OK, OK, OK])]);
+        let ls = climb_all(&settings(4, 0, false), &["a", "b"], 1, &mut r);
+        assert_eq!(r.order(), ["a1", "b1", "b2", "a2", "b3", "b4"]);
+        assert_eq!(ls[0].stopped, "step 2 (6 servers) failed QoS");
+        assert_eq!(ls[0].max_servers, Some(3));
+        assert_eq!(
+            ls[1].stopped,
+            "reached the last step (12 servers) without a QoS failure"
+        );
+        assert_eq!(ls[1].max_servers, Some(12));
+    }
+
+    #[test]
+    fn each_variant_keeps_its_steps_past_failure_and_its_confirmation() {
+        // a fails step 1 twice (confirmed), then runs one step past it; b's
+        // step 2 fails once and passes when run again.
+        let mut r = PerVariant::new(&[("a", &[F, F, OK]), ("b", &[OK, F, OK, OK])]);
+        let ls = climb_all(&settings(3, 1, true), &["a", "b"], 1, &mut r);
+        assert_eq!(r.order(), ["a1", "a1", "b1", "b2", "b2", "a2", "b3"]);
+        assert_eq!(ls[0].steps.len(), 2);
+        assert_eq!(ls[0].stopped, "step 1 (3 servers) failed QoS");
+        assert_eq!(ls[0].max_servers, None);
+        assert_eq!(ls[1].steps.len(), 3);
+        assert_eq!(ls[1].steps[1].first_attempt_failures, vec!["missed"]);
+        assert_eq!(ls[1].max_servers, Some(9));
+    }
+
+    #[test]
+    fn a_stop_request_ends_every_ladder_keeping_their_finished_steps() {
+        let mut r = PerVariant::new(&[("a", &[OK, OK]), ("b", &[OK, F]), ("c", &[OK])]);
+        r.stop_after = Some(4);
+        let ls = climb_all(&settings(5, 2, false), &["a", "b", "c"], 1, &mut r);
+        assert_eq!(r.order(), ["a1", "b1", "c1", "b2"]);
+        assert_eq!(ls[0].steps.len(), 1);
+        assert_eq!(
+            ls[0].stopped,
+            "interrupted before its limit: at least 3 servers passed"
+        );
+        assert_eq!(
+            ls[1].stopped,
+            "interrupted after step 2 (6 servers) failed QoS"
+        );
+        assert_eq!(ls[2].steps.len(), 1);
+    }
+
+    #[test]
+    fn an_interrupted_step_ends_every_ladder_and_is_not_recorded() {
+        let mut r = PerVariant::new(&[("a", &[OK, OK]), ("b", &[OK, Outcome::Interrupted])]);
+        let mut seen = Seen::default();
+        let specs = [variant("a"), variant("b")];
+        let ls = climb_interleaved(&settings(5, 0, false), &specs, 1, &mut r, &mut seen).unwrap();
+        assert_eq!(r.order(), ["a1", "b1", "b2"]);
+        assert_eq!(
+            seen.finished, 2,
+            "every finished step is reported (and saved)"
+        );
+        assert_eq!(ls[1].steps.len(), 1);
+        assert!(ls.iter().all(|l| l.stopped.starts_with("interrupted")));
     }
 }

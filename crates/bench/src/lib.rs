@@ -5,7 +5,8 @@
 //! first removes what a killed earlier run of the same host name left
 //! ([`recover_leftovers`]; the records live in the stable
 //! [`BenchConfig::run_dir`]), then climbs one ladder per compared variant
-//! ([`ladder`], each step run by [`step`]), judges every step ([`verdict`]),
+//! ([`ladder`], interleaved across the variants of a comparison, and the
+//! whole comparison `--repeat` times; each step run by [`step`]), judges every step ([`verdict`]),
 //! samples CPU ([`cpu`]) and power ([`power`]), rewrites `OUT/result.json`
 //! atomically after every step (so Ctrl-C keeps every finished step), and
 //! fills in the summary ([`summary`], pure) and the cost figures ([`tco`])
@@ -36,7 +37,7 @@ use tickpack_host::placement::Policy;
 use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, BENCH_SCHEMA};
 
 pub use game::GameServer;
-pub use ladder::{LadderSpec, Observer, Plan};
+pub use ladder::{GameVariant, LadderSpec, Observer, Plan};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -66,6 +67,35 @@ pub enum Compare {
     /// The QoS guard (`--batch`): no batch, batch with no control, batch
     /// under SCHED_IDLE only, batch under the guard.
     Guard,
+    /// tickpack's reference server vs the real OpenArena server, each with
+    /// its own players, bots and tick ([`BenchConfig::games`]).
+    Game,
+}
+
+impl Compare {
+    /// As `--compare` and result.json spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Compare::None => "none",
+            Compare::Placement => "placement",
+            Compare::Backend => "backend",
+            Compare::Game => "game",
+            Compare::Guard => "guard",
+        }
+    }
+}
+
+/// Repetitions of a comparison when `--repeat` is not given: enough for a
+/// median and a range (a single variant runs once).
+pub const DEFAULT_COMPARE_REPEAT: u32 = 3;
+
+/// The variants of a run and the ratios it asks about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonPlan {
+    pub specs: Vec<LadderSpec>,
+    /// Each ratio of maximum densities, as (numerator, denominator)
+    /// indices into `specs`.
+    pub ratios: Vec<(usize, usize)>,
 }
 
 /// Cost inputs besides the measured density and watts.
@@ -108,6 +138,11 @@ pub struct BenchConfig {
     /// guard` in three of its four variants, else under the guard in the
     /// one ladder.
     pub batch: Vec<String>,
+    /// The games `--compare game` climbs, each with its own settings; the
+    /// first is the ratios' baseline (the reference server).
+    pub games: Vec<GameVariant>,
+    /// Whole comparisons run one after the other (`--repeat`).
+    pub repeat: u32,
 }
 
 use tickpack_sys::is_root;
@@ -215,6 +250,12 @@ impl BenchConfig {
                 "--batch needs the netns backend (the batch's cgroup; root)".into(),
             ));
         }
+        if !(1..=50).contains(&self.repeat) {
+            return bad(format!("--repeat must be 1..=50, got {}", self.repeat));
+        }
+        if self.compare == Compare::Game && self.games.len() != 2 {
+            return bad("--compare game needs the reference and the OpenArena settings".into());
+        }
         if self.compare == Compare::Backend && !is_root() {
             return Err(BenchError::Isolation(
                 "--compare backend needs root (network namespaces)".into(),
@@ -228,54 +269,123 @@ impl BenchConfig {
         Ok(())
     }
 
-    fn ladders(&self) -> Vec<LadderSpec> {
+    /// The variants this run climbs and the ratios it reports.
+    pub fn plan(&self) -> ComparisonPlan {
         let backend = self.backend.unwrap_or(if is_root() {
             Backend::Netns
         } else {
             Backend::Process
         });
-        let spec = |backend: Backend, net: NetKind, placement: Policy| LadderSpec {
-            label: match backend {
-                Backend::Process => format!("process, placement {placement}"),
-                Backend::Netns => format!("netns/{net}, placement {placement}"),
-            },
+        let path = |backend: Backend, net: NetKind| match backend {
+            Backend::Process => "process".to_string(),
+            Backend::Netns => format!("netns/{net}"),
+        };
+        let spec = |backend: Backend, net: NetKind, placement: Policy, name: String| LadderSpec {
+            label: format!("{}, placement {placement}", path(backend, net)),
+            name,
             backend,
             net,
             placement,
             batch: None,
+            game: None,
+        };
+        let by_path = |backend: Backend, net: NetKind| {
+            let name = match backend {
+                Backend::Process => "plain processes".to_string(),
+                Backend::Netns => path(backend, net),
+            };
+            spec(backend, net, Policy::Spread, name)
         };
         let with_batch = |control: Option<BatchControl>| {
-            let mut l = spec(backend, self.net, Policy::Spread);
-            l.label = match control {
-                None => format!("{}, no batch", l.label),
-                Some(BatchControl::None) => format!("{}, batch with no control", l.label),
-                Some(BatchControl::Idle) => format!("{}, batch under SCHED_IDLE", l.label),
-                Some(BatchControl::Guard) => format!("{}, batch under the guard", l.label),
+            let mut l = spec(backend, self.net, Policy::Spread, String::new());
+            (l.label, l.name) = match control {
+                None => (format!("{}, no batch", l.label), "no batch".into()),
+                Some(BatchControl::None) => (
+                    format!("{}, batch with no control", l.label),
+                    "batch with no control".into(),
+                ),
+                Some(BatchControl::Idle) => (
+                    format!("{}, batch under SCHED_IDLE", l.label),
+                    "batch under SCHED_IDLE alone".into(),
+                ),
+                Some(BatchControl::Guard) => (
+                    format!("{}, batch under the guard", l.label),
+                    "batch under the guard".into(),
+                ),
             };
             l.batch = control;
             l
         };
         match self.compare {
-            Compare::None if !self.batch.is_empty() => {
-                vec![with_batch(Some(BatchControl::Guard))]
-            }
-            Compare::None => vec![spec(backend, self.net, Policy::Spread)],
-            Compare::Guard => vec![
-                with_batch(None),
-                with_batch(Some(BatchControl::None)),
-                with_batch(Some(BatchControl::Idle)),
-                with_batch(Some(BatchControl::Guard)),
-            ],
-            Compare::Placement => vec![
-                spec(backend, self.net, Policy::Spread),
-                spec(backend, self.net, Policy::None),
-            ],
-            Compare::Backend => vec![
-                spec(Backend::Process, self.net, Policy::Spread),
-                spec(Backend::Netns, NetKind::Veth, Policy::Spread),
-                spec(Backend::Netns, NetKind::Bridge, Policy::Spread),
-                spec(Backend::Netns, NetKind::Macvlan, Policy::Spread),
-            ],
+            Compare::None if !self.batch.is_empty() => ComparisonPlan {
+                specs: vec![with_batch(Some(BatchControl::Guard))],
+                ratios: vec![],
+            },
+            // The guard against each other way, density relative to no
+            // batch at all.
+            Compare::Guard => ComparisonPlan {
+                specs: vec![
+                    with_batch(None),
+                    with_batch(Some(BatchControl::None)),
+                    with_batch(Some(BatchControl::Idle)),
+                    with_batch(Some(BatchControl::Guard)),
+                ],
+                ratios: vec![(1, 0), (2, 0), (3, 0)],
+            },
+            Compare::None => ComparisonPlan {
+                specs: vec![spec(
+                    backend,
+                    self.net,
+                    Policy::Spread,
+                    path(backend, self.net),
+                )],
+                ratios: vec![],
+            },
+            Compare::Placement => ComparisonPlan {
+                specs: vec![
+                    spec(
+                        backend,
+                        self.net,
+                        Policy::Spread,
+                        "tickpack's placement (spread)".into(),
+                    ),
+                    spec(
+                        backend,
+                        self.net,
+                        Policy::None,
+                        "the kernel's scheduling (none)".into(),
+                    ),
+                ],
+                ratios: vec![(0, 1)],
+            },
+            Compare::Backend => ComparisonPlan {
+                specs: vec![
+                    by_path(Backend::Process, self.net),
+                    by_path(Backend::Netns, NetKind::Veth),
+                    by_path(Backend::Netns, NetKind::Bridge),
+                    by_path(Backend::Netns, NetKind::Macvlan),
+                ],
+                ratios: vec![(1, 0), (2, 0), (3, 0)],
+            },
+            Compare::Game => ComparisonPlan {
+                specs: self
+                    .games
+                    .iter()
+                    .map(|g| {
+                        let (game, name) = match g.server {
+                            GameServer::Reference => ("reference", "the reference server"),
+                            GameServer::OpenArena(_) => ("openarena", "OpenArena"),
+                        };
+                        LadderSpec {
+                            label: format!("{game}, {}, placement spread", path(backend, self.net)),
+                            name: name.into(),
+                            game: Some(g.clone()),
+                            ..spec(backend, self.net, Policy::Spread, String::new())
+                        }
+                    })
+                    .collect(),
+                ratios: (1..self.games.len()).map(|i| (i, 0)).collect(),
+            },
         }
     }
 }
@@ -351,6 +461,7 @@ pub fn run(
         recommended_servers: None,
         max_servers: None,
         comparison_ratio: None,
+        comparison: None,
         consolidation_ratio: None,
         before_servers: Some(cfg.cost.before_servers),
         tco: None,
@@ -384,25 +495,55 @@ pub fn run(
         }
     }
 
-    for spec in cfg.ladders() {
+    let comparison = cfg.plan();
+    for repetition in 1..=cfg.repeat {
+        if cfg.repeat > 1 {
+            obs.repetition_started(repetition, cfg.repeat);
+        }
         let mut saving = Saving {
             inner: &mut *obs,
             result: &mut result,
             path: path.clone(),
             error: None,
         };
-        let ladder = ladder::run_ladder(&plan, &spec, power.as_mut(), stop, &mut saving)?;
+        let ladders = ladder::run_ladders(
+            &plan,
+            &comparison.specs,
+            repetition,
+            power.as_mut(),
+            stop,
+            &mut saving,
+        )?;
         if let Some(e) = saving.error {
             return Err(e.into());
         }
-        summary::upsert_ladder(&mut result.ladders, ladder);
-        tickpack_report::write_json_atomic(&path, &result)?;
+        // The repetition's ladders, in the variants' order.
+        result.ladders.retain(|l| l.repetition != Some(repetition));
+        result.ladders.extend(ladders);
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            // The comparison so far, from the repetitions that finished.
+            result.comparison = summary::summarize(
+                &result.ladders,
+                &comparison,
+                cfg.compare,
+                cfg.repeat,
+                &cfg.cost,
+            )
+            .comparison;
+            tickpack_report::write_json_atomic(&path, &result)?;
             return Ok(result);
         }
+        tickpack_report::write_json_atomic(&path, &result)?;
     }
 
-    summary::summarize(&result.ladders, cfg.compare, &cfg.cost).apply(&mut result);
+    summary::summarize(
+        &result.ladders,
+        &comparison,
+        cfg.compare,
+        cfg.repeat,
+        &cfg.cost,
+    )
+    .apply(&mut result);
     result.complete = true;
     result.finished_unix = Some(
         std::time::SystemTime::now()

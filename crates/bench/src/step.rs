@@ -50,8 +50,9 @@ impl StepRunner for HostStepRunner<'_> {
         req: &StepRequest,
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
-        let s = &plan.settings;
-        let server = match &plan.game {
+        let s = &spec.settings(&plan.settings);
+        let game = spec.game_server(&plan.game);
+        let server = match game {
             GameServer::Reference => server_spec(s)?,
             GameServer::OpenArena(oa) => oa.spec(),
         };
@@ -66,7 +67,7 @@ impl StepRunner for HostStepRunner<'_> {
             port: Some(if spec.backend == Backend::Process {
                 47015
             } else {
-                plan.game.netns_port()
+                game.netns_port()
             }),
             run_dir: Some(plan.run_dir.clone()),
             range: plan.range.clone(),
@@ -80,7 +81,7 @@ impl StepRunner for HostStepRunner<'_> {
         fleet.restart.start_timeout_s = fleet
             .restart
             .start_timeout_s
-            .max(plan.game.start_limit(req.servers).as_secs_f64());
+            .max(game.start_limit(req.servers).as_secs_f64());
         let mut sup = Supervisor::start(fleet, plan.exe.clone()).map_err(BenchError::Host)?;
         let run_dir = sup.config().run_dir.clone();
         let batches = sup.config().batch.len();
@@ -88,7 +89,7 @@ impl StepRunner for HostStepRunner<'_> {
         // work (the guard decides in the poll), so every variant of the
         // comparison sees the same supervisor.
         let poll = !plan.batch.is_empty();
-        let mut result = self.measure(&mut sup, req, poll);
+        let mut result = self.measure(&mut sup, req, poll, s, game);
         let problems = sup.shutdown();
         // Stopped with SIGINT, stress-ng printed its metrics on the way out.
         if let Ok(Some(step)) = &mut result {
@@ -142,10 +143,11 @@ impl HostStepRunner<'_> {
         sup: &mut Supervisor,
         req: &StepRequest,
         poll: bool,
+        s: &BenchSettings,
+        game: &GameServer,
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
         let stop = self.stop;
-        let s = &plan.settings;
         let StepRequest {
             index,
             servers,
@@ -174,7 +176,7 @@ impl HostStepRunner<'_> {
                     bad.last_exit.as_deref().unwrap_or("unknown")
                 )));
             }
-            let limit = plan.game.start_limit(servers);
+            let limit = game.start_limit(servers);
             if t0.elapsed() > limit {
                 return Err(BenchError::Isolation(format!(
                     "the {servers} servers of step {index} did not all answer within {} s",
@@ -187,7 +189,7 @@ impl HostStepRunner<'_> {
         let warmup = Duration::from_secs_f64(s.warmup_s);
         let duration = Duration::from_secs_f64(s.step_duration_s);
         let pcfg = PlayersConfig {
-            game: plan.game.players_game(),
+            game: game.players_game(),
             targets: sup.addresses(),
             players: players as usize,
             duration,

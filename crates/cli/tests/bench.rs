@@ -325,3 +325,101 @@ fn tco_reproduces_the_case_study_table() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("ratio"));
 }
+
+#[test]
+fn a_repeated_placement_comparison_keeps_every_repetition_and_reports_the_ratio() {
+    let _g = serial();
+    let out_dir = tmp("cmp");
+    let out = Command::new(exe())
+        .args([
+            "bench",
+            "--quick",
+            "--backend",
+            "process",
+            "--compare",
+            "placement",
+            "--repeat",
+            "2",
+            "--max-steps",
+            "1",
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--cost",
+            "light",
+            "--qos-p99-ms",
+            "1000",
+            "--qos-relative",
+            "1000",
+            "--qos-tick-lateness-ms",
+            "1000",
+            "--qos-frame-budget",
+            "100",
+            "--qos-loss-percent",
+            "100",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = text(&out);
+    let r = read(&out_dir.join("result.json"));
+    assert_eq!(r["complete"], true, "{text}");
+    let ladders = r["ladders"].as_array().unwrap();
+    let seen: Vec<(String, u64)> = ladders
+        .iter()
+        .map(|l| {
+            (
+                l["placement"].as_str().unwrap().to_string(),
+                l["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("spread".to_string(), 1),
+            ("none".to_string(), 1),
+            ("spread".to_string(), 2),
+            ("none".to_string(), 2)
+        ],
+        "{text}"
+    );
+    let c = &r["comparison"];
+    assert_eq!(c["kind"], "placement");
+    assert_eq!(c["repetitions"], 2);
+    assert_eq!(c["variants"].as_array().unwrap().len(), 2);
+    let ratio = &c["ratios"][0];
+    assert_eq!(ratio["numerator"], ladders[0]["label"]);
+    assert_eq!(ratio["denominator"], ladders[1]["label"]);
+    assert_eq!(
+        ratio["ratio"]["per_repetition"].as_array().unwrap().len(),
+        2
+    );
+    assert!(
+        text.contains("comparison (placement): 2 of 2 repetitions finished, steps interleaved"),
+        "{text}"
+    );
+    assert!(text.contains("tickpack's placement (spread)"), "{text}");
+    assert!(text.contains(", repetition 2 ("), "{text}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("Variants over 2 repetitions"));
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn compare_game_with_one_game_or_repeat_zero_is_a_bad_flag() {
+    for args in [
+        &["--compare", "game", "--game", "openarena"][..],
+        &["--repeat", "0"][..],
+    ] {
+        let out = Command::new(exe())
+            .arg("bench")
+            .args(args)
+            .args(["--out", "/nonexistent/never-made"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+    }
+}

@@ -229,9 +229,50 @@ pub struct Ladder {
     pub recommended_servers: Option<u32>,
     /// Why the ladder stopped, in words.
     pub stopped: String,
+    /// Which repetition of the comparison (`--repeat`) this ladder is,
+    /// from 1; absent in results written before repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<u32>,
+    /// The ladder's own game when the variants of a comparison run
+    /// different games (`--compare game`); absent: the run's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub game: Option<LadderGame>,
+}
+
+/// What a ladder ran instead of the run's game settings (`--compare game`):
+/// each game keeps its own players, bots, tick rate and the QoS limits
+/// that follow from its tick.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LadderGame {
+    /// `reference` or `openarena`.
+    pub game: String,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub game_settings: std::collections::BTreeMap<String, String>,
+    pub players_per_server: u32,
+    pub bots_per_server: u32,
+    pub tick_hz: u32,
+    pub warmup_s: f64,
+    pub qos: QosLimits,
 }
 
 impl Ladder {
+    /// The repetition this ladder belongs to (1 for results without).
+    pub fn repetition(&self) -> u32 {
+        self.repetition.unwrap_or(1)
+    }
+
+    /// The game this ladder ran (`reference` or `openarena`).
+    pub fn game_name<'a>(&'a self, settings: &'a BenchSettings) -> &'a str {
+        self.game
+            .as_ref()
+            .map_or(settings.game.as_str(), |g| &g.game)
+    }
+
+    /// The QoS limits this ladder's steps were judged by.
+    pub fn qos<'a>(&'a self, settings: &'a BenchSettings) -> &'a QosLimits {
+        self.game.as_ref().map_or(&settings.qos, |g| &g.qos)
+    }
+
     /// True when the ladder was interrupted before any step failed QoS:
     /// it never found its limit, and `max_servers` is only a lower bound.
     pub fn interrupted_before_limit(&self) -> bool {
@@ -357,8 +398,15 @@ pub struct BenchResult {
     pub recommended_servers: Option<u32>,
     pub max_servers: Option<u32>,
     /// For `--compare placement`: first ladder's max servers over the
-    /// second's (tickpack's placement vs the kernel's).
+    /// second's (tickpack's placement vs the kernel's); with repetitions,
+    /// the median of the per-repetition ratios. Every comparison's ratios,
+    /// with their spread, are in `comparison`.
     pub comparison_ratio: Option<f64>,
+    /// The comparison judged over its repetitions: per variant the median
+    /// and range of its densities, and each ratio with its range (absent
+    /// for a single ladder run once, and in results written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<crate::comparison::Comparison>,
     /// Recommended servers per machine over `before_servers` (the servers
     /// one machine ran before consolidating, `--before-servers`).
     pub consolidation_ratio: Option<f64>,

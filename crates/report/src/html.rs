@@ -13,16 +13,19 @@
 //!
 //! What the page shows, per result, top to bottom: an "interrupted" banner
 //! if `complete` is false; the verdict in words (recommended and maximum
-//! density, headroom target, consolidation ratio, comparison ratio); the run
+//! density, headroom target, consolidation ratio, comparison ratios with
+//! their ranges and whether the variants can be told apart); the run
 //! (version, date, system, cores, settings, QoS limits: every rule of
-//! [`crate::qos::RULES`]); the ladders; the charts (latency, CPU, power vs
+//! [`crate::qos::RULES`]); the variants' medians and ranges (comparisons);
+//! the ladders; the charts (latency, CPU, power vs
 //! servers, and the first ladder's latency distribution per step); one table
 //! of steps per ladder (with outages and reconnects beside loss); the cost
 //! figures. With two or more results a comparison table comes first.
 //!
 //! One file per section: `input` (reading files), `style`, `format` (how
 //! values read), `comparison`, `section` (one result), `summary` (the
-//! verdict in words), `run`, `limits`, `ladders`, `steps`, `cost`.
+//! verdict in words), `run`, `limits`, `variants` (a comparison over its
+//! repetitions), `ladders`, `steps`, `cost`.
 //!
 //! What it deliberately does not do: judge QoS or recompute densities. The
 //! verdicts, densities and ratios are the bench's and are shown as recorded;
@@ -54,6 +57,7 @@ mod steps;
 mod style;
 mod summary;
 mod svg;
+mod variants;
 
 pub use format::esc;
 pub(crate) use format::{fmt_int, fmt_ms, fmt_num, fmt_quantile};

@@ -21,6 +21,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 pub mod bench;
+pub mod comparison;
 pub mod html;
 pub mod probe;
 pub mod qos;

@@ -8,6 +8,7 @@ use tickpack_report::bench::{
     BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, Power, PowerSourceKind, QosLimits, Step,
     Tco, TcoInputs, TcoSavings, TcoSide, WattsSource, BENCH_SCHEMA,
 };
+use tickpack_report::comparison::{Comparison, DensityRatio, Separation, Spread, VariantSummary};
 use tickpack_report::qos::{Verdict, RULES};
 use tickpack_report::system::SystemInfo;
 use tickpack_report::{
@@ -106,6 +107,8 @@ fn sample() -> BenchResult {
         max_servers: Some(9),
         recommended_servers: Some(9),
         stopped: "max steps reached".into(),
+        repetition: None,
+        game: None,
     };
     let kernel = Ladder {
         label: "netns/bridge, kernel scheduling".into(),
@@ -120,6 +123,8 @@ fn sample() -> BenchResult {
         max_servers: Some(6),
         recommended_servers: Some(6),
         stopped: "QoS failed at 9 servers".into(),
+        repetition: None,
+        game: None,
     };
     BenchResult {
         schema: BENCH_SCHEMA.into(),
@@ -164,6 +169,7 @@ fn sample() -> BenchResult {
         recommended_servers: Some(9),
         max_servers: Some(9),
         comparison_ratio: Some(1.5),
+        comparison: None,
         consolidation_ratio: Some(9.0),
         before_servers: Some(1),
         tco: Some(Tco {
@@ -225,7 +231,13 @@ fn each_chart_is_one_inline_svg() {
     // Latency, CPU, power, latency distribution.
     assert_eq!(p.matches("<svg").count(), 4);
     assert_eq!(p.matches("<figure>").count(), 4);
-    assert!(p.contains("Transaction latency vs servers"));
+    // Two variants: their p99 side by side, first; one ladder: p50, p99
+    // and p99.9 of that ladder.
+    assert!(p.contains("p99 transaction latency vs servers"));
+    assert!(p.find("p99 transaction latency vs servers") < p.find("CPU busy (server cores)"));
+    let mut one = sample();
+    one.ladders.truncate(1);
+    assert!(page(one).contains("Transaction latency vs servers"));
     assert!(p.contains("CPU busy (server cores) vs servers"));
     assert!(p.contains("Latency distribution per step: netns/bridge, placement spread"));
     // The QoS limit and the headroom target are drawn as dashed lines.
@@ -670,4 +682,118 @@ fn steps_show_their_query_latency_only_when_probed() {
     assert_eq!(table.matches("n/a").count(), 2, "{table}");
     // With its limit set, the query rule is listed among the limits.
     assert!(p.contains("p99 query latency (not transaction latency) &le; 40 ms"));
+}
+
+/// The sample's two ladders run `reps` times (maxima `spread` and
+/// `kernel` per repetition), with the comparison the bench records.
+fn repeated(spread: &[u32], kernel: &[u32], separation: Separation) -> BenchResult {
+    let mut r = sample();
+    let (a, b) = (r.ladders[0].clone(), r.ladders[1].clone());
+    r.ladders.clear();
+    for (i, (x, y)) in spread.iter().zip(kernel).enumerate() {
+        let rep = Some(i as u32 + 1);
+        r.ladders.push(Ladder {
+            repetition: rep,
+            max_servers: Some(*x),
+            ..a.clone()
+        });
+        r.ladders.push(Ladder {
+            repetition: rep,
+            max_servers: Some(*y),
+            ..b.clone()
+        });
+    }
+    let of = |v: &[u32]| Spread::of(v.iter().map(|x| Some(f64::from(*x))).collect());
+    r.comparison = Some(Comparison {
+        kind: "placement".into(),
+        repetitions: spread.len() as u32,
+        repetitions_finished: spread.len() as u32,
+        variants: vec![
+            VariantSummary {
+                label: a.label.clone(),
+                name: "tickpack's placement (spread)".into(),
+                max_servers: of(spread),
+                recommended_servers: of(spread),
+            },
+            VariantSummary {
+                label: b.label.clone(),
+                name: "the kernel's scheduling (none)".into(),
+                max_servers: of(kernel),
+                recommended_servers: of(kernel),
+            },
+        ],
+        ratios: vec![DensityRatio {
+            numerator: a.label.clone(),
+            denominator: b.label.clone(),
+            numerator_name: "tickpack's placement (spread)".into(),
+            denominator_name: "the kernel's scheduling (none)".into(),
+            ratio: Spread::of(
+                spread
+                    .iter()
+                    .zip(kernel)
+                    .map(|(x, y)| Some(f64::from(*x) / f64::from(*y)))
+                    .collect(),
+            ),
+            separation,
+        }],
+    });
+    r
+}
+
+#[test]
+fn a_repeated_comparison_heads_the_page_with_its_ratio_and_range() {
+    let p = page(repeated(
+        &[9, 6, 9],
+        &[6, 9, 9],
+        Separation::CannotTellApart,
+    ));
+    let verdict = &p[p.find("class=\"verdict\"").unwrap()..p.find("<h3>Run</h3>").unwrap()];
+    assert!(verdict.contains(
+        "<strong>tickpack&#39;s placement (spread) reaches 1.00x the density of the kernel&#39;s \
+         scheduling (none), range 0.67-1.50 over 3 repetitions</strong>"
+    ));
+    // Overlapping ranges: no winner named.
+    assert!(verdict.contains("cannot be told apart on this machine (maximum density 6-9 vs 6-9 servers: the ranges overlap)"));
+    assert!(!verdict.contains("fits more") && !verdict.contains("fits fewer"));
+    assert!(
+        !verdict.contains("Comparison ratio"),
+        "the old single ratio is not repeated"
+    );
+    assert!(verdict.contains("the lower median over 3 of 3 repetitions"));
+    // The variants' medians and ranges, and the maximum of each repetition.
+    let table = &p[p.find("<h3>Variants over 3 repetitions</h3>").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("<td class=\"num\"><strong>9</strong></td><td class=\"num\">6-9</td>"));
+    assert!(table.contains("<td>9, 6, 9</td>") && table.contains("<td>6, 9, 9</td>"));
+    // Steps tables and the ladders table name the repetition.
+    assert!(p.contains("netns/bridge, kernel scheduling, repetition 3</h4>"));
+    assert!(p.contains("<th class=\"num\">Repetition</th>"));
+}
+
+#[test]
+fn separated_ranges_name_the_denser_variant() {
+    let p = page(repeated(&[9, 9], &[3, 6], Separation::Higher));
+    assert!(p.contains(
+        "tickpack&#39;s placement (spread) fits more servers than the kernel&#39;s scheduling \
+         (none) on this machine (maximum density 9 vs 3-6 servers: the ranges do not overlap)"
+    ));
+}
+
+#[test]
+fn repetitions_are_drawn_as_one_line_per_variant_with_a_band() {
+    let p = page(repeated(
+        &[9, 6, 9],
+        &[6, 9, 9],
+        Separation::CannotTellApart,
+    ));
+    // p99, CPU, power, distribution: still four charts, not one per ladder.
+    assert_eq!(p.matches("<svg").count(), 4);
+    let latency = &p[p.find("<svg").unwrap()..];
+    let latency = &latency[..latency.find("</svg>").unwrap()];
+    assert!(latency.contains("p99 transaction latency vs servers"));
+    // One band and one line per variant in the latency chart.
+    assert_eq!(latency.matches("class=\"band\"").count(), 2);
+    assert!(latency.contains("(median; range"));
+    assert!(latency.contains("FAIL in 3 of 3"));
+    assert!(p.contains("the shaded band is their range"));
 }

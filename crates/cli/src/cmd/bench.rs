@@ -27,11 +27,14 @@ use crate::exit::{fail, Code, Failure, WithCode};
 pub enum CompareArg {
     /// tickpack's placement (spread) against the kernel's (none), side by side
     Placement,
-    /// process against netns veth, bridge and macvlan (root)
+    /// process against netns veth, bridge and macvlan (root): the isolation cost
     Backend,
     /// with --batch: no batch, batch with no control, batch under
     /// SCHED_IDLE only, batch under the QoS guard (root)
     Guard,
+    /// tickpack's reference server against the real OpenArena server, each
+    /// with its own players, bots and tick rate
+    Game,
 }
 
 #[derive(clap::Args, Debug)]
@@ -42,7 +45,10 @@ pub struct Args {
     /// Directory for result.json and report.html.
     #[arg(long, default_value = "tickpack-results")]
     pub out: PathBuf,
-    /// Also climb the ladder for a comparison, in the same run.
+    /// Also climb the ladder for a comparison, in the same run: the
+    /// variants' steps interleaved (step k of every variant before step k+1
+    /// of any), the whole comparison repeated (--repeat), every ratio
+    /// reported with its range.
     #[arg(long, value_enum)]
     pub compare: Option<CompareArg>,
     /// Best-effort batch work beside the servers, e.g. "stress-ng --cpu 0
@@ -51,6 +57,11 @@ pub struct Args {
     /// variants; without, the one ladder runs it under the guard (root).
     #[arg(long = "batch", value_name = "CMD")]
     pub batch: Vec<String>,
+    /// Run the whole comparison (or the single ladder) this many times; the
+    /// result keeps every repetition and reports the median and range of
+    /// each variant's densities [default: 3 with --compare, else 1].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub repeat: Option<u32>,
     /// The game server the steps run: tickpack's reference server, or the
     /// real OpenArena (ioquake3) server from the openarena-server package.
     #[arg(long, value_enum, default_value_t = GameArg::Reference)]
@@ -213,30 +224,40 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     }
     // The flags' value parsers checked ranges; what depends on several
     // flags or on the machine is checked here, before anything is created.
+    let compare_game = matches!(a.compare, Some(CompareArg::Game));
+    if compare_game && a.game == GameArg::Openarena {
+        return Err(fail(
+            Code::Config,
+            "--compare game runs both games (the reference server and OpenArena): drop --game",
+        ));
+    }
+    if compare_game && a.probe.is_some() {
+        return Err(fail(
+            Code::Config,
+            "--probe asks one query protocol; the two games of --compare game do not share one",
+        ));
+    }
     let oa = a.game == GameArg::Openarena;
-    let tick_hz = a.tick_hz.unwrap_or(if oa { 20 } else { 100 });
-    let players_per_server = a.players_per_server.unwrap_or(if oa { 4 } else { 12 });
-    let bots = a.bots.unwrap_or(if oa { 8 } else { 0 });
-    let game = game_server(a, tick_hz, players_per_server, bots)?;
-    let mut qos = tickpack_bench::verdict::default_limits(tick_hz);
-    if let Some(ms) = a.qos_p99_ms {
-        qos.p99_transaction_us = (ms * 1000.0) as u64;
-    }
-    if let Some(ms) = a.qos_tick_lateness_ms {
-        qos.p99_tick_lateness_us = (ms * 1000.0) as u64;
-    }
-    qos.p99_relative_to_baseline = a.qos_relative;
-    qos.max_snapshot_loss = a.qos_loss_percent / 100.0;
-    qos.p99_frame_budget = a.qos_frame_budget;
-    if let Some(ms) = a.qos_query_p99_ms {
-        if a.probe.is_none() {
-            return Err(fail(
-                Code::Config,
-                "--qos-query-p99-ms needs --probe q3|a2s (the query latency it limits)",
-            ));
-        }
-        qos.p99_query_us = Some(((ms * 1000.0) as u64).max(1));
-    }
+    let defaults = GameDefaults::of(a, oa);
+    let game = game_server(a, oa, &defaults)?;
+    let qos = qos_limits(a, defaults.tick_hz)?;
+    // --compare game: each game with its own defaults (flags given apply
+    // to both), the reference server first: the ratios' baseline.
+    let games = if compare_game {
+        let reference = GameDefaults::of(a, false);
+        let openarena = GameDefaults::of(a, true);
+        vec![
+            reference.variant(GameServer::Reference, qos_limits(a, reference.tick_hz)?),
+            openarena.variant(
+                game_server(a, true, &openarena)?,
+                qos_limits(a, openarena.tick_hz)?,
+            ),
+        ]
+    } else {
+        vec![]
+    };
+    let (tick_hz, players_per_server, bots) =
+        (defaults.tick_hz, defaults.players_per_server, defaults.bots);
     let settings = BenchSettings {
         game: a.game.players_game().as_str().into(),
         game_settings: game_settings(&game),
@@ -248,26 +269,13 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         step_duration_s: a
             .step_duration
             .map_or(if a.quick { 2.0 } else { 6.0 }, |d| d.as_secs_f64()),
-        warmup_s: a.warmup.map_or(
-            match (oa, a.quick) {
-                (true, _) => 2.0,
-                (false, true) => 0.5,
-                (false, false) => 1.0,
-            },
-            |d| d.as_secs_f64(),
-        ),
+        warmup_s: defaults.warmup_s,
         max_steps: a.max_steps.unwrap_or(if a.quick { 2 } else { 12 }),
         steps_past_failure: a.steps_past_failure,
         confirm_failures: !a.no_confirm,
         headroom_target: a.headroom / 100.0,
         qos,
-        compare: match a.compare {
-            None => "none",
-            Some(CompareArg::Placement) => "placement",
-            Some(CompareArg::Backend) => "backend",
-            Some(CompareArg::Guard) => "guard",
-        }
-        .into(),
+        compare: compare_of(a.compare).as_str().into(),
         probe: a.probe.map(|p| p.as_str().to_string()),
     };
     if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
@@ -318,12 +326,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     Ok(BenchConfig {
         settings,
         out_dir: a.out.clone(),
-        compare: match a.compare {
-            None => Compare::None,
-            Some(CompareArg::Placement) => Compare::Placement,
-            Some(CompareArg::Backend) => Compare::Backend,
-            Some(CompareArg::Guard) => Compare::Guard,
-        },
+        compare: compare_of(a.compare),
         backend,
         net,
         load_generator_cpus: load,
@@ -350,21 +353,101 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         range: a.range.clone(),
         game,
         batch: a.batch.clone(),
+        games,
+        repeat: a.repeat.unwrap_or(if a.compare.is_some() {
+            tickpack_bench::DEFAULT_COMPARE_REPEAT
+        } else {
+            1
+        }),
     })
+}
+
+fn compare_of(c: Option<CompareArg>) -> Compare {
+    match c {
+        None => Compare::None,
+        Some(CompareArg::Placement) => Compare::Placement,
+        Some(CompareArg::Backend) => Compare::Backend,
+        Some(CompareArg::Game) => Compare::Game,
+        Some(CompareArg::Guard) => Compare::Guard,
+    }
+}
+
+/// A game's players, bots, tick and warm-up: the flags when given, else
+/// the game's own defaults.
+struct GameDefaults {
+    tick_hz: u32,
+    players_per_server: u32,
+    bots: u32,
+    warmup_s: f64,
+}
+
+impl GameDefaults {
+    fn of(a: &Args, oa: bool) -> Self {
+        GameDefaults {
+            tick_hz: a.tick_hz.unwrap_or(if oa { 20 } else { 100 }),
+            players_per_server: a.players_per_server.unwrap_or(if oa { 4 } else { 12 }),
+            bots: a.bots.unwrap_or(if oa { 8 } else { 0 }),
+            warmup_s: a.warmup.map_or(
+                match (oa, a.quick) {
+                    (true, _) => 2.0,
+                    (false, true) => 0.5,
+                    (false, false) => 1.0,
+                },
+                |d| d.as_secs_f64(),
+            ),
+        }
+    }
+
+    /// One variant of `--compare game`.
+    fn variant(
+        &self,
+        server: GameServer,
+        qos: tickpack_report::bench::QosLimits,
+    ) -> tickpack_bench::GameVariant {
+        tickpack_bench::GameVariant {
+            game_settings: game_settings(&server),
+            server,
+            players_per_server: self.players_per_server,
+            bots_per_server: self.bots,
+            tick_hz: self.tick_hz,
+            warmup_s: self.warmup_s,
+            qos,
+        }
+    }
+}
+
+/// The QoS limits from the flags, defaults following the tick rate.
+fn qos_limits(a: &Args, tick_hz: u32) -> Result<tickpack_report::bench::QosLimits, Failure> {
+    let mut qos = tickpack_bench::verdict::default_limits(tick_hz);
+    if let Some(ms) = a.qos_p99_ms {
+        qos.p99_transaction_us = (ms * 1000.0) as u64;
+    }
+    if let Some(ms) = a.qos_tick_lateness_ms {
+        qos.p99_tick_lateness_us = (ms * 1000.0) as u64;
+    }
+    qos.p99_relative_to_baseline = a.qos_relative;
+    qos.max_snapshot_loss = a.qos_loss_percent / 100.0;
+    qos.p99_frame_budget = a.qos_frame_budget;
+    if let Some(ms) = a.qos_query_p99_ms {
+        if a.probe.is_none() {
+            return Err(fail(
+                Code::Config,
+                "--qos-query-p99-ms needs --probe q3|a2s (the query latency it limits)",
+            ));
+        }
+        qos.p99_query_us = Some(((ms * 1000.0) as u64).max(1));
+    }
+    Ok(qos)
 }
 
 /// The game server of every step, checked on this machine (program
 /// installed, maps present) before anything is created.
-fn game_server(
-    a: &Args,
-    tick_hz: u32,
-    players_per_server: u32,
-    bots: u32,
-) -> Result<GameServer, Failure> {
-    let oa = a.game == GameArg::Openarena;
+fn game_server(a: &Args, oa: bool, d: &GameDefaults) -> Result<GameServer, Failure> {
+    let (tick_hz, players_per_server, bots) = (d.tick_hz, d.players_per_server, d.bots);
+    let compare_game = matches!(a.compare, Some(CompareArg::Game));
     let defaults_changed = a.map != ["oa_dm1"] || !a.game_arg.is_empty();
     if !oa {
-        if defaults_changed {
+        if defaults_changed && !compare_game {
             return Err(fail(
                 Code::Config,
                 "--map and --game-arg are OpenArena settings: add --game openarena",
@@ -382,7 +465,8 @@ fn game_server(
             ),
         ));
     }
-    if a.cost != "default" {
+    // With --compare game, --cost is the reference variant's.
+    if a.cost != "default" && !compare_game {
         return Err(fail(
             Code::Config,
             "--cost is the reference server's game work; OpenArena's is its own (use --bots)",
@@ -446,6 +530,8 @@ fn package_version(package: &str) -> Option<String> {
 /// Progress on stderr: a bar when it is a terminal, one line per step otherwise.
 struct Progress {
     bar: Option<ProgressBar>,
+    /// The run repeats: say which repetition a step belongs to.
+    repeated: bool,
 }
 
 impl Observer for Progress {
@@ -456,11 +542,14 @@ impl Observer for Progress {
             None => eprintln!("bench: {msg} ..."),
         }
     }
+    fn repetition_started(&mut self, repetition: u32, of: u32) {
+        self.note(&format!("repetition {repetition} of {of}"));
+    }
     fn step_finished(&mut self, ladder: &Ladder) {
         let Some(s) = ladder.steps.last() else { return };
         let line = format!(
             "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%{}){}",
-            ladder.label,
+            ladder_title(ladder, self.repeated),
             s.servers,
             s.verdict.as_str().to_uppercase(),
             s.transaction_latency_us.p99 as f64 / 1000.0,
@@ -511,13 +600,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    let ladders = match cfg.compare {
-        Compare::None => 1,
-        Compare::Placement => 2,
-        Compare::Backend => 4,
-        Compare::Guard => 4,
-    };
-    let steps = u64::from(cfg.settings.max_steps) * ladders;
+    let ladders = cfg.plan().specs.len() as u64;
+    let steps = u64::from(cfg.settings.max_steps) * ladders * u64::from(cfg.repeat);
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = ProgressBar::new(steps);
         b.set_style(
@@ -529,7 +613,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
         b.enable_steady_tick(Duration::from_millis(200));
         b
     });
-    let mut progress = Progress { bar };
+    let mut progress = Progress {
+        bar,
+        repeated: cfg.repeat > 1,
+    };
     eprintln!(
         "tickpack bench: tiles of {} servers x {} players, {} s per step, load generator on CPU {:?}; results in {}",
         cfg.settings.tile_servers,
@@ -538,6 +625,15 @@ pub fn run(a: Args) -> Result<(), Failure> {
         cfg.load_generator_cpus,
         cfg.out_dir.display()
     );
+    if cfg.compare != Compare::None || cfg.repeat > 1 {
+        eprintln!(
+            "tickpack bench: {} variant{}, steps interleaved, {} repetition{}",
+            ladders,
+            if ladders == 1 { "" } else { "s" },
+            cfg.repeat,
+            if cfg.repeat == 1 { "" } else { "s" }
+        );
+    }
     let result = tickpack_bench::run(&cfg, &stop, &mut progress);
     if let Some(b) = &progress.bar {
         b.finish_and_clear();
@@ -563,17 +659,26 @@ pub fn run(a: Args) -> Result<(), Failure> {
             "interrupted: the finished steps are kept in result.json",
         ));
     }
-    if result
-        .ladders
-        .first()
-        .is_some_and(|l| l.steps.first().is_some_and(|s| s.verdict.is_fail()))
-    {
+    if first_step_always_failed(&result) {
         return Err(fail(
             Code::QosFailed,
             "QoS failed already at the first step: this machine cannot hold even one tile at these limits",
         ));
     }
     Ok(())
+}
+
+/// The first variant's first step failed in every repetition: the machine
+/// cannot hold one tile (one noisy repetition among passing ones is noise,
+/// and the comparison says so).
+fn first_step_always_failed(r: &BenchResult) -> bool {
+    let Some(first) = r.ladders.first() else {
+        return false;
+    };
+    r.ladders
+        .iter()
+        .filter(|l| l.label == first.label)
+        .all(|l| l.steps.first().is_some_and(|s| s.verdict.is_fail()))
 }
 
 fn bench_failure(e: tickpack_bench::BenchError) -> Failure {
@@ -598,10 +703,73 @@ fn consolidation_line(ratio: f64, recommended: Option<u32>, before: Option<u32>)
     )
 }
 
+/// A ladder's heading: its label, and its repetition when the run had
+/// several.
+fn ladder_title(l: &Ladder, repeated: bool) -> String {
+    match l.repetition {
+        Some(n) if repeated => format!("{}, repetition {n}", l.label),
+        _ => l.label.clone(),
+    }
+}
+
+/// The comparison over the repetitions: per variant the median and range
+/// of its densities, then every ratio with its range and whether the
+/// variants can be told apart.
+fn comparison_lines(c: &tickpack_report::comparison::Comparison) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\ncomparison ({}): {} of {} repetition{} finished, steps interleaved",
+        c.kind,
+        c.repetitions_finished,
+        c.repetitions,
+        if c.repetitions == 1 { "" } else { "s" }
+    );
+    let width = c
+        .variants
+        .iter()
+        .map(|v| v.label.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let _ = writeln!(
+        out,
+        "  {:<width$}  {:>14} {:>9}  {:>14} {:>9}  per repetition (maximum)",
+        "variant", "maximum median", "range", "recomm. median", "range"
+    );
+    for v in &c.variants {
+        let per: Vec<String> = v
+            .max_servers
+            .per_repetition
+            .iter()
+            .map(|x| x.map_or("-".into(), |x| format!("{x:.0}")))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:>14} {:>9}  {:>14} {:>9}  {}",
+            v.label,
+            v.max_servers.median_words(0),
+            v.max_servers.range_words(0),
+            v.recommended_servers.median_words(0),
+            v.recommended_servers.range_words(0),
+            per.join(" ")
+        );
+    }
+    if !c.ratios.is_empty() {
+        let _ = writeln!(out, "{}:", c.question());
+        for line in c.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
 /// The terminal summary.
 pub fn print_summary(r: &BenchResult) {
+    let repeated = r.comparison.as_ref().is_some_and(|c| c.repetitions > 1);
     for l in &r.ladders {
-        println!("\n{} ({})", l.label, l.stopped);
+        println!("\n{} ({})", ladder_title(l, repeated), l.stopped);
         println!(
             "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8}",
             "servers",
@@ -670,8 +838,13 @@ pub fn print_summary(r: &BenchResult) {
                 .map_or("not reached".to_string(), |n| format!("{n} servers"))
         );
     }
-    if let Some(ratio) = r.comparison_ratio {
-        println!("\ntickpack's placement fits {ratio:.2}x the servers the kernel's scheduling fits at the same QoS");
+    match &r.comparison {
+        Some(c) => print!("{}", comparison_lines(c)),
+        None => {
+            if let Some(ratio) = r.comparison_ratio {
+                println!("\ntickpack's placement fits {ratio:.2}x the servers the kernel's scheduling fits at the same QoS");
+            }
+        }
     }
     if let Some(c) = r.consolidation_ratio {
         println!(
@@ -720,7 +893,33 @@ pub fn report(a: ReportArgs) -> Result<(), Failure> {
 
 #[cfg(test)]
 mod tests {
-    use super::consolidation_line;
+    use super::{consolidation_line, first_step_always_failed};
+    use tickpack_report::bench::BenchResult;
+
+    #[test]
+    fn qos_failed_at_the_first_step_needs_every_repetition_of_the_first_variant_to_fail() {
+        let fail_pass = |first: [&str; 2]| -> BenchResult {
+            let mut v: serde_json::Value = serde_json::from_str(include_str!(
+                "../../../report/tests/fixtures/result-v1.json"
+            ))
+            .unwrap();
+            let l0 = v["ladders"][0].clone();
+            let ladders: Vec<serde_json::Value> = first
+                .iter()
+                .enumerate()
+                .map(|(i, verdict)| {
+                    let mut l = l0.clone();
+                    l["repetition"] = (i as u64 + 1).into();
+                    l["steps"][0]["verdict"] = (*verdict).into();
+                    l
+                })
+                .collect();
+            v["ladders"] = ladders.into();
+            serde_json::from_value(v).unwrap()
+        };
+        assert!(first_step_always_failed(&fail_pass(["fail", "fail"])));
+        assert!(!first_step_always_failed(&fail_pass(["fail", "pass"])));
+    }
 
     #[test]
     fn consolidation_summary_names_before_servers_as_its_baseline() {

@@ -1,5 +1,11 @@
 //! The report's charts, built from a [`BenchResult`]: x = servers per step
 //! with one series per ladder, or the latency distribution of each step.
+//!
+//! A comparison or a repeated run gets one chart per measure with one
+//! series per variant (the ladders sharing a label): the line is the median
+//! over the repetitions that ran the step, the shaded band their range, and
+//! the p99 latency chart comes first, alone (p50 and p99.9 of every ladder
+//! in one box would be a dozen lines).
 
 use crate::bench::{BenchResult, Ladder, PowerSourceKind, Step};
 use crate::decode_histogram;
@@ -64,8 +70,130 @@ type PercentileStyle = (
     f64,
 );
 
-/// Transaction latency p50/p99/p99.9 against servers.
+/// The ladders of each variant (same label), in order of first
+/// appearance: a comparison's variants, each with its repetitions.
+pub(super) fn variants(r: &BenchResult) -> Vec<(&str, Vec<&Ladder>)> {
+    let mut v: Vec<(&str, Vec<&Ladder>)> = Vec::new();
+    for l in &r.ladders {
+        match v.iter_mut().find(|(label, _)| *label == l.label) {
+            Some((_, ls)) => ls.push(l),
+            None => v.push((l.label.as_str(), vec![l])),
+        }
+    }
+    v
+}
+
+/// True when the charts draw one series per variant with the repetitions
+/// as bands: several variants, or one repeated.
+pub(super) fn by_variant(r: &BenchResult) -> bool {
+    let v = variants(r);
+    v.len() > 1 || v.iter().any(|(_, ls)| ls.len() > 1)
+}
+
+/// One series per variant of `get` against servers: at each step, the
+/// median over the repetitions that ran it, their range as a band; a
+/// step that failed in any repetition is marked.
+fn variant_series(
+    r: &BenchResult,
+    what: &str,
+    get: &dyn Fn(&Step) -> Option<f64>,
+    fmt: &dyn Fn(f64) -> String,
+) -> Vec<Series> {
+    let mut out = Vec::new();
+    for (vi, (label, ladders)) in variants(r).into_iter().enumerate() {
+        let mut xs: Vec<u32> = ladders
+            .iter()
+            .flat_map(|l| l.steps.iter().map(|s| s.servers))
+            .collect();
+        xs.sort_unstable();
+        xs.dedup();
+        let mut s = Series::new(label, ladder_color(vi));
+        for x in xs {
+            let steps: Vec<&Step> = ladders
+                .iter()
+                .filter_map(|l| l.steps.iter().find(|s| s.servers == x))
+                .collect();
+            let values: Vec<Option<f64>> = steps.iter().map(|s| get(s)).collect();
+            let spread = crate::comparison::Spread::of(values);
+            let (Some(m), Some(lo), Some(hi)) = (spread.median, spread.min, spread.max) else {
+                continue;
+            };
+            let n = spread.found();
+            let fails = steps.iter().filter(|s| failed(s)).count();
+            let mut tip = format!("{label}: {x} servers, {what} {}", fmt(m));
+            if ladders.len() > 1 {
+                tip.push_str(&format!(
+                    " (median; range {}-{} over {n} repetition{})",
+                    fmt(lo),
+                    fmt(hi),
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+            if fails > 0 {
+                tip.push_str(&format!(" - FAIL in {fails} of {}", steps.len()));
+            }
+            s.points.push(Point {
+                x: f64::from(x),
+                y: m,
+                failed: fails > 0,
+                tip,
+            });
+            if ladders.len() > 1 {
+                s.band.push((f64::from(x), lo, hi));
+            }
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// The caption's words on the lines and bands of a by-variant chart.
+fn by_variant_words(r: &BenchResult) -> &'static str {
+    if variants(r).iter().any(|(_, ls)| ls.len() > 1) {
+        "One line per variant: the median over the repetitions that ran the step;          the shaded band is their range (lowest to highest). Red dots: a step that          failed in at least one repetition."
+    } else {
+        "One line per variant. Red dots: failed steps."
+    }
+}
+
+/// p99 transaction latency against servers, one series per variant.
+fn p99_by_variant(r: &BenchResult) -> Figure {
+    let mut c = Chart::new(
+        "p99 transaction latency vs servers",
+        "servers",
+        "p99 transaction latency (ms)",
+    );
+    c.y_scale = YScale::Auto;
+    c.series = variant_series(
+        r,
+        "p99",
+        &|s| Some(s.transaction_latency_us.p99 as f64 / 1000.0),
+        &|v| format!("{} ms", fmt_num(v)),
+    );
+    let limits = p99_limits(r);
+    let words: Vec<String> = limits
+        .iter()
+        .map(|l| format!("{} ms", fmt_num(l.y)))
+        .collect();
+    c.limits = limits;
+    Figure {
+        chart: c,
+        caption: format!(
+            "p99 of the latency from the time a command was due to the first snapshot              reflecting it. {} Dashed red: the absolute QoS limit on p99 ({}); a step also              fails above {}x its ladder's first step.",
+            by_variant_words(r),
+            words.join(", "),
+            fmt_num(r.settings.qos.p99_relative_to_baseline)
+        ),
+        empty: "No steps finished: no latency to show.".into(),
+    }
+}
+
+/// Transaction latency p50/p99/p99.9 against servers (one ladder); a
+/// comparison or repeated run gets the p99 per variant instead.
 pub(super) fn latency(r: &BenchResult) -> Figure {
+    if by_variant(r) {
+        return p99_by_variant(r);
+    }
     let mut c = Chart::new(
         "Transaction latency vs servers",
         "servers",
@@ -183,7 +311,12 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
         "server cores busy (%)",
     );
     c.y_max = Some(100.0);
-    for (li, ladder) in r.ladders.iter().enumerate() {
+    if by_variant(r) {
+        c.series = variant_series(r, "busy", &|s| Some(s.cpu.servers_busy_percent), &|v| {
+            format!("{} %", fmt_num(v))
+        });
+    }
+    for (li, ladder) in r.ladders.iter().enumerate().filter(|_| !by_variant(r)) {
         let mut s = Series::new(name(r, ladder, ""), ladder_color(li));
         s.points = ladder
             .steps
@@ -211,9 +344,13 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
         chart: c,
         caption: format!(
             "Busy share of the cores the servers ran on. The recommended density is the \
-             largest passing step at or under the headroom target ({} %, dashed). \
-             Red dots: failed steps.",
-            fmt_num(target)
+             largest passing step at or under the headroom target ({} %, dashed). {}",
+            fmt_num(target),
+            if by_variant(r) {
+                by_variant_words(r)
+            } else {
+                "Red dots: failed steps."
+            }
         ),
         empty: "No steps finished: no CPU figures to show.".into(),
     }
@@ -267,7 +404,12 @@ pub(super) fn power(r: &BenchResult) -> Option<Figure> {
             "watts"
         },
     );
-    for (li, ladder) in r.ladders.iter().enumerate() {
+    if by_variant(r) {
+        c.series = variant_series(r, "watts", &|s| s.power.as_ref().map(|p| p.watts), &|v| {
+            format!("{} W", fmt_num(v))
+        });
+    }
+    for (li, ladder) in r.ladders.iter().enumerate().filter(|_| !by_variant(r)) {
         let mut s = Series::new(name(r, ladder, ""), ladder_color(li));
         s.points = ladder
             .steps
@@ -417,6 +559,32 @@ pub(super) fn distribution(r: &BenchResult, ladder: &Ladder, notes: &mut Vec<Str
         ),
         empty: "No step has latency samples to plot.".into(),
     }
+}
+
+/// The absolute p99 limits of the ladders, one line per distinct limit
+/// (the games of `--compare game` each have their own), named by game
+/// when there are several.
+fn p99_limits(r: &BenchResult) -> Vec<Limit> {
+    let mut seen: Vec<(u64, &str)> = Vec::new();
+    for l in &r.ladders {
+        let us = l.qos(&r.settings).p99_transaction_us;
+        if !seen.iter().any(|(v, _)| *v == us) {
+            seen.push((us, l.game_name(&r.settings)));
+        }
+    }
+    if seen.len() <= 1 {
+        return vec![p99_limit(r)];
+    }
+    seen.into_iter()
+        .map(|(us, game)| {
+            let ms = us as f64 / 1000.0;
+            Limit {
+                y: ms,
+                label: format!("QoS limit ({game}): p99 ≤ {} ms", fmt_num(ms)),
+                color: FAIL_RED,
+            }
+        })
+        .collect()
 }
 
 /// The absolute p99 transaction-latency QoS limit, as a dashed line.

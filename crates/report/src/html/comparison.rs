@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use crate::bench::BenchResult;
 
 use super::format::{
-    cpu_list, esc, fmt_ms, fmt_num, fmt_ratio, max_density, or_na, servers, step_at, utc, NA,
+    cpu_list, esc, fmt_ms, fmt_num, fmt_ratio, max_density, or_na, recommended_step, servers, utc,
+    NA,
 };
 
 /// The comparison table: one column per result.
@@ -86,25 +87,40 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
     row(out, "Consolidation ratio", &|r| {
         r.consolidation_ratio.map_or(NA.into(), fmt_ratio)
     });
-    row(
-        out,
-        "Comparison ratio",
-        &|r| match (r.comparison_ratio, r.settings.compare.as_str()) {
-            (Some(v), c) => format!("{} ({})", fmt_ratio(v), esc(c)),
-            (None, _) => NA.into(),
-        },
-    );
+    row(out, "Comparison ratio", &|r| match (
+        &r.comparison,
+        r.comparison_ratio,
+        r.settings.compare.as_str(),
+    ) {
+        (Some(c), _, _) if !c.ratios.is_empty() => c
+            .ratios
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} / {}: {} (range {}, {} repetitions)",
+                    esc(&x.numerator_name),
+                    esc(&x.denominator_name),
+                    x.ratio.median.map_or(NA.into(), fmt_ratio),
+                    esc(&x.ratio.range_words(2)),
+                    x.ratio.found()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("<br>"),
+        (_, Some(v), c) => format!("{} ({})", fmt_ratio(v), esc(c)),
+        (_, None, _) => NA.into(),
+    });
     row(
         out,
         "p99 transaction latency at the recommended density",
         &|r| {
-            step_at(r.ladders.first(), r.recommended_servers).map_or(NA.into(), |s| {
+            recommended_step(r).map_or(NA.into(), |s| {
                 format!("{} ms", fmt_ms(s.transaction_latency_us.p99))
             })
         },
     );
     row(out, "Watts at the recommended density", &|r| {
-        step_at(r.ladders.first(), r.recommended_servers)
+        recommended_step(r)
             .and_then(|s| s.power.as_ref())
             .map_or(NA.into(), |p| {
                 format!("{} W ({})", fmt_num(p.watts), p.source)

@@ -192,6 +192,19 @@ pub(super) fn max_density(r: &BenchResult) -> String {
     }
 }
 
+/// The step at the recommended density: of the first ladder, or over
+/// repetitions of the first ladder of the first variant that recommended
+/// it.
+pub(super) fn recommended_step(r: &BenchResult) -> Option<&Step> {
+    let first = r.ladders.first()?;
+    let ladder = r
+        .ladders
+        .iter()
+        .find(|l| l.label == first.label && l.recommended_servers == r.recommended_servers)
+        .unwrap_or(first);
+    step_at(Some(ladder), r.recommended_servers)
+}
+
 pub(super) fn step_at(ladder: Option<&Ladder>, servers: Option<u32>) -> Option<&Step> {
     let s = servers?;
     ladder?.steps.iter().find(|st| st.servers == s)

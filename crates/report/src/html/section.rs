@@ -32,6 +32,7 @@ pub(super) fn result_section(out: &mut String, i: usize, n: usize, label: &str, 
     }
     verdict(out, r);
     run_facts(out, r);
+    super::variants::variants_table(out, r);
     ladders_table(out, r);
 
     out.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
@@ -63,8 +64,8 @@ pub(super) fn result_section(out: &mut String, i: usize, n: usize, label: &str, 
     if r.ladders.is_empty() {
         out.push_str("<p class=\"na\">No ladder ran.</p>\n");
     }
-    for (li, ladder) in r.ladders.iter().enumerate() {
-        steps_table(out, r, li, ladder);
+    for ladder in &r.ladders {
+        steps_table(out, r, ladder);
     }
     cost(out, r);
     out.push_str("</section>\n");

@@ -11,12 +11,23 @@ use crate::Outages;
 use super::charts;
 use super::format::{esc, fmt_int, fmt_ms, fmt_num, is_fail, percent_of, NA};
 
-pub(super) fn steps_table(out: &mut String, r: &BenchResult, li: usize, ladder: &Ladder) {
+pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
+    let variants = charts::variants(r);
+    let vi = variants
+        .iter()
+        .position(|(label, _)| *label == ladder.label)
+        .unwrap_or(0);
+    let repeated = variants.iter().any(|(_, ls)| ls.len() > 1);
     w!(
         out,
-        "<h4><span style=\"color:{}\">&#9632;</span> {}</h4>\n",
-        charts::ladder_color(li),
-        esc(&ladder.label)
+        "<h4><span style=\"color:{}\">&#9632;</span> {}{}</h4>\n",
+        charts::ladder_color(vi),
+        esc(&ladder.label),
+        if repeated {
+            format!(", repetition {}", ladder.repetition())
+        } else {
+            String::new()
+        }
     );
     if ladder.steps.is_empty() {
         out.push_str("<p class=\"na\">No step finished.</p>\n");

@@ -1,12 +1,14 @@
 //! The verdict in words at the top of a result: recommended and maximum
 //! density, consolidation and comparison ratios, as the bench recorded
-//! them.
+//! them. A comparison's ratios, each with its range over the repetitions
+//! and whether the variants can be told apart, come right under the
+//! headline.
 
 use std::fmt::Write as _;
 
 use crate::bench::BenchResult;
 
-use super::format::{esc, fmt_ms, fmt_num, fmt_ratio, max_density, servers, step_at};
+use super::format::{esc, fmt_ms, fmt_num, fmt_ratio, max_density, recommended_step, servers};
 
 pub(super) fn verdict(out: &mut String, r: &BenchResult) {
     let s = &r.settings;
@@ -24,8 +26,11 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
         servers(r.recommended_servers),
         max_density(r)
     );
+    if let Some(c) = r.comparison.as_ref() {
+        comparison_headline(out, c, r.ladders.first().map(|l| l.label.as_str()));
+    }
     // Recommended.
-    match (r.recommended_servers, step_at(first, r.recommended_servers)) {
+    match (r.recommended_servers, recommended_step(r)) {
         (Some(n), step) => {
             w!(
                 out,
@@ -101,10 +106,11 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
             "<p>Consolidation ratio: <span class=\"na\">n/a</span> (no recommended density).</p>\n",
         ),
     }
-    // Comparison.
+    // Comparison (results written before `comparison` existed).
     let l0 = r.ladders.first().map(|l| esc(&l.label));
     let l1 = r.ladders.get(1).map(|l| esc(&l.label));
     match (r.comparison_ratio, l0, l1) {
+        _ if r.comparison.is_some() => {}
         (Some(v), Some(a), Some(b)) if s.compare == "placement" => w!(
             out,
             "<p class=\"comparison-sentence\">tickpack's placement ({a}) fits <strong>{}</strong> \
@@ -151,6 +157,40 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
         );
     }
     out.push_str("</div>\n");
+}
+
+/// The comparison's ratios with their ranges and judgements, and which
+/// variant's densities the headline shows.
+fn comparison_headline(out: &mut String, c: &crate::comparison::Comparison, first: Option<&str>) {
+    if c.repetitions > 1 {
+        w!(
+            out,
+            "<p class=\"muted\">Densities above: {}, the lower median over {} of {} \
+             repetitions (a value one repetition measured); every variant's median and \
+             range are in the table of variants below.</p>\n",
+            first.map_or("the first variant".into(), esc),
+            c.repetitions_finished,
+            c.repetitions
+        );
+    }
+    if c.ratios.is_empty() {
+        return;
+    }
+    w!(
+        out,
+        "<p class=\"comparison-sentence\"><strong>{}</strong> (maximum density, paired per \
+         repetition; steps interleaved):</p>\n<ul class=\"ratios\">\n",
+        esc(&c.question())
+    );
+    for (sentence, judgement) in c.statements() {
+        w!(
+            out,
+            "<li><strong>{}</strong>: {}.</li>\n",
+            esc(&sentence),
+            esc(&judgement)
+        );
+    }
+    out.push_str("</ul>\n");
 }
 
 pub(super) fn tiles_of(n: u32, tile: u32) -> String {

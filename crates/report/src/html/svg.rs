@@ -59,6 +59,9 @@ pub(crate) struct Series {
     /// Draw a dot at every point (failed points are always marked).
     pub markers: bool,
     pub points: Vec<Point>,
+    /// A shaded band around the line: (x, low, high) per x, e.g. the
+    /// range over a comparison's repetitions; empty: none.
+    pub band: Vec<(f64, f64, f64)>,
 }
 
 /// One data point.
@@ -88,6 +91,7 @@ impl Series {
             opacity: 1.0,
             markers: true,
             points: Vec::new(),
+            band: Vec::new(),
         }
     }
 }
@@ -206,6 +210,34 @@ impl Chart {
                 ty = py - 5.0,
             );
         }
+        // Bands under the lines.
+        for se in &self.series {
+            let band: Vec<&(f64, f64, f64)> = se
+                .band
+                .iter()
+                .filter(|(x, lo, hi)| x.is_finite() && lo.is_finite() && hi.is_finite())
+                .collect();
+            if band.len() >= 2 {
+                let mut d = String::new();
+                for (i, (x, _, hi)) in band.iter().enumerate() {
+                    let _ = write!(
+                        d,
+                        "{}{:.1} {:.1}",
+                        if i == 0 { "M" } else { "L" },
+                        sx(*x),
+                        sy(*hi)
+                    );
+                }
+                for (x, lo, _) in band.iter().rev() {
+                    let _ = write!(d, "L{:.1} {:.1}", sx(*x), sy(*lo));
+                }
+                let _ = write!(
+                    s,
+                    r#"<path class="band" d="{d}Z" fill="{c}" fill-opacity="0.15" stroke="none"/>"#,
+                    c = esc(&se.color),
+                );
+            }
+        }
         // Series lines, then markers on top.
         for se in &self.series {
             let pts: Vec<(f64, f64)> = se
@@ -321,6 +353,12 @@ impl Chart {
             .points()
             .map(|p| p.y)
             .chain(self.limits.iter().map(|l| l.y).filter(|v| v.is_finite()))
+            .chain(
+                self.series
+                    .iter()
+                    .flat_map(|s| s.band.iter().flat_map(|b| [b.1, b.2]))
+                    .filter(|v| v.is_finite()),
+            )
             .collect();
         let max = values.iter().copied().fold(0.0, f64::max);
         let min_pos = values
