@@ -11,32 +11,12 @@ impl CpuTimes {
     }
 
     pub fn parse(text: &str) -> CpuTimes {
-        let mut v: Vec<(u64, u64)> = vec![];
-        for line in text.lines() {
-            // "cpuN ..." lines only; the aggregate "cpu  ..." line is skipped.
-            let Some(rest) = line
-                .strip_prefix("cpu")
-                .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))
-            else {
-                continue;
-            };
-            let mut f = rest.split_whitespace();
-            let Some(Ok(n)) = f.next().map(str::parse::<usize>) else {
-                continue;
-            };
-            let x: Vec<u64> = f.filter_map(|t| t.parse().ok()).collect();
-            if x.len() < 5 {
-                continue;
-            }
-            // user nice system idle iowait irq softirq steal [guest guest_nice]
-            let idle = x[3] + x[4];
-            let total: u64 = x.iter().take(8).sum();
-            if v.len() <= n {
-                v.resize(n + 1, (0, 0));
-            }
-            v[n] = (total - idle, total);
-        }
-        CpuTimes(v)
+        CpuTimes(
+            tickpack_sys::cpu_idle_total(text)
+                .into_iter()
+                .map(|(idle, total)| (total - idle, total))
+                .collect(),
+        )
     }
 
     /// Busy percent per CPU between `self` (earlier) and `later`.
