@@ -92,6 +92,18 @@ impl Coverage {
         self.span
     }
 
+    /// How many commands, one every `interval_us`, fall due in `[from,
+    /// to)` within the span (those due while a player had no session: none
+    /// could be sent, all are lost).
+    pub fn due_in_span(&self, from_us: u64, to_us: u64, interval_us: u64) -> u64 {
+        let (a, b) = self.span;
+        let (from, to) = (from_us.max(a), to_us.min(b));
+        if to <= from {
+            return 0;
+        }
+        (to - from) / interval_us.max(1)
+    }
+
     /// The server's tick rate, once known.
     pub fn set_tick_hz(&mut self, hz: u32) {
         self.tick_us = 1e6 / f64::from(hz.max(1));

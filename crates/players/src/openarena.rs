@@ -40,7 +40,9 @@ use tickpack_report::record;
 
 use crate::coverage::Coverage;
 use crate::emulated::Emulated;
-use crate::player::{first_hello, measured_span, player_rng, PlayerSettings, SILENCE_US};
+use crate::player::{
+    first_hello, measured_span, player_rng, PlayerSettings, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
+};
 use crate::recorder::Recorder;
 
 /// The protocol the OpenArena server speaks (Debian sets `com_protocol 71`).
@@ -57,8 +59,6 @@ const LEARN_SNAPSHOTS: usize = 4;
 /// While connected but before the first snapshot, a packet this often
 /// acknowledges the gamestate (the server sends it on our first packet).
 const PRIMING_INTERVAL_US: u64 = 50_000;
-const RETRY_MIN_US: u64 = 50_000;
-const RETRY_MAX_US: u64 = 1_000_000;
 /// Usercmds per packet: the new one and the previous one, like ioquake3's
 /// default `cl_packetdup 1`, so one lost packet loses no input.
 const CMDS_PER_PACKET: usize = 2;
@@ -206,12 +206,8 @@ impl Q3Player {
 
     /// Usercmds due in `[from, to)` of the span while there was no session.
     fn unsent(&self, from_us: u64, to_us: u64) -> u64 {
-        let (a, b) = self.coverage.span();
-        let (from, to) = (from_us.max(a), to_us.min(b));
-        if to <= from {
-            return 0;
-        }
-        (to - from) / self.cmd_interval_us.max(1)
+        self.coverage
+            .due_in_span(from_us, to_us, self.cmd_interval_us)
     }
 
     /// Counts usercmds whose loss deadline passed unreflected as lost.
@@ -345,27 +341,32 @@ impl Q3Player {
     /// Feeds one frame to the schedule's account, learning the frame
     /// interval from the first snapshots.
     fn count_frame(&mut self, now_us: u64, server_time: i32, rec: &mut Recorder) {
-        let Some(ms) = self.frame_ms else {
-            self.learning.push((now_us, server_time));
-            if self.learning.len() >= LEARN_SNAPSHOTS {
-                let step = self
-                    .learning
-                    .windows(2)
-                    .map(|w| w[1].1 - w[0].1)
-                    .filter(|d| *d > 0)
-                    .min()
-                    .unwrap_or(50);
-                self.frame_ms = Some(step.max(1));
-                self.tick_hz = (1000 / step.max(1)) as u32;
-                self.coverage.set_tick_interval_us(f64::from(step) * 1000.0);
-                for (at, t) in std::mem::take(&mut self.learning) {
-                    self.frame(at, t, rec);
-                }
-            }
+        if self.frame_ms.is_some() {
+            self.frame(now_us, server_time, rec);
             return;
-        };
-        let _ = ms;
-        self.frame(now_us, server_time, rec);
+        }
+        self.learning.push((now_us, server_time));
+        if self.learning.len() >= LEARN_SNAPSHOTS {
+            let step = self
+                .learning
+                .windows(2)
+                .map(|w| w[1].1 - w[0].1)
+                .filter(|d| *d > 0)
+                .min()
+                .unwrap_or(50);
+            self.tick_hz = (1000 / step.max(1)) as u32;
+            self.settle_frame_interval(step, rec);
+        }
+    }
+
+    /// The frame interval is known (`ms`): the frames seen while learning
+    /// it are counted now.
+    fn settle_frame_interval(&mut self, ms: i32, rec: &mut Recorder) {
+        self.frame_ms = Some(ms.max(1));
+        self.coverage.set_tick_interval_us(f64::from(ms) * 1000.0);
+        for (at, t) in std::mem::take(&mut self.learning) {
+            self.frame(at, t, rec);
+        }
     }
 
     fn frame(&mut self, now_us: u64, server_time: i32, rec: &mut Recorder) {
@@ -613,12 +614,7 @@ impl Emulated for Q3Player {
             } else {
                 DEFAULT_SV_FPS
             };
-            let ms = (1000 / hz.max(1)) as i32;
-            self.frame_ms = Some(ms.max(1));
-            self.coverage.set_tick_interval_us(f64::from(ms) * 1000.0);
-            for (at, t) in std::mem::take(&mut self.learning) {
-                self.frame(at, t, rec);
-            }
+            self.settle_frame_interval((1000 / hz.max(1)) as i32, rec);
         }
         let span = self.coverage.span();
         let deadline = self.settings.loss_deadline_us;
@@ -664,11 +660,7 @@ impl Emulated for Q3Player {
     }
 
     fn referee_row(&self) -> Option<tickpack_report::RefereeRow> {
-        let median = |v: &[u32]| {
-            let mut v = v.to_vec();
-            v.sort_unstable();
-            v.get(v.len() / 2).map_or(0, |x| u64::from(*x))
-        };
+        let median = |v: &[u32]| crate::referee::median(v).map_or(0, u64::from);
         Some(tickpack_report::RefereeRow {
             server: self.target.to_string(),
             player: self.name(),

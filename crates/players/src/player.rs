@@ -48,8 +48,8 @@ fn on_grid(t_us: u64, cmd_interval_us: u64) -> u64 {
 
 /// First retry interval of an unanswered hello or connect; it doubles per
 /// try up to [`RETRY_MAX_US`].
-const RETRY_MIN_US: u64 = 50_000;
-const RETRY_MAX_US: u64 = 1_000_000;
+pub(crate) const RETRY_MIN_US: u64 = 50_000;
+pub(crate) const RETRY_MAX_US: u64 = 1_000_000;
 /// A player is due to be connected this long after its first hello (or at
 /// the end of the warm-up, if later): its measured span starts then.
 pub const CONNECT_GRACE_US: u64 = 100_000;
@@ -242,17 +242,6 @@ impl Player {
         }
     }
 
-    /// Commands the schedule made due in `[from, to)` (within the span)
-    /// while the player had no connection: none could be sent, all are lost.
-    fn unsent(&self, from_us: u64, to_us: u64, cmd_interval_us: u64) -> u64 {
-        let (a, b) = self.coverage.span();
-        let (from, to) = (from_us.max(a), to_us.min(b));
-        if to <= from {
-            return 0;
-        }
-        (to - from) / cmd_interval_us.max(1)
-    }
-
     /// A human-like input stream: run, turn now and then, fire in bursts.
     fn steer(&mut self) {
         let r = &mut self.rng;
@@ -273,7 +262,9 @@ impl Player {
         let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(self.tick_hz));
         self.cmd_interval_us = ((1e6 / rate) as u64).max(1);
         if let Some(since) = self.no_session_since_us.take() {
-            rec.commands_lost += self.unsent(since, now_us, self.cmd_interval_us);
+            rec.commands_lost += self
+                .coverage
+                .due_in_span(since, now_us, self.cmd_interval_us);
         }
         if self.ever_connected {
             rec.reconnects += 1;
@@ -630,7 +621,7 @@ impl Emulated for Player {
         if let Some(since) = self.no_session_since_us.take() {
             let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(hz));
             let interval = ((1e6 / rate) as u64).max(1);
-            rec.commands_lost += self.unsent(since, span_end_us, interval);
+            rec.commands_lost += self.coverage.due_in_span(since, span_end_us, interval);
         }
         let span = self.coverage.span();
         let deadline = self.settings.loss_deadline_us;

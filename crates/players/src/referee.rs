@@ -52,11 +52,16 @@ impl Referee {
 
     /// The median ping the server reported for `name` on `server`, in µs.
     pub fn median_us(&self, server: SocketAddr, name: &str) -> Option<u64> {
-        let v = self.pings.get(&(server, name.to_string()))?;
-        let mut v = v.clone();
-        v.sort_unstable();
-        v.get(v.len() / 2).map(|ms| u64::from(*ms) * 1000)
+        median(self.pings.get(&(server, name.to_string()))?).map(|ms| u64::from(ms) * 1000)
     }
+}
+
+/// The median of `v` (its upper middle for an even count), or `None` if
+/// empty.
+pub(crate) fn median(v: &[u32]) -> Option<u32> {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
 }
 
 #[cfg(test)]
