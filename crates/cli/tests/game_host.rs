@@ -17,14 +17,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tickpack_q3::query::{self as q3, Info, Reply};
+use tickpack_testkit::openarena::PROGRAM;
 
 use support::host::{all_running, temp_run_dir, Host};
 use support::{children, exe, free_udp_ports, require_root, serial, Leftovers};
 
 /// What the root tests need root for.
 const ROOT: &str = "namespaces, cgroups, links";
-/// The OpenArena server the adapter runs.
-const PROGRAM: &str = "/usr/games/openarena-server";
 
 /// Fails (never passes silently) unless the OpenArena server is installed.
 fn require_openarena() {

@@ -14,11 +14,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use support::server::Server;
-use support::{exe, free_udp_ports, run, serial, text, wait_until};
+use support::{exe, run, serial, text, wait_until};
+use tickpack_testkit::OpenArena;
 
 const EXIT_CONFIG: i32 = 2;
 const EXIT_UNREACHABLE: i32 = 5;
-const OPENARENA: &str = "/usr/games/openarena-server";
 
 fn json_file(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("tp-probe-{name}-{}.json", std::process::id()))
@@ -74,82 +74,26 @@ fn probe_measures_the_reference_servers_a2s_round_trips() {
     assert!(!t["histogram"].as_str().unwrap().is_empty());
 }
 
-/// The ioq3 dedicated server on 127.0.0.1, never talking to a master
-/// server, with its own HOME; killed by PID and its HOME removed on drop.
-struct OpenArena {
-    child: Child,
-    home: PathBuf,
-    port: u16,
-}
-
-impl OpenArena {
-    fn start() -> OpenArena {
-        let port = free_udp_ports(1);
-        let home = std::env::temp_dir().join(format!("tp-probe-oa-{}", std::process::id()));
-        std::fs::create_dir_all(&home).unwrap();
-        let mut cmd = Command::new(OPENARENA);
-        cmd.env("HOME", &home)
-            .args(["+set", "dedicated", "1", "+set", "net_ip", "127.0.0.1"])
-            .args(["+set", "net_port", &port.to_string()]);
-        for i in 1..=5 {
-            cmd.args(["+set", &format!("sv_master{i}"), ""]);
-        }
-        let child = cmd
-            .args(["+set", "sv_pure", "0", "+set", "sv_fps", "20"])
-            .args(["+set", "bot_minplayers", "2", "+map", "oa_dm1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start openarena-server");
-        OpenArena { child, home, port }
-    }
-
-    /// Waits (at most 20 s) until the server answers a `getinfo`.
-    fn wait_ready(&self) {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
-        let ready = wait_until(Duration::from_secs(20), Duration::from_millis(200), || {
-            sock.send_to(b"\xff\xff\xff\xffgetinfo ready", ("127.0.0.1", self.port))
-                .ok()?;
-            let mut b = [0u8; 2048];
-            let n = sock.recv(&mut b).ok()?;
-            b[..n]
-                .windows(12)
-                .any(|w| w == b"infoResponse")
-                .then_some(())
-        });
-        assert!(
-            ready.is_some(),
-            "openarena-server did not answer within 20 s"
-        );
-    }
-}
-
-impl Drop for OpenArena {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
-
 #[test]
 fn probe_reads_the_real_ioq3_servers_getinfo() {
-    if !Path::new(OPENARENA).exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{OPENARENA} is missing (Debian package openarena-server); CI must have it"
-        );
-        eprintln!("skipped: {OPENARENA} is not installed");
+    if !OpenArena::available("probe q3") {
         return;
     }
     let _g = serial();
-    let oa = OpenArena::start();
-    oa.wait_ready();
+    // The engine's default 8 slots and two bots, at sv_fps 20.
+    let oa = OpenArena::start(&[
+        "+set",
+        "sv_maxclients",
+        "8",
+        "+set",
+        "bot_minplayers",
+        "2",
+        "+set",
+        "sv_fps",
+        "20",
+    ]);
     let json = json_file("q3");
-    let addr = format!("127.0.0.1:{}", oa.port);
+    let addr = oa.addr().to_string();
     // One query a second: within ioq3's per-address limit after its burst.
     let out = run(&[
         "probe",

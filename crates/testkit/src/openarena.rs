@@ -43,7 +43,8 @@ impl OpenArena {
 
     /// Starts the server on a free port with `extra` `+set` words appended
     /// (e.g. `["+set", "bot_minplayers", "4"]`), then waits until it
-    /// answers `getinfo` (at most 20 s).
+    /// answers `getinfo` (at most 30 s: many servers may be loading at once
+    /// on two cores).
     pub fn start(extra: &[&str]) -> OpenArena {
         let port = crate::free_udp_ports(1);
         let home = std::env::temp_dir().join(format!("tp-oa-{}-{port}", std::process::id()));
@@ -76,7 +77,7 @@ impl OpenArena {
             args,
         };
         s.spawn();
-        s.wait_answering(Duration::from_secs(20));
+        s.wait_answering(Duration::from_secs(30));
         s
     }
 

@@ -4,115 +4,53 @@
 #![allow(dead_code)]
 
 use std::net::UdpSocket;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tickpack_q3::{oob, Client, ClientState, Event, UserCmd};
-
-/// The installed server wrapper.
-pub const SERVER: &str = "/usr/games/openarena-server";
+use tickpack_q3::{Client, ClientState, Event, UserCmd};
+use tickpack_testkit::OpenArena;
 
 /// Whether the server can run here; without it a test prints a skip line
 /// and returns, except in CI (env `CI=true`), where that is a failure.
 pub fn server_available(test: &str) -> bool {
-    if std::path::Path::new(SERVER).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{SERVER} is missing in CI"
-    );
-    println!("SKIP {test}: {SERVER} is not installed");
-    false
+    OpenArena::available(test)
 }
 
-/// A running server, killed by PID (and its HOME removed) on drop.
+/// A running server (tickpack-testkit's), killed by PID and its HOME
+/// removed on drop.
 pub struct ServerGuard {
-    child: Child,
-    home: PathBuf,
+    server: OpenArena,
     /// Its UDP port on 127.0.0.1.
     pub port: u16,
 }
 
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
-
-fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .expect("bind an ephemeral UDP port")
-}
-
 impl ServerGuard {
     /// Start the server on oa_dm1 with `sv_fps` and 16 slots, no bots, no
-    /// master servers, and the further cvars in `extra`, and wait (at most
-    /// 30 s) until it answers `getinfo`.
+    /// master servers, and the further cvars in `extra`, and wait until it
+    /// answers `getinfo`.
     pub fn start(sv_fps: u32, extra: &[(&str, &str)]) -> ServerGuard {
-        let port = free_udp_port();
-        let home = std::env::temp_dir().join(format!("tickpack-q3-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&home).expect("server HOME");
-        let mut cmd = Command::new(SERVER);
-        cmd.env("HOME", &home).current_dir(&home);
-        for (k, v) in [
-            ("dedicated", "1".to_string()),
-            ("net_ip", "127.0.0.1".to_string()),
-            ("net_port", port.to_string()),
-            ("net_enabled", "1".to_string()),
-            ("sv_master1", String::new()),
-            ("sv_master2", String::new()),
-            ("sv_master3", String::new()),
-            ("sv_master4", String::new()),
-            ("sv_master5", String::new()),
-            ("sv_pure", "0".to_string()),
-            ("sv_fps", sv_fps.to_string()),
-            ("bot_minplayers", "0".to_string()),
-            ("sv_maxclients", "16".to_string()),
-        ] {
-            cmd.arg("+set").arg(k).arg(v);
-        }
+        let sv_fps = sv_fps.to_string();
+        let mut words = vec![
+            "+set",
+            "net_enabled",
+            "1",
+            "+set",
+            "sv_fps",
+            &sv_fps,
+            "+set",
+            "bot_minplayers",
+            "0",
+        ];
         for (k, v) in extra {
-            cmd.arg("+set").arg(k).arg(v);
+            words.extend(["+set", k, v]);
         }
-        cmd.arg("+map").arg("oa_dm1");
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let child = cmd.spawn().expect("start the server");
-        let guard = ServerGuard { child, home, port };
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut buf = [0u8; 2048];
-        while Instant::now() < deadline {
-            sock.send_to(&oob::encode("getinfo x"), ("127.0.0.1", port))
-                .unwrap();
-            if let Ok((n, _)) = sock.recv_from(&mut buf) {
-                if buf[..n].starts_with(b"\xff\xff\xff\xffinfoResponse") {
-                    return guard;
-                }
-            }
-        }
-        panic!("the server did not answer getinfo within 30 s");
+        let server = OpenArena::start(&words);
+        let port = server.port;
+        ServerGuard { server, port }
     }
 
     /// `getstatus`: the player names it lists.
     pub fn player_names(&self) -> Vec<String> {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let mut buf = [0u8; 16384];
         for _ in 0..10 {
-            sock.send_to(&oob::encode("getstatus"), ("127.0.0.1", self.port))
-                .unwrap();
-            if let Ok((n, _)) = sock.recv_from(&mut buf) {
-                let text = String::from_utf8_lossy(&buf[4..n]).into_owned();
+            if let Some(text) = self.server.query("getstatus") {
                 // statusResponse, the info line, then `score ping "name"` lines.
                 return text
                     .lines()
