@@ -24,10 +24,31 @@
 //!   cores per unit of slack, at least [`Tuning::grow_step`]), so it is
 //!   fast while the servers are far from their limits.
 //!
+//! **Never worse than no batch.** The thresholds above are absolute while
+//! the servers can meet them on their own. The controller also learns what
+//! the servers get *without* the batch: the median slack of the last
+//! [`Tuning::baseline_periods`] periods it spent at zero (at the start, and
+//! after any cut to zero). When that baseline is below the growth band
+//! (the servers miss the band with no batch at all: too many of them, or a
+//! noisy machine), a slack that low is not the batch's doing, so the
+//! thresholds follow the baseline: grow while the slack is at least the
+//! baseline, cut when it falls [`Tuning::harm_margin`] below it, cut to a
+//! quarter at twice the margin. The batch is then judged on what it costs
+//! the servers, not on what they lack anyway. Such a baseline goes stale as
+//! the load changes. A heavier load lowers the slack below it, so the
+//! batch is cut, to zero in the end, where the baseline is measured again.
+//! A lighter load raises the slack above it: when the recent slack has
+//! been more than the margin above the baseline and the baseline is
+//! [`Tuning::remeasure_periods`] periods old, the batch goes to zero for
+//! [`Tuning::baseline_periods`] periods to measure it again. A steady
+//! signal never triggers that, so it never moves the allowance both ways;
+//! a baseline inside or above the band needs no refresh (the absolute
+//! thresholds apply).
+//!
 //! The CPU set follows the allowance: `ceil(quota)` server CPUs, the ones
 //! with the most slack first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -119,6 +140,27 @@ pub struct Tuning {
     pub calm_periods: u32,
     /// The allowance after a cut below this is zero.
     pub min_cores: f64,
+    /// How far (in slack) below the servers' slack without the batch the
+    /// slack may fall before the batch is cut (when that baseline is below
+    /// the growth band).
+    #[serde(default = "default_harm_margin")]
+    pub harm_margin: f64,
+    /// Periods at zero whose median slack is the baseline.
+    #[serde(default = "default_baseline_periods")]
+    pub baseline_periods: u32,
+    /// Periods between two measurements of a baseline below the band.
+    #[serde(default = "default_remeasure_periods")]
+    pub remeasure_periods: u32,
+}
+
+fn default_harm_margin() -> f64 {
+    0.15
+}
+fn default_baseline_periods() -> u32 {
+    3
+}
+fn default_remeasure_periods() -> u32 {
+    60
 }
 
 impl Default for Tuning {
@@ -132,6 +174,9 @@ impl Default for Tuning {
             cross_factor: 0.25,
             calm_periods: 3,
             min_cores: 0.02,
+            harm_margin: default_harm_margin(),
+            baseline_periods: default_baseline_periods(),
+            remeasure_periods: default_remeasure_periods(),
         }
     }
 }
@@ -213,6 +258,24 @@ pub struct Controller {
     server_cpus: Vec<usize>,
     quota: f64,
     calm: u32,
+    /// Slack of the last periods spent at zero, newest last.
+    zero_slack: VecDeque<f64>,
+    /// Periods since the last one spent at zero.
+    since_zero: u32,
+    /// Slack of the last periods, whatever the allowance, newest last.
+    recent_slack: VecDeque<f64>,
+    /// Periods of a re-measurement still to spend at zero.
+    remeasure_left: u32,
+}
+
+/// The slack thresholds in force this period.
+#[derive(Debug, Clone, Copy)]
+struct Thresholds {
+    grow: f64,
+    cut: f64,
+    cross: f64,
+    /// The baseline when it moved them.
+    baseline: Option<f64>,
 }
 
 impl Controller {
@@ -224,6 +287,43 @@ impl Controller {
             server_cpus,
             quota: 0.0,
             calm: tuning.calm_periods,
+            zero_slack: VecDeque::new(),
+            since_zero: 0,
+            recent_slack: VecDeque::new(),
+            remeasure_left: 0,
+        }
+    }
+
+    fn median(v: &VecDeque<f64>) -> f64 {
+        let mut v: Vec<f64> = v.iter().copied().collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+
+    /// The servers' slack without the batch (median of the last periods at
+    /// zero), once there are enough of them.
+    pub fn baseline(&self) -> Option<f64> {
+        let n = self.tuning.baseline_periods.max(1) as usize;
+        (self.zero_slack.len() >= n).then(|| Controller::median(&self.zero_slack))
+    }
+
+    /// The absolute thresholds, moved down to the baseline when the
+    /// servers miss them without the batch.
+    fn thresholds(&self) -> Thresholds {
+        let t = &self.tuning;
+        match self.baseline() {
+            Some(b) if b < t.grow_above => Thresholds {
+                grow: b,
+                cut: t.cut_below.min(b - t.harm_margin),
+                cross: 0f64.min(b - 2.0 * t.harm_margin),
+                baseline: Some(b),
+            },
+            _ => Thresholds {
+                grow: t.grow_above,
+                cut: t.cut_below,
+                cross: 0.0,
+                baseline: None,
+            },
         }
     }
 
@@ -316,7 +416,39 @@ impl Controller {
         let at_ms = at.as_millis() as u64;
         let max = self.server_cpus.len() as f64;
         let t = self.tuning;
-        let (action, slack, reason) = match (self.worst_slack(signals), &signals.psi_some_avg10) {
+        let worst = self.worst_slack(signals);
+        // The period just measured ran with the allowance decided last
+        // time: at zero, its slack is the servers' own.
+        let n = t.baseline_periods.max(1) as usize;
+        if let Ok((Some(s), _)) = &worst {
+            self.recent_slack.push_back(*s);
+            while self.recent_slack.len() > n {
+                self.recent_slack.pop_front();
+            }
+        }
+        match (&worst, self.quota == 0.0) {
+            (Ok((Some(s), _)), true) => {
+                self.zero_slack.push_back(*s);
+                while self.zero_slack.len() > n {
+                    self.zero_slack.pop_front();
+                }
+                self.since_zero = 0;
+            }
+            (_, true) => self.since_zero = 0,
+            (_, false) => self.since_zero = self.since_zero.saturating_add(1),
+        }
+        let th = self.thresholds();
+        let vs = |slack: f64, line: f64| match th.baseline {
+            Some(b) => format!(
+                "slack {:.0}% vs {:.0}% (the servers' {:.0}% without the batch)",
+                slack * 100.0,
+                line * 100.0,
+                b * 100.0
+            ),
+            None => format!("slack {:.0}% vs {:.0}%", slack * 100.0, line * 100.0),
+        };
+        let mut crossed = false;
+        let (action, slack, reason) = match (worst, &signals.psi_some_avg10) {
             (Err(missing), _) => (Action::Zero, None, format!("signal missing: {missing}")),
             (Ok(_), Err(why)) => (
                 Action::Zero,
@@ -332,36 +464,86 @@ impl Controller {
                 ),
             ),
             (Ok((None, why)), Ok(_)) => (Action::Hold, None, format!("nothing to guard ({why})")),
+            (Ok((Some(slack), _)), Ok(_)) if self.remeasure_left > 0 => {
+                self.remeasure_left -= 1;
+                (
+                    Action::Hold,
+                    Some(slack),
+                    format!(
+                        "measuring the servers without the batch ({} more periods)",
+                        self.remeasure_left
+                    ),
+                )
+            }
+            (Ok((Some(slack), _)), Ok(_))
+                if th.baseline.is_some_and(|b| {
+                    self.recent_slack.len() >= n
+                        && Controller::median(&self.recent_slack) > b + t.harm_margin
+                }) && self.quota > 0.0
+                    && self.since_zero >= t.remeasure_periods =>
+            {
+                self.remeasure_left = t.baseline_periods.max(1);
+                self.zero_slack.clear();
+                (
+                    Action::Zero,
+                    Some(slack),
+                    format!(
+                        "re-measuring the servers without the batch for {} periods: \
+                         slack {:.0}% is above their {:.0}% of {} periods ago",
+                        self.remeasure_left,
+                        slack * 100.0,
+                        th.baseline.unwrap_or_default() * 100.0,
+                        self.since_zero
+                    ),
+                )
+            }
             (Ok((Some(slack), why)), Ok(_)) => {
-                if slack < 0.0 {
+                if self.quota == 0.0 && slack < th.grow {
+                    // Nothing to cut: the batch is not running, so the
+                    // slack is the servers' own.
                     (
-                        Action::Cut,
+                        Action::Hold,
                         Some(slack),
-                        format!("limit crossed, to {:.0}%: {why}", t.cross_factor * 100.0),
+                        match th.baseline {
+                            None => format!(
+                                "{} ({why}); measuring the servers without the batch, {} of {} periods",
+                                vs(slack, th.grow),
+                                self.zero_slack.len(),
+                                t.baseline_periods
+                            ),
+                            Some(_) => format!("{}, the batch at zero ({why})", vs(slack, th.grow)),
+                        },
                     )
-                } else if slack < t.cut_below {
+                } else if slack < th.cross {
+                    crossed = true;
                     (
                         Action::Cut,
                         Some(slack),
                         format!(
-                            "slack {:.0}% < {:.0}%: {why}",
-                            slack * 100.0,
-                            t.cut_below * 100.0
+                            "limit crossed, to {:.0}%: {}: {why}",
+                            t.cross_factor * 100.0,
+                            vs(slack, th.cross)
                         ),
                     )
-                } else if slack < t.grow_above || self.quota >= max {
+                } else if slack < th.cut {
+                    (
+                        Action::Cut,
+                        Some(slack),
+                        format!("{}: {why}", vs(slack, th.cut)),
+                    )
+                } else if slack < th.grow || self.quota >= max {
                     (
                         Action::Hold,
                         Some(slack),
-                        format!("slack {:.0}% ({why})", slack * 100.0),
+                        format!("{} ({why})", vs(slack, th.grow)),
                     )
                 } else if self.calm + 1 < t.calm_periods {
                     (
                         Action::Hold,
                         Some(slack),
                         format!(
-                            "slack {:.0}%, calm {} of {} periods since the last cut",
-                            slack * 100.0,
+                            "{}, calm {} of {} periods since the last cut",
+                            vs(slack, th.grow),
                             self.calm + 1,
                             t.calm_periods
                         ),
@@ -370,11 +552,7 @@ impl Controller {
                     (
                         Action::Grow,
                         Some(slack),
-                        format!(
-                            "slack {:.0}% > {:.0}% ({why})",
-                            slack * 100.0,
-                            t.grow_above * 100.0
-                        ),
+                        format!("{} ({why})", vs(slack, th.grow)),
                     )
                 }
             }
@@ -382,31 +560,30 @@ impl Controller {
         match action {
             Action::Zero => {
                 // A zero that takes nothing (the start, before the first
-                // figures) is not a cut: it does not delay growth.
-                if self.quota > 0.0 {
+                // figures) is not a cut: it does not delay growth; nor is a
+                // re-measurement.
+                if self.quota > 0.0 && self.remeasure_left == 0 {
                     self.calm = 0;
+                } else if self.remeasure_left > 0 {
+                    self.calm = t.calm_periods;
                 }
                 self.quota = 0.0;
             }
             Action::Cut => {
-                self.quota *= if slack.is_some_and(|s| s < 0.0) {
-                    t.cross_factor
-                } else {
-                    0.5
-                };
+                self.quota *= if crossed { t.cross_factor } else { 0.5 };
                 if self.quota < t.min_cores {
                     self.quota = 0.0;
                 }
                 self.calm = 0;
             }
             Action::Hold => {
-                if slack.is_some_and(|s| s >= t.grow_above) {
+                if slack.is_some_and(|s| s >= th.grow) {
                     self.calm += 1;
                 }
             }
             Action::Grow => {
                 self.calm += 1;
-                let above = slack.map_or(0.0, |s| s - t.grow_above);
+                let above = slack.map_or(0.0, |s| s - th.grow);
                 let step = t.grow_step.max(t.grow_gain * above * max);
                 self.quota = match signals.idle_cores {
                     // From zero: a share of the headroom measured with no
