@@ -61,22 +61,28 @@ const QUIET: &str = "0 1200 300 2.0";
 fn grows_while_there_is_slack() {
     let trace = vec![QUIET; 20].join("\n");
     let out = run(&trace);
-    // Grows until the allowance is the whole server core, then holds.
-    let grows = out.iter().take_while(|o| o.0 == Action::Grow).count();
-    assert!(grows >= 5, "{out:?}");
+    // Three periods at zero measure the servers' own slack first.
     assert!(
-        out[grows..]
+        out[..2].iter().all(|o| o.0 == Action::Hold && o.1 == 0.0),
+        "{out:?}"
+    );
+    // Then it grows until the allowance is the whole server core, and holds.
+    let grows = out[2..].iter().take_while(|o| o.0 == Action::Grow).count();
+    assert!(grows >= 4, "{out:?}");
+    assert!(
+        out[2 + grows..]
             .iter()
             .all(|o| o.0 == Action::Hold && o.1 == 1.0),
         "{out:?}"
     );
     let quotas: Vec<f64> = out.iter().map(|o| o.1).collect();
-    let rising: Vec<f64> = quotas.iter().copied().take_while(|&q| q < 1.0).collect();
+    let rising: Vec<f64> = quotas[2..]
+        .iter()
+        .copied()
+        .take_while(|&q| q < 1.0)
+        .collect();
     assert!(rising.windows(2).all(|w| w[1] > w[0]), "{quotas:?}");
-    assert!(
-        quotas[0] > 0.0,
-        "from the first period: a start is not a cut"
-    );
+    assert!(quotas[2] > 0.0, "from the third period: {quotas:?}");
     assert_eq!(quotas[19], 1.0, "up to the one server core");
 }
 
@@ -290,19 +296,28 @@ fn no_move_when_every_core_is_fine_or_none_has_room() {
 
 #[test]
 fn starts_at_half_the_measured_idle_not_at_zero() {
-    // 0.6 of the server core idle, the servers far from their limits.
-    let out = run("0 1200 300 2.0 0.6\n0 1200 300 2.0 0.0");
-    assert_eq!(out[0].0, Action::Grow);
-    assert_eq!(out[0].1, 0.3, "{:?}", out[0]);
-    assert!(out[1].1 > 0.3, "then grows from there: {:?}", out[1]);
+    // 0.6 of the server core idle, the servers far from their limits: after
+    // the three periods that measure them at zero, half the idle.
+    let out = run(
+        "0 1200 300 2.0 0.6\n0 1200 300 2.0 0.6\n0 1200 300 2.0 0.6\n\
+                   0 1200 300 2.0 0.0",
+    );
+    assert_eq!(out[2].0, Action::Grow);
+    assert_eq!(out[2].1, 0.3, "{:?}", out[2]);
+    assert!(out[3].1 > 0.3, "then grows from there: {:?}", out[3]);
     // After a cut to zero (a missing signal) it starts again from the
-    // idle measured then, once calm.
-    let out = run("0 1200 300 2.0 0.6\nx - - 2.0 0.9\n0 1200 300 2.0 0.8\n\
-                   0 1200 300 2.0 0.8\n0 1200 300 2.0 0.8");
-    assert_eq!(out[1].1, 0.0);
+    // idle measured then, once calm (the servers' own slack is known).
+    let out = run(
+        "0 1200 300 2.0 0.6\n0 1200 300 2.0 0.6\n0 1200 300 2.0 0.6\n\
+                   x - - 2.0 0.9\n0 1200 300 2.0 0.8\n\
+                   0 1200 300 2.0 0.8\n0 1200 300 2.0 0.8",
+    );
+    assert_eq!(out[3].1, 0.0);
     assert_eq!(
         out.iter().map(|o| o.0).collect::<Vec<_>>(),
         [
+            Action::Hold,
+            Action::Hold,
             Action::Grow,
             Action::Zero,
             Action::Hold,
@@ -310,7 +325,7 @@ fn starts_at_half_the_measured_idle_not_at_zero() {
             Action::Grow
         ]
     );
-    assert_eq!(out[4].1, 0.4);
+    assert_eq!(out[6].1, 0.4);
 }
 
 #[test]
@@ -342,8 +357,11 @@ fn a_server_without_the_recent_window_is_judged_on_its_schedule() {
         psi_some_avg10: Ok(1.0),
         idle_cores: None,
     };
-    assert_eq!(c.decide(Duration::ZERO, &s(0)).action, Action::Grow);
-    let d = c.decide(PERIOD, &s(40_000));
+    for k in 0..2 {
+        assert_eq!(c.decide(PERIOD * k, &s(0)).action, Action::Hold);
+    }
+    assert_eq!(c.decide(PERIOD * 2, &s(0)).action, Action::Grow);
+    let d = c.decide(PERIOD * 3, &s(40_000));
     assert_eq!(d.action, Action::Cut);
     assert!(d.reason.contains("behind schedule"), "{}", d.reason);
 }

@@ -24,7 +24,9 @@
 //!   cores per unit of slack, at least [`Tuning::grow_step`]), so it is
 //!   fast while the servers are far from their limits.
 //!
-//! **Never worse than no batch.** The thresholds above are absolute while
+//! **Never worse than no batch.** The batch starts only after
+//! [`Tuning::baseline_periods`] periods at zero, which measure the servers'
+//! own slack. The thresholds above are absolute while
 //! the servers can meet them on their own. The controller also learns what
 //! the servers get *without* the batch: the median slack of the last
 //! [`Tuning::baseline_periods`] periods it spent at zero (at the start, and
@@ -307,6 +309,11 @@ impl Controller {
         (self.zero_slack.len() >= n).then(|| Controller::median(&self.zero_slack))
     }
 
+    /// Enough periods at zero to know the servers' own slack.
+    fn measured(&self) -> bool {
+        self.zero_slack.len() >= self.tuning.baseline_periods.max(1) as usize
+    }
+
     /// The absolute thresholds, moved down to the baseline when the
     /// servers miss them without the batch.
     fn thresholds(&self) -> Thresholds {
@@ -498,7 +505,9 @@ impl Controller {
                 )
             }
             (Ok((Some(slack), why)), Ok(_)) => {
-                if self.quota == 0.0 && slack < th.grow {
+                if self.quota == 0.0
+                    && (slack < th.grow || th.baseline.is_none() && !self.measured())
+                {
                     // Nothing to cut: the batch is not running, so the
                     // slack is the servers' own.
                     (
