@@ -89,6 +89,11 @@ pub struct GuardStatus {
     pub cgroup_pressure: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_pressure_unavailable: Option<String>,
+    /// The servers' own slack (median of the last periods with the batch
+    /// at zero), once measured; below the growth band it is the line the
+    /// batch is judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_slack: Option<f64>,
     pub nr_throttled: u64,
     pub throttled_ms: u64,
     /// Decisions so far by action (grow, hold, cut, zero).

@@ -468,6 +468,17 @@ fn print_guard(g: &tickpack_host::guard::GuardStatus) {
         g.nr_throttled,
         g.throttled_ms,
     );
+    if let Some(b) = g.baseline_slack {
+        println!(
+            "  servers' own slack (batch at zero): {:.0}%{}",
+            b * 100.0,
+            if b < tickpack_host::guard::Tuning::default().grow_above {
+                " (below the growth band: the batch is judged on what it costs them)"
+            } else {
+                ""
+            }
+        );
+    }
     if let Some(why) = &g.cgroup_pressure_unavailable {
         println!("  batch cgroup pressure: unavailable ({why})");
     }
@@ -600,6 +611,12 @@ fn guard_families(
             "System CPU pressure (PSI some avg10), percent.",
             Kind::Gauge,
             g.psi_some_avg10,
+        ),
+        one(
+            "tickpack_guard_baseline_slack",
+            "The servers' own slack with the batch at zero (1 - worst signal / limit), once measured.",
+            Kind::Gauge,
+            g.baseline_slack,
         ),
         one(
             "tickpack_guard_batch_throttled_total",

@@ -496,6 +496,7 @@ impl Supervisor {
                 .and_then(|()| cg.set_cpus(&d.allowance.cpus));
         }
         batch.status.quota_cores = Some(d.allowance.quota_cores);
+        batch.status.baseline_slack = controller.baseline();
         batch.status.cpus = d.allowance.cpus.clone();
         *batch
             .counts
