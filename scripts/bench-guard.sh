@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The QoS guard's goal, measured on this machine (as root): at the density
+# the no-batch ladder recommends (SERVERS), the same one-step ladder with no
+# batch, the batch with no control, under SCHED_IDLE alone and under the
+# guard, interleaved, REPEAT times (load generator on CPU 0, servers and batch
+# on the last CPU). Prints one row per repetition and variant: the verdict,
+# p99 transaction latency, p99 tick lateness and server frame, the server
+# core's and the machine's busy %, the batch's bogo-ops/s, CPU % and share
+# of the CPU the servers left idle, and what failed; then, per variant, the
+# steps that kept QoS and the range of the idle share.
+# Goal: the guard keeps QoS in every step with an idle share >= 80 %.
+# Usage: sudo scripts/bench-guard.sh [REPEAT=3] [SERVERS=3] [BATCH="stress-ng --cpu 1 --metrics-brief"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repeat=${1:-3}
+servers=${2:-3}
+batch=${3:-"stress-ng --cpu 1 --metrics-brief"}
+tp=target/release/tickpack
+[ -x "$tp" ] || cargo build --release -q -p tickpack
+[ "$(id -u)" = 0 ] || { echo "bench-guard: needs root (namespaces, cgroups)" >&2; exit 2; }
+command -v "${batch%% *}" >/dev/null || { echo "bench-guard: ${batch%% *} is missing (scripts/setup.sh installs stress-ng)" >&2; exit 2; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT INT TERM
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$tp" bench --tile-servers "$servers" --max-steps 1 --warmup 6s --step-duration 10s --no-confirm \
+  --batch "$batch" --compare guard --repeat "$repeat" --name bguard --range 198.19.100.0/24 \
+  --out "$out" >"$out/bench.log" 2>&1 || true
+[ -f "$out/result.json" ] || { echo "bench-guard: the bench wrote no result" >&2; exit 1; }
+python3 - "$out/result.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+scpu = len(r["ladders"][0]["steps"][0]["cpu"]["per_cpu_percent"]) - 1
+short = {"no batch": "no batch", "batch with no control": "no control",
+         "batch under SCHED_IDLE": "SCHED_IDLE", "batch under the guard": "guard"}
+def name(label):
+    for k, v in short.items():
+        if label.endswith(k):
+            return v
+    return label
+ms = lambda d: f'{d["p99"] / 1000:.2f}' if d else "-"
+print(f"{'run':>3} {'variant':<11} {'verdict':<7} {'p99 ms':>7} {'tick p99':>8} {'frame p99':>9} "
+      f"{'core %':>6} {'mach %':>6} {'bogo/s':>7} {'batch %':>7} {'idle sh %':>9}  failed")
+per = {}
+for l in r["ladders"]:
+    s = l["steps"][0]
+    b = s.get("batch") or {}
+    v = name(l["label"])
+    f = lambda k: "-" if b.get(k) is None else f"{b[k]:.1f}"
+    print(f'{l["repetition"]:>3} {v:<11} {s["verdict"]:<7} {ms(s["transaction_latency_us"]):>7} '
+          f'{ms(s["tick_lateness_us"]):>8} {ms(s["server_frame_us"]):>9} '
+          f'{s["cpu"]["per_cpu_percent"][scpu]:>6.1f} {s["cpu"]["machine_busy_percent"]:>6.1f} '
+          f'{f("bogo_ops_per_s"):>7} {f("cpu_percent"):>7} {f("idle_share_percent"):>9}  '
+          f'{"; ".join(s["failures"])}')
+    p = per.setdefault(v, [0, 0, []])
+    p[0] += s["verdict"] == "pass"
+    p[1] += 1
+    if b.get("idle_share_percent") is not None:
+        p[2].append(b["idle_share_percent"])
+print(f"server core: CPU {scpu}; load generator: CPU 0")
+for v, (ok, n, sh) in per.items():
+    rng = f", idle share {min(sh):.1f}-{max(sh):.1f} %" if sh else ""
+    print(f"{v}: QoS kept in {ok} of {n} steps{rng}")
+PY
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
