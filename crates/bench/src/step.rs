@@ -218,6 +218,7 @@ impl HostStepRunner<'_> {
                 poll,
                 started + warmup + Duration::from_millis(20),
                 stop,
+                &live,
                 None,
             );
             let c0 = CpuTimes::read();
@@ -227,6 +228,7 @@ impl HostStepRunner<'_> {
                 poll,
                 started + warmup + duration,
                 stop,
+                &live,
                 Some(&mut samples),
             );
             let c1 = CpuTimes::read();
@@ -380,11 +382,17 @@ fn wait_until(
     poll: bool,
     t: Instant,
     stop: &AtomicBool,
+    live: &tickpack_players::Live,
     mut samples: Option<&mut BatchSamples>,
 ) {
     let mut next_sample = Instant::now() + Duration::from_secs(1);
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
         if poll {
+            // The players' latency since the last guard period is one of
+            // its signals.
+            if sup.guard_period_due() {
+                sup.set_players_transaction_p99(live.take_recent_transaction_p99());
+            }
             sup.poll();
             if let Some(s) = samples.as_deref_mut() {
                 if Instant::now() >= next_sample {

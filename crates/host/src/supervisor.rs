@@ -123,6 +123,9 @@ pub struct Supervisor {
     record: StateRecord,
     /// Batch work and the guard (`--batch`, `--batch-cgroup`).
     batch: Option<batch::Batch>,
+    /// The players' p99 transaction latency handed over since the guard's
+    /// last period ([`Supervisor::set_players_transaction_p99`]).
+    players_p99_us: Option<u32>,
 }
 
 impl Supervisor {
@@ -163,6 +166,7 @@ impl Supervisor {
             control: None,
             pending_down: None,
             batch: None,
+            players_p99_us: None,
         };
         if !left.is_empty() {
             sup.event(format!(
@@ -524,6 +528,14 @@ impl Supervisor {
     }
 
     /// The current status.
+    /// Hands the guard the players' p99 transaction latency of the last
+    /// period (players run beside the host, as in the bench): judged in the
+    /// guard's next period against [`crate::guard::QosLimits::transaction_us`],
+    /// then forgotten, so a figure that stops coming is not judged again.
+    pub fn set_players_transaction_p99(&mut self, p99_us: Option<u64>) {
+        self.players_p99_us = p99_us.map(|v| v.min(u64::from(u32::MAX)) as u32);
+    }
+
     pub fn status(&self) -> HostStatus {
         HostStatus {
             schema: STATUS_SCHEMA.into(),

@@ -10,11 +10,11 @@ use tickpack_host::guard::controller::{
     plan_move, Action, Controller, InstanceSignal, Move, QosLimits, Signals, Tuning, PERIOD,
 };
 
-/// A trace line: `lateness_p99_us frame_p99_us query_us psi [idle_cores]`
-/// per period for one instance on CPU 1 (the server's recent-window
-/// figures); `-` is a figure the server does not report, `x` an instance
-/// that did not answer, `psi=-` PSI unavailable; no idle column: idle not
-/// measured.
+/// A trace line: `lateness_p99_us frame_p99_us query_us psi [idle_cores
+/// [players_p99_us]]` per period for one instance on CPU 1 (the server's
+/// recent-window figures); `-` is a figure the server does not report, `x`
+/// an instance that did not answer, `psi=-` PSI unavailable; no idle
+/// column: idle not measured; no players column: no players report.
 fn parse_trace(trace: &str) -> Vec<Signals> {
     trace
         .lines()
@@ -37,6 +37,7 @@ fn parse_trace(trace: &str) -> Vec<Signals> {
                     .parse::<f64>()
                     .map_err(|_| "PSI unavailable in the trace".to_string()),
                 idle_cores: f.get(4).and_then(|v| v.parse().ok()),
+                players_p99_us: f.get(5).and_then(|v| v.parse().ok()),
             }
         })
         .collect()
@@ -204,6 +205,7 @@ fn the_cpu_set_follows_the_allowance_onto_the_cores_with_slack() {
     let s = Signals {
         instances: vec![sig(1, 1, 20_000), sig(2, 2, 0), sig(3, 3, 5_000)],
         psi_some_avg10: Ok(1.0),
+        players_p99_us: None,
         idle_cores: None,
     };
     let mut d = c.decide(Duration::ZERO, &s);
@@ -249,6 +251,7 @@ fn an_instance_on_a_core_losing_qos_moves_to_the_core_with_most_slack() {
             sig(5, 3, 1_000),
         ],
         psi_some_avg10: Ok(1.0),
+        players_p99_us: None,
         idle_cores: None,
     };
     let m = plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2, 3], &s);
@@ -267,6 +270,7 @@ fn no_move_when_every_core_is_fine_or_none_has_room() {
     let fine = Signals {
         instances: vec![sig(1, 1, 1_000), sig(2, 1, 2_000), sig(3, 2, 0)],
         psi_some_avg10: Ok(1.0),
+        players_p99_us: None,
         idle_cores: None,
     };
     assert_eq!(
@@ -276,6 +280,7 @@ fn no_move_when_every_core_is_fine_or_none_has_room() {
     let full = Signals {
         instances: vec![sig(1, 1, 29_000), sig(2, 1, 2_000), sig(3, 2, 25_000)],
         psi_some_avg10: Ok(1.0),
+        players_p99_us: None,
         idle_cores: None,
     };
     assert_eq!(
@@ -286,6 +291,7 @@ fn no_move_when_every_core_is_fine_or_none_has_room() {
     let alone = Signals {
         instances: vec![sig(1, 1, 40_000), sig(3, 2, 0)],
         psi_some_avg10: Ok(1.0),
+        players_p99_us: None,
         idle_cores: None,
     };
     assert_eq!(
@@ -355,6 +361,7 @@ fn a_server_without_the_recent_window_is_judged_on_its_schedule() {
     let s = |lag| Signals {
         instances: vec![sig(1, 1, lag)],
         psi_some_avg10: Ok(1.0),
+        players_p99_us: None,
         idle_cores: None,
     };
     for k in 0..2 {
@@ -470,4 +477,28 @@ fn a_baseline_below_the_band_is_measured_again_when_the_load_gets_lighter() {
         "{}",
         out[zero + 4].2
     );
+}
+
+#[test]
+fn the_players_transaction_latency_is_judged_when_they_report_it() {
+    // Quiet servers, players at 6 ms of the 15 ms limit at 100 Hz: grows.
+    let mut lines = vec!["0 1200 300 2.0 0.5 6000"; 8];
+    // 16 ms: a limit crossed, from the players' side alone.
+    lines.push("0 1200 300 2.0 0.5 16000");
+    // No players' figure (they stopped): judged on the servers alone, not
+    // a missing signal.
+    lines.push("0 1200 300 2.0 0.5 -");
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[7].0, Action::Grow, "{out:?}");
+    assert_eq!(out[8].0, Action::Cut, "{:?}", out[8]);
+    assert_eq!(out[8].1, out[7].1 * 0.25, "{:?}", out[8]);
+    assert!(
+        out[8]
+            .2
+            .contains("players' p99 transaction latency 16000 us of 15000 us"),
+        "{}",
+        out[8].2
+    );
+    assert_eq!(out[9].0, Action::Hold, "{:?}", out[9]);
+    assert!(!out[9].2.contains("missing"), "{}", out[9].2);
 }

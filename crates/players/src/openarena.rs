@@ -316,10 +316,13 @@ impl Q3Player {
             }
             self.outstanding.pop_front();
             newest_sent = Some(c.sent_us);
+            let latency = now_us.saturating_sub(c.due_us);
+            if latency <= deadline {
+                rec.recent_transaction(latency);
+            }
             if !self.in_span(c.due_us) {
                 continue;
             }
-            let latency = now_us.saturating_sub(c.due_us);
             if latency <= deadline {
                 record(&mut rec.transaction, latency);
                 self.transaction_samples

@@ -367,10 +367,13 @@ impl Player {
                     break;
                 }
                 self.outstanding.pop_front();
+                let latency = now_us.saturating_sub(due);
+                if latency <= deadline {
+                    rec.recent_transaction(latency);
+                }
                 if !self.in_span(due) {
                     continue;
                 }
-                let latency = now_us.saturating_sub(due);
                 if latency <= deadline {
                     record(&mut rec.transaction, latency);
                     rec.commands_reflected += 1;

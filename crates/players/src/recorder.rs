@@ -33,6 +33,10 @@ pub struct Recorder {
     server_tick_seen: HashMap<SocketAddr, u32>,
     /// Start and end of the measurement window (monotonic us).
     pub window: (u64, u64),
+    /// Transaction latency of every command reflected since the thread
+    /// last handed it to [`crate::Live`] (warm-up included): what a QoS
+    /// guard reads as the players' latency of the last period.
+    pub recent_transaction: Histogram<u64>,
 }
 
 impl Recorder {
@@ -53,7 +57,15 @@ impl Recorder {
             traffic: Default::default(),
             server_tick_seen: HashMap::new(),
             window,
+            recent_transaction: new_histogram(),
         }
+    }
+
+    /// A command reflected `latency_us` after it was due, in the span or
+    /// not: recorded for the recent figure only ([`Self::transaction`] is
+    /// the span's).
+    pub fn recent_transaction(&mut self, latency_us: u64) {
+        record(&mut self.recent_transaction, latency_us);
     }
 
     /// True when an event at `t_us` falls in the measurement window.

@@ -30,12 +30,47 @@ use crate::recorder::Recorder;
 use crate::referee::{self, Referee};
 use crate::{with_causes, PlayersError};
 
-/// Live counters for a progress display, updated by the threads.
+/// Live counters for a progress display, updated by the threads, and the
+/// players' transaction latency since it was last read (a QoS guard's
+/// signal: [`Live::take_recent_transaction_p99`]).
 #[derive(Debug, Default)]
 pub struct Live {
     pub connected: AtomicU64,
     pub snapshots: AtomicU64,
     pub commands: AtomicU64,
+    recent_transaction: std::sync::Mutex<Option<hdrhistogram::Histogram<u64>>>,
+}
+
+impl Live {
+    /// Adds a thread's recent transactions and empties them.
+    fn add_recent_transactions(&self, h: &mut hdrhistogram::Histogram<u64>) {
+        if h.is_empty() {
+            return;
+        }
+        let mut shared = self
+            .recent_transaction
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match shared.as_mut() {
+            Some(s) => {
+                let _ = s.add(&*h);
+            }
+            None => *shared = Some(h.clone()),
+        }
+        h.reset();
+    }
+
+    /// The p99 transaction latency (microseconds) of the commands reflected
+    /// since the last call, every player and thread together (the threads
+    /// hand theirs over every 100 ms); `None` when none was.
+    pub fn take_recent_transaction_p99(&self) -> Option<u64> {
+        let h = self
+            .recent_transaction
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        (!h.is_empty()).then(|| h.value_at_quantile(0.99))
+    }
 }
 
 /// What the threads hand back.
@@ -339,6 +374,7 @@ fn thread_main<P: Emulated>(
         if now >= next_check {
             // Every player refused, unreachable or sent away: stop early.
             next_check = now + 100_000;
+            live.add_recent_transactions(&mut rec.recent_transaction);
             if players.iter().all(|p| p.ended().is_some()) {
                 break;
             }
@@ -468,4 +504,31 @@ fn thread_main<P: Emulated>(
         interrupted_us: interrupted,
         referee: referee_rows,
     })
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+
+    #[test]
+    fn recent_transactions_of_every_thread_are_read_once_as_one_p99() {
+        let live = Live::default();
+        assert_eq!(live.take_recent_transaction_p99(), None);
+        // Two threads: 99 fast commands and one slow one between them.
+        let mut a = tickpack_report::new_histogram();
+        let mut b = tickpack_report::new_histogram();
+        for _ in 0..99 {
+            tickpack_report::record(&mut a, 1_000);
+        }
+        for _ in 0..101 {
+            tickpack_report::record(&mut b, 9_000);
+        }
+        live.add_recent_transactions(&mut a);
+        live.add_recent_transactions(&mut b);
+        assert!(a.is_empty() && b.is_empty(), "handed over, emptied");
+        let p99 = live.take_recent_transaction_p99().unwrap();
+        assert!((8_990..=9_010).contains(&p99), "{p99}");
+        // Read once: the next period starts empty.
+        assert_eq!(live.take_recent_transaction_p99(), None);
+    }
 }

@@ -5,7 +5,8 @@
 //! are refreshed once a second, so a shorter period would decide twice on
 //! the same figures, and PSI's shortest average is 10 s, so a longer one
 //! only delays the cut) [`Controller::decide`] takes the worst instance's
-//! slack against the QoS limits, `slack = 1 - max(signal / limit)`, and:
+//! slack against the QoS limits, `slack = 1 - max(signal / limit)` (and the
+//! players' p99 transaction latency, when players report it), and:
 //!
 //! - a signal is missing (an instance did not answer, a figure could not
 //!   be read): the batch goes to zero, and the reason names the signal;
@@ -82,6 +83,10 @@ pub struct QosLimits {
     /// Longest game query round trip (q3/a2s probe) in the period,
     /// microseconds.
     pub query_us: u32,
+    /// The players' p99 transaction latency over the period, microseconds
+    /// (the verdict's limit: a tick + 5 ms), when players report it.
+    #[serde(default = "default_transaction_us")]
+    pub transaction_us: u32,
     /// CPU pressure (`some avg10`, percent) at or above which the batch is
     /// cut to zero whatever the servers say. The default, 100, never
     /// triggers: system-wide `some` pressure counts the batch's own waiting
@@ -93,6 +98,10 @@ pub struct QosLimits {
     pub psi_emergency: f64,
 }
 
+fn default_transaction_us() -> u32 {
+    QosLimits::for_tick_hz(100).transaction_us
+}
+
 fn default_behind_us() -> u32 {
     // Three ticks of 100 Hz behind (one is the sampling's own rounding).
     30_000
@@ -100,8 +109,8 @@ fn default_behind_us() -> u32 {
 
 impl QosLimits {
     /// The bench verdict's default limits at `tick_hz` (a quarter tick of
-    /// p99 lateness, half the tick for the p99 frame), 5 ms for a query on
-    /// a LAN.
+    /// p99 lateness, half the tick for the p99 frame, a tick + 5 ms of p99
+    /// transaction latency), 5 ms for a query on a LAN.
     pub fn for_tick_hz(tick_hz: u32) -> QosLimits {
         let tick_us = 1_000_000 / tick_hz.max(1);
         QosLimits {
@@ -109,6 +118,7 @@ impl QosLimits {
             frame_us: tick_us / 2,
             behind_us: default_behind_us(),
             query_us: 5_000,
+            transaction_us: tick_us + 5_000,
             psi_emergency: 100.0,
         }
     }
@@ -211,6 +221,11 @@ pub struct Signals {
     /// System CPU pressure, `some avg10` percent; `Err` says why it is
     /// unavailable.
     pub psi_some_avg10: Result<f64, String>,
+    /// The players' p99 transaction latency over the period, when players
+    /// run beside the guard and report it (the bench's do); `None`: no
+    /// players report (not a missing signal).
+    #[serde(default)]
+    pub players_p99_us: Option<u32>,
     /// Idle time of the server CPUs in the period, in cores (`None`: not
     /// measured). Read while the allowance is zero it is the headroom the
     /// batch may start from.
@@ -377,6 +392,16 @@ impl Controller {
             }
             if !any {
                 return Err(format!("instance {} reports no QoS figure", i.id));
+            }
+        }
+        if let Some(v) = s.players_p99_us {
+            let limit = self.limits.transaction_us;
+            let slack = 1.0 - f64::from(v) / f64::from(limit.max(1));
+            if worst.as_ref().is_none_or(|(w, _)| slack < *w) {
+                worst = Some((
+                    slack,
+                    format!("the players' p99 transaction latency {v} us of {limit} us"),
+                ));
             }
         }
         Ok(match worst {
@@ -657,6 +682,7 @@ pub fn plan_move(
                 ..i.clone()
             }],
             psi_some_avg10: Ok(0.0),
+            players_p99_us: None,
             idle_cores: None,
         })[&worst_core]
     };

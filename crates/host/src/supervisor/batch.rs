@@ -378,6 +378,14 @@ impl Supervisor {
         self.batch = Some(batch);
     }
 
+    /// True when the guard decides at the next [`Supervisor::poll`] (the
+    /// moment to hand it the players' figures of the period).
+    pub fn guard_period_due(&self) -> bool {
+        self.batch
+            .as_ref()
+            .is_some_and(|b| b.controller.is_some() && Instant::now() >= b.next_period)
+    }
+
     /// The signals of one period.
     fn guard_signals(&mut self, batch: &mut Batch, now: Instant) -> Signals {
         let query = self.cfg.health.is_query();
@@ -439,6 +447,7 @@ impl Supervisor {
         Signals {
             instances,
             psi_some_avg10: cgroup::system_cpu_pressure(Path::new(PRESSURE_CPU)),
+            players_p99_us: self.players_p99_us.take(),
             idle_cores: batch.server_idle.sample(&batch.server_cpus),
         }
     }
