@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 pub mod bench;
 pub mod comparison;
 pub mod html;
+pub mod merge;
 pub mod probe;
 pub mod qos;
 pub mod system;
@@ -307,6 +308,10 @@ pub struct PlayersResult {
     /// servers report one; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub referee: Vec<RefereeRow>,
+    /// The runs this result was merged from (`tickpack report merge`), one
+    /// row each; absent for a single run. See [`merge`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<merge::MergedSource>,
 }
 
 #[cfg(test)]
