@@ -106,6 +106,15 @@ pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, ReportError> {
 
 /// Writes `value` as pretty JSON to `path` atomically (temp file + rename).
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), ReportError> {
+    let mut body = serde_json::to_vec_pretty(value)?;
+    body.push(b'\n');
+    write_atomic(path, &body)
+}
+
+/// Writes `body` to `path` atomically: a temp file in the same directory,
+/// synced, then renamed over `path`, so a reader sees the old file or the
+/// whole new one, never a part. The temp file is removed if writing fails.
+pub fn write_atomic(path: &Path, body: &[u8]) -> Result<(), ReportError> {
     let werr = |source| ReportError::Write {
         path: path.display().to_string(),
         source,
@@ -119,13 +128,15 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Rep
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let body = serde_json::to_vec_pretty(value)?;
-    let mut f = std::fs::File::create(&tmp).map_err(werr)?;
-    f.write_all(&body)
-        .and_then(|_| f.write_all(b"\n"))
-        .and_then(|_| f.sync_all())
-        .map_err(werr)?;
-    std::fs::rename(&tmp, path).map_err(werr)
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(body)?;
+        f.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&tmp, path));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed.map_err(werr)
 }
 
 /// Counters of snapshots, against the tick schedule (docs/methodology.md).

@@ -8,6 +8,7 @@ pub mod latency;
 pub mod ping;
 pub mod players;
 pub mod probe;
+pub mod report;
 pub mod server;
 pub mod tco;
 
