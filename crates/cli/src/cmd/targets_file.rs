@@ -128,7 +128,7 @@ fn parse_lines(
             ));
         }
         let a = resolve(s).map_err(|why| err(n, why))?;
-        add(&mut t.addrs, &mut lines, a, n, s)?;
+        add(&mut t.addrs, &mut lines, a, n, "")?;
     }
     Ok(t)
 }
@@ -139,14 +139,14 @@ fn add(
     lines: &mut Vec<usize>,
     a: SocketAddr,
     n: usize,
-    what: &str,
+    prefix: &str,
 ) -> Result<(), TargetsError> {
     if let Some(k) = addrs.iter().position(|x| *x == a) {
         let first = lines[k];
         return Err(err(
             n,
             format!(
-                "{what}: {a} is already the target of line {first} (each server once; --players are spread over them)"
+                "{prefix}{a} is already the target of line {first} (each server once; --players are spread over them)"
             ),
         ));
     }
