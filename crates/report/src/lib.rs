@@ -367,4 +367,20 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// docs/agones.md sizes result files from this bound.
+    #[test]
+    fn a_histogram_with_every_counter_used_encodes_to_under_64_kb() {
+        let mut h = new_histogram();
+        assert_eq!(h.distinct_values(), 17_408);
+        let (mut v, mut i) = (1u64, 0u64);
+        while v < 60_000_000 {
+            h.record_n(v, 1_000_000 + (i * 7919) % 100_000).unwrap();
+            i += 1;
+            v = h.next_non_equivalent(v);
+        }
+        assert!(i > 17_000, "{i} buckets used");
+        let len = encode_histogram(&h).len();
+        assert!((30_000..64_000).contains(&len), "{len} B");
+    }
 }
