@@ -562,6 +562,26 @@ mod tests {
     }
 
     #[test]
+    fn a_merged_result_renders_marked_with_its_sources() {
+        let one = result(&[5, 6], 1, 1000);
+        let m = merge_players(&[
+            ("lg<1>.json".into(), one.clone()),
+            ("lg2.json".into(), result(&[7], 2, 1000)),
+        ])
+        .unwrap();
+        let page = crate::html::render_all(&[], &[("all.json".into(), m)]);
+        assert!(page.contains("merged from 2 sources"), "marked");
+        assert!(page.contains("lg&lt;1&gt;.json") && page.contains("lg2.json"));
+        assert!(page.contains("<title>tickpack players report: all.json</title>"));
+        let single = crate::html::render_all(&[], &[("p.json".into(), one)]);
+        assert!(
+            !single.contains("merged from"),
+            "a single run is not marked"
+        );
+        assert!(single.contains("transaction latency"));
+    }
+
+    #[test]
     fn a_merged_result_survives_json() {
         let m = merge_players(&[
             ("a.json".into(), result(&[5, 6], 1, 1000)),
