@@ -174,6 +174,28 @@ fn a_bad_line_of_a_targets_file_is_named_and_nothing_starts() {
         assert!(out.stdout.is_empty(), "{name}: nothing ran: {}", text(&out));
         assert!(!result.exists(), "{name}: no result written");
     }
+    // `-` reads stdin, named so in the error.
+    let mut child = Command::new(exe())
+        .args(["players", "--targets-file", "-", "--json"])
+        .arg(&result)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        child.stdin.as_mut().unwrap(),
+        b"127.0.0.1:27015\n127.0.0.1:27016 x\n",
+    )
+    .unwrap();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    let err = assert_one_error_line(&out, &[2], "stdin");
+    assert!(
+        err.starts_with("tickpack: <stdin>:2: \"127.0.0.1:27016 x\": one address per line"),
+        "{err}"
+    );
+    assert!(!result.exists());
     let out = run(&["players", "--targets-file", "x", "--target", "127.0.0.1:1"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("cannot be used with"), "{}", text(&out));

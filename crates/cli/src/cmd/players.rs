@@ -22,8 +22,7 @@ use crate::table;
 #[command(after_help = "Examples:
   tickpack players --target 127.0.0.1:27015 --players 12 --duration 30s --json p.json
   tickpack players --game openarena --target 198.18.0.3:27960 --players 6 --duration 30s
-  kubectl get gameservers -o json > gs.json
-  tickpack players --targets-file gs.json --players 1200 --duration 5m --json lg1.json
+  kubectl get gameservers -o json | tickpack players --targets-file - --players 1200 --json lg1.json
 
 Several servers (--target A,B or --targets-file): --players is the total,
 spread round robin (player i plays on server i mod the number of servers),
@@ -49,8 +48,9 @@ pub struct Args {
     /// per line (blank lines and # comments skipped), or the JSON of
     /// `kubectl get gameservers -o json` (Agones), of which the game servers
     /// in state Ready or Allocated are taken, at status.address and the
-    /// port named "default" (else the first). A bad line stops everything
-    /// before any player starts: `FILE:LINE: reason`, exit code 2.
+    /// port named "default" (else the first); `-` reads stdin. A bad line
+    /// stops everything before any player starts: `FILE:LINE: reason`, exit
+    /// code 2.
     #[arg(long, value_name = "FILE")]
     pub targets_file: Option<PathBuf>,
     /// Number of players in all, spread round robin over the servers.
@@ -113,9 +113,17 @@ impl Args {
         let Some(file) = &self.targets_file else {
             return Ok(self.target.clone());
         };
-        let name = file.display().to_string();
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| fail(Code::Config, format!("--targets-file {name}: {e}")))?;
+        let (name, text) = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| fail(Code::Config, format!("--targets-file -: stdin: {e}")))?;
+            ("<stdin>".to_string(), text)
+        } else {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| fail(Code::Config, format!("--targets-file {name}: {e}")))?;
+            (name, text)
+        };
         let t = super::targets_file::parse(&text, parse_target)
             .map_err(|e| fail(Code::Config, e.in_file(&name)))?;
         if t.from_kubectl && !self.quiet {
@@ -389,7 +397,9 @@ pub fn print_summary(r: &PlayersResult) {
         per_s(r.traffic.datagrams_out),
         per_s(r.traffic.bytes_out) / 1000.0
     );
-    let cpus = if r.load_generator_cpus.is_empty() {
+    let cpus = if !r.merged_from.is_empty() {
+        format!("{} sources", r.merged_from.len())
+    } else if r.load_generator_cpus.is_empty() {
         "unpinned".to_string()
     } else {
         format!("pinned to CPU {:?}", r.load_generator_cpus)
