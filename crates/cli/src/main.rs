@@ -55,7 +55,7 @@ enum Command {
     /// so a dead or restarted server shows as loss and outages (players
     /// reconnect and keep measuring). Exits 5 if a player never connected,
     /// 6 if anything was lost or there was an outage.
-    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true)]
     Players(cmd::players::Args),
     /// Measure the bare round trip to a server with closed-loop pings
     /// (the latency floor; compare with sockperf ping-pong).
@@ -80,7 +80,7 @@ enum Command {
     #[command(allow_negative_numbers = true)]
     Report(cmd::report::Args),
     /// Machines, energy and money before and after consolidating.
-    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true)]
     Tco(cmd::tco::Args),
     /// What each isolation path (loopback, veth, bridge, macvlan) adds to a
     /// UDP request/response round trip, blocking and busy-polling.

@@ -423,3 +423,20 @@ fn two_players_runs_merge_into_one_result_whose_counts_and_histograms_are_sums()
         dir.entries()
     );
 }
+
+/// `players --help` and `tco --help` showed only the exit codes: the
+/// subcommand's `after_help` in main replaced their examples.
+#[test]
+fn players_and_tco_help_showed_the_exit_codes_instead_of_their_examples() {
+    for (cmd, example) in [
+        ("players", "--targets-file - --players 1200"),
+        ("tco", "tickpack tco --before-watts 350"),
+        ("report", "tickpack report merge lg1.json"),
+    ] {
+        let out = run(&[cmd, "--help"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains(example), "{cmd}: {help}");
+        assert!(help.contains("Exit codes: 0 done"), "{cmd}: {help}");
+    }
+}

@@ -19,7 +19,7 @@ use crate::table;
 
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("servers").required(true).args(["target", "targets_file"])))]
-#[command(after_help = "Examples:
+#[command(after_help = concat!("Examples:
   tickpack players --target 127.0.0.1:27015 --players 12 --duration 30s --json p.json
   tickpack players --game openarena --target 198.18.0.3:27960 --players 6 --duration 30s
   kubectl get gameservers -o json | tickpack players --targets-file - --players 1200 --json lg1.json
@@ -34,7 +34,9 @@ With --game openarena the players speak Quake III protocol 71 to an
 OpenArena (ioquake3) server: challenge, connect, gamestate, delta-coded
 snapshots, usercmds. ioquake3 answers connection requests from one source
 address in a burst of 10, then one per second (two requests per player),
-so the default warm-up grows with the players per server.")]
+so the default warm-up grows with the players per server.
+
+", exit_codes!()))]
 pub struct Args {
     /// The protocol the players speak: tickpack's reference server, or an
     /// OpenArena (ioquake3) server.
