@@ -368,6 +368,30 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The HTML pages (`report`, `bench`, `latency --html`) were written in
+    /// place, so a failed write left half a page; now they go through
+    /// `write_atomic`, which must not leave its temp file behind either.
+    #[test]
+    fn pages_written_in_place_could_be_half_written_now_a_failed_write_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("tp-report-atomic-{}", std::process::id()));
+        let target = dir.join("page.html");
+        std::fs::create_dir_all(target.join("inside")).unwrap();
+        // The rename onto a non-empty directory fails after the temp file
+        // was written.
+        assert!(write_atomic(&target, b"<html>").is_err());
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["page.html"], "temp file left behind");
+        assert!(target.join("inside").is_dir(), "the old entry is untouched");
+        let file = dir.join("r.html");
+        write_atomic(&file, b"old").unwrap();
+        write_atomic(&file, b"new page").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"new page");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// docs/agones.md sizes result files from this bound.
     #[test]
     fn a_histogram_with_every_counter_used_encodes_to_under_64_kb() {
