@@ -12,11 +12,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod child;
-mod cmd;
-mod exit;
-mod table;
-
 /// The exit codes (see `exit.rs`), shown in every `--help`.
 macro_rules! exit_codes {
     () => {
@@ -26,6 +21,12 @@ macro_rules! exit_codes {
 never answered), 6 players lost snapshots or commands or had an outage."
     };
 }
+
+mod child;
+mod cmd;
+mod exit;
+mod table;
+
 const EXIT_CODES: &str = exit_codes!();
 const AFTER_HELP: &str = concat!(
     exit_codes!(),
@@ -54,7 +55,7 @@ enum Command {
     /// so a dead or restarted server shows as loss and outages (players
     /// reconnect and keep measuring). Exits 5 if a player never connected,
     /// 6 if anything was lost or there was an outage.
-    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true)]
     Players(cmd::players::Args),
     /// Measure the bare round trip to a server with closed-loop pings
     /// (the latency floor; compare with sockperf ping-pong).
@@ -74,11 +75,12 @@ enum Command {
     /// fails; report density, CPU headroom, latency, power and cost.
     #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Bench(Box<cmd::bench::Args>),
-    /// Rebuild the HTML report from result.json files (several side by side).
-    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
-    Report(cmd::bench::ReportArgs),
+    /// Rebuild the HTML report from result files (several side by side);
+    /// `report merge`: players results of several load generators made one.
+    #[command(allow_negative_numbers = true)]
+    Report(cmd::report::Args),
     /// Machines, energy and money before and after consolidating.
-    #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true)]
     Tco(cmd::tco::Args),
     /// What each isolation path (loopback, veth, bridge, macvlan) adds to a
     /// UDP request/response round trip, blocking and busy-polling.
@@ -104,7 +106,7 @@ fn main() -> ExitCode {
         Command::Probe(a) => cmd::probe::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(*a),
-        Command::Report(a) => cmd::bench::report(a),
+        Command::Report(a) => cmd::report::run(a),
         Command::Tco(a) => cmd::tco::run(a),
         Command::Latency(a) => cmd::latency::run(a),
         Command::Host(a) => cmd::host::run(a),

@@ -376,6 +376,14 @@ fn output_files_in_a_missing_directory_are_rejected_before_measuring() {
         ],
         &["demo", "--duration", "1s", "--json", "missing/r.json"],
         &["report", "--out", "missing/r.html", "result.json"],
+        &[
+            "report",
+            "merge",
+            "a.json",
+            "b.json",
+            "--out",
+            "missing/all.json",
+        ],
     ] {
         rejected("outdir", args, &["missing", "does not exist"]);
     }

@@ -109,7 +109,7 @@ fn quick_ladder_writes_a_result_that_report_renders() {
         html.contains("<svg") && !html.contains("http://") && !html.contains("https://"),
         "self-contained page with charts"
     );
-    // A file of another kind is refused with its schema named.
+    // A file that is not what its schema says is refused, the schema named.
     let players = out_dir.join("players.json");
     std::fs::write(&players, r#"{"schema":"tickpack.players/1"}"#).unwrap();
     let bad = Command::new(exe())

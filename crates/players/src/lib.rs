@@ -125,6 +125,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         decode_errors: r.decode_errors,
         errors: o.errors.clone(),
         referee: o.referee.clone(),
+        merged_from: vec![],
         traffic: r.traffic,
         histograms: PlayersHistograms {
             transaction_latency_us: encode_histogram(&r.transaction),

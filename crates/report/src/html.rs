@@ -1,9 +1,12 @@
 //! The HTML report: one self-contained page for one or more `tickpack bench`
-//! results (`result.json`, schema [`BENCH_SCHEMA`]).
+//! results (`result.json`, schema [`crate::bench::BENCH_SCHEMA`]) and
+//! `tickpack players` results (schema [`crate::PLAYERS_SCHEMA`]; a result
+//! merged from several load generators is marked so, with its sources).
 //!
-//! [`render`] turns parsed results into the page; [`render_file`] reads and
-//! checks the files first ([`read_result`] for one file) and names the file
-//! and what is wrong with it when it cannot.
+//! [`render`] turns parsed bench results into the page, [`render_all`]
+//! bench and players results; [`render_file`] reads and checks the files
+//! first ([`read_result`], [`read_players`], [`read_any`] for one file) and
+//! names the file and what is wrong with it when it cannot.
 //!
 //! The page opens offline and forever: no script, no external stylesheet,
 //! font or image, no URL at all. CSS sits in a `<style>` block, charts are
@@ -21,11 +24,14 @@
 //! servers, and the first ladder's latency distribution per step); one table
 //! of steps per ladder (with outages and reconnects beside loss); the cost
 //! figures. With two or more results a comparison table comes first.
+//! A players result (`players`): its run, latency summaries, what the
+//! schedule promised against what arrived, traffic, and, if merged, a
+//! "merged from N sources" mark and one row per source.
 //!
 //! One file per section: `input` (reading files), `style`, `format` (how
 //! values read), `comparison`, `section` (one result), `summary` (the
 //! verdict in words), `run`, `limits`, `variants` (a comparison over its
-//! repetitions), `ladders`, `steps`, `cost`.
+//! repetitions), `ladders`, `steps`, `cost`, `players`.
 //!
 //! What it deliberately does not do: judge QoS or recompute densities. The
 //! verdicts, densities and ratios are the bench's and are shown as recorded;
@@ -36,6 +42,7 @@
 use std::fmt::Write as _;
 
 use crate::bench::BenchResult;
+use crate::PlayersResult;
 
 /// Appends formatted text to a `String` (which cannot fail).
 macro_rules! w {
@@ -51,6 +58,7 @@ mod format;
 mod input;
 mod ladders;
 mod limits;
+mod players;
 mod run;
 mod section;
 mod steps;
@@ -61,17 +69,31 @@ mod variants;
 
 pub use format::esc;
 pub(crate) use format::{fmt_int, fmt_ms, fmt_num, fmt_quantile};
-pub use input::{read_result, render_file, InputError};
+pub use input::{read_any, read_players, read_result, render_file, InputError, ResultFile};
 pub use svg::linear_ticks;
 
 use style::CSS;
 
 /// The whole report page for `results` (label, result), in that order.
 pub fn render(results: &[(String, BenchResult)]) -> String {
+    render_all(results, &[])
+}
+
+/// The whole page for bench `results` (label, result), in that order, then
+/// `players` results.
+pub fn render_all(
+    results: &[(String, BenchResult)],
+    players: &[(String, PlayersResult)],
+) -> String {
     let mut out = String::with_capacity(128 * 1024);
-    let title = match results {
-        [(label, _)] => format!("tickpack bench report: {label}"),
-        _ => "tickpack bench report".to_string(),
+    let kind = if results.is_empty() && !players.is_empty() {
+        "players"
+    } else {
+        "bench"
+    };
+    let title = match (results, players) {
+        ([(label, _)], []) | ([], [(label, _)]) => format!("tickpack {kind} report: {label}"),
+        _ => format!("tickpack {kind} report"),
     };
     w!(
         out,
@@ -80,8 +102,9 @@ pub fn render(results: &[(String, BenchResult)]) -> String {
          <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n",
         esc(&title)
     );
-    w!(out, "<h1>tickpack bench report</h1>\n");
+    w!(out, "<h1>tickpack {kind} report</h1>\n");
     match results.len() {
+        0 if !players.is_empty() => {}
         0 => out.push_str("<p class=\"na\">No results to show.</p>\n"),
         1 => {}
         n => {
@@ -105,13 +128,20 @@ pub fn render(results: &[(String, BenchResult)]) -> String {
     for (i, (label, r)) in results.iter().enumerate() {
         section::result_section(&mut out, i, results.len(), label, r);
     }
+    for (i, (label, r)) in players.iter().enumerate() {
+        players::players_section(&mut out, i, label, r);
+    }
     w!(
         out,
         "<footer>Made by tickpack-report {} from the result file{} alone; \
          the latency distributions are recomputed from the stored histograms.</footer>\n\
          </main>\n</body>\n</html>\n",
         env!("CARGO_PKG_VERSION"),
-        if results.len() == 1 { "" } else { "s" }
+        if results.len() + players.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
     );
     out
 }

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 pub mod bench;
 pub mod comparison;
 pub mod html;
+pub mod merge;
 pub mod probe;
 pub mod qos;
 pub mod system;
@@ -105,6 +106,15 @@ pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, ReportError> {
 
 /// Writes `value` as pretty JSON to `path` atomically (temp file + rename).
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), ReportError> {
+    let mut body = serde_json::to_vec_pretty(value)?;
+    body.push(b'\n');
+    write_atomic(path, &body)
+}
+
+/// Writes `body` to `path` atomically: a temp file in the same directory,
+/// synced, then renamed over `path`, so a reader sees the old file or the
+/// whole new one, never a part. The temp file is removed if writing fails.
+pub fn write_atomic(path: &Path, body: &[u8]) -> Result<(), ReportError> {
     let werr = |source| ReportError::Write {
         path: path.display().to_string(),
         source,
@@ -118,13 +128,15 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Rep
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let body = serde_json::to_vec_pretty(value)?;
-    let mut f = std::fs::File::create(&tmp).map_err(werr)?;
-    f.write_all(&body)
-        .and_then(|_| f.write_all(b"\n"))
-        .and_then(|_| f.sync_all())
-        .map_err(werr)?;
-    std::fs::rename(&tmp, path).map_err(werr)
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(body)?;
+        f.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&tmp, path));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed.map_err(werr)
 }
 
 /// Counters of snapshots, against the tick schedule (docs/methodology.md).
@@ -307,6 +319,10 @@ pub struct PlayersResult {
     /// servers report one; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub referee: Vec<RefereeRow>,
+    /// The runs this result was merged from (`tickpack report merge`), one
+    /// row each; absent for a single run. See [`merge`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<merge::MergedSource>,
 }
 
 #[cfg(test)]
@@ -350,5 +366,45 @@ mod tests {
             "temp file left behind"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The HTML pages (`report`, `bench`, `latency --html`) were written in
+    /// place, so a failed write left half a page; now they go through
+    /// `write_atomic`, which must not leave its temp file behind either.
+    #[test]
+    fn pages_written_in_place_could_be_half_written_now_a_failed_write_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("tp-report-atomic-{}", std::process::id()));
+        let target = dir.join("page.html");
+        std::fs::create_dir_all(target.join("inside")).unwrap();
+        // The rename onto a non-empty directory fails after the temp file
+        // was written.
+        assert!(write_atomic(&target, b"<html>").is_err());
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["page.html"], "temp file left behind");
+        assert!(target.join("inside").is_dir(), "the old entry is untouched");
+        let file = dir.join("r.html");
+        write_atomic(&file, b"old").unwrap();
+        write_atomic(&file, b"new page").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"new page");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// docs/agones.md sizes result files from this bound.
+    #[test]
+    fn a_histogram_with_every_counter_used_encodes_to_under_64_kb() {
+        let mut h = new_histogram();
+        assert_eq!(h.distinct_values(), 17_408);
+        let (mut v, mut i) = (1u64, 0u64);
+        while v < 60_000_000 {
+            h.record_n(v, 1_000_000 + (i * 7919) % 100_000).unwrap();
+            i += 1;
+            v = h.next_non_equivalent(v);
+        }
+        assert!(i > 17_000, "{i} buckets used");
+        let len = encode_histogram(&h).len();
+        assert!((30_000..64_000).contains(&len), "{len} B");
     }
 }

@@ -411,6 +411,16 @@ fn render_file_names_the_file_and_what_is_wrong() {
     assert!(p.contains(&good.display().to_string()));
     assert!(p.contains("1.50x"));
 
+    let probe = dir.join("probe.json");
+    std::fs::write(&probe, r#"{"schema": "tickpack.probe/1", "targets": []}"#).unwrap();
+    let e = html::render_file(&[good.clone(), probe.clone()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&probe.display().to_string()), "{e}");
+    assert!(e.contains("\"tickpack.probe/1\""), "{e}");
+    assert!(e.contains(BENCH_SCHEMA), "{e}");
+    assert!(e.contains("tickpack.players/1"), "{e}");
+
     let players = dir.join("players.json");
     std::fs::write(
         &players,
@@ -421,8 +431,10 @@ fn render_file_names_the_file_and_what_is_wrong() {
         .unwrap_err()
         .to_string();
     assert!(e.contains(&players.display().to_string()), "{e}");
-    assert!(e.contains("\"tickpack.players/1\""), "{e}");
-    assert!(e.contains(BENCH_SCHEMA), "{e}");
+    assert!(
+        e.contains("says it is \"tickpack.players/1\" but does not match"),
+        "{e}"
+    );
 
     let not_json = dir.join("notes.txt");
     std::fs::write(&not_json, "hello").unwrap();

@@ -14,14 +14,14 @@ use tickpack_report::bench::{BenchResult, BenchSettings, Ladder};
 use tickpack_host::supervisor::HostError;
 
 use super::{
-    check_cpus, check_dir_flag, check_output_file, parse_cpus, parse_duration, parse_factor,
-    parse_non_negative, parse_percent, parse_positive, parse_positive_duration, CpuList, GameArg,
+    check_cpus, check_dir_flag, parse_cpus, parse_duration, parse_factor, parse_non_negative,
+    parse_percent, parse_positive, parse_positive_duration, CpuList, GameArg,
 };
 use std::collections::BTreeMap;
 
 use tickpack_bench::GameServer;
 
-use crate::exit::{fail, Code, Failure, WithCode};
+use crate::exit::{fail, Code, Failure};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum CompareArg {
@@ -646,7 +646,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let result = result.map_err(bench_failure)?;
     let html = tickpack_report::html::render(&[("result.json".to_string(), result.clone())]);
     let report = cfg.out_dir.join("report.html");
-    std::fs::write(&report, html).with_context(|| format!("writing {}", report.display()))?;
+    tickpack_report::write_atomic(&report, html.as_bytes())?;
     print_summary(&result);
     println!(
         "results: {} and {}",
@@ -871,24 +871,6 @@ pub fn print_summary(r: &BenchResult) {
     {
         println!("* modeled watts (no power meter found); see docs/methodology.md");
     }
-}
-
-#[derive(clap::Args, Debug)]
-pub struct ReportArgs {
-    /// result.json files from `tickpack bench` (several are compared side by side).
-    #[arg(required = true)]
-    pub results: Vec<PathBuf>,
-    /// Where to write the HTML report.
-    #[arg(long, default_value = "report.html")]
-    pub out: PathBuf,
-}
-
-pub fn report(a: ReportArgs) -> Result<(), Failure> {
-    check_output_file("--out", &a.out)?;
-    let html = tickpack_report::html::render_file(&a.results).code(Code::Config)?;
-    std::fs::write(&a.out, html).with_context(|| format!("writing {}", a.out.display()))?;
-    println!("report: {}", a.out.display());
-    Ok(())
 }
 
 #[cfg(test)]

@@ -66,6 +66,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let pa = players::Args {
         game: super::GameArg::Reference,
         target: vec![server.addr],
+        targets_file: None,
         players: usize::from(a.players),
         duration: a.duration,
         warmup: Some(Duration::from_secs(1)),

@@ -269,8 +269,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         }
     }
     if let Some(p) = &a.html {
-        std::fs::write(p, tickpack_latency::html::render(&doc))
-            .with_context(|| format!("writing {}", p.display()))?;
+        tickpack_report::write_atomic(p, tickpack_latency::html::render(&doc).as_bytes())?;
         println!("report: {}", p.display());
     }
     if !doc.complete {

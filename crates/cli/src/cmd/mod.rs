@@ -8,7 +8,9 @@ pub mod latency;
 pub mod ping;
 pub mod players;
 pub mod probe;
+pub mod report;
 pub mod server;
+pub mod targets_file;
 pub mod tco;
 
 /// The longest duration any flag takes (a year): longer is a typo, and

@@ -18,15 +18,25 @@ use crate::exit::{fail, Code, Failure, WithCode};
 use crate::table;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:
+#[command(group(clap::ArgGroup::new("servers").required(true).args(["target", "targets_file"])))]
+#[command(after_help = concat!("Examples:
   tickpack players --target 127.0.0.1:27015 --players 12 --duration 30s --json p.json
   tickpack players --game openarena --target 198.18.0.3:27960 --players 6 --duration 30s
+  kubectl get gameservers -o json | tickpack players --targets-file - --players 1200 --json lg1.json
+
+Several servers (--target A,B or --targets-file): --players is the total,
+spread round robin (player i plays on server i mod the number of servers),
+so 100 servers at 12 players each is --players 1200. Several load generator
+machines: give each its share of the servers, start them together, then
+`tickpack report merge` their --json files into one result.
 
 With --game openarena the players speak Quake III protocol 71 to an
 OpenArena (ioquake3) server: challenge, connect, gamestate, delta-coded
 snapshots, usercmds. ioquake3 answers connection requests from one source
 address in a burst of 10, then one per second (two requests per player),
-so the default warm-up grows with the players per server.")]
+so the default warm-up grows with the players per server.
+
+", exit_codes!()))]
 pub struct Args {
     /// The protocol the players speak: tickpack's reference server, or an
     /// OpenArena (ioquake3) server.
@@ -34,9 +44,18 @@ pub struct Args {
     pub game: GameArg,
     /// Server address; repeat (or separate with commas) to spread the players
     /// over several servers, round robin.
-    #[arg(long, required = true, value_delimiter = ',', value_parser = parse_target)]
+    #[arg(long, value_delimiter = ',', value_parser = parse_target)]
     pub target: Vec<SocketAddr>,
-    /// Number of players.
+    /// The servers from a file instead of --target: one address (IP:PORT)
+    /// per line (blank lines and # comments skipped), or the JSON of
+    /// `kubectl get gameservers -o json` (Agones), of which the game servers
+    /// in state Ready or Allocated are taken, at status.address and the
+    /// port named "default" (else the first); `-` reads stdin. A bad line
+    /// stops everything before any player starts: `FILE:LINE: reason`, exit
+    /// code 2.
+    #[arg(long, value_name = "FILE")]
+    pub targets_file: Option<PathBuf>,
+    /// Number of players in all, spread round robin over the servers.
     #[arg(long, default_value_t = 12)]
     pub players: usize,
     /// Measured time (after the warm-up), e.g. 10s, 2m.
@@ -90,13 +109,52 @@ pub struct Args {
 }
 
 impl Args {
+    /// The servers: --target, or read from --targets-file (a bad line is a
+    /// config error naming it).
+    fn targets(&self) -> Result<Vec<SocketAddr>, Failure> {
+        let Some(file) = &self.targets_file else {
+            return Ok(self.target.clone());
+        };
+        let (name, text) = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| fail(Code::Config, format!("--targets-file -: stdin: {e}")))?;
+            ("<stdin>".to_string(), text)
+        } else {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| fail(Code::Config, format!("--targets-file {name}: {e}")))?;
+            (name, text)
+        };
+        let t = super::targets_file::parse(&text, parse_target)
+            .map_err(|e| fail(Code::Config, e.in_file(&name)))?;
+        if t.from_kubectl && !self.quiet {
+            eprintln!(
+                "{name}: {} game server(s) {}{}",
+                t.addrs.len(),
+                super::targets_file::TAKEN_STATES.join(" or "),
+                if t.skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; skipped {}: {}",
+                        t.skipped.len(),
+                        super::targets_file::skipped_list(&t.skipped)
+                    )
+                }
+            );
+        }
+        Ok(t.addrs)
+    }
+
     pub fn config(&self) -> Result<PlayersConfig, Failure> {
-        let per_server = self.players.div_ceil(self.target.len().max(1));
+        let targets = self.targets()?;
+        let per_server = self.players.div_ceil(targets.len().max(1));
         let (warmup, connect_timeout) = defaults_for(self.game, per_server);
         let warmup = self.warmup.unwrap_or(warmup);
         let cfg = PlayersConfig {
             game: self.game.players_game(),
-            targets: self.target.clone(),
+            targets,
             players: self.players,
             duration: self.duration,
             warmup,
@@ -341,7 +399,9 @@ pub fn print_summary(r: &PlayersResult) {
         per_s(r.traffic.datagrams_out),
         per_s(r.traffic.bytes_out) / 1000.0
     );
-    let cpus = if r.load_generator_cpus.is_empty() {
+    let cpus = if !r.merged_from.is_empty() {
+        format!("{} sources", r.merged_from.len())
+    } else if r.load_generator_cpus.is_empty() {
         "unpinned".to_string()
     } else {
         format!("pinned to CPU {:?}", r.load_generator_cpus)

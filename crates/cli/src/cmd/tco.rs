@@ -8,12 +8,16 @@ use tickpack_report::bench::{Tco, TcoInputs};
 
 use crate::exit::{fail, Code, Failure};
 
-const AFTER_HELP: &str = "\
+const AFTER_HELP: &str = concat!(
+    "\
 Example (1000 servers at 350 W, 18:1 onto 710 W machines, 0.16 EUR/kWh, in USD):
   tickpack tco --before-watts 350 --after-watts 710 --ratio 18 --machines 1000 \\
     --price-per-kwh 0.16 --currency-rate 1.49
 saves 647,900.25 USD a year. Electricity only: multiply the watts by your PUE
-to include cooling.";
+to include cooling.",
+    "\n\n",
+    exit_codes!()
+);
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
