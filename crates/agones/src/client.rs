@@ -41,7 +41,10 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 pub enum SdkError {
     /// Nothing answered HTTP at the endpoint.
     #[error("no Agones SDK server answered at http://{endpoint}: {reason}")]
-    Unreachable { endpoint: SocketAddr, reason: String },
+    Unreachable {
+        endpoint: SocketAddr,
+        reason: String,
+    },
     /// The SDK server answered with an error.
     #[error("the Agones SDK server refused {call}: HTTP {status}: {body}")]
     Refused {

@@ -88,6 +88,17 @@ enum Command {
     /// CPU and memory each, placed on cores, restarted when they crash.
     #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Host(cmd::host::Args),
+    /// Run beside a game server we did not write (OpenArena) under Agones:
+    /// ask it its query protocol once a second and drive the Agones SDK
+    /// from the answers: Ready after the first answer, Health while answers
+    /// come (a hung server stops them, so Agones replaces it), the players
+    /// named in the answers as the `players` list and counter, Shutdown on
+    /// SIGTERM. Exits 5 if no SDK server answers at start.
+    ///
+    /// Example (the sidecar container of an OpenArena GameServer pod):
+    ///   tickpack agones-sidecar --game openarena --target 127.0.0.1:27960
+    #[command(name = "agones-sidecar", after_help = EXIT_CODES, verbatim_doc_comment)]
+    AgonesSidecar(cmd::agones::SidecarArgs),
     #[command(name = "__instance-init", hide = true)]
     InstanceInit(cmd::host::InitArgs),
     /// A bounded flood of connectionless requests to a loopback server (benchmarks, tests).
@@ -108,6 +119,7 @@ fn main() -> ExitCode {
         Command::Tco(a) => cmd::tco::run(a),
         Command::Latency(a) => cmd::latency::run(a),
         Command::Host(a) => cmd::host::run(a),
+        Command::AgonesSidecar(a) => cmd::agones::run_sidecar(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
         Command::Flood(a) => cmd::flood::run(a),
     };
