@@ -5,7 +5,8 @@
 //! Exit codes (also in `--help` and the README):
 //! 0 done; 1 internal or runtime error; 2 bad flags or config;
 //! 3 isolation unavailable; 4 QoS failed; 5 target unreachable (a player
-//! never connected, a probed server never answered); 6 the players lost snapshots or commands, or had an
+//! never connected, a probed server never answered, no Agones SDK server
+//! answered); 6 the players lost snapshots or commands, or had an
 //! outage.
 
 use std::process::ExitCode;
@@ -23,7 +24,8 @@ macro_rules! exit_codes {
         "Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config
 (checked before anything is started or created), 3 isolation unavailable,
 4 QoS failed, 5 target unreachable (a player never connected, a probed server
-never answered), 6 players lost snapshots or commands or had an outage."
+never answered, no Agones SDK server answered), 6 players lost snapshots or
+commands or had an outage."
     };
 }
 const EXIT_CODES: &str = exit_codes!();

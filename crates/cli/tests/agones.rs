@@ -186,7 +186,9 @@ impl SdkServer {
             let values = g["status"]["lists"]["players"]["values"]
                 .as_array()
                 .map_or(0, Vec::len);
-            values == n && g["status"]["counters"]["players"]["count"] == n.to_string()
+            // int64 is a string in the SDK server's JSON.
+            let count = g["status"]["counters"]["players"]["count"].as_str();
+            values == n && count == Some(n.to_string().as_str())
         });
     }
 
