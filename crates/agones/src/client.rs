@@ -16,13 +16,16 @@
 //! |---|---|
 //! | Ready, Health, Shutdown | `POST /ready`, `/health`, `/shutdown` with `{}` |
 //! | AddPlayer / RemovePlayer | `POST /v1beta1/lists/players:addValue` / `:removeValue` with `{"value":..}` |
+//! | PlayerConnect / PlayerDisconnect | `POST /alpha/player/connect` / `disconnect` with `{"playerID":..}` |
 //! | SetPlayerCount | `PATCH /v1beta1/counters/players` with `{"count":".."}` |
 //! | SetLabel | `PUT /metadata/label` with `{"key":..,"value":..}` |
 //!
 //! Health is a `POST` of `{}` per ping (the gRPC API's client stream has
 //! no HTTP form: the gateway turns each POST into one ping). Players go to
-//! Counts and Lists (beta, on by default since Agones 1.41), not to player
-//! tracking (alpha, behind the `PlayerTracking` feature gate).
+//! Counts and Lists (beta, on by default since Agones 1.41) where the
+//! GameServer declares a `players` list or counter, and to player tracking
+//! (alpha) only where its `PlayerTracking` feature gate is on
+//! ([`GameServer::player_sinks`]).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -30,7 +33,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::reporter::{Action, PLAYERS};
+use crate::reporter::{Action, PlayerSinks, PLAYERS};
 
 /// How long one SDK call may take. The SDK server is on the same host (the
 /// same pod); a call that takes longer is a failure.
@@ -81,6 +84,30 @@ pub struct Status {
     /// `Scheduled`, `RequestReady`, `Ready`, `Allocated`, `Shutdown`, ...
     #[serde(default)]
     pub state: String,
+    /// Player tracking's status: `null` unless the `PlayerTracking`
+    /// feature gate is on.
+    #[serde(default)]
+    pub players: Option<serde_json::Value>,
+    /// Counts and Lists, by name.
+    #[serde(default)]
+    pub lists: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    pub counters: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+}
+
+impl GameServer {
+    /// Where players can go on this GameServer: the `players` list and
+    /// counter if its spec declares them, player tracking if its gate is on.
+    pub fn player_sinks(&self) -> PlayerSinks {
+        let has = |m: &Option<std::collections::BTreeMap<String, serde_json::Value>>| {
+            m.as_ref().is_some_and(|m| m.contains_key(PLAYERS))
+        };
+        PlayerSinks {
+            list: has(&self.status.lists),
+            counter: has(&self.status.counters),
+            tracking: self.status.players.as_ref().is_some_and(|p| !p.is_null()),
+        }
+    }
 }
 
 /// A client of one SDK server.
@@ -135,6 +162,16 @@ impl SdkClient {
                 "POST",
                 format!("/v1beta1/lists/{PLAYERS}:removeValue"),
                 json!({ "value": v }),
+            ),
+            Action::PlayerConnect(id) => (
+                "POST",
+                "/alpha/player/connect".to_string(),
+                json!({ "playerID": id }),
+            ),
+            Action::PlayerDisconnect(id) => (
+                "POST",
+                "/alpha/player/disconnect".to_string(),
+                json!({ "playerID": id }),
             ),
             Action::SetPlayerCount(n) => (
                 "PATCH",
@@ -213,6 +250,29 @@ mod tests {
         assert_eq!(
             gs.object_meta.labels.get("agones.dev/sdk-tick-p99-us"),
             Some(&"1234".to_string())
+        );
+        assert_eq!(
+            gs.player_sinks(),
+            PlayerSinks {
+                list: true,
+                counter: true,
+                tracking: false
+            }
+        );
+    }
+
+    #[test]
+    fn player_tracking_is_used_when_its_gate_is_on_and_lists_when_declared() {
+        // With --feature-gates PlayerTracking=true, and no Counts and Lists.
+        let body = r#"{"object_meta":{"name":"g"},"status":{"state":"Scheduled","players":{"count":"0","capacity":"100","ids":[]},"counters":{},"lists":{}}}"#;
+        let gs: GameServer = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            gs.player_sinks(),
+            PlayerSinks {
+                list: false,
+                counter: false,
+                tracking: true
+            }
         );
     }
 

@@ -33,4 +33,4 @@ pub mod watch;
 pub use client::{GameServer, SdkClient, SdkError};
 pub use driver::{drive, Done};
 pub use endpoint::Endpoint;
-pub use reporter::{Action, Observation, Reporter, Settings};
+pub use reporter::{Action, Observation, PlayerSinks, Reporter, Settings};

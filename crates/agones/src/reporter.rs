@@ -12,7 +12,9 @@
 //!   marks the GameServer Unhealthy and replaces it.
 //! - **Players**: the difference between who plays and who was reported
 //!   becomes list removals and additions (the `players` list of Counts and
-//!   Lists), and the `players` counter is set when the count changes.
+//!   Lists) and, where the feature gate is on, player tracking's connects
+//!   and disconnects; the `players` counter is set when the count changes.
+//!   Each only where the GameServer has it ([`PlayerSinks`]).
 //!   Duplicate names (two `UnnamedPlayer`s) become `name#2`, ... so the
 //!   list holds one value per player.
 //! - **Labels** (the tick p99) only when the value changed, and at most once
@@ -57,6 +59,10 @@ pub enum Action {
     AddPlayer(String),
     /// Remove this value from the `players` list.
     RemovePlayer(String),
+    /// Player tracking (alpha): this player connected.
+    PlayerConnect(String),
+    /// Player tracking (alpha): this player left.
+    PlayerDisconnect(String),
     /// Set the `players` counter.
     SetPlayerCount(u64),
     SetLabel {
@@ -66,7 +72,30 @@ pub enum Action {
     Shutdown,
 }
 
-/// How often to say things, microseconds.
+/// Where the players go: what the GameServer has (see
+/// `GameServer::player_sinks`). A call to a list, counter or feature the
+/// GameServer lacks would fail at every change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlayerSinks {
+    /// The `players` list of Counts and Lists.
+    pub list: bool,
+    /// The `players` counter of Counts and Lists.
+    pub counter: bool,
+    /// Player tracking (the `PlayerTracking` feature gate is on).
+    pub tracking: bool,
+}
+
+impl Default for PlayerSinks {
+    fn default() -> Self {
+        PlayerSinks {
+            list: true,
+            counter: true,
+            tracking: false,
+        }
+    }
+}
+
+/// How often to say things, microseconds, and where the players go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
     /// Least time between two health pings. Agones' default health period
@@ -74,6 +103,7 @@ pub struct Settings {
     pub health_every_us: u64,
     /// Least time between two label writes.
     pub label_every_us: u64,
+    pub sinks: PlayerSinks,
 }
 
 impl Default for Settings {
@@ -81,6 +111,7 @@ impl Default for Settings {
         Settings {
             health_every_us: 1_000_000,
             label_every_us: 10_000_000,
+            sinks: PlayerSinks::default(),
         }
     }
 }
@@ -146,16 +177,27 @@ impl Reporter {
     }
 
     fn players(&mut self, o: &Observation, out: &mut Vec<Action>) {
+        let sinks = self.settings.sinks;
         let now = unique_values(&o.players);
         for gone in self.listed.iter().filter(|v| !now.contains(v)) {
-            out.push(Action::RemovePlayer(gone.clone()));
+            if sinks.list {
+                out.push(Action::RemovePlayer(gone.clone()));
+            }
+            if sinks.tracking {
+                out.push(Action::PlayerDisconnect(gone.clone()));
+            }
         }
         for new in now.iter().filter(|v| !self.listed.contains(v)) {
-            out.push(Action::AddPlayer(new.clone()));
+            if sinks.list {
+                out.push(Action::AddPlayer(new.clone()));
+            }
+            if sinks.tracking {
+                out.push(Action::PlayerConnect(new.clone()));
+            }
         }
         self.listed = now;
         let count = o.players.len() as u64;
-        if self.count != Some(count) {
+        if sinks.counter && self.count != Some(count) {
             self.count = Some(count);
             out.push(Action::SetPlayerCount(count));
         }
@@ -288,6 +330,39 @@ mod tests {
                 Action::RemovePlayer("carol".into()),
                 Action::SetPlayerCount(0)
             ]
+        );
+    }
+
+    #[test]
+    fn players_go_only_where_the_game_server_has_room_for_them() {
+        let settings = |list, counter, tracking| Settings {
+            sinks: PlayerSinks {
+                list,
+                counter,
+                tracking,
+            },
+            ..Settings::default()
+        };
+        let mut r = Reporter::new(settings(false, false, true));
+        r.observe(0, &serving(1, &[]));
+        assert_eq!(
+            r.observe(0, &serving(1, &["a"])),
+            vec![Action::PlayerConnect("a".into())]
+        );
+        assert_eq!(
+            r.observe(0, &serving(1, &[])),
+            vec![Action::PlayerDisconnect("a".into())]
+        );
+        let mut r = Reporter::new(settings(false, true, false));
+        r.observe(0, &serving(1, &[]));
+        assert_eq!(
+            r.observe(0, &serving(1, &["a"])),
+            vec![Action::SetPlayerCount(1)]
+        );
+        let mut r = Reporter::new(settings(false, false, false));
+        assert_eq!(
+            r.observe(0, &serving(1, &["a"])),
+            vec![Action::Ready, Action::Health]
         );
     }
 

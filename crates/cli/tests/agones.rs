@@ -31,7 +31,8 @@ const HEALTH_LINE: &str = "Health Ping Received!";
 const EXIT_UNREACHABLE: i32 = 5;
 
 /// A GameServer that starts Scheduled (so Ready is observable) with the
-/// `players` list and counter tickpack reports to.
+/// `players` list and counter tickpack reports to, and room for player
+/// tracking (local mode takes its capacity from `status.players`).
 const GAME_SERVER_YAML: &str = "apiVersion: agones.dev/v1
 kind: GameServer
 metadata:
@@ -50,6 +51,9 @@ spec:
       capacity: 100
 status:
   state: Scheduled
+  players:
+    count: 0
+    capacity: 100
   lists:
     players:
       capacity: 100
@@ -105,6 +109,11 @@ struct SdkServer {
 
 impl SdkServer {
     fn start(program: &Path) -> SdkServer {
+        SdkServer::start_with(program, &[])
+    }
+
+    /// Starts it with `extra` flags (e.g. feature gates).
+    fn start_with(program: &Path, extra: &[&str]) -> SdkServer {
         let [grpc, http, health] = free_tcp_ports::<3>();
         let dir = std::env::temp_dir().join(format!("tp-agones-{}-{http}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -118,6 +127,7 @@ impl SdkServer {
             .args(["--grpc-port", &grpc.to_string()])
             .args(["--http-port", &http.to_string()])
             .args(["--health-port", &health.to_string()])
+            .args(extra)
             .arg("-f")
             .arg(&yaml)
             .stdin(Stdio::null())
@@ -315,6 +325,44 @@ fn the_reference_server_under_agones_is_ready_healthy_while_ticking_lists_player
     signal(pid, "CONT");
     sdk.assert_health_arrives("after SIGCONT");
 
+    let status = srv.terminate();
+    assert!(status.success(), "server exit: {status:?}");
+    sdk.wait_state("Shutdown");
+}
+
+#[test]
+fn with_player_tracking_enabled_players_are_also_tracked() {
+    let Some(program) = sdk_server_available("agones player tracking") else {
+        return;
+    };
+    let _g = serial();
+    let sdk = SdkServer::start_with(&program, &["--feature-gates", "PlayerTracking=true"]);
+    let port = sdk.http_port.to_string();
+    let mut srv = server::Server::start(&["--agones-http-port", &port]);
+    sdk.wait_state("Ready");
+    let target = srv.addr.to_string();
+    let (_, players_cpu) = server::cpus();
+    let players = Command::new(exe())
+        .args(["players", "--target", &target, "--players", "2"])
+        .args(["--duration", "4s", "--cpus", &players_cpu, "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut players = Guard(players);
+    let tracked = |n: usize| {
+        move |g: &Value| {
+            let p = &g["status"]["players"];
+            p["ids"].as_array().map_or(0, Vec::len) == n && p["count"] == n.to_string().as_str()
+        }
+    };
+    sdk.wait_for("2 tracked players", Duration::from_secs(15), tracked(2));
+    // The list and counter too (the GameServer declares them).
+    sdk.wait_players(2, Duration::from_secs(5));
+    let _ = wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
+        players.0.try_wait().unwrap()
+    });
+    sdk.wait_for("no tracked players", Duration::from_secs(15), tracked(0));
     let status = srv.terminate();
     assert!(status.success(), "server exit: {status:?}");
     sdk.wait_state("Shutdown");

@@ -39,14 +39,15 @@ pub struct SidecarArgs {
 }
 
 /// Finds the SDK server (`asked`: `--agones`; a port flag or Agones'
-/// variables also turn it on) and checks it answers `GET /gameserver`.
+/// variables also turn it on) and checks it answers `GET /gameserver`;
+/// the reporter's settings say where the GameServer takes players.
 /// `None`: Agones is off. A variable that is not a port is exit 2; no
 /// answer is exit 5, saying where it looked.
 pub fn connect(
     asked: bool,
     port: Option<u16>,
     port_flag: &str,
-) -> Result<Option<SdkClient>, Failure> {
+) -> Result<Option<(SdkClient, Settings)>, Failure> {
     let Some(ep) = endpoint::resolve(asked, port, port_flag, |k| std::env::var(k).ok())
         .map_err(|e| fail(Code::Config, e))?
     else {
@@ -55,11 +56,29 @@ pub fn connect(
     let client = SdkClient::new(ep.addr);
     match client.game_server() {
         Ok(gs) => {
+            let sinks = gs.player_sinks();
+            let mut to: Vec<&str> = [
+                (sinks.list, "the players list"),
+                (sinks.counter, "the players counter"),
+                (sinks.tracking, "player tracking"),
+            ]
+            .iter()
+            .filter_map(|(on, what)| on.then_some(*what))
+            .collect();
+            if to.is_empty() {
+                to.push("nowhere (the GameServer has no players list or counter)");
+            }
             eprintln!(
-                "agones: SDK server at {ep}: GameServer {:?} is {}",
-                gs.object_meta.name, gs.status.state
+                "agones: SDK server at {ep}: GameServer {:?} is {}; players go to {}",
+                gs.object_meta.name,
+                gs.status.state,
+                to.join(", ")
             );
-            Ok(Some(client))
+            let settings = Settings {
+                sinks,
+                ..Settings::default()
+            };
+            Ok(Some((client, settings)))
         }
         Err(e) => Err(fail(
             Code::Unreachable,
@@ -139,7 +158,7 @@ pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
         Game::OpenArena => SocketAddr::from(([127, 0, 0, 1], 27960)),
         Game::Reference => SocketAddr::from(([127, 0, 0, 1], 27015)),
     });
-    let client = connect(true, a.sdk_http_port, "--sdk-http-port")?
+    let (client, settings) = connect(true, a.sdk_http_port, "--sdk-http-port")?
         .expect("asked for, so resolved or refused");
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -156,7 +175,7 @@ pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
             game,
             target,
             every: a.every,
-            settings: Settings::default(),
+            settings,
         },
         &client,
         &stop,

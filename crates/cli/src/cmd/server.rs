@@ -106,11 +106,11 @@ pub fn run(a: Args) -> Result<(), Failure> {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
     let live = sdk.as_ref().map(|_| Arc::new(Live::default()));
-    let reporter = sdk.map(|client| {
+    let reporter = sdk.map(|(client, settings)| {
         let live = live.clone().expect("made with the client");
         std::thread::Builder::new()
             .name("agones".into())
-            .spawn(move || report_to_agones(&client, &live))
+            .spawn(move || report_to_agones(&client, settings, &live))
             .context("starting the Agones reporter thread")
     });
     let reporter = reporter.transpose()?;
@@ -172,11 +172,11 @@ pub fn run(a: Args) -> Result<(), Failure> {
 
 /// The Agones reporter's thread: what the tick loop shows in `live`,
 /// turned into SDK calls until Shutdown.
-fn report_to_agones(client: &SdkClient, live: &Live) {
+fn report_to_agones(client: &SdkClient, settings: Settings, live: &Live) {
     let mut errors = agones::ErrorLog::new();
     tickpack_agones::drive(
         client,
-        Settings::default(),
+        settings,
         OBSERVE_EVERY,
         || {
             let seen = live.read();
