@@ -6,7 +6,7 @@
 //! virtual clock:
 //!
 //! - **Ready** once, the first time the game serves.
-//! - **Health** at most once per [`Settings::health_every`], and only when
+//! - **Health** at most once per [`Settings::health_every_us`], and only when
 //!   the game's loop advanced since the last ping: a stalled tick loop (or a
 //!   game that stopped answering its queries) stops the pings, so Agones
 //!   marks the GameServer Unhealthy and replaces it.
@@ -17,9 +17,9 @@
 //!   Each only where the GameServer has it ([`PlayerSinks`]).
 //!   Duplicate names (two `UnnamedPlayer`s) become `name#2`, ... so the
 //!   list holds one value per player.
-//! - **Labels** (the tick p99) only when the value changed, and at most once
-//!   per [`Settings::label_every`]: each label is a write to the Kubernetes
-//!   API server in a cluster.
+//! - **Labels** (the tick p99, the number of players) only when the value
+//!   changed, and each at most once per [`Settings::label_every_us`]: each
+//!   label is a write to the Kubernetes API server in a cluster.
 //! - **Shutdown** once, when the game ends; nothing after it.
 
 use std::collections::BTreeMap;
@@ -28,6 +28,10 @@ use std::collections::BTreeMap;
 /// it: `agones.dev/sdk-tick-p99-us`). A decimal number is a valid label
 /// value (`[A-Za-z0-9]`, at most 63 characters).
 pub const LABEL_TICK_P99_US: &str = "tick-p99-us";
+
+/// The label of the number of players (`agones.dev/sdk-players`), for
+/// `kubectl get gs -L agones.dev/sdk-players` and label selectors.
+pub const LABEL_PLAYERS: &str = "players";
 
 /// The name of the Counts and Lists list and counter of players (the
 /// GameServer spec must declare them, as docs/agones.md shows).
@@ -127,8 +131,8 @@ pub struct Reporter {
     /// List values reported.
     listed: Vec<String>,
     count: Option<u64>,
-    labels: BTreeMap<&'static str, String>,
-    last_label_us: Option<u64>,
+    /// Per label: the value written and when.
+    labels: BTreeMap<&'static str, (String, u64)>,
 }
 
 impl Reporter {
@@ -204,23 +208,22 @@ impl Reporter {
     }
 
     fn labels(&mut self, now_us: u64, o: &Observation, out: &mut Vec<Action>) {
-        let Some(p99) = o.tick_p99_us else { return };
-        let value = p99.to_string();
-        if self.labels.get(LABEL_TICK_P99_US) == Some(&value) {
-            return;
+        let wanted = [
+            (LABEL_TICK_P99_US, o.tick_p99_us.map(|v| v.to_string())),
+            (LABEL_PLAYERS, Some(o.players.len().to_string())),
+        ];
+        for (key, value) in wanted {
+            let Some(value) = value else { continue };
+            match self.labels.get(key) {
+                Some((v, _)) if *v == value => continue,
+                Some((_, at)) if now_us < at.saturating_add(self.settings.label_every_us) => {
+                    continue
+                }
+                _ => {}
+            }
+            self.labels.insert(key, (value.clone(), now_us));
+            out.push(Action::SetLabel { key, value });
         }
-        if self
-            .last_label_us
-            .is_some_and(|at| now_us < at.saturating_add(self.settings.label_every_us))
-        {
-            return;
-        }
-        self.last_label_us = Some(now_us);
-        self.labels.insert(LABEL_TICK_P99_US, value.clone());
-        out.push(Action::SetLabel {
-            key: LABEL_TICK_P99_US,
-            value,
-        });
     }
 }
 
@@ -270,7 +273,15 @@ mod tests {
         let first = r.observe(S, &serving(1, &[]));
         assert_eq!(
             first,
-            vec![Action::Ready, Action::Health, Action::SetPlayerCount(0)]
+            vec![
+                Action::Ready,
+                Action::Health,
+                Action::SetPlayerCount(0),
+                Action::SetLabel {
+                    key: LABEL_PLAYERS,
+                    value: "0".into()
+                }
+            ]
         );
         let later = r.observe(3 * S, &serving(2, &[]));
         assert_eq!(later, vec![Action::Health]);
@@ -362,7 +373,14 @@ mod tests {
         let mut r = Reporter::new(settings(false, false, false));
         assert_eq!(
             r.observe(0, &serving(1, &["a"])),
-            vec![Action::Ready, Action::Health]
+            vec![
+                Action::Ready,
+                Action::Health,
+                Action::SetLabel {
+                    key: LABEL_PLAYERS,
+                    value: "1".into()
+                }
+            ]
         );
     }
 
@@ -393,10 +411,7 @@ mod tests {
         let labels = |a: Vec<Action>| -> Vec<String> {
             a.into_iter()
                 .filter_map(|a| match a {
-                    Action::SetLabel { key, value } => {
-                        assert_eq!(key, LABEL_TICK_P99_US);
-                        Some(value)
-                    }
+                    Action::SetLabel { key, value } if key == LABEL_TICK_P99_US => Some(value),
                     _ => None,
                 })
                 .collect()
@@ -408,6 +423,38 @@ mod tests {
         assert_eq!(labels(r.observe(10 * S, &with(140))), ["140"]);
         // Unchanged: never rewritten.
         assert!(labels(r.observe(30 * S, &with(140))).is_empty());
+    }
+
+    #[test]
+    fn the_players_label_follows_the_count_each_label_on_its_own_period() {
+        let mut r = Reporter::new(Settings::default());
+        let players_label = |a: &[Action]| -> Option<String> {
+            a.iter().find_map(|a| match a {
+                Action::SetLabel { key, value } if *key == LABEL_PLAYERS => Some(value.clone()),
+                _ => None,
+            })
+        };
+        let with = |players: &[&str], p99| Observation {
+            tick_p99_us: Some(p99),
+            ..serving(1, players)
+        };
+        assert_eq!(
+            players_label(&r.observe(0, &with(&[], 100))),
+            Some("0".into())
+        );
+        assert_eq!(players_label(&r.observe(S, &with(&["a"], 100))), None);
+        // The p99 label's own period: a new p99 at 10 s is written with
+        // the players label, neither held back by the other.
+        let a = r.observe(10 * S, &with(&["a", "b"], 200));
+        assert_eq!(players_label(&a), Some("2".into()));
+        assert!(a.contains(&Action::SetLabel {
+            key: LABEL_TICK_P99_US,
+            value: "200".into()
+        }));
+        assert_eq!(
+            players_label(&r.observe(30 * S, &with(&["a", "b"], 200))),
+            None
+        );
     }
 
     #[test]

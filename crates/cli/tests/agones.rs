@@ -304,7 +304,9 @@ fn the_reference_server_under_agones_is_ready_healthy_while_ticking_lists_player
     let (_, players_cpu) = server::cpus();
     let players = Command::new(exe())
         .args(["players", "--target", &target, "--players", "2"])
-        .args(["--duration", "6s", "--cpus", &players_cpu, "--quiet"])
+        // Longer than the labels' period (10 s), so the players label
+        // catches up while they play.
+        .args(["--duration", "14s", "--cpus", &players_cpu, "--quiet"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -313,10 +315,23 @@ fn the_reference_server_under_agones_is_ready_healthy_while_ticking_lists_player
     sdk.wait_players(2, Duration::from_secs(15));
     let names = sdk.game_server()["status"]["lists"]["players"]["values"].clone();
     assert_eq!(names, serde_json::json!(["player-0", "player-1"]));
-    let _ = wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
+    let players_label = |n: &'static str| {
+        move |g: &Value| labels(g).get("agones.dev/sdk-players") == Some(&Value::from(n))
+    };
+    sdk.wait_for(
+        "players label 2",
+        Duration::from_secs(15),
+        players_label("2"),
+    );
+    let _ = wait_until(Duration::from_secs(40), Duration::from_millis(100), || {
         players.0.try_wait().unwrap()
     });
     sdk.wait_players(0, Duration::from_secs(15));
+    sdk.wait_for(
+        "players label 0",
+        Duration::from_secs(15),
+        players_label("0"),
+    );
 
     // A stalled tick loop stops the health pings; they resume with it.
     let pid = srv.child.id();

@@ -77,8 +77,9 @@ pub struct Args {
     pub ping_limit: u32,
     /// Speak the Agones SDK (HTTP API of the SDK server on 127.0.0.1):
     /// Ready once listening, Health while the tick loop runs, the players
-    /// as the `players` list and counter, the recent tick p99 as the label
-    /// `agones.dev/sdk-tick-p99-us`, Shutdown when the match ends or on
+    /// as the `players` list and counter (and player tracking where it is
+    /// on), the recent tick p99 and the player count as the labels
+    /// `agones.dev/sdk-tick-p99-us` and `agones.dev/sdk-players`, Shutdown when the match ends or on
     /// SIGTERM. On by itself when AGONES_SDK_HTTP_PORT or
     /// AGONES_SDK_GRPC_PORT is set. Exits 5 if no SDK server answers at
     /// start (docs/agones.md).
