@@ -8,8 +8,10 @@
 //!
 //! - [`reporter`]: [`Reporter`], sans-I/O and tested on a virtual clock:
 //!   [`Observation`]s of the game in, SDK [`Action`]s out (Ready once,
-//!   Health only while the game's loop advances, player list and counter
-//!   diffs, the tick p99 label on change and rate-limited, Shutdown once).
+//!   Health only while the game's loop advances, player diffs to where the
+//!   GameServer takes them ([`PlayerSinks`]: list, counter, player
+//!   tracking), the tick p99 and player count labels on change and
+//!   rate-limited, Shutdown once).
 //! - [`endpoint`]: where the SDK server is ([`endpoint::resolve`] from a
 //!   flag and `AGONES_SDK_HTTP_PORT` / `AGONES_SDK_GRPC_PORT`).
 //! - [`client`]: [`SdkClient`], blocking HTTP on `ureq`: one method per
@@ -20,8 +22,9 @@
 //!   what the answer says, sans-I/O; [`sidecar`]: its I/O loop.
 //!
 //! Order: resolve the endpoint, make an [`SdkClient`], check it with
-//! `game_server()` before starting anything, then run [`drive`] (or
-//! [`sidecar::run`]) on its own thread with an observe function.
+//! `game_server()` before starting anything (its `player_sinks()` go into
+//! the [`Settings`]), then run [`drive`] (or [`sidecar::run`]) on its own
+//! thread with an observe function.
 
 pub mod client;
 pub mod driver;

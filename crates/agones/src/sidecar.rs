@@ -1,6 +1,6 @@
 //! [`run`]: the sidecar for games we did not write. It asks the game its
 //! query (see [`crate::watch`]) once per period over one connected UDP
-//! socket and feeds what it heard to the [`driver`](crate::driver): the
+//! socket and feeds what it heard to the [`driver`]: the
 //! first answer makes the GameServer Ready, answers keep the health pings
 //! going (a game that stops answering stops them), the names in the
 //! answers are the players, and `stop` (SIGTERM) ends in Shutdown.
