@@ -22,7 +22,7 @@
 //!
 //! Health is a `POST` of `{}` per ping (the gRPC API's client stream has
 //! no HTTP form: the gateway turns each POST into one ping). Players go to
-//! Counts and Lists (beta, on by default since Agones 1.41) where the
+//! Counts and Lists (beta, on by default in Agones 1.60) where the
 //! GameServer declares a `players` list or counter, and to player tracking
 //! (alpha) only where its `PlayerTracking` feature gate is on
 //! ([`GameServer::player_sinks`]).
