@@ -23,6 +23,10 @@ impl ServerChild {
         let mut child = Command::new(exe)
             .arg("server")
             .args(args)
+            // Agones' variables (tickpack run in a GameServer pod) name the
+            // pod's SDK server: a helper server must not report to it.
+            .env_remove(tickpack_agones::endpoint::ENV_HTTP_PORT)
+            .env_remove(tickpack_agones::endpoint::ENV_GRPC_PORT)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

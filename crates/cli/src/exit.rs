@@ -12,7 +12,8 @@ pub enum Code {
     Isolation = 3,
     /// The measurement ran and QoS failed.
     QosFailed = 4,
-    /// The target did not answer or refused.
+    /// The target did not answer or refused (also: no Agones SDK server
+    /// answered at start).
     Unreachable = 5,
     /// `players`: snapshots or commands were lost, or a player went without
     /// snapshots for an outage, against the schedule.

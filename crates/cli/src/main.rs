@@ -5,7 +5,8 @@
 //! Exit codes (also in `--help` and the README):
 //! 0 done; 1 internal or runtime error; 2 bad flags or config;
 //! 3 isolation unavailable; 4 QoS failed; 5 target unreachable (a player
-//! never connected, a probed server never answered); 6 the players lost snapshots or commands, or had an
+//! never connected, a probed server never answered, no Agones SDK server
+//! answered); 6 the players lost snapshots or commands, or had an
 //! outage.
 
 use std::process::ExitCode;
@@ -18,7 +19,8 @@ macro_rules! exit_codes {
         "Exit codes: 0 done, 1 internal or runtime error, 2 bad flags or config
 (checked before anything is started or created), 3 isolation unavailable,
 4 QoS failed, 5 target unreachable (a player never connected, a probed server
-never answered), 6 players lost snapshots or commands or had an outage."
+never answered, no Agones SDK server answered), 6 players lost snapshots or
+commands or had an outage."
     };
 }
 
@@ -90,6 +92,17 @@ enum Command {
     /// CPU and memory each, placed on cores, restarted when they crash.
     #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Host(cmd::host::Args),
+    /// Run beside a game server we did not write (OpenArena) under Agones:
+    /// ask it its query protocol once a second and drive the Agones SDK
+    /// from the answers: Ready after the first answer, Health while answers
+    /// come (a hung server stops them, so Agones replaces it), the players
+    /// named in the answers as the `players` list and counter, Shutdown on
+    /// SIGTERM. Exits 5 if no SDK server answers at start.
+    ///
+    /// Example (the sidecar container of an OpenArena GameServer pod):
+    ///   tickpack agones-sidecar --game openarena --target 127.0.0.1:27960
+    #[command(name = "agones-sidecar", after_help = EXIT_CODES, verbatim_doc_comment)]
+    AgonesSidecar(cmd::agones::SidecarArgs),
     #[command(name = "__instance-init", hide = true)]
     InstanceInit(cmd::host::InitArgs),
     /// A bounded flood of connectionless requests to a loopback server (benchmarks, tests).
@@ -110,6 +123,7 @@ fn main() -> ExitCode {
         Command::Tco(a) => cmd::tco::run(a),
         Command::Latency(a) => cmd::latency::run(a),
         Command::Host(a) => cmd::host::run(a),
+        Command::AgonesSidecar(a) => cmd::agones::run_sidecar(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
         Command::Flood(a) => cmd::flood::run(a),
     };

@@ -46,7 +46,12 @@ mod mounts;
 use init::drop_privileges;
 pub use init::instance_init;
 use mounts::MountPlan;
+
 pub use mounts::TMPFS_OPTIONS;
+
+/// The variables Agones gives a game server container (`AGONES_SDK_HTTP_PORT`,
+/// `AGONES_SDK_GRPC_PORT`); removed from every instance's environment.
+const AGONES_SDK_VARS: [&str; 2] = ["AGONES_SDK_HTTP_PORT", "AGONES_SDK_GRPC_PORT"];
 
 /// How an instance is isolated.
 #[derive(Debug, Clone, Default)]
@@ -160,6 +165,12 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
         c.args(&spec.argv[1..]);
         c
     };
+    // Agones' variables, when the host itself runs in a GameServer pod,
+    // name the host's SDK server, not an instance's: a reference server
+    // that saw them would report to it (tickpack-agones' endpoint.rs).
+    for var in AGONES_SDK_VARS {
+        cmd.env_remove(var);
+    }
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::from(log))

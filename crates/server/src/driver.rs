@@ -10,6 +10,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::RngCore;
@@ -20,6 +21,7 @@ use tickpack_sim::{Server, ServerConfig, TickClock};
 use tickpack_wire::ServerStats;
 
 use crate::drain::{self, DrainCounters, DrainEnd, DrainLimit};
+use crate::live::{Live, Slow};
 use crate::metrics::{self, Endpoint};
 use crate::ServerError;
 
@@ -44,6 +46,9 @@ pub struct Options {
     pub metrics: Option<SocketAddr>,
     /// Stop by itself after this long.
     pub duration: Option<Duration>,
+    /// Where to show ticks, players and the recent tick p99 to another
+    /// thread (the Agones reporter).
+    pub live: Option<Arc<Live>>,
 }
 
 /// What the server saw, once stopped.
@@ -81,6 +86,10 @@ pub fn run(
     let mut server = Server::new(cfg, secret);
     let endpoint = opts.metrics.map(Endpoint::serve).transpose()?;
     on_listening(local);
+    let live = opts.live.as_deref();
+    if let Some(l) = live {
+        l.set_listening();
+    }
 
     let mut waiter = Waiter::new(opts.timer).map_err(ServerError::Timer)?;
     let mut io = Io {
@@ -127,6 +136,9 @@ pub fn run(
         // Skips the missed slots after a stall; the server counts a frame
         // longer than the interval as an overrun (record_frame above).
         clock.advance(end);
+        if let Some(l) = live {
+            l.set_ticks(u64::from(server.current_tick()));
+        }
         if end >= next_metrics {
             next_metrics = end + 1_000_000_000;
             server.set_cpu_time_us(tickpack_net::cpu::process_cpu_time_ns() / 1000);
@@ -135,6 +147,13 @@ pub fn run(
             }
             if let Some(ep) = &endpoint {
                 ep.publish(&metrics::server::families(&server, &drains, end / 1000));
+            }
+            if let Some(l) = live {
+                let recent = server.recent_stats(end / 1000);
+                l.publish(Slow {
+                    players: server.player_names().map(str::to_string).collect(),
+                    tick_p99_us: (recent.window_ms > 0).then_some(recent.lateness_p99_us),
+                });
             }
         }
     }

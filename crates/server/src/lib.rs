@@ -8,6 +8,8 @@
 //!   datagram, drain, tick, send) until told to stop.
 //! - [`drain`]: the bounded receive drain (socket empty, budget or the
 //!   tick's deadline), pure and tested without sockets.
+//! - [`live`]: [`Live`], what the running server shows another thread
+//!   (ticks, players, recent tick p99; the Agones reporter reads it).
 //! - [`metrics`]: Prometheus families of the server and of a host, encoded
 //!   by the `prometheus` crate, served over HTTP by `tiny_http` from a copy
 //!   the owner refreshes, so serving never delays a tick.
@@ -18,8 +20,10 @@
 pub mod drain;
 pub mod driver;
 pub mod error;
+pub mod live;
 pub mod metrics;
 
 pub use driver::{run, Options, Stopped};
 
 pub use error::ServerError;
+pub use live::Live;

@@ -4,10 +4,11 @@
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tickpack_net::wait::WaitMode;
-use tickpack_server::{run, Options};
+use tickpack_server::{run, Live, Options};
 use tickpack_sim::ServerConfig;
 
 fn free_tcp_addr() -> SocketAddr {
@@ -19,6 +20,7 @@ fn free_tcp_addr() -> SocketAddr {
 fn the_driver_ticks_serves_metrics_and_stops_when_told() {
     let metrics = free_tcp_addr();
     let stop = AtomicBool::new(false);
+    let live = Arc::new(Live::default());
     let opts = Options {
         config: ServerConfig {
             tick_hz: 100,
@@ -30,6 +32,7 @@ fn the_driver_ticks_serves_metrics_and_stops_when_told() {
         metrics: Some(metrics),
         // A bound in case the stop flag is never seen.
         duration: Some(Duration::from_secs(30)),
+        live: Some(live.clone()),
     };
     let mut bound = None;
     let stopped = std::thread::scope(|s| {
@@ -47,6 +50,14 @@ fn the_driver_ticks_serves_metrics_and_stops_when_told() {
                 let _ = c.read_to_string(&mut body);
             }
         }
+        // What the Agones reporter reads: listening, ticks advancing.
+        let seen = live.read();
+        assert!(seen.listening);
+        let advanced = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            live.read().ticks > seen.ticks
+        });
+        assert!(advanced, "the live tick count did not advance");
         stop.store(true, Ordering::Relaxed);
         let r = h.join().unwrap();
         assert!(
@@ -75,6 +86,7 @@ fn a_metrics_address_in_use_is_a_config_error() {
         timer: WaitMode::Plain,
         metrics: Some(taken.local_addr().unwrap()),
         duration: Some(Duration::from_secs(5)),
+        live: None,
     };
     let err = run(opts, &AtomicBool::new(false), |_| {}).unwrap_err();
     assert!(err.is_config(), "{err}");

@@ -205,6 +205,17 @@ impl Server {
         self.by_addr.len()
     }
 
+    /// The names of the connected human players, in slot order (a player
+    /// that sent no name is `player-N`).
+    pub fn player_names(&self) -> impl Iterator<Item = &str> {
+        self.clients.iter().flatten().map(|c| c.name.as_str())
+    }
+
+    /// Tick lateness and frame time over the last second or two.
+    pub fn recent_stats(&self, now_us: u64) -> tickpack_wire::RecentStats {
+        self.recent.stats(now_us)
+    }
+
     pub fn current_tick(&self) -> u32 {
         self.tick
     }

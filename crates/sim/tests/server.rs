@@ -246,6 +246,8 @@ fn refusals_bad_tokens_full_and_version() {
     );
     assert_eq!(h.server.players(), 1);
     h.connect(c);
+    // The names the Agones reporter lists: one per connected player.
+    assert_eq!(h.server.player_names().collect::<Vec<_>>(), ["p", "p"]);
 }
 
 #[test]

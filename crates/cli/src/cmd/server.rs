@@ -13,7 +13,11 @@ use tickpack_net::wait::WaitMode;
 use tickpack_sim::world::CostProfile;
 use tickpack_sim::{FloodLimits, ServerConfig};
 
-use super::{check_cpus, parse_addr, parse_positive_duration};
+use tickpack_agones::driver::OBSERVE_EVERY;
+use tickpack_agones::{Observation, SdkClient, Settings};
+use tickpack_server::Live;
+
+use super::{agones, check_cpus, parse_addr, parse_positive_duration};
 use crate::exit::{Code, Failure};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -71,6 +75,20 @@ pub struct Args {
     /// requests have fixed limits (docs/design.md, Trust).
     #[arg(long, default_value_t = FloodLimits::DEFAULT_PING_PER_S)]
     pub ping_limit: u32,
+    /// Speak the Agones SDK (HTTP API of the SDK server on 127.0.0.1):
+    /// Ready once listening, Health while the tick loop runs, the players
+    /// as the `players` list and counter (and player tracking where it is
+    /// on), the recent tick p99 and the player count as the labels
+    /// `agones.dev/sdk-tick-p99-us` and `agones.dev/sdk-players`, Shutdown when the match ends or on
+    /// SIGTERM. On by itself when AGONES_SDK_HTTP_PORT or
+    /// AGONES_SDK_GRPC_PORT is set. Exits 5 if no SDK server answers at
+    /// start (docs/agones.md).
+    #[arg(long)]
+    pub agones: bool,
+    /// The SDK server's HTTP port on 127.0.0.1 (implies --agones)
+    /// [default: $AGONES_SDK_HTTP_PORT, else 9358].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub agones_http_port: Option<u16>,
 }
 
 fn parse_cost(s: &str) -> Result<CostProfile, String> {
@@ -81,10 +99,22 @@ pub fn run(a: Args) -> Result<(), Failure> {
     if let Some(cpu) = a.cpu {
         check_cpus("--cpu", &[cpu])?;
     }
+    // Before anything starts: a missing SDK server is exit 5, not a
+    // server that runs unseen by Agones.
+    let sdk = agones::connect(a.agones, a.agones_http_port, "--agones-http-port")?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
+    let live = sdk.as_ref().map(|_| Arc::new(Live::default()));
+    let reporter = sdk.map(|(client, settings)| {
+        let live = live.clone().expect("made with the client");
+        std::thread::Builder::new()
+            .name("agones".into())
+            .spawn(move || report_to_agones(&client, settings, &live))
+            .context("starting the Agones reporter thread")
+    });
+    let reporter = reporter.transpose()?;
     let opts = tickpack_server::Options {
         config: ServerConfig {
             tick_hz: a.tick_hz,
@@ -105,6 +135,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         },
         metrics: a.metrics,
         duration: a.duration,
+        live: live.clone(),
     };
     let stopped = tickpack_server::run(opts, &stop, |local| {
         // The line scripts and tests wait for; keep its shape.
@@ -117,9 +148,19 @@ pub fn run(a: Args) -> Result<(), Failure> {
             std::process::id()
         );
         let _ = std::io::stdout().flush();
-    })
-    .map_err(|e| Failure {
-        code: if e.is_config() { Code::Config } else { Code::Runtime },
+    });
+    // The match ended, the server was told to stop, or it failed: the
+    // reporter says Shutdown and ends.
+    if let (Some(live), Some(h)) = (&live, reporter) {
+        live.set_ended();
+        let _ = h.join();
+    }
+    let stopped = stopped.map_err(|e| Failure {
+        code: if e.is_config() {
+            Code::Config
+        } else {
+            Code::Runtime
+        },
         error: e.into(),
     })?;
     let s = stopped.stats;
@@ -128,6 +169,29 @@ pub fn run(a: Args) -> Result<(), Failure> {
         s.tick, s.frame_p99_us, s.lateness_p99_us, s.overruns, s.malformed, s.rate_limited, s.socket_drops
     );
     Ok(())
+}
+
+/// The Agones reporter's thread: what the tick loop shows in `live`,
+/// turned into SDK calls until Shutdown.
+fn report_to_agones(client: &SdkClient, settings: Settings, live: &Live) {
+    let mut errors = agones::ErrorLog::new();
+    tickpack_agones::drive(
+        client,
+        settings,
+        OBSERVE_EVERY,
+        || {
+            let seen = live.read();
+            Observation {
+                serving: seen.listening,
+                progress: seen.ticks,
+                players: seen.slow.players,
+                tick_p99_us: seen.slow.tick_p99_us,
+                ending: seen.ended,
+            }
+        },
+        agones::print_action,
+        |e| errors.note(e),
+    );
 }
 
 #[cfg(test)]

@@ -1,0 +1,46 @@
+//! An instance does not inherit the Agones SDK variables of the host: a
+//! host run in an Agones GameServer pod would otherwise have every reference
+//! server instance report to the pod's SDK server (`tickpack server` turns
+//! Agones on when it sees them). Its own test binary: it sets variables
+//! of this process, which no other test may race.
+
+use std::time::Duration;
+
+use tickpack_host::spawn::{spawn, Isolation, Spec};
+
+#[test]
+fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
+    // SAFETY-relevant: the only test of this binary, so no thread reads the
+    // environment while it changes.
+    std::env::set_var("AGONES_SDK_HTTP_PORT", "9358");
+    std::env::set_var("AGONES_SDK_GRPC_PORT", "9357");
+    std::env::set_var("TP_SPAWN_ENV_KEPT", "host");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("out.log");
+    let spec = Spec {
+        argv: vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            "echo \"[${AGONES_SDK_HTTP_PORT-unset}][${AGONES_SDK_GRPC_PORT-unset}][$TP_SPAWN_ENV_KEPT][$OWN]\"".into(),
+        ],
+        env: vec![("OWN".into(), "spec".into())],
+        workdir: dir.path().to_path_buf(),
+        log: log.clone(),
+        cpus: None,
+        cgroup_procs: vec![],
+        isolation: Isolation::default(),
+        init_exe: "/bin/false".into(),
+    };
+    let mut child = spawn(&spec).unwrap();
+    let status =
+        tickpack_testkit::wait_until(Duration::from_secs(10), Duration::from_millis(20), || {
+            child.try_wait().unwrap()
+        });
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the instance did not exit within 10 s");
+    }
+    let out = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(out.trim(), "[unset][unset][host][spec]", "{out}");
+}
