@@ -88,6 +88,9 @@ enum Command {
     /// CPU and memory each, placed on cores, restarted when they crash.
     #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Host(cmd::host::Args),
+    /// Kubernetes game-server hosting with Agones: `agones fleet` writes a
+    /// Fleet and FleetAutoscaler sized from a bench result.
+    Agones(cmd::agones::Args),
     #[command(name = "__instance-init", hide = true)]
     InstanceInit(cmd::host::InitArgs),
     /// A bounded flood of connectionless requests to a loopback server (benchmarks, tests).
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
         Command::Tco(a) => cmd::tco::run(a),
         Command::Latency(a) => cmd::latency::run(a),
         Command::Host(a) => cmd::host::run(a),
+        Command::Agones(a) => cmd::agones::run(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
         Command::Flood(a) => cmd::flood::run(a),
     };

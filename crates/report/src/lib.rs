@@ -105,6 +105,15 @@ pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, ReportError> {
 
 /// Writes `value` as pretty JSON to `path` atomically (temp file + rename).
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), ReportError> {
+    let mut body = serde_json::to_vec_pretty(value)?;
+    body.push(b'\n');
+    write_atomic(path, &body)
+}
+
+/// Writes `body` to `path` atomically: a temp file in the same directory,
+/// synced, then renamed over `path`, so a reader sees the old file or the
+/// whole new one, never half of it.
+pub fn write_atomic(path: &Path, body: &[u8]) -> Result<(), ReportError> {
     let werr = |source| ReportError::Write {
         path: path.display().to_string(),
         source,
@@ -118,13 +127,15 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Rep
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let body = serde_json::to_vec_pretty(value)?;
     let mut f = std::fs::File::create(&tmp).map_err(werr)?;
-    f.write_all(&body)
-        .and_then(|_| f.write_all(b"\n"))
-        .and_then(|_| f.sync_all())
-        .map_err(werr)?;
-    std::fs::rename(&tmp, path).map_err(werr)
+    if let Err(e) = f.write_all(body).and_then(|_| f.sync_all()) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(werr(e));
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        werr(e)
+    })
 }
 
 /// Counters of snapshots, against the tick schedule (docs/methodology.md).
@@ -332,6 +343,21 @@ mod tests {
         assert_eq!(merged.len(), 2000);
         assert!(merged.value_at_quantile(0.99) > 9_000);
         assert!(decode_histogram("not base64!").is_err());
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temp_file() {
+        let dir = std::env::temp_dir().join(format!("tp-atomic-fail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("taken/inner")).unwrap();
+        // Renaming a file over a non-empty directory fails.
+        assert!(write_atomic(&dir.join("taken"), b"x").is_err());
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(names, vec![std::ffi::OsString::from("taken")]);
     }
 
     #[test]

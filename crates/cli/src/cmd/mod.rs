@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod agones;
 pub mod bench;
 pub mod demo;
 pub mod flood;
