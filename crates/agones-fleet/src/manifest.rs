@@ -146,7 +146,7 @@ impl Yaml {
     /// A comment, one `#` line per line of `text`.
     fn comment(&mut self, indent: usize, text: &str) {
         for l in text.lines() {
-            self.line(indent, &format!("# {l}").trim_end().to_string());
+            self.line(indent, format!("# {l}").trim_end());
         }
     }
 
@@ -446,10 +446,10 @@ fn main_container(
     let cpu_words = match s.cpu {
         Cpu::Shared { millis } => format!(
             "CPU: {} server cores x 1000m / {} servers = {millis}m per server (rounded up\n\
-             to a millicore). Servers share cores, as the bench found pinning does not\n\
-             matter: a request with no CPU limit (Burstable), since a CFS quota would\n\
-             throttle a tick that overruns its share of a 100 ms period, which players\n\
-             see as lateness.",
+             to a millicore). Servers share cores (see Pinning at the top): a request\n\
+             with no CPU limit (Burstable), since a CFS quota would throttle a tick\n\
+             that overruns its share of a 100 ms period, which players see as\n\
+             lateness.",
             s.server_cores, s.recommended_servers
         ),
         Cpu::Whole { cpus } => format!(
@@ -510,8 +510,8 @@ fn sidecar_container(y: &mut Yaml, opts: &FleetOptions) {
         &format!(
             "Tells Agones about the OpenArena server: Ready once it answers its\n\
              getinfo query on {port}, Health while it does.\n\
-             Not measured by the bench: a small fixed share (request == limit, so the\n\
-             pod can stay Guaranteed).",
+             Not measured by the bench: a small fixed share, request == limit (which a\n\
+             Guaranteed pod needs of every container).",
             port = openarena::PORT
         ),
     );

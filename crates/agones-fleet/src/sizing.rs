@@ -163,12 +163,15 @@ pub fn memory_mib(peak_rss_bytes: u64) -> u64 {
 /// [`PINNING_RATIO_ONE_RUN`].
 pub fn pinning(result: &BenchResult) -> Pinning {
     if result.settings.compare != "placement" {
+        let ran = match result.settings.compare.as_str() {
+            "none" => "the result ran no comparison".to_string(),
+            other => format!("the result compared {other}, not placement"),
+        };
         return Pinning {
             matters: false,
             why: format!(
-                "the result compares {:?}, not placement (`tickpack bench --compare placement` \
-                 measures whether pinning matters), so servers share cores",
-                result.settings.compare
+                "{ran} (`tickpack bench --compare placement` measures whether pinning \
+                 matters), so servers share cores"
             ),
         };
     }

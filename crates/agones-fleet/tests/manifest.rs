@@ -355,3 +355,66 @@ fn bad_options_are_refused_before_writing() {
         assert!(e.to_string().contains(words), "{e}");
     }
 }
+
+/// A placement comparison over three repetitions: pinned maximum densities
+/// `pinned`, the kernel's `kernel`; pinned recommended 5, 4 and 6.
+fn repeated(pinned: [f64; 3], kernel: [f64; 3]) -> BenchResult {
+    use tickpack_report::comparison::{
+        Comparison, DensityRatio, Separation, Spread, VariantSummary,
+    };
+    let spread = |v: [f64; 3]| Spread::of(v.iter().map(|x| Some(*x)).collect());
+    let (p, k) = (spread(pinned), spread(kernel));
+    let mut r = result("reference", Some(9));
+    r.settings.compare = "placement".into();
+    r.comparison_ratio = Some(9.0);
+    r.comparison = Some(Comparison {
+        kind: "placement".into(),
+        repetitions: 3,
+        repetitions_finished: 3,
+        variants: vec![
+            VariantSummary {
+                label: "spread".into(),
+                name: "tickpack's placement (spread)".into(),
+                max_servers: p.clone(),
+                recommended_servers: spread([5.0, 4.0, 6.0]),
+            },
+            VariantSummary {
+                label: "none".into(),
+                name: "the kernel's scheduling (none)".into(),
+                max_servers: k.clone(),
+                recommended_servers: spread([4.0, 4.0, 4.0]),
+            },
+        ],
+        ratios: vec![DensityRatio {
+            numerator: "spread".into(),
+            denominator: "none".into(),
+            numerator_name: "tickpack's placement (spread)".into(),
+            denominator_name: "the kernel's scheduling (none)".into(),
+            ratio: Spread::of(
+                pinned
+                    .iter()
+                    .zip(kernel)
+                    .map(|(a, b)| Some(a / b))
+                    .collect(),
+            ),
+            separation: Separation::judge(&p, &k),
+        }],
+    });
+    r
+}
+
+#[test]
+fn over_repetitions_pinning_needs_separated_ranges_and_the_density_is_the_lower_median() {
+    let s = size(&repeated([8.0, 9.0, 8.0], [6.0, 7.0, 6.0]), None).unwrap();
+    assert!(s.pinning.matters, "{}", s.pinning.why);
+    assert_eq!(
+        s.recommended_servers, 5,
+        "lower median of 5, 4, 6, not the result's 9"
+    );
+    assert_eq!(s.over_repetitions, Some(3));
+    // Overlapping ranges: pinning is not shown, whatever one run's ratio says.
+    let s = size(&repeated([8.0, 9.0, 6.0], [6.0, 7.0, 6.0]), None).unwrap();
+    assert!(!s.pinning.matters, "{}", s.pinning.why);
+    assert!(s.pinning.why.contains("cannot tell"), "{}", s.pinning.why);
+    assert_eq!(s.cpu, Cpu::Shared { millis: 400 }, "2 cores / 5 servers");
+}
