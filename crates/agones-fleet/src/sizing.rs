@@ -104,7 +104,8 @@ pub struct Sizing {
     pub recommended_servers: u32,
     /// The cores those servers ran on (the load generator had its own).
     pub server_cores: u32,
-    /// True when the recommendation is the lower median of repetitions.
+    /// The repetitions whose lower median the recommendation is (`--repeat`);
+    /// `None`: one run's recommendation.
     pub over_repetitions: Option<u32>,
     pub pinning: Pinning,
     pub cpu: Cpu,
@@ -224,7 +225,7 @@ pub fn pinning(result: &BenchResult) -> Pinning {
     }
 }
 
-/// Sizes one server's pod from a bench result. `memory_mib` (the user's
+/// Sizes one server's pod from a bench result. `memory_mib_given` (the user's
 /// `--memory-mib`) is required when the result has no measured memory
 /// (results written before it was recorded).
 pub fn size(result: &BenchResult, memory_mib_given: Option<u64>) -> Result<Sizing, FleetError> {
