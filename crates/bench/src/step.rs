@@ -8,7 +8,9 @@
 //! ([`crate::verdict`]). With `--probe`, a query prober runs beside the
 //! players on the same CPUs over the measured window, asking every
 //! instance at the polite rate ([`tickpack_probe::ProbeSettings::DEFAULT`]),
-//! and the step records the merged round trips as `query_latency_us`. Needs whatever the ladder's backend needs (root for
+//! and the step records the merged round trips as `query_latency_us`. At the
+//! end of the measured window it records the largest peak resident memory
+//! of one server (its process tree's `VmHWM`). Needs whatever the ladder's backend needs (root for
 //! netns); the ladder's own logic is tested with a scripted runner instead.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -255,6 +257,13 @@ impl HostStepRunner<'_> {
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
+        // Still running: each server's peak memory so far.
+        let server_peak_rss_bytes = sup
+            .status()
+            .instances
+            .iter()
+            .filter_map(|i| i.pid.and_then(tickpack_sys::tree_peak_rss_bytes))
+            .max();
         let outcome = outcome.map_err(BenchError::Players)?;
         let r = tickpack_players::to_result(&pcfg, &outcome);
         let query = probed
@@ -330,6 +339,7 @@ impl HostStepRunner<'_> {
             query_latency_us: query_latency,
             queries: query.as_ref().map(|(_, c)| *c),
             batch,
+            server_peak_rss_bytes,
             measured: r.measured,
             histograms: tickpack_report::PlayersHistograms {
                 query_latency_us: query

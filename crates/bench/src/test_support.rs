@@ -36,6 +36,7 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
         query_latency_us: None,
         queries: None,
         batch: None,
+        server_peak_rss_bytes: None,
         histograms: PlayersHistograms::default(),
     }
 }

@@ -102,7 +102,10 @@ enum Command {
     /// Example (the sidecar container of an OpenArena GameServer pod):
     ///   tickpack agones-sidecar --game openarena --target 127.0.0.1:27960
     #[command(name = "agones-sidecar", after_help = EXIT_CODES, verbatim_doc_comment)]
-    AgonesSidecar(cmd::agones::SidecarArgs),
+    AgonesSidecar(cmd::agones_sidecar::SidecarArgs),
+    /// Kubernetes game-server hosting with Agones: `agones fleet` writes a
+    /// Fleet and FleetAutoscaler sized from a bench result.
+    Agones(cmd::agones::Args),
     #[command(name = "__instance-init", hide = true)]
     InstanceInit(cmd::host::InitArgs),
     /// A bounded flood of connectionless requests to a loopback server (benchmarks, tests).
@@ -123,7 +126,8 @@ fn main() -> ExitCode {
         Command::Tco(a) => cmd::tco::run(a),
         Command::Latency(a) => cmd::latency::run(a),
         Command::Host(a) => cmd::host::run(a),
-        Command::AgonesSidecar(a) => cmd::agones::run_sidecar(a),
+        Command::AgonesSidecar(a) => cmd::agones_sidecar::run_sidecar(a),
+        Command::Agones(a) => cmd::agones::run(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
         Command::Flood(a) => cmd::flood::run(a),
     };

@@ -176,6 +176,12 @@ pub struct Step {
     /// Batch work beside the servers (`--batch`): its throughput and CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<StepBatch>,
+    /// The largest peak resident memory of one server of the step, bytes:
+    /// each server's process tree's `VmHWM` summed, read at the end of the
+    /// measured window (absent in results written before it was recorded).
+    /// `tickpack agones fleet` sizes a pod's memory from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_peak_rss_bytes: Option<u64>,
     pub histograms: PlayersHistograms,
 }
 
@@ -468,6 +474,7 @@ mod tests {
             query_latency_us: None,
             queries: None,
             batch: None,
+            server_peak_rss_bytes: None,
             histograms: PlayersHistograms::default(),
         }
     }
@@ -525,5 +532,18 @@ mod tests {
         let back: Step = serde_json::from_value(v).unwrap();
         assert_eq!(back.reconnects, 0);
         assert_eq!(back.outages, Outages::default());
+    }
+
+    #[test]
+    fn a_steps_peak_memory_round_trips_and_older_steps_have_none() {
+        let mut st = step();
+        st.server_peak_rss_bytes = Some(48 << 20);
+        let v = serde_json::to_value(&st).unwrap();
+        assert_eq!(v["server_peak_rss_bytes"], 48u64 << 20);
+        assert_eq!(serde_json::from_value::<Step>(v).unwrap(), st);
+        let older = serde_json::to_value(step()).unwrap();
+        assert!(older.get("server_peak_rss_bytes").is_none());
+        let back: Step = serde_json::from_value(older).unwrap();
+        assert_eq!(back.server_peak_rss_bytes, None);
     }
 }

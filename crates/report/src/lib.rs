@@ -351,6 +351,21 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_atomic_write_leaves_no_temp_file() {
+        let dir = std::env::temp_dir().join(format!("tp-atomic-fail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("taken/inner")).unwrap();
+        // Renaming a file over a non-empty directory fails.
+        assert!(write_atomic(&dir.join("taken"), b"x").is_err());
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(names, vec![std::ffi::OsString::from("taken")]);
+    }
+
+    #[test]
     fn atomic_write_leaves_only_the_file() {
         let dir = std::env::temp_dir().join(format!("tp-report-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -13,15 +13,19 @@
 //!
 //! - [`proc_stat`]: per-CPU idle and total time from `/proc/stat`'s text
 //!   ([`cpu_idle_total`]).
+//! - [`proc_memory`]: the peak resident memory of a process tree
+//!   ([`tree_peak_rss_bytes`], from `VmHWM`).
 //!
 //! It depends on nothing of ours; every other crate may depend on it.
 
 pub mod cpu_list;
 pub mod host_name;
+pub mod proc_memory;
 pub mod proc_stat;
 
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError};
 pub use host_name::{validate_host_name, HostNameError, MAX_HOST_NAME};
+pub use proc_memory::tree_peak_rss_bytes;
 pub use proc_stat::cpu_idle_total;
 
 /// True when the process runs as root (effective uid 0).

@@ -10,13 +10,16 @@
 //! - [`wait`]: [`wait_until`], polling with a deadline;
 //! - [`ports`]: free UDP/TCP ports on 127.0.0.1;
 //! - [`procs`]: whether a PID is alive, its children;
-//! - [`openarena`]: a real OpenArena server on 127.0.0.1, killed on drop.
+//! - [`openarena`]: a real OpenArena server on 127.0.0.1, killed on drop;
+//! - [`agones_crds`]: Agones' Fleet and FleetAutoscaler CRD schemas, to
+//!   validate generated manifests offline.
 //!
 //! What it does not do: start the `tickpack` binary (that needs the binary's
 //! path, which only the cli crate's tests know: `crates/cli/tests/support`).
 //! It sends no traffic (but [`openarena`]'s queries to its own server on
 //! loopback) and removes nothing it did not create.
 
+pub mod agones_crds;
 pub mod leftovers;
 pub mod openarena;
 pub mod ports;
@@ -24,6 +27,7 @@ pub mod procs;
 pub mod root;
 pub mod wait;
 
+pub use agones_crds::AgonesCrds;
 pub use leftovers::Leftovers;
 pub use openarena::OpenArena;
 pub use ports::{free_tcp_port, free_udp_ports};

@@ -1,191 +1,99 @@
-//! `tickpack agones-sidecar`: flags of the sidecar for games we did not
-//! write ([`tickpack_agones::sidecar::run`]), and what `tickpack server
-//! --agones` shares with it: finding and checking the SDK server before
-//! anything starts ([`connect`]), and printing SDK failures without
-//! flooding the log ([`ErrorLog`]).
+//! `tickpack agones fleet`: an Agones Fleet and FleetAutoscaler sized from a
+//! bench result. The sizing and the YAML are `tickpack_agones_fleet`'s;
+//! this reads the result and writes the manifest (stdout, or `--out`
+//! atomically).
 
-use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
-use anyhow::Context;
-use tickpack_agones::endpoint;
-use tickpack_agones::sidecar::{self, Options};
-use tickpack_agones::watch::Game;
-use tickpack_agones::{Action, SdkClient, SdkError, Settings};
+use tickpack_agones_fleet::manifest::DEFAULT_BUFFER;
+use tickpack_agones_fleet::{fleet_manifest, FleetOptions};
 
-use super::{parse_positive_duration, parse_target, GameArg};
-use crate::exit::{fail, Code, Failure};
+use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(clap::Args, Debug)]
-pub struct SidecarArgs {
-    /// The game beside which the sidecar runs (its query protocol:
-    /// openarena `getstatus`, reference `A2S_INFO`).
-    #[arg(long, value_enum)]
-    pub game: GameArg,
-    /// The game's query address [default: 127.0.0.1:27960 for openarena,
-    /// 127.0.0.1:27015 for reference].
-    #[arg(long, value_parser = parse_target)]
-    pub target: Option<SocketAddr>,
-    /// The SDK server's HTTP port on 127.0.0.1 [default: $AGONES_SDK_HTTP_PORT,
-    /// else 9358].
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-    pub sdk_http_port: Option<u16>,
-    /// Time between two queries (ioquake3 answers one `getstatus` a second
-    /// per address, so at least 1s for openarena).
-    #[arg(long, default_value = "1s", value_parser = parse_positive_duration)]
-    pub every: Duration,
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: AgonesCmd,
 }
 
-/// Finds the SDK server (`asked`: `--agones`; a port flag or Agones'
-/// variables also turn it on) and checks it answers `GET /gameserver`;
-/// the reporter's settings say where the GameServer takes players.
-/// `None`: Agones is off. A variable that is not a port is exit 2; no
-/// answer is exit 5, saying where it looked.
-pub fn connect(
-    asked: bool,
-    port: Option<u16>,
-    port_flag: &str,
-) -> Result<Option<(SdkClient, Settings)>, Failure> {
-    let Some(ep) = endpoint::resolve(asked, port, port_flag, |k| std::env::var(k).ok())
-        .map_err(|e| fail(Code::Config, e))?
-    else {
-        return Ok(None);
+#[derive(clap::Subcommand, Debug)]
+pub enum AgonesCmd {
+    /// Write an Agones Fleet and a FleetAutoscaler (Buffer policy) for the
+    /// game a bench result measured, sized from its measurements.
+    ///
+    /// CPU per server pod: the server cores split over the recommended
+    /// servers (shared cores, a request without a CPU limit), or, when a
+    /// `--compare placement` run showed that pinning matters, whole CPUs in
+    /// a Guaranteed pod (the kubelet's static CPU manager pins only those).
+    /// Memory: the largest measured peak RSS of one server times 3/2,
+    /// request == limit. Ports, health checks and the container command
+    /// come from the game; every number is explained in a comment in the
+    /// manifest. Images: deploy/docker/*.Dockerfile; walkthrough:
+    /// docs/agones.md.
+    #[command(after_help = crate::EXIT_CODES)]
+    Fleet(FleetArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct FleetArgs {
+    /// The bench result to size from (result.json of `tickpack bench`). It
+    /// must have a recommended density.
+    #[arg(long, value_name = "RESULT_JSON")]
+    pub from: PathBuf,
+    /// Write the manifest here (atomically: a temp file, then a rename);
+    /// default: standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The Fleet's name (the autoscaler adds `-autoscaler`); default
+    /// `tickpack-reference` or `tickpack-openarena`.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The container image; default `tickpack-server:VERSION` or
+    /// `tickpack-openarena:VERSION`, as docs/agones.md builds them.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Servers the Fleet starts with, and the fewest the autoscaler keeps
+    /// (minReplicas); at least --buffer.
+    #[arg(long, default_value_t = DEFAULT_BUFFER)]
+    pub replicas: u32,
+    /// Ready servers the autoscaler keeps waiting for players (bufferSize):
+    /// two, so an allocation right after another still finds one while a
+    /// new server starts.
+    #[arg(long, default_value_t = DEFAULT_BUFFER)]
+    pub buffer: u32,
+    /// The most servers the autoscaler may run (maxReplicas); default the
+    /// bench's recommended servers: one machine like the measured one.
+    #[arg(long)]
+    pub max_replicas: Option<u32>,
+    /// Memory per server pod, MiB, for a result without measured memory
+    /// (written before tickpack recorded it); it replaces the measurement
+    /// when given.
+    #[arg(long, value_name = "MIB")]
+    pub memory_mib: Option<u64>,
+}
+
+pub fn run(a: Args) -> Result<(), Failure> {
+    match a.cmd {
+        AgonesCmd::Fleet(f) => fleet(f),
+    }
+}
+
+fn fleet(a: FleetArgs) -> Result<(), Failure> {
+    let result = tickpack_report::html::read_result(&a.from).code(Code::Config)?;
+    let opts = FleetOptions {
+        name: a.name,
+        image: a.image,
+        replicas: a.replicas,
+        buffer: a.buffer,
+        max_replicas: a.max_replicas,
+        source: a.from.display().to_string(),
+        version: env!("CARGO_PKG_VERSION").into(),
     };
-    let client = SdkClient::new(ep.addr);
-    match client.game_server() {
-        Ok(gs) => {
-            let sinks = gs.player_sinks();
-            let mut to: Vec<&str> = [
-                (sinks.list, "the players list"),
-                (sinks.counter, "the players counter"),
-                (sinks.tracking, "player tracking"),
-            ]
-            .iter()
-            .filter_map(|(on, what)| on.then_some(*what))
-            .collect();
-            if to.is_empty() {
-                to.push("nowhere (the GameServer has no players list or counter)");
-            }
-            eprintln!(
-                "agones: SDK server at {ep}: GameServer {:?} is {}; players go to {}",
-                gs.object_meta.name,
-                gs.status.state,
-                to.join(", ")
-            );
-            let settings = Settings {
-                sinks,
-                ..Settings::default()
-            };
-            Ok(Some((client, settings)))
-        }
-        Err(e) => Err(fail(
-            Code::Unreachable,
-            format!(
-                "no Agones SDK server answered at {ep}; set {} or {port_flag} to its HTTP port, or run without Agones: {}",
-                endpoint::ENV_HTTP_PORT,
-                match e {
-                    SdkError::Unreachable { reason, .. } => reason,
-                    other => other.to_string(),
-                }
-            ),
-        )),
+    let text = fleet_manifest(&result, a.memory_mib, &opts)
+        .map_err(|e| fail(Code::Config, format!("{}: {e}", a.from.display())))?;
+    match a.out {
+        Some(path) => tickpack_report::write_atomic(&path, text.as_bytes()).code(Code::Runtime)?,
+        None => print!("{text}"),
     }
-}
-
-/// Prints SDK failures: a message when it differs from the last one, or
-/// once a minute while it repeats (a missing SDK server fails every ping).
-pub struct ErrorLog {
-    last: Option<(String, Instant)>,
-    repeats: u64,
-}
-
-impl ErrorLog {
-    pub fn new() -> ErrorLog {
-        ErrorLog {
-            last: None,
-            repeats: 0,
-        }
-    }
-
-    pub fn note(&mut self, e: &SdkError) {
-        let msg = e.to_string();
-        match &self.last {
-            Some((m, at)) if *m == msg && at.elapsed() < Duration::from_secs(60) => {
-                self.repeats += 1;
-            }
-            _ => {
-                let again = if self.repeats > 0 {
-                    format!(" (and {} more times)", self.repeats)
-                } else {
-                    String::new()
-                };
-                eprintln!("agones: {msg}{again}");
-                self.last = Some((msg, Instant::now()));
-                self.repeats = 0;
-            }
-        }
-    }
-}
-
-/// Prints the SDK calls a reader of the log wants to see (not each ping).
-pub fn print_action(a: &Action) {
-    match a {
-        Action::Ready => eprintln!("agones: Ready"),
-        Action::Shutdown => eprintln!("agones: Shutdown"),
-        Action::AddPlayer(p) => eprintln!("agones: player {p:?} joined"),
-        Action::RemovePlayer(p) => eprintln!("agones: player {p:?} left"),
-        _ => {}
-    }
-}
-
-pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
-    let game = match a.game {
-        GameArg::Openarena => Game::OpenArena,
-        GameArg::Reference => Game::Reference,
-    };
-    if game == Game::OpenArena && a.every < Duration::from_secs(1) {
-        return Err(fail(
-            Code::Config,
-            format!(
-                "--every {}: ioquake3 answers one getstatus a second per address; use 1s or more",
-                humantime::format_duration(a.every)
-            ),
-        ));
-    }
-    let target = a.target.unwrap_or(match game {
-        Game::OpenArena => SocketAddr::from(([127, 0, 0, 1], 27960)),
-        Game::Reference => SocketAddr::from(([127, 0, 0, 1], 27015)),
-    });
-    let (client, settings) = connect(true, a.sdk_http_port, "--sdk-http-port")?
-        .expect("asked for, so resolved or refused");
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
-    }
-    eprintln!(
-        "agones: watching {} at {target} every {}",
-        game.as_str(),
-        humantime::format_duration(a.every)
-    );
-    let mut errors = ErrorLog::new();
-    let done = sidecar::run(
-        &Options {
-            game,
-            target,
-            every: a.every,
-            settings,
-        },
-        &client,
-        &stop,
-        print_action,
-        |e| errors.note(e),
-    )
-    .with_context(|| format!("querying {target}"))?;
-    eprintln!(
-        "agones: sidecar stopped after {} SDK calls ({} failed)",
-        done.calls, done.failures
-    );
     Ok(())
 }

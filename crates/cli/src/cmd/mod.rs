@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod agones;
+pub mod agones_sidecar;
 pub mod bench;
 pub mod demo;
 pub mod flood;

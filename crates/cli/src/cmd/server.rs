@@ -17,7 +17,7 @@ use tickpack_agones::driver::OBSERVE_EVERY;
 use tickpack_agones::{Observation, SdkClient, Settings};
 use tickpack_server::Live;
 
-use super::{agones, check_cpus, parse_addr, parse_positive_duration};
+use super::{agones_sidecar, check_cpus, parse_addr, parse_positive_duration};
 use crate::exit::{Code, Failure};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -101,7 +101,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     }
     // Before anything starts: a missing SDK server is exit 5, not a
     // server that runs unseen by Agones.
-    let sdk = agones::connect(a.agones, a.agones_http_port, "--agones-http-port")?;
+    let sdk = agones_sidecar::connect(a.agones, a.agones_http_port, "--agones-http-port")?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
@@ -174,7 +174,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
 /// The Agones reporter's thread: what the tick loop shows in `live`,
 /// turned into SDK calls until Shutdown.
 fn report_to_agones(client: &SdkClient, settings: Settings, live: &Live) {
-    let mut errors = agones::ErrorLog::new();
+    let mut errors = agones_sidecar::ErrorLog::new();
     tickpack_agones::drive(
         client,
         settings,
@@ -189,7 +189,7 @@ fn report_to_agones(client: &SdkClient, settings: Settings, live: &Live) {
                 ending: seen.ended,
             }
         },
-        agones::print_action,
+        agones_sidecar::print_action,
         |e| errors.note(e),
     );
 }

@@ -1,0 +1,420 @@
+//! The generated manifests against Agones' real CRD schemas
+//! (`../shared/agones/install.yaml`, see `tickpack_testkit::agones_crds`),
+//! and the sizing read from whole bench results.
+
+use serde_json::Value;
+use tickpack_agones_fleet::sizing::{Cpu, Game};
+use tickpack_agones_fleet::{fleet_manifest, size, FleetOptions};
+use tickpack_report::bench::{
+    BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, QosLimits, Step, BENCH_SCHEMA,
+};
+use tickpack_report::qos::Verdict;
+use tickpack_testkit::agones_crds::{yaml_documents, AgonesCrds};
+
+fn step(servers: u32, rss: Option<u64>) -> Step {
+    Step {
+        index: servers,
+        tiles: servers,
+        servers,
+        players: servers * 12,
+        verdict: Verdict::Pass,
+        failures: vec![],
+        first_attempt_failures: vec![],
+        duration_s: 10.0,
+        measured: Default::default(),
+        cpu: CpuUse::default(),
+        power: None,
+        query_latency_us: None,
+        queries: None,
+        batch: None,
+        server_peak_rss_bytes: rss,
+        histograms: Default::default(),
+    }
+}
+
+fn ladder(label: &str, rss: &[Option<u64>]) -> Ladder {
+    Ladder {
+        label: label.into(),
+        backend: "netns".into(),
+        net: Some("veth".into()),
+        placement: "spread".into(),
+        steps: rss
+            .iter()
+            .enumerate()
+            .map(|(i, r)| step(i as u32 + 1, *r))
+            .collect(),
+        max_servers: Some(rss.len() as u32),
+        recommended_servers: Some(rss.len() as u32),
+        stopped: "done".into(),
+        repetition: None,
+        game: None,
+    }
+}
+
+/// A finished result: `recommended` servers on 2 server cores, one ladder
+/// whose steps peaked at 40 and 60 MiB.
+fn result(game: &str, recommended: Option<u32>) -> BenchResult {
+    let mut game_settings = std::collections::BTreeMap::new();
+    if game == "openarena" {
+        game_settings.insert("map".into(), "oa_dm1,oa_dm4".into());
+        game_settings.insert("sv_fps".into(), "20".into());
+        game_settings.insert("bots".into(), "4".into());
+        game_settings.insert("slots_filled".into(), "8".into());
+    }
+    BenchResult {
+        schema: BENCH_SCHEMA.into(),
+        tickpack_version: "0.1.0".into(),
+        system: tickpack_report::system::SystemInfo {
+            cpu_model: "Test CPU".into(),
+            logical_cpus: 4,
+            kernel: "6.1".into(),
+            unix_time: 0,
+        },
+        settings: BenchSettings {
+            game: game.into(),
+            game_settings,
+            tile_servers: 1,
+            players_per_server: 12,
+            bots_per_server: 2,
+            tick_hz: 64,
+            cost: "default".into(),
+            step_duration_s: 10.0,
+            warmup_s: 2.0,
+            max_steps: 10,
+            steps_past_failure: 1,
+            confirm_failures: false,
+            headroom_target: 0.75,
+            qos: QosLimits {
+                p99_transaction_us: 50_000,
+                p99_relative_to_baseline: 2.0,
+                p99_tick_lateness_us: 2_500,
+                max_snapshot_loss: 0.001,
+                p99_frame_budget: 0.5,
+                p99_query_us: None,
+            },
+            compare: "none".into(),
+            probe: None,
+        },
+        cores: CoreUse {
+            total: 4,
+            load_generator: vec![0, 1],
+            servers: vec![2, 3],
+        },
+        ladders: vec![ladder("tickpack", &[Some(40 << 20), Some(60 << 20)])],
+        recommended_servers: recommended,
+        max_servers: recommended,
+        comparison_ratio: None,
+        comparison: None,
+        consolidation_ratio: None,
+        before_servers: None,
+        tco: None,
+        complete: true,
+        started_unix: 0,
+        finished_unix: Some(1),
+    }
+}
+
+fn opts() -> FleetOptions {
+    FleetOptions {
+        name: None,
+        image: None,
+        replicas: 2,
+        buffer: 2,
+        max_replicas: None,
+        source: "result.json".into(),
+        version: "0.1.0".into(),
+    }
+}
+
+/// Parses the manifest back and checks both documents against the CRDs.
+fn valid_documents(crds: &AgonesCrds, yaml: &str) -> Vec<Value> {
+    let docs = yaml_documents(yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    assert_eq!(docs.len(), 2, "{yaml}");
+    for d in &docs {
+        let errors = crds.errors(d);
+        assert!(errors.is_empty(), "{errors:#?}\n{yaml}");
+    }
+    docs
+}
+
+#[test]
+fn reference_fleet_with_shared_cores_is_valid_against_the_crds() {
+    let yaml = fleet_manifest(&result("reference", Some(7)), None, &opts()).unwrap();
+    let Some(crds) =
+        AgonesCrds::load_or_skip("reference_fleet_with_shared_cores_is_valid_against_the_crds")
+    else {
+        return;
+    };
+    let docs = valid_documents(crds, &yaml);
+    let (fleet, fas) = (&docs[0], &docs[1]);
+    assert_eq!(fleet["kind"], "Fleet");
+    let gs = &fleet["spec"]["template"]["spec"];
+    assert_eq!(gs["ports"][0]["containerPort"], 27015);
+    assert_eq!(gs["ports"][0]["protocol"], "UDP");
+    assert_eq!(gs["ports"][0]["portPolicy"], "Dynamic");
+    assert_eq!(gs["health"]["periodSeconds"], 5);
+    let c = &gs["template"]["spec"]["containers"][0];
+    // 2 server cores over 7 servers: 285.7 -> 286 millicores, no CPU limit.
+    assert_eq!(c["resources"]["requests"]["cpu"], "286m");
+    assert!(c["resources"]["limits"].get("cpu").is_none());
+    // 60 MiB peak x 3/2.
+    assert_eq!(c["resources"]["requests"]["memory"], "90Mi");
+    assert_eq!(c["resources"]["limits"]["memory"], "90Mi");
+    let cmd: Vec<&str> = c["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cmd,
+        [
+            "/usr/local/bin/tickpack",
+            "server",
+            "--bind",
+            "0.0.0.0:27015",
+            "--tick-hz",
+            "64",
+            "--bots",
+            "2",
+            "--max-players",
+            "12",
+            "--cost",
+            "default",
+            "--agones"
+        ]
+    );
+    assert_eq!(fas["spec"]["fleetName"], fleet["metadata"]["name"]);
+    assert_eq!(fas["spec"]["policy"]["buffer"]["bufferSize"], 2);
+    assert_eq!(fas["spec"]["policy"]["buffer"]["maxReplicas"], 7);
+    // Every derived number is explained beside it.
+    for words in [
+        "286m per server",
+        "60.0 MiB",
+        "pings Health",
+        "bufferSize:",
+        "maxReplicas:",
+    ] {
+        assert!(yaml.contains(words), "no comment with {words:?}:\n{yaml}");
+    }
+}
+
+#[test]
+fn openarena_fleet_with_pinning_is_guaranteed_and_valid_against_the_crds() {
+    let mut r = result("openarena", Some(6));
+    r.settings.compare = "placement".into();
+    r.comparison_ratio = Some(1.25);
+    r.ladders.push(ladder("kernel", &[Some(50 << 20)]));
+    let yaml = fleet_manifest(&r, None, &opts()).unwrap();
+    let Some(crds) = AgonesCrds::load_or_skip(
+        "openarena_fleet_with_pinning_is_guaranteed_and_valid_against_the_crds",
+    ) else {
+        return;
+    };
+    let docs = valid_documents(crds, &yaml);
+    let gs = &docs[0]["spec"]["template"]["spec"];
+    assert_eq!(gs["container"], "openarena");
+    assert_eq!(gs["ports"][0]["containerPort"], 27960);
+    let containers = gs["template"]["spec"]["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 2);
+    // Guaranteed: every container's requests equal its limits; whole CPUs.
+    for c in containers {
+        assert_eq!(c["resources"]["requests"], c["resources"]["limits"], "{c}");
+    }
+    assert_eq!(containers[0]["resources"]["limits"]["cpu"], "1");
+    let sidecar: Vec<&str> = containers[1]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sidecar,
+        [
+            "/usr/local/bin/tickpack",
+            "agones-sidecar",
+            "--game",
+            "openarena",
+            "--target",
+            "127.0.0.1:27960"
+        ]
+    );
+    let cmd = containers[0]["command"].as_array().unwrap();
+    let text: Vec<&str> = cmd.iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(text.contains(&"/usr/games/openarena-server"), "{text:?}");
+    assert!(
+        text.windows(3).any(|w| w == ["+set", "sv_fps", "20"]),
+        "{text:?}"
+    );
+    assert!(
+        text.windows(3).any(|w| w == ["+set", "net_port", "27960"]),
+        "{text:?}"
+    );
+    let cfg = containers[0]["env"][1]["value"].as_str().unwrap();
+    assert!(
+        cfg.contains("oa_dm4"),
+        "the map rotation in the config: {cfg}"
+    );
+    assert!(yaml.contains("1.25x"), "the evidence for pinning: {yaml}");
+}
+
+#[test]
+fn a_broken_manifest_fails_validation() {
+    let yaml = fleet_manifest(&result("reference", Some(4)), None, &opts()).unwrap();
+    let Some(crds) = AgonesCrds::load_or_skip("a_broken_manifest_fails_validation") else {
+        return;
+    };
+    let mut docs = yaml_documents(&yaml).unwrap();
+    assert!(crds.errors(&docs[0]).is_empty());
+    // A wrong type, a value outside an enum, a misspelled field.
+    let mut wrong_type = docs[0].clone();
+    wrong_type["spec"]["template"]["spec"]["ports"][0]["containerPort"] = "27015".into();
+    let mut bad_enum = docs[0].clone();
+    bad_enum["spec"]["template"]["spec"]["ports"][0]["portPolicy"] = "Random".into();
+    let mut typo = docs[0].clone();
+    typo["spec"]["template"]["spec"]["health"]["periodSecond"] = 5.into();
+    for (what, d) in [
+        ("wrong type", wrong_type),
+        ("bad enum", bad_enum),
+        ("typo", typo),
+    ] {
+        assert!(!crds.errors(&d).is_empty(), "{what} passed validation");
+    }
+    docs[1]["spec"]["policy"]["buffer"]["maxReplicas"] = 0.into();
+    assert!(!crds.errors(&docs[1]).is_empty(), "maxReplicas 0 passed");
+}
+
+#[test]
+fn a_result_without_a_recommended_density_sizes_nothing() {
+    let e = size(&result("reference", None), None).unwrap_err();
+    assert!(e.to_string().contains("no recommended density"), "{e}");
+    let e = size(&result("reference", Some(0)), None).unwrap_err();
+    assert!(e.to_string().contains("no recommended density"), "{e}");
+}
+
+#[test]
+fn a_result_without_measured_memory_needs_memory_mib() {
+    let mut r = result("reference", Some(4));
+    r.ladders = vec![ladder("old", &[None, None])];
+    let e = size(&r, None).unwrap_err();
+    assert!(e.to_string().contains("--memory-mib"), "{e}");
+    let s = size(&r, Some(200)).unwrap();
+    assert_eq!(s.memory_mib, 200);
+}
+
+#[test]
+fn pinning_needs_a_placement_comparison_that_shows_it() {
+    let mut r = result("reference", Some(8));
+    assert_eq!(size(&r, None).unwrap().cpu, Cpu::Shared { millis: 250 });
+    r.settings.compare = "placement".into();
+    r.comparison_ratio = Some(1.05);
+    assert!(
+        !size(&r, None).unwrap().pinning.matters,
+        "5 % is noise in one run"
+    );
+    r.comparison_ratio = Some(1.5);
+    let s = size(&r, None).unwrap();
+    assert_eq!(s.cpu, Cpu::Whole { cpus: 1 });
+    assert_eq!(s.game, Game::Reference);
+}
+
+#[test]
+fn bad_options_are_refused_before_writing() {
+    let r = result("reference", Some(4));
+    for (o, words) in [
+        (
+            FleetOptions {
+                buffer: 0,
+                ..opts()
+            },
+            "--buffer",
+        ),
+        (
+            FleetOptions {
+                replicas: 1,
+                ..opts()
+            },
+            "bufferSize <= minReplicas",
+        ),
+        (
+            FleetOptions {
+                max_replicas: Some(1),
+                ..opts()
+            },
+            "minReplicas <= maxReplicas",
+        ),
+        (
+            FleetOptions {
+                name: Some("Bad_Name".into()),
+                ..opts()
+            },
+            "--name",
+        ),
+    ] {
+        let e = fleet_manifest(&r, None, &o).unwrap_err();
+        assert!(e.to_string().contains(words), "{e}");
+    }
+}
+
+/// A placement comparison over three repetitions: pinned maximum densities
+/// `pinned`, the kernel's `kernel`; pinned recommended 5, 4 and 6.
+fn repeated(pinned: [f64; 3], kernel: [f64; 3]) -> BenchResult {
+    use tickpack_report::comparison::{
+        Comparison, DensityRatio, Separation, Spread, VariantSummary,
+    };
+    let spread = |v: [f64; 3]| Spread::of(v.iter().map(|x| Some(*x)).collect());
+    let (p, k) = (spread(pinned), spread(kernel));
+    let mut r = result("reference", Some(9));
+    r.settings.compare = "placement".into();
+    r.comparison_ratio = Some(9.0);
+    r.comparison = Some(Comparison {
+        kind: "placement".into(),
+        repetitions: 3,
+        repetitions_finished: 3,
+        variants: vec![
+            VariantSummary {
+                label: "spread".into(),
+                name: "tickpack's placement (spread)".into(),
+                max_servers: p.clone(),
+                recommended_servers: spread([5.0, 4.0, 6.0]),
+            },
+            VariantSummary {
+                label: "none".into(),
+                name: "the kernel's scheduling (none)".into(),
+                max_servers: k.clone(),
+                recommended_servers: spread([4.0, 4.0, 4.0]),
+            },
+        ],
+        ratios: vec![DensityRatio {
+            numerator: "spread".into(),
+            denominator: "none".into(),
+            numerator_name: "tickpack's placement (spread)".into(),
+            denominator_name: "the kernel's scheduling (none)".into(),
+            ratio: Spread::of(
+                pinned
+                    .iter()
+                    .zip(kernel)
+                    .map(|(a, b)| Some(a / b))
+                    .collect(),
+            ),
+            separation: Separation::judge(&p, &k),
+        }],
+    });
+    r
+}
+
+#[test]
+fn over_repetitions_pinning_needs_separated_ranges_and_the_density_is_the_lower_median() {
+    let s = size(&repeated([8.0, 9.0, 8.0], [6.0, 7.0, 6.0]), None).unwrap();
+    assert!(s.pinning.matters, "{}", s.pinning.why);
+    assert_eq!(
+        s.recommended_servers, 5,
+        "lower median of 5, 4, 6, not the result's 9"
+    );
+    assert_eq!(s.over_repetitions, Some(3));
+    // Overlapping ranges: pinning is not shown, whatever one run's ratio says.
+    let s = size(&repeated([8.0, 9.0, 6.0], [6.0, 7.0, 6.0]), None).unwrap();
+    assert!(!s.pinning.matters, "{}", s.pinning.why);
+    assert!(s.pinning.why.contains("cannot tell"), "{}", s.pinning.why);
+    assert_eq!(s.cpu, Cpu::Shared { millis: 400 }, "2 cores / 5 servers");
+}
