@@ -48,6 +48,16 @@
 //! a baseline inside or above the band needs no refresh (the absolute
 //! thresholds apply).
 //!
+//! **A cut must help.** A cut is on trial for [`Tuning::trial_periods`]
+//! periods at the allowance it ends at (a further cut starts them again):
+//! if the slack then is not [`Tuning::harm_margin`] better than the median
+//! of the periods up to the cut, nor back in the growth band, the batch was
+//! not what cost the servers (on a virtual machine an idle server core can
+//! cost them more than a SCHED_IDLE batch does). The cut is undone at once,
+//! and the slack seen with the batch cut becomes the baseline above, so the
+//! same slack does not cut the batch again; a slack a margin worse still
+//! does.
+//!
 //! The CPU set follows the allowance: `ceil(quota)` server CPUs, the ones
 //! with the most slack first.
 
@@ -163,6 +173,13 @@ pub struct Tuning {
     /// Periods between two measurements of a baseline below the band.
     #[serde(default = "default_remeasure_periods")]
     pub remeasure_periods: u32,
+    /// Periods after a cut that judge whether it helped.
+    #[serde(default = "default_trial_periods")]
+    pub trial_periods: u32,
+}
+
+fn default_trial_periods() -> u32 {
+    2
 }
 
 fn default_harm_margin() -> f64 {
@@ -189,6 +206,7 @@ impl Default for Tuning {
             harm_margin: default_harm_margin(),
             baseline_periods: default_baseline_periods(),
             remeasure_periods: default_remeasure_periods(),
+            trial_periods: default_trial_periods(),
         }
     }
 }
@@ -283,6 +301,19 @@ pub struct Controller {
     recent_slack: VecDeque<f64>,
     /// Periods of a re-measurement still to spend at zero.
     remeasure_left: u32,
+    /// The last cut, while the periods after it judge whether it helped.
+    trial: Option<Trial>,
+}
+
+/// A cut on trial.
+#[derive(Debug, Clone)]
+struct Trial {
+    /// The allowance before the cut.
+    restore: f64,
+    /// The median slack of the periods up to the cut.
+    before: f64,
+    /// The slack of the periods since.
+    seen: Vec<f64>,
 }
 
 /// The slack thresholds in force this period.
@@ -308,6 +339,7 @@ impl Controller {
             since_zero: 0,
             recent_slack: VecDeque::new(),
             remeasure_left: 0,
+            trial: None,
         }
     }
 
@@ -469,6 +501,37 @@ impl Controller {
             (_, true) => self.since_zero = 0,
             (_, false) => self.since_zero = self.since_zero.saturating_add(1),
         }
+        // A cut on trial: once its periods are in, did the slack come back?
+        // If not, the batch was not what cost the servers: the cut is
+        // undone, and the slack with the batch cut is taken as the servers'
+        // own (the baseline), so the same slack does not cut it again.
+        let mut undo: Option<(f64, String)> = None;
+        if let (Some(tr), Ok((Some(s), _))) = (self.trial.as_mut(), &worst) {
+            tr.seen.push(*s);
+            if tr.seen.len() >= t.trial_periods.max(1) as usize {
+                let tr = self.trial.take().expect("a trial");
+                let after = Controller::median(&tr.seen.iter().copied().collect());
+                if after < tr.before + t.harm_margin && after < t.grow_above {
+                    for s in &tr.seen {
+                        self.zero_slack.push_back(*s);
+                    }
+                    while self.zero_slack.len() > n {
+                        self.zero_slack.pop_front();
+                    }
+                    self.since_zero = 0;
+                    undo = Some((
+                        tr.restore,
+                        format!(
+                            "the cut did not help (slack {:.0}% before it, {:.0}% after): \
+                             the batch is not what costs the servers; back to {:.2} cores",
+                            tr.before * 100.0,
+                            after * 100.0,
+                            tr.restore
+                        ),
+                    ));
+                }
+            }
+        }
         let th = self.thresholds();
         let vs = |slack: f64, line: f64| match th.baseline {
             Some(b) => format!(
@@ -496,6 +559,11 @@ impl Controller {
                 ),
             ),
             (Ok((None, why)), Ok(_)) => (Action::Hold, None, format!("nothing to guard ({why})")),
+            (Ok((Some(slack), _)), Ok(_)) if undo.is_some() => (
+                Action::Grow,
+                Some(slack),
+                undo.as_ref().map(|u| u.1.clone()).unwrap_or_default(),
+            ),
             (Ok((Some(slack), _)), Ok(_)) if self.remeasure_left > 0 => {
                 self.remeasure_left -= 1;
                 (
@@ -602,8 +670,20 @@ impl Controller {
                     self.calm = t.calm_periods;
                 }
                 self.quota = 0.0;
+                self.trial = None;
             }
             Action::Cut => {
+                match self.trial.as_mut() {
+                    // A further cut: the trial judges the new allowance.
+                    Some(tr) => tr.seen.clear(),
+                    None => {
+                        self.trial = Some(Trial {
+                            restore: self.quota,
+                            before: Controller::median(&self.recent_slack),
+                            seen: vec![],
+                        })
+                    }
+                }
                 self.quota *= if crossed { t.cross_factor } else { 0.5 };
                 if self.quota < t.min_cores {
                     self.quota = 0.0;
@@ -614,6 +694,10 @@ impl Controller {
                 if slack.is_some_and(|s| s >= th.grow) {
                     self.calm += 1;
                 }
+            }
+            Action::Grow if undo.is_some() => {
+                self.quota = undo.as_ref().map_or(0.0, |u| u.0);
+                self.calm = t.calm_periods;
             }
             Action::Grow => {
                 self.calm += 1;
