@@ -10,6 +10,8 @@
 # steps that kept QoS and the range of the idle share.
 # Goal: the guard keeps QoS in every step with an idle share >= 80 %.
 # Usage: sudo scripts/bench-guard.sh [REPEAT=3] [SERVERS=3] [BATCH="stress-ng --cpu 1 --metrics-brief"]
+# (BENCH_GUARD_OUT=DIR keeps result.json and report.html there, with the
+# guard's decisions in each step's batch.guard_last.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeat=${1:-3}
@@ -19,8 +21,9 @@ tp=target/release/tickpack
 [ -x "$tp" ] || cargo build --release -q -p tickpack
 [ "$(id -u)" = 0 ] || { echo "bench-guard: needs root (namespaces, cgroups)" >&2; exit 2; }
 command -v "${batch%% *}" >/dev/null || { echo "bench-guard: ${batch%% *} is missing (scripts/setup.sh installs stress-ng)" >&2; exit 2; }
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT INT TERM
+out=${BENCH_GUARD_OUT:-$(mktemp -d)}
+mkdir -p "$out"
+[ -n "${BENCH_GUARD_OUT:-}" ] || trap 'rm -rf "$out"' EXIT INT TERM
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$tp" bench --tile-servers "$servers" --max-steps 1 --warmup 6s --step-duration 10s --no-confirm \
   --batch "$batch" --compare guard --repeat "$repeat" --name bguard --range 198.19.100.0/24 \

@@ -154,7 +154,12 @@ pub struct Tuning {
     /// `grow_above`.
     pub grow_gain: f64,
     /// The share of the measured idle of the server cores the allowance
-    /// starts at from zero.
+    /// starts at from zero. The whole of it by default: the batch is
+    /// SCHED_IDLE, so the servers take their CPU back at every wake-up
+    /// whatever the quota; a quota below the idle only throttles the batch
+    /// in bursts inside each CFS period, which leaves the core idle in
+    /// bursts (on a virtual machine, where an idle vCPU can cost the
+    /// servers more than a busy one, that was measured to hurt them).
     pub start_share: f64,
     /// What is left of the allowance when a limit is crossed.
     pub cross_factor: f64,
@@ -199,7 +204,7 @@ impl Default for Tuning {
             cut_below: 0.10,
             grow_step: 0.1,
             grow_gain: 0.5,
-            start_share: 0.5,
+            start_share: 1.0,
             cross_factor: 0.25,
             calm_periods: 3,
             min_cores: 0.02,
@@ -343,10 +348,16 @@ impl Controller {
         }
     }
 
+    /// The median (of an even count, the mean of the middle two).
     fn median(v: &VecDeque<f64>) -> f64 {
         let mut v: Vec<f64> = v.iter().copied().collect();
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        let m = v.len() / 2;
+        if v.len() % 2 == 0 {
+            (v[m - 1] + v[m]) / 2.0
+        } else {
+            v[m]
+        }
     }
 
     /// The servers' slack without the batch (median of the last periods at
