@@ -29,33 +29,16 @@ pub const MEMORY_FLOOR_MIB: u64 = 32;
 /// difference is more than one step of a small ladder's noise.
 pub const PINNING_RATIO_ONE_RUN: f64 = 1.10;
 
-/// Which game the fleet runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Game {
-    /// `tickpack server`, the reference server.
-    Reference,
-    /// The OpenArena dedicated server, with tickpack's Agones sidecar.
-    OpenArena,
-}
+/// Which game the fleet runs: the host's game (the same launch contract
+/// the host and the bench use).
+pub use tickpack_host::game::Game;
 
-impl Game {
-    /// As `result.json` names it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Game::Reference => "reference",
-            Game::OpenArena => "openarena",
-        }
-    }
-
-    fn parse(name: &str) -> Result<Game, FleetError> {
-        match name {
-            "reference" => Ok(Game::Reference),
-            "openarena" => Ok(Game::OpenArena),
-            other => Err(FleetError::Input(format!(
-                "the result's game {other:?} is not one tickpack can deploy (reference or openarena)"
-            ))),
-        }
-    }
+fn parse_game(name: &str) -> Result<Game, FleetError> {
+    name.parse().map_err(|_| {
+        FleetError::Input(format!(
+            "the result's game {name:?} is not one tickpack can deploy (reference or openarena)"
+        ))
+    })
 }
 
 /// Whether a server needs a core of its own, and why.
@@ -235,7 +218,7 @@ pub fn size(result: &BenchResult, memory_mib_given: Option<u64>) -> Result<Sizin
         .filter(|&n| n > 0)
         .ok_or_else(|| FleetError::Input("the result records no server cores".into()))?;
     let first = result.ladders.first();
-    let game = Game::parse(first.map_or(result.settings.game.as_str(), |l| {
+    let game = parse_game(first.map_or(result.settings.game.as_str(), |l| {
         l.game_name(&result.settings)
     }))?;
     let pinning = pinning(result);

@@ -353,7 +353,7 @@ impl Controller {
         let mut v: Vec<f64> = v.iter().copied().collect();
         v.sort_by(f64::total_cmp);
         let m = v.len() / 2;
-        if v.len() % 2 == 0 {
+        if v.len() == 2 * m {
             (v[m - 1] + v[m]) / 2.0
         } else {
             v[m]
