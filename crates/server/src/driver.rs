@@ -3,7 +3,7 @@
 //!
 //! One thread does everything, like the single-threaded servers it stands
 //! for: wait (precisely) for the next tick or a datagram, hand datagrams to
-//! the state machine (a bounded [`drain`](crate::drain)), run the tick, send
+//! the state machine (a bounded [`drain`]), run the tick, send
 //! the snapshots with `sendmmsg`, and record how long the tick took. Once a
 //! second it reads the process CPU time and kernel drops and, with a metrics
 //! endpoint, publishes the metrics.
