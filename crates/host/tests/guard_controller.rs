@@ -597,3 +597,27 @@ fn a_batch_that_hurts_is_cut_and_stays_cut_while_the_cut_helps() {
     let running = out[10..].iter().filter(|o| o.1 > 0.0).count();
     assert!(running >= 45, "{out:?}");
 }
+
+#[test]
+fn an_undone_cut_takes_the_slack_it_saw_as_the_baseline() {
+    // One crossing, then slack 13 % and 25 % at the cut allowance (the hold
+    // band): the cut did not help (the servers were at 76 % before it). The
+    // baseline is the trial's median, 19 %, not a median mixed with the
+    // periods at zero at the start (76 %), which would be 25 %.
+    let mut lines = vec![QUIET; 10];
+    lines.extend([
+        "3000 1200 300 2.0",
+        "2175 1200 300 2.0",
+        "1875 1200 300 2.0",
+    ]);
+    lines.push("1875 1200 300 2.0");
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[10].0, Action::Cut, "{:?}", out[10]);
+    assert!(out[12].2.contains("the cut did not help"), "{:?}", out[12]);
+    assert_eq!(out[12].1, out[9].1, "{:?}", out[12]);
+    assert!(
+        out[13].2.contains("the servers' 19% without the batch"),
+        "{:?}",
+        out[13]
+    );
+}

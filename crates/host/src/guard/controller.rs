@@ -523,12 +523,10 @@ impl Controller {
                 let tr = self.trial.take().expect("a trial");
                 let after = Controller::median(&tr.seen.iter().copied().collect());
                 if after < tr.before + t.harm_margin && after < t.grow_above {
-                    for s in &tr.seen {
-                        self.zero_slack.push_back(*s);
-                    }
-                    while self.zero_slack.len() > n {
-                        self.zero_slack.pop_front();
-                    }
+                    // The slack with the batch cut is the baseline from
+                    // now on (not a mix with older periods at zero).
+                    self.zero_slack.clear();
+                    self.zero_slack.extend(std::iter::repeat_n(after, n));
                     self.since_zero = 0;
                     undo = Some((
                         tr.restore,
