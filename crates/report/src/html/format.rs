@@ -101,6 +101,16 @@ pub(super) fn percent_of(part: u64, whole: u64) -> String {
 pub(super) const NA: &str = "<span class=\"na\">n/a</span>";
 pub(super) const NOT_REACHED: &str = "<span class=\"na\">not reached</span>";
 
+/// A machine as the pages' "System" rows name it.
+pub(super) fn system(s: &crate::system::SystemInfo) -> String {
+    format!(
+        "{}, {} logical CPUs, kernel {}",
+        or_na(&s.cpu_model),
+        s.logical_cpus,
+        or_na(&s.kernel)
+    )
+}
+
 pub(super) fn or_na(s: &str) -> String {
     if s.trim().is_empty() {
         "<span class=\"na\">unknown</span>".into()

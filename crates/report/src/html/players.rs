@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use crate::{Percentiles, PlayersResult};
 
-use super::format::{esc, fmt_int, fmt_ms, fmt_num, or_na, utc};
+use super::format::{esc, fmt_int, fmt_ms, fmt_num, or_na, system, utc};
 
 pub(super) fn players_section(out: &mut String, i: usize, label: &str, r: &PlayersResult) {
     w!(
@@ -91,13 +91,7 @@ fn run(out: &mut String, r: &PlayersResult) {
         }
     );
     if r.merged_from.is_empty() {
-        w!(
-            out,
-            "<dt>System</dt><dd>{}, {} logical CPUs, kernel {}</dd>\n",
-            or_na(&r.system.cpu_model),
-            r.system.logical_cpus,
-            or_na(&r.system.kernel)
-        );
+        w!(out, "<dt>System</dt><dd>{}</dd>\n", system(&r.system));
     }
     w!(
         out,

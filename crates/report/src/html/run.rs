@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::bench::BenchResult;
 
-use super::format::{cpu_list, fmt_duration, fmt_num, or_na, utc, NA};
+use super::format::{cpu_list, fmt_duration, fmt_num, or_na, system, utc, NA};
 use super::limits;
 
 pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
@@ -36,13 +36,7 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
             "<strong>interrupted (incomplete)</strong>"
         }
     );
-    w!(
-        out,
-        "<dt>System</dt><dd>{}, {} logical CPUs, kernel {}</dd>\n",
-        or_na(&r.system.cpu_model),
-        r.system.logical_cpus,
-        or_na(&r.system.kernel)
-    );
+    w!(out, "<dt>System</dt><dd>{}</dd>\n", system(&r.system));
     w!(
         out,
         "<dt>Cores</dt><dd>{} in total; load generator: {}; servers: {}</dd>\n",
