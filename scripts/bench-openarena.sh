@@ -16,16 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 nserv=${2:-8}
-tp=target/release/tickpack
-[ -x "$tp" ] || cargo build --release -q -p tickpack
+. scripts/bench-common.sh # tp, scpu, tmp, pids; ends them at exit
 oa=/usr/games/openarena-server
 [ -x "$oa" ] || { echo "bench-openarena: $oa is missing (apt-get install openarena-server, or scripts/setup.sh)" >&2; exit 2; }
-ncpu=$(nproc)
-scpu=$((ncpu - 1))
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

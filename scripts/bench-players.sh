@@ -10,14 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
-tp=target/release/tickpack
-[ -x "$tp" ] || cargo build --release -q -p tickpack
-ncpu=$(nproc)
-scpu=$((ncpu - 1))
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
+. scripts/bench-common.sh # tp, scpu, tmp, pids; ends them at exit
 
 start_server() { # name, args...; sets $addr and appends to $pids (no subshell, so the PID is kept)
   local name=$1; shift

@@ -18,12 +18,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 targets=${2:-20}
 players=${3:-12}
-tp=target/release/tickpack
-[ -x "$tp" ] || cargo build --release -q -p tickpack
-ncpu=$(nproc)
-scpu=$((ncpu - 1))
-tmp=$(mktemp -d)
-pids=()
+. scripts/bench-common.sh # tp, scpu, tmp, pids; ends them at exit
+# Stricter than the common clean-up: wait for each, SIGKILL after 5 s.
 stop() {
   for p in "$@"; do kill "$p" 2>/dev/null || true; done
   for p in "$@"; do
@@ -32,8 +28,7 @@ stop() {
     wait "$p" 2>/dev/null || true
   done
 }
-cleanup() { stop "${pids[@]}"; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
+cleanup() { stop "${pids[@]}"; rm -rf "$tmp"; } # the common trap calls it
 
 "$tp" server --bind 127.0.0.1:0 --cpu "$scpu" >"$tmp/s.out" 2>"$tmp/s.err" &
 pids=($!)

@@ -11,17 +11,9 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 secs=${2:-3}
 size=${3:-64}
-tp=target/release/tickpack
-[ -x "$tp" ] || cargo build --release -q -p tickpack
+. scripts/bench-common.sh # tp, scpu, tmp, pids; ends them at exit
 command -v sockperf >/dev/null || { echo "sockperf is missing: run scripts/setup.sh" >&2; exit 2; }
-ncpu=$(nproc)
-scpu=$((ncpu - 1))
 ccpu=0
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
 
 # --ping-limit 0: a run's closed-loop pings exceed what one unproven source
 # may have answered by default.
