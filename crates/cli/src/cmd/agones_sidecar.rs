@@ -154,10 +154,8 @@ pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
             ),
         ));
     }
-    let target = a.target.unwrap_or(match game {
-        Game::OpenArena => SocketAddr::from(([127, 0, 0, 1], 27960)),
-        Game::Reference => SocketAddr::from(([127, 0, 0, 1], 27015)),
-    });
+    let port = tickpack_host::game::Game::from(a.game).default_port();
+    let target = a.target.unwrap_or(SocketAddr::from(([127, 0, 0, 1], port)));
     let (client, settings) = connect(true, a.sdk_http_port, "--sdk-http-port")?
         .expect("asked for, so resolved or refused");
     let stop = Arc::new(AtomicBool::new(false));
