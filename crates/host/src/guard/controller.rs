@@ -349,8 +349,8 @@ impl Controller {
     }
 
     /// The median (of an even count, the mean of the middle two).
-    fn median(v: &VecDeque<f64>) -> f64 {
-        let mut v: Vec<f64> = v.iter().copied().collect();
+    fn median<'a>(v: impl IntoIterator<Item = &'a f64>) -> f64 {
+        let mut v: Vec<f64> = v.into_iter().copied().collect();
         v.sort_by(f64::total_cmp);
         let m = v.len() / 2;
         if v.len() == 2 * m {
@@ -495,18 +495,18 @@ impl Controller {
         // The period just measured ran with the allowance decided last
         // time: at zero, its slack is the servers' own.
         let n = t.baseline_periods.max(1) as usize;
-        if let Ok((Some(s), _)) = &worst {
-            self.recent_slack.push_back(*s);
-            while self.recent_slack.len() > n {
-                self.recent_slack.pop_front();
+        let push = |q: &mut VecDeque<f64>, s: f64| {
+            q.push_back(s);
+            while q.len() > n {
+                q.pop_front();
             }
+        };
+        if let Ok((Some(s), _)) = &worst {
+            push(&mut self.recent_slack, *s);
         }
         match (&worst, self.quota == 0.0) {
             (Ok((Some(s), _)), true) => {
-                self.zero_slack.push_back(*s);
-                while self.zero_slack.len() > n {
-                    self.zero_slack.pop_front();
-                }
+                push(&mut self.zero_slack, *s);
                 self.since_zero = 0;
             }
             (_, true) => self.since_zero = 0,
@@ -521,7 +521,7 @@ impl Controller {
             tr.seen.push(*s);
             if tr.seen.len() >= t.trial_periods.max(1) as usize {
                 let tr = self.trial.take().expect("a trial");
-                let after = Controller::median(&tr.seen.iter().copied().collect());
+                let after = Controller::median(&tr.seen);
                 if after < tr.before + t.harm_margin && after < t.grow_above {
                     // The slack with the batch cut is the baseline from
                     // now on (not a mix with older periods at zero).
