@@ -20,6 +20,7 @@ fn step(servers: u32, rss: Option<u64>) -> Step {
         verdict: Verdict::Pass,
         failures: vec![],
         first_attempt_failures: vec![],
+        disturbed_attempts: vec![],
         duration_s: 10.0,
         measured: Default::default(),
         cpu: CpuUse::default(),
@@ -83,6 +84,8 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
             max_steps: 10,
             steps_past_failure: 1,
             confirm_failures: false,
+            max_steal_percent: None,
+            steal_retries: 0,
             headroom_target: 0.75,
             qos: QosLimits {
                 p99_transaction_us: 50_000,

@@ -1,8 +1,11 @@
-//! Per-CPU busy time from /proc/stat, sampled at the edges of a measurement.
+//! Per-CPU busy and steal time from /proc/stat, sampled at the edges of a
+//! measurement.
 
-/// Cumulative (busy, total) jiffies per CPU, indexed by CPU number.
+use tickpack_sys::CpuJiffies;
+
+/// Cumulative jiffies per CPU, indexed by CPU number.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CpuTimes(pub Vec<(u64, u64)>);
+pub struct CpuTimes(pub Vec<CpuJiffies>);
 
 impl CpuTimes {
     /// Reads `/proc/stat` (or the given text, for tests).
@@ -11,27 +14,36 @@ impl CpuTimes {
     }
 
     pub fn parse(text: &str) -> CpuTimes {
-        CpuTimes(
-            tickpack_sys::cpu_idle_total(text)
-                .into_iter()
-                .map(|(idle, total)| (total - idle, total))
-                .collect(),
-        )
+        CpuTimes(tickpack_sys::cpu_jiffies(text))
     }
 
-    /// Busy percent per CPU between `self` (earlier) and `later`.
+    /// Busy percent per CPU between `self` (earlier) and `later` (steal
+    /// counts as busy: the CPU was not idle).
     pub fn busy_percent(&self, later: &CpuTimes) -> Vec<f64> {
+        self.percent(later, |j| j.total - j.idle.min(j.total))
+    }
+
+    /// Steal percent per CPU between `self` and `later`: the time the
+    /// hypervisor ran other guests while the CPU had work (0 on bare metal).
+    pub fn steal_percent(&self, later: &CpuTimes) -> Vec<f64> {
+        self.percent(later, |j| j.steal)
+    }
+
+    /// `part`'s share of each CPU's time between the two reads, percent
+    /// rounded to 0.1.
+    fn percent(&self, later: &CpuTimes, part: impl Fn(&CpuJiffies) -> u64) -> Vec<f64> {
         later
             .0
             .iter()
             .enumerate()
-            .map(|(i, &(b1, t1))| {
-                let (b0, t0) = self.0.get(i).copied().unwrap_or((0, 0));
-                let dt = t1.saturating_sub(t0);
+            .map(|(i, j1)| {
+                let j0 = self.0.get(i).copied().unwrap_or_default();
+                let dt = j1.total.saturating_sub(j0.total);
                 if dt == 0 {
                     0.0
                 } else {
-                    (100.0 * b1.saturating_sub(b0) as f64 / dt as f64 * 10.0).round() / 10.0
+                    let d = part(j1).saturating_sub(part(&j0));
+                    (100.0 * d as f64 / dt as f64 * 10.0).round() / 10.0
                 }
             })
             .collect()
@@ -63,9 +75,10 @@ mod tests {
         let a = CpuTimes::parse(
             "cpu  1 2 3 4\ncpu0 100 0 0 900 0 0 0 0 0 0\ncpu1 0 0 0 1000 0 0 0 0 0 0\n",
         );
-        let b = CpuTimes::parse("cpu0 150 0 0 950 0 0 0 0 0 0\ncpu1 75 0 25 1100 0 0 0 0 0 0\n");
+        let b = CpuTimes::parse("cpu0 150 0 0 950 0 0 0 0 0 0\ncpu1 75 0 5 1100 0 0 0 20 0 0\n");
         let p = a.busy_percent(&b);
         assert_eq!(p, vec![50.0, 50.0]);
+        assert_eq!(a.steal_percent(&b), vec![0.0, 10.0]);
         assert_eq!(mean_over(&p, &[1]), 50.0);
         assert!(
             !CpuTimes::read().0.is_empty(),

@@ -228,6 +228,47 @@ pub fn climb_interleaved(
     Ok(climbs.into_iter().map(|c| c.finish(s)).collect())
 }
 
+/// Runs a step, and again while the machine's steal spoiled it (its worst
+/// CPU lost more than `max_steal_percent` of the measured window to the
+/// hypervisor), at most `steal_retries` more times; the attempts set aside
+/// are listed in the step that stands. `None`: interrupted.
+fn run_undisturbed(
+    s: &BenchSettings,
+    spec: &LadderSpec,
+    req: &StepRequest,
+    runner: &mut dyn StepRunner,
+    obs: &mut dyn Observer,
+) -> Result<Option<Step>, BenchError> {
+    let mut disturbed = vec![];
+    loop {
+        let Some(mut step) = runner.run_step(spec, req)? else {
+            return Ok(None);
+        };
+        let spoiled = s
+            .max_steal_percent
+            .filter(|&max| step.cpu.worst_steal() > max);
+        match spoiled {
+            Some(max) if (disturbed.len() as u32) < s.steal_retries => {
+                let what = format!(
+                    "{}: {}",
+                    step.cpu.steal_note().unwrap_or_default(),
+                    step.verdict.as_str()
+                );
+                obs.note(&format!(
+                    "{}: {} servers: the machine was disturbed ({what}, more than {max}%); \
+                     running the step again",
+                    spec.label, req.servers
+                ));
+                disturbed.push(what);
+            }
+            _ => {
+                step.disturbed_attempts = disturbed;
+                return Ok(Some(step));
+            }
+        }
+    }
+}
+
 /// One ladder being climbed, a step at a time.
 struct Climb<'a> {
     spec: &'a LadderSpec,
@@ -276,7 +317,7 @@ impl<'a> Climb<'a> {
             baseline: self.baseline,
         };
         obs.step_started(&spec.label, index, servers);
-        let Some(mut step) = runner.run_step(spec, &req)? else {
+        let Some(mut step) = run_undisturbed(s, spec, &req, runner, obs)? else {
             return Ok(false);
         };
         if !passed(&step) && s.confirm_failures {
@@ -287,9 +328,12 @@ impl<'a> Climb<'a> {
                 spec.label,
                 step.failures.join("; ")
             ));
-            let Some(mut again) = runner.run_step(spec, &req)? else {
+            let Some(mut again) = run_undisturbed(s, spec, &req, runner, obs)? else {
                 return Ok(false);
             };
+            step.disturbed_attempts
+                .append(&mut again.disturbed_attempts);
+            again.disturbed_attempts = std::mem::take(&mut step.disturbed_attempts);
             again.first_attempt_failures = std::mem::take(&mut step.failures);
             step = again;
         }
@@ -394,6 +438,8 @@ mod tests {
         Pass { busy: f64, p99: u64 },
         /// Fails QoS.
         Fail,
+        /// Fails QoS while the hypervisor stole 30 % of CPU 0.
+        Stolen,
         /// Interrupted mid-step (Ctrl-C).
         Interrupted,
     }
@@ -404,6 +450,22 @@ mod tests {
         asked: Vec<StepRequest>,
         /// Requests stop after this many attempts.
         stop_after: Option<usize>,
+    }
+
+    impl Outcome {
+        /// The step this outcome makes; a failure says `missed`.
+        fn play(self, req: &StepRequest, missed: String) -> Option<Step> {
+            match self {
+                Outcome::Pass { busy, p99 } => Some(step(req, "pass", vec![], busy, p99)),
+                Outcome::Fail => Some(step(req, "fail", vec![missed], 99.0, 90_000)),
+                Outcome::Stolen => {
+                    let mut st = step(req, "fail", vec![missed], 99.0, 90_000);
+                    st.cpu.steal_percent = vec![30.0, 1.0];
+                    Some(st)
+                }
+                Outcome::Interrupted => None,
+            }
+        }
     }
 
     impl Scripted {
@@ -424,19 +486,8 @@ mod tests {
         ) -> Result<Option<Step>, BenchError> {
             self.asked.push(*req);
             let attempt = self.asked.len();
-            Ok(
-                match self.outcomes.pop_front().expect("a step past the script") {
-                    Outcome::Pass { busy, p99 } => Some(step(req, "pass", vec![], busy, p99)),
-                    Outcome::Fail => Some(step(
-                        req,
-                        "fail",
-                        vec![format!("attempt {attempt} missed")],
-                        99.0,
-                        90_000,
-                    )),
-                    Outcome::Interrupted => None,
-                },
-            )
+            let outcome = self.outcomes.pop_front().expect("a step past the script");
+            Ok(outcome.play(req, format!("attempt {attempt} missed")))
         }
         fn stop_requested(&self) -> bool {
             self.stop_after.is_some_and(|n| self.asked.len() >= n)
@@ -505,6 +556,58 @@ mod tests {
         assert_eq!(r.asked.len(), 2);
         assert_eq!(l.stopped, "step 2 (6 servers) failed QoS");
         assert_eq!(l.max_servers, Some(3));
+    }
+
+    #[test]
+    fn bench_judged_a_step_spoiled_by_the_hypervisors_steal() {
+        // The bug: a step in which the hypervisor ran other guests on the
+        // machine's CPUs (steal 30 % of CPU 0) was judged like any other,
+        // so a comparison's variants were ranked on their neighbours. With
+        // a steal limit it runs again, and the attempt set aside is kept.
+        let steal = |retries| BenchSettings {
+            max_steal_percent: Some(5.0),
+            steal_retries: retries,
+            ..settings(1, 0, false)
+        };
+        let mut r = Scripted::new(&[Outcome::Stolen, OK]);
+        let (l, seen) = climb_script(&steal(2), &mut r);
+        assert_eq!(r.asked.len(), 2);
+        assert_eq!(l.steps.len(), 1);
+        assert!(l.steps[0].verdict.is_pass());
+        assert_eq!(
+            l.steps[0].disturbed_attempts,
+            vec!["steal 30.0% of CPU 0 (the hypervisor ran other guests): fail".to_string()]
+        );
+        assert!(
+            seen.notes
+                .iter()
+                .any(|n| n.contains("the machine was disturbed")),
+            "{:?}",
+            seen.notes
+        );
+        // At most `steal_retries` reruns: then the last attempt stands.
+        let mut r = Scripted::new(&[Outcome::Stolen; 3]);
+        let (l, _) = climb_script(&steal(2), &mut r);
+        assert_eq!(r.asked.len(), 3);
+        assert!(!l.steps[0].verdict.is_pass());
+        assert_eq!(l.steps[0].disturbed_attempts.len(), 2);
+        // Without a steal limit the step is judged as it came.
+        let mut r = Scripted::new(&[Outcome::Stolen]);
+        let (l, _) = climb_script(&settings(1, 0, false), &mut r);
+        assert_eq!(r.asked.len(), 1);
+        assert!(l.steps[0].disturbed_attempts.is_empty());
+        // A confirmation rerun is itself rerun for steal; the attempts set
+        // aside on both are kept.
+        let confirm = BenchSettings {
+            confirm_failures: true,
+            ..steal(1)
+        };
+        let mut r = Scripted::new(&[Outcome::Stolen, Outcome::Fail, Outcome::Stolen, OK]);
+        let (l, _) = climb_script(&confirm, &mut r);
+        assert_eq!(r.asked.len(), 4);
+        assert!(l.steps[0].verdict.is_pass());
+        assert_eq!(l.steps[0].disturbed_attempts.len(), 2);
+        assert_eq!(l.steps[0].first_attempt_failures, vec!["attempt 2 missed"]);
     }
 
     #[test]
@@ -668,11 +771,8 @@ mod tests {
                 .find(|(l, _)| *l == spec.label)
                 .expect("a scripted variant")
                 .1;
-            Ok(match q.pop_front().expect("a step past the script") {
-                Outcome::Pass { busy, p99 } => Some(step(req, "pass", vec![], busy, p99)),
-                Outcome::Fail => Some(step(req, "fail", vec!["missed".into()], 99.0, 90_000)),
-                Outcome::Interrupted => None,
-            })
+            let outcome = q.pop_front().expect("a step past the script");
+            Ok(outcome.play(req, "missed".into()))
         }
         fn stop_requested(&self) -> bool {
             self.stop_after.is_some_and(|n| self.asked.len() >= n)

@@ -209,7 +209,7 @@ impl HostStepRunner<'_> {
         let started = Instant::now();
         let power = &mut *self.power;
         let mut samples = BatchSamples::default();
-        let (outcome, cpu, watts, probed) = std::thread::scope(|scope| {
+        let (outcome, (cpu, steal), watts, probed) = std::thread::scope(|scope| {
             let h = scope.spawn(|| tickpack_players::run(&pcfg, stop, &live));
             let prober = probe
                 .as_ref()
@@ -235,6 +235,7 @@ impl HostStepRunner<'_> {
             );
             let c1 = CpuTimes::read();
             let per_cpu = c0.busy_percent(&c1);
+            let steal = c0.steal_percent(&c1);
             let machine = mean_over(&per_cpu, &[]);
             let watts = match started_power {
                 Ok(()) => power.watts_since_start(machine / 100.0).ok(),
@@ -252,7 +253,7 @@ impl HostStepRunner<'_> {
                     ))
                 })
             });
-            (outcome, per_cpu, watts, probed)
+            (outcome, (per_cpu, steal), watts, probed)
         });
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
@@ -325,11 +326,13 @@ impl HostStepRunner<'_> {
             verdict: Verdict::of(&why),
             failures: why.iter().map(ToString::to_string).collect(),
             first_attempt_failures: vec![],
+            disturbed_attempts: vec![],
             duration_s: s.step_duration_s,
             cpu: CpuUse {
                 servers_busy_percent: (mean_over(&cpu, &plan.server_cpus) * 10.0).round() / 10.0,
                 machine_busy_percent: (mean_over(&cpu, &[]) * 10.0).round() / 10.0,
                 per_cpu_percent: cpu,
+                steal_percent: steal,
                 load_generator_cpu_s: r.load_generator_cpu_s,
             },
             power: watts.map(|w| Power {

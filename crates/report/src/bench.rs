@@ -60,6 +60,16 @@ pub struct BenchSettings {
     /// Run a failing step a second time; it fails only if both attempts fail.
     #[serde(default)]
     pub confirm_failures: bool,
+    /// A step whose worst CPU lost more than this share of its measured
+    /// window to steal (percent; a virtual machine's hypervisor ran other
+    /// guests) measured the machine's neighbours, not the servers: it is
+    /// run again, up to `steal_retries` times. `None`: steal is recorded
+    /// but never reruns a step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steal_percent: Option<f64>,
+    /// Reruns of a step for steal, at most.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steal_retries: u32,
     /// CPU busy target for the recommended density (0.75 = 75 %).
     pub headroom_target: f64,
     pub qos: QosLimits,
@@ -69,6 +79,10 @@ pub struct BenchSettings {
     /// "a2s"); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn reference_game() -> String {
@@ -94,10 +108,39 @@ pub struct CpuUse {
     pub servers_busy_percent: f64,
     /// Busy share of the whole machine, 0-100 %.
     pub machine_busy_percent: f64,
-    /// Busy share per CPU, 0-100 %, indexed by CPU number.
+    /// Busy share per CPU, 0-100 %, indexed by CPU number (steal counts as
+    /// busy).
     pub per_cpu_percent: Vec<f64>,
+    /// Steal per CPU, 0-100 %, indexed by CPU number: the time a virtual
+    /// machine's hypervisor ran other guests while the CPU had work. High
+    /// steal in a step is the machine disturbing the measurement, not the
+    /// servers (empty in results from before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steal_percent: Vec<f64>,
     /// Load generator CPU time over the step, seconds.
     pub load_generator_cpu_s: f64,
+}
+
+impl CpuUse {
+    /// The worst steal of any CPU over the step, percent (0 when not
+    /// recorded).
+    pub fn worst_steal(&self) -> f64 {
+        self.steal_percent.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The worst steal of the step when it reaches 1 % of a CPU: "steal
+    /// 18.2% of CPU 0 (the hypervisor ran other guests)". Shown beside a
+    /// step's verdict so that a failure the machine caused reads as such.
+    pub fn steal_note(&self) -> Option<String> {
+        let (cpu, worst) = self
+            .steal_percent
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        (worst >= 1.0)
+            .then(|| format!("steal {worst:.1}% of CPU {cpu} (the hypervisor ran other guests)"))
+    }
 }
 
 /// Power during a step.
@@ -160,6 +203,11 @@ pub struct Step {
     /// confirm (a step fails only if both attempts fail); empty otherwise.
     #[serde(default)]
     pub first_attempt_failures: Vec<String>,
+    /// Attempts of this step set aside because the machine's steal passed
+    /// [`BenchSettings::max_steal_percent`], each as "steal 31.0% of CPU 0
+    /// (...): pass|fail"; empty when none was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_attempts: Vec<String>,
     pub duration_s: f64,
     /// What the players measured (flattened: the fields sit at this level).
     #[serde(flatten)]
@@ -432,6 +480,26 @@ mod tests {
     use super::*;
     use crate::Outages;
 
+    #[test]
+    fn a_step_names_its_worst_steal_from_one_percent() {
+        let cpu = |steal: Vec<f64>| CpuUse {
+            steal_percent: steal,
+            ..Default::default()
+        };
+        assert_eq!(cpu(vec![]).steal_note(), None);
+        assert_eq!(cpu(vec![0.9, 0.2]).steal_note(), None);
+        assert_eq!(
+            cpu(vec![18.24, 2.0]).steal_note().as_deref(),
+            Some("steal 18.2% of CPU 0 (the hypervisor ran other guests)")
+        );
+        // Results from before steal was recorded read without it.
+        let old: CpuUse = serde_json::from_str(
+            r#"{"servers_busy_percent":1,"machine_busy_percent":1,"per_cpu_percent":[],"load_generator_cpu_s":0}"#,
+        )
+        .expect("an old result");
+        assert!(old.steal_percent.is_empty());
+    }
+
     const STEP_KEYS: &[&str] = &[
         "index",
         "tiles",
@@ -464,6 +532,7 @@ mod tests {
             verdict: crate::qos::Verdict::Pass,
             failures: vec![],
             first_attempt_failures: vec![],
+            disturbed_attempts: vec![],
             duration_s: 1.0,
             measured: Measurements {
                 reconnects: 7,

@@ -46,6 +46,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             vec![]
         },
         first_attempt_failures: vec![],
+        disturbed_attempts: vec![],
         duration_s: 30.0,
         measured: Measurements {
             transaction_latency_us: p,
@@ -71,6 +72,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             servers_busy_percent: busy,
             machine_busy_percent: busy * 0.8,
             per_cpu_percent: vec![busy; 4],
+            steal_percent: vec![0.0; 4],
             load_generator_cpu_s: 3.5,
         },
         power: Some(Power {
@@ -149,6 +151,8 @@ fn sample() -> BenchResult {
             max_steps: 3,
             steps_past_failure: 1,
             confirm_failures: true,
+            max_steal_percent: None,
+            steal_retries: 0,
             headroom_target: 0.75,
             qos: QosLimits {
                 p99_transaction_us: 50_000,

@@ -11,8 +11,8 @@
 //!   tickpack creates (`tp<name>...`), so it must leave room in the kernel's
 //!   15-byte link names ([`validate_host_name`]).
 //!
-//! - [`proc_stat`]: per-CPU idle and total time from `/proc/stat`'s text
-//!   ([`cpu_idle_total`]).
+//! - [`proc_stat`]: per-CPU idle, steal and total time from `/proc/stat`'s
+//!   text ([`cpu_jiffies`]).
 //! - [`proc_memory`]: the peak resident memory of a process tree
 //!   ([`tree_peak_rss_bytes`], from `VmHWM`).
 //!
@@ -26,7 +26,7 @@ pub mod proc_stat;
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError};
 pub use host_name::{validate_host_name, HostNameError, MAX_HOST_NAME};
 pub use proc_memory::tree_peak_rss_bytes;
-pub use proc_stat::cpu_idle_total;
+pub use proc_stat::{cpu_jiffies, CpuJiffies};
 
 /// True when the process runs as root (effective uid 0).
 pub fn is_root() -> bool {

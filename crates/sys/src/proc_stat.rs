@@ -1,13 +1,24 @@
 //! Per-CPU time from the text of `/proc/stat`: parsing only (the bench's
-//! CPU sampling and the guard's idle estimate both read it).
+//! CPU sampling and the guard's idle and steal figures both read it).
 
-/// Cumulative (idle, total) jiffies per CPU, indexed by CPU number: idle
-/// counts iowait; total is user, nice, system, idle, iowait, irq, softirq
-/// and steal (guest time is already in user). The aggregate `cpu` line is
-/// skipped; CPUs missing from the text read as (0, 0); lines that do not
-/// parse are skipped.
-pub fn cpu_idle_total(text: &str) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = vec![];
+/// Cumulative jiffies of one CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuJiffies {
+    /// Idle and iowait.
+    pub idle: u64,
+    /// Steal: the CPU wanted to run, and the hypervisor ran something else
+    /// (a virtual machine's other guests); 0 on bare metal.
+    pub steal: u64,
+    /// User, nice, system, idle, iowait, irq, softirq and steal (guest time
+    /// is already in user).
+    pub total: u64,
+}
+
+/// Cumulative jiffies per CPU, indexed by CPU number. The aggregate `cpu`
+/// line is skipped; CPUs missing from the text read as zeros; lines that do
+/// not parse are skipped; a kernel too old to report steal reads 0 there.
+pub fn cpu_jiffies(text: &str) -> Vec<CpuJiffies> {
+    let mut v: Vec<CpuJiffies> = vec![];
     for line in text.lines() {
         let Some(rest) = line
             .strip_prefix("cpu")
@@ -24,11 +35,12 @@ pub fn cpu_idle_total(text: &str) -> Vec<(u64, u64)> {
             continue;
         }
         let idle = x[3].saturating_add(x[4]);
+        let steal = x.get(7).copied().unwrap_or(0);
         let total = x.iter().take(8).fold(0u64, |a, &b| a.saturating_add(b));
         if v.len() <= n {
-            v.resize(n + 1, (0, 0));
+            v.resize(n + 1, CpuJiffies::default());
         }
-        v[n] = (idle, total);
+        v[n] = CpuJiffies { idle, steal, total };
     }
     v
 }
@@ -38,12 +50,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_idle_and_total_per_cpu() {
+    fn reads_idle_steal_and_total_per_cpu() {
         let text = "cpu  10 0 10 100 0 0 0 0 0 0\n\
                     cpu0 5 0 5 50 0 0 0 0 0 0\n\
-                    cpu1 1 2 3 40 4 0 0 0 0 0\n\
+                    cpu1 1 2 3 40 4 0 0 7 0 0\n\
+                    cpu2 1 2 3 40 4\n\
                     intr 1 2 3\ncpuX garbage\ncpu9999999 1 2\n";
-        assert_eq!(cpu_idle_total(text), vec![(50, 60), (44, 50)]);
-        assert!(cpu_idle_total("").is_empty());
+        let j = |idle, steal, total| CpuJiffies { idle, steal, total };
+        assert_eq!(
+            cpu_jiffies(text),
+            vec![j(50, 0, 60), j(44, 7, 57), j(44, 0, 50)]
+        );
+        assert!(cpu_jiffies("").is_empty());
     }
 }

@@ -107,6 +107,16 @@ pub struct Args {
     /// only if it fails twice in a row: one noisy moment must not end a ladder).
     #[arg(long)]
     pub no_confirm: bool,
+    /// Run a step again when a CPU lost more than this share of its measured
+    /// window to steal (percent): on a virtual machine, the hypervisor ran
+    /// other guests, and the step measured them, not the servers. Every
+    /// step records its steal per CPU either way; 100 turns the reruns off.
+    #[arg(long, default_value_t = 5.0, value_name = "PERCENT", value_parser = steal_percent)]
+    pub max_steal: f64,
+    /// Reruns of a step for steal, at most (then the last attempt stands,
+    /// with its steal shown beside its verdict).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub steal_retries: u32,
     /// CPU busy target (percent of the server cores) for the recommended density.
     #[arg(long, default_value_t = 75.0, allow_hyphen_values = true, value_parser = parse_percent)]
     pub headroom: f64,
@@ -273,6 +283,8 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         max_steps: a.max_steps.unwrap_or(if a.quick { 2 } else { 12 }),
         steps_past_failure: a.steps_past_failure,
         confirm_failures: !a.no_confirm,
+        max_steal_percent: (a.max_steal < 100.0).then_some(a.max_steal),
+        steal_retries: a.steal_retries,
         headroom_target: a.headroom / 100.0,
         qos,
         compare: compare_of(a.compare).as_str().into(),
@@ -548,7 +560,7 @@ impl Observer for Progress {
     fn step_finished(&mut self, ladder: &Ladder) {
         let Some(s) = ladder.steps.last() else { return };
         let line = format!(
-            "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%{}){}",
+            "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%{}{}){}",
             ladder_title(ladder, self.repeated),
             s.servers,
             s.verdict.as_str().to_uppercase(),
@@ -558,6 +570,9 @@ impl Observer for Progress {
                 ", query p99 {:.2} ms",
                 q.p99 as f64 / 1000.0
             )),
+            s.cpu
+                .steal_note()
+                .map_or(String::new(), |n| format!(", {n}")),
             if s.failures.is_empty() {
                 String::new()
             } else {
@@ -873,9 +888,34 @@ pub fn print_summary(r: &BenchResult) {
     }
 }
 
+/// `--max-steal`: a percentage, 0-100.
+fn steal_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 5)"))?;
+    if (0.0..=100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("'{s}' is not between 0 and 100"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{consolidation_line, first_step_always_failed};
+    use super::{consolidation_line, first_step_always_failed, steal_percent};
+
+    #[test]
+    fn max_steal_takes_a_percentage_and_refuses_the_rest() {
+        assert_eq!(steal_percent("5"), Ok(5.0));
+        assert_eq!(steal_percent("2.5%"), Ok(2.5));
+        assert!(steal_percent("101")
+            .unwrap_err()
+            .contains("between 0 and 100"));
+        assert!(steal_percent("lots")
+            .unwrap_err()
+            .contains("not a percentage"));
+    }
     use tickpack_report::bench::BenchResult;
 
     #[test]

@@ -99,6 +99,21 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
                     .join("; ")
             ));
         }
+        if !st.disturbed_attempts.is_empty() {
+            if !failures.is_empty() {
+                failures.push_str("<br>");
+            }
+            failures.push_str(&format!(
+                "<em>run again, the machine disturbed: {}</em>",
+                esc(&st.disturbed_attempts.join("; "))
+            ));
+        }
+        if let Some(steal) = st.cpu.steal_note() {
+            if !failures.is_empty() {
+                failures.push_str("<br>");
+            }
+            failures.push_str(&format!("<em>{}</em>", esc(&steal)));
+        }
         let watts = st.power.as_ref().map_or(NA.into(), |p| fmt_num(p.watts));
         let query = match (&st.query_latency_us, &st.queries) {
             (Some(p), Some(q)) if has_query && p.count > 0 => format!(
