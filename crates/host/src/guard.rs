@@ -6,8 +6,8 @@
 //!   (an existing cgroup, adopted); parsing and checking the command.
 //! - [`controller`]: sans-I/O; signals in, the batch's allowance out, on a
 //!   virtual clock; also the instance-move decision.
-//! - [`idle`]: idle time per CPU from `/proc/stat`'s text (the start
-//!   allowance is a share of the server cores' measured idle).
+//! - [`cpu_time`]: the server cores' idle and the machine's steal in a
+//!   period, from `/proc/stat`'s text.
 //!
 //! The supervisor (`supervisor/batch.rs`) gathers the signals every
 //! [`controller::PERIOD`], applies the allowance with the cgroup actuators
@@ -16,12 +16,12 @@
 
 pub mod batch;
 pub mod controller;
-pub mod idle;
+pub mod cpu_time;
 
 use serde::{Deserialize, Serialize};
 
 pub use controller::{Action, Decision, QosLimits, Tuning};
-pub use idle::proc_stat_idle;
+pub use cpu_time::{CpuPeriod, CpuSampler};
 
 /// How the host treats its batch work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,6 +94,10 @@ pub struct GuardStatus {
     /// batch is judged against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_slack: Option<f64>,
+    /// The largest share of the last period any CPU lost to steal (the
+    /// hypervisor ran other guests), 0-1; `None` before the first period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal: Option<f64>,
     pub nr_throttled: u64,
     pub throttled_ms: u64,
     /// Decisions so far by action (grow, hold, cut, zero).

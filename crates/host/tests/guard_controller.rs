@@ -11,10 +11,11 @@ use tickpack_host::guard::controller::{
 };
 
 /// A trace line: `lateness_p99_us frame_p99_us query_us psi [idle_cores
-/// [players_p99_us]]` per period for one instance on CPU 1 (the server's
-/// recent-window figures); `-` is a figure the server does not report, `x`
-/// an instance that did not answer, `psi=-` PSI unavailable; no idle
-/// column: idle not measured; no players column: no players report.
+/// [players_p99_us [steal]]]` per period for one instance on CPU 1 (the
+/// server's recent-window figures); `-` is a figure the server does not
+/// report, `x` an instance that did not answer, `psi=-` PSI unavailable; no
+/// idle column (or `-`): idle not measured; no players column (or `-`): no
+/// players report; no steal column: steal not measured.
 fn parse_trace(trace: &str) -> Vec<Signals> {
     trace
         .lines()
@@ -38,13 +39,28 @@ fn parse_trace(trace: &str) -> Vec<Signals> {
                     .map_err(|_| "PSI unavailable in the trace".to_string()),
                 idle_cores: f.get(4).and_then(|v| v.parse().ok()),
                 players_p99_us: f.get(5).and_then(|v| v.parse().ok()),
+                steal: f.get(6).and_then(|v| v.parse().ok()),
             }
         })
         .collect()
 }
 
 fn run(trace: &str) -> Vec<(Action, f64, String)> {
-    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1]);
+    run_with(Tuning::default(), trace)
+}
+
+/// The controller that always starts at the measured idle and grows a
+/// little at a time (Heracles), as it does by default once the batch has
+/// hurt the servers.
+fn gradual() -> Tuning {
+    Tuning {
+        start_whole: false,
+        ..Tuning::default()
+    }
+}
+
+fn run_with(tuning: Tuning, trace: &str) -> Vec<(Action, f64, String)> {
+    let mut c = Controller::new(QosLimits::default(), tuning, vec![1]);
     parse_trace(trace)
         .iter()
         .enumerate()
@@ -61,7 +77,7 @@ const QUIET: &str = "0 1200 300 2.0";
 #[test]
 fn grows_while_there_is_slack() {
     let trace = vec![QUIET; 20].join("\n");
-    let out = run(&trace);
+    let out = run_with(gradual(), &trace);
     // Three periods at zero measure the servers' own slack first.
     assert!(
         out[..2].iter().all(|o| o.0 == Action::Hold && o.1 == 0.0),
@@ -201,12 +217,13 @@ fn a_psi_emergency_cuts_to_zero_whatever_the_servers_say() {
 
 #[test]
 fn the_cpu_set_follows_the_allowance_onto_the_cores_with_slack() {
-    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1, 2, 3]);
+    let mut c = Controller::new(QosLimits::default(), gradual(), vec![1, 2, 3]);
     let s = Signals {
         instances: vec![sig(1, 1, 20_000), sig(2, 2, 0), sig(3, 3, 5_000)],
         psi_some_avg10: Ok(1.0),
         players_p99_us: None,
         idle_cores: None,
+        steal: None,
     };
     let mut d = c.decide(Duration::ZERO, &s);
     assert_eq!(d.allowance.cpus, vec![2], "one core while under one core");
@@ -253,6 +270,7 @@ fn an_instance_on_a_core_losing_qos_moves_to_the_core_with_most_slack() {
         psi_some_avg10: Ok(1.0),
         players_p99_us: None,
         idle_cores: None,
+        steal: None,
     };
     let m = plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2, 3], &s);
     assert_eq!(
@@ -272,6 +290,7 @@ fn no_move_when_every_core_is_fine_or_none_has_room() {
         psi_some_avg10: Ok(1.0),
         players_p99_us: None,
         idle_cores: None,
+        steal: None,
     };
     assert_eq!(
         plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2], &fine),
@@ -282,6 +301,7 @@ fn no_move_when_every_core_is_fine_or_none_has_room() {
         psi_some_avg10: Ok(1.0),
         players_p99_us: None,
         idle_cores: None,
+        steal: None,
     };
     assert_eq!(
         plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2], &full),
@@ -293,6 +313,7 @@ fn no_move_when_every_core_is_fine_or_none_has_room() {
         psi_some_avg10: Ok(1.0),
         players_p99_us: None,
         idle_cores: None,
+        steal: None,
     };
     assert_eq!(
         plan_move(&QosLimits::default(), &Tuning::default(), &[1, 2], &alone),
@@ -301,10 +322,11 @@ fn no_move_when_every_core_is_fine_or_none_has_room() {
 }
 
 #[test]
-fn starts_at_the_measured_idle_not_at_zero() {
+fn without_the_whole_start_it_starts_at_the_measured_idle() {
     // 0.6 of the server core idle, the servers far from their limits: after
     // the three periods that measure them at zero, the idle.
-    let out = run(
+    let out = run_with(
+        gradual(),
         "0 1200 300 2.0 0.6\n0 1200 300 2.0 0.6\n0 1200 300 2.0 0.6\n\
                    0 1200 300 2.0 0.0",
     );
@@ -313,7 +335,8 @@ fn starts_at_the_measured_idle_not_at_zero() {
     assert!(out[3].1 > 0.6, "then grows from there: {:?}", out[3]);
     // After a cut to zero (a missing signal) it starts again from the
     // idle measured then, once calm (the servers' own slack is known).
-    let out = run(
+    let out = run_with(
+        gradual(),
         "0 1200 300 2.0 0.6\n0 1200 300 2.0 0.6\n0 1200 300 2.0 0.6\n\
                    x - - 2.0 0.9\n0 1200 300 2.0 0.8\n\
                    0 1200 300 2.0 0.8\n0 1200 300 2.0 0.8",
@@ -337,8 +360,8 @@ fn starts_at_the_measured_idle_not_at_zero() {
 #[test]
 fn grows_faster_with_more_slack() {
     // Lateness at 10% and at 60% of its limit, frame time small.
-    let far = run(&["250 500 300 2.0"; 3].join("\n"));
-    let near = run(&["1500 500 300 2.0"; 3].join("\n"));
+    let far = run_with(gradual(), &["250 500 300 2.0"; 3].join("\n"));
+    let near = run_with(gradual(), &["1500 500 300 2.0"; 3].join("\n"));
     let step = |o: &[(Action, f64, String)]| o[2].1 - o[1].1;
     assert!(step(&far) > 2.0 * step(&near), "{far:?} {near:?}");
     assert!(step(&near) > 0.099, "at least the step: {near:?}");
@@ -379,6 +402,7 @@ fn a_server_without_the_recent_window_is_judged_on_its_schedule() {
         psi_some_avg10: Ok(1.0),
         players_p99_us: None,
         idle_cores: None,
+        steal: None,
     };
     for k in 0..2 {
         assert_eq!(c.decide(PERIOD * k, &s(0)).action, Action::Hold);
@@ -408,7 +432,7 @@ fn guard_kept_the_batch_at_zero_when_the_servers_missed_qos_without_it() {
     // batch at zero, and the guard, judging the absolute limits only,
     // never let the batch start (0 of 3 steps kept QoS with the batch at
     // 1-3 % of the idle CPU, while SCHED_IDLE alone kept 3 of 3).
-    let out = run(&vec![MISSING_ON_THEIR_OWN; 30].join("\n"));
+    let out = run_with(gradual(), &vec![MISSING_ON_THEIR_OWN; 30].join("\n"));
     // Three periods at zero measure the servers without the batch ...
     for o in &out[..2] {
         assert_eq!((o.0, o.1), (Action::Hold, 0.0), "{o:?}");
@@ -505,7 +529,8 @@ fn the_players_transaction_latency_is_judged_when_they_report_it() {
     // a missing signal.
     lines.push("0 1200 300 2.0 0.5 -");
     let out = run(&lines.join("\n"));
-    assert_eq!(out[5].0, Action::Grow, "{out:?}");
+    assert_eq!(out[2].0, Action::Grow, "{out:?}");
+    assert!(out[5].1 > 0.0, "{out:?}");
     assert_eq!(out[6].0, Action::Cut, "{:?}", out[6]);
     let quarter = (out[5].1 * 0.25 * 1000.0).round() / 1000.0;
     assert_eq!(out[6].1, quarter, "{:?}", out[6]);
@@ -620,4 +645,94 @@ fn an_undone_cut_takes_the_slack_it_saw_as_the_baseline() {
         "{:?}",
         out[13]
     );
+}
+
+#[test]
+fn guard_started_the_batch_below_what_sched_idle_alone_gives() {
+    // The bug: the batch started at the server cores' measured idle (0.6
+    // core here) under a CFS quota, which throttles it in bursts and leaves
+    // the core idle, where SCHED_IDLE alone gives it the whole core; on this
+    // machine an idle server core costs the servers more than the batch.
+    // Until a cut has helped, it starts at the whole server cores.
+    let out = run(&["0 1200 300 2.0 0.6"; 6].join("\n"));
+    assert_eq!((out[2].0, out[2].1), (Action::Grow, 1.0), "{out:?}");
+    assert!(out[3..].iter().all(|o| o.1 == 1.0), "{out:?}");
+    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1, 2]);
+    let quiet = &parse_trace("0 1200 300 2.0 1.2")[0];
+    let d = (0..3)
+        .map(|k| c.decide(PERIOD * k, quiet))
+        .last()
+        .expect("3");
+    assert_eq!(d.allowance.quota_cores, 2.0, "{d:?}");
+    assert_eq!(d.allowance.cpus, vec![1, 2]);
+}
+
+#[test]
+fn once_a_cut_has_helped_the_batch_restarts_small_and_grows_a_little_at_a_time() {
+    // A batch that costs the servers their lateness limit above 0.3 core:
+    // the first crossing's cut helps, so from then on the batch grows from
+    // below, a little at a time, instead of starting whole again.
+    let out = run_plant(40, |q| {
+        format!("{} 1200 300 2.0 0.6", if q > 0.3 { 3_000 } else { 0 })
+    });
+    let first = out.iter().position(|o| o.0 == Action::Cut).expect("a cut");
+    assert_eq!(out[first - 1].1, 1.0, "whole before: {out:?}");
+    assert!(out.iter().all(|o| !o.2.contains("did not help")), "{out:?}");
+    // After the first cut the allowance never jumps back to the whole core,
+    // and each growth is a step of at most half a core.
+    for w in out[first..].windows(2) {
+        assert!(w[1].1 < 1.0, "{out:?}");
+        if w[1].0 == Action::Grow {
+            assert!(w[1].1 - w[0].1 <= 0.5 + 1e-9, "{w:?}");
+        }
+    }
+    let running = out[first..].iter().filter(|o| o.1 > 0.0).count();
+    assert!(running * 2 > out.len() - first, "it keeps running: {out:?}");
+}
+
+#[test]
+fn guard_cut_the_batch_for_the_hypervisors_steal() {
+    // The bug: a period in which the hypervisor ran other guests on the
+    // machine's CPUs (steal 20 % of CPU 0, the load generator's) crossed the
+    // servers' lateness limit, and the guard cut the batch; the batch was
+    // not the cause, and cutting it left the server core idle, which on this
+    // machine costs the servers more. With steal it holds, and says why.
+    let mut lines = vec![QUIET; 6];
+    lines.push("3000 1200 300 2.0 - - 0.2");
+    lines.push("0 1200 300 2.0 - - 0.0");
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[5].1, 1.0, "{out:?}");
+    assert_eq!((out[6].0, out[6].1), (Action::Hold, 1.0), "{:?}", out[6]);
+    assert!(
+        out[6].2.contains("the hypervisor stole 20%") && out[6].2.contains("p99 tick lateness"),
+        "{}",
+        out[6].2
+    );
+    // The same crossing without steal is cut at once.
+    let mut lines = vec![QUIET; 6];
+    lines.push("3000 1200 300 2.0 - - 0.0");
+    let out = run(&lines.join("\n"));
+    assert_eq!(out[6].0, Action::Cut, "{:?}", out[6]);
+    // Steal below the line (2 % of a CPU) does not hold the cut either.
+    let mut lines = vec![QUIET; 6];
+    lines.push("3000 1200 300 2.0 - - 0.02");
+    assert_eq!(run(&lines.join("\n"))[6].0, Action::Cut);
+}
+
+#[test]
+fn steal_that_never_ends_no_longer_holds_the_cut() {
+    // Steal in every period and the limit crossed in every period: the
+    // cut is held for the patience (10 periods of steal in a row), then
+    // made; a batch that hurts is still cut on a machine whose steal never
+    // ends.
+    let mut lines = vec!["0 1200 300 2.0 - - 0.1"; 3];
+    lines.extend(vec!["3000 1200 300 2.0 - - 0.1"; 12]);
+    let out = run(&lines.join("\n"));
+    let first_cut = out.iter().position(|o| o.0 == Action::Cut).expect("a cut");
+    assert_eq!(first_cut, 10, "{out:?}");
+    assert!(
+        out[3..10].iter().all(|o| o.0 == Action::Hold && o.1 == 1.0),
+        "{out:?}"
+    );
+    assert!(out[9].2.contains("(10 of 10 periods)"), "{}", out[9].2);
 }

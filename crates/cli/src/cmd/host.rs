@@ -454,7 +454,7 @@ pub fn print_status(st: &HostStatus) {
 fn print_guard(g: &tickpack_host::guard::GuardStatus) {
     let opt = |v: Option<f64>, unit: &str| v.map_or("-".into(), |v| format!("{v:.1}{unit}"));
     println!(
-        "batch: control {}, quota {}, CPUs {:?}, batch CPU {}, PSI some avg10 {}{}, throttled {} times ({} ms)",
+        "batch: control {}, quota {}, CPUs {:?}, batch CPU {}, PSI some avg10 {}{}, steal {}, throttled {} times ({} ms)",
         g.control,
         g.quota_cores
             .map_or("unlimited".into(), |q| format!("{q:.2} cores")),
@@ -465,6 +465,7 @@ fn print_guard(g: &tickpack_host::guard::GuardStatus) {
             .as_deref()
             .map(|w| format!(" (unavailable: {w})"))
             .unwrap_or_default(),
+        opt(g.steal.map(|s| s * 100.0), "%"),
         g.nr_throttled,
         g.throttled_ms,
     );
@@ -617,6 +618,12 @@ fn guard_families(
             "The servers' own slack with the batch at zero (1 - worst signal / limit), once measured.",
             Kind::Gauge,
             g.baseline_slack,
+        ),
+        one(
+            "tickpack_guard_steal_ratio",
+            "The largest share of the last period a CPU lost to steal (the hypervisor ran other guests), 0-1.",
+            Kind::Gauge,
+            g.steal,
         ),
         one(
             "tickpack_guard_batch_throttled_total",

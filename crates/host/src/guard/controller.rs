@@ -19,11 +19,21 @@
 //! - else grow, but only after [`Tuning::calm_periods`] periods above the
 //!   band since the last cut (not necessarily in a row), so growth after a
 //!   cut is slow and a cut is fast (Heracles). From zero the allowance
-//!   starts at [`Tuning::start_share`] of the server cores' measured idle
-//!   (when the caller measured it; else one step); above zero it grows in
-//!   proportion to the slack above the band ([`Tuning::grow_gain`] server
-//!   cores per unit of slack, at least [`Tuning::grow_step`]), so it is
-//!   fast while the servers are far from their limits.
+//!   starts at the whole server cores (no quota: SCHED_IDLE alone) until a
+//!   cut has been shown to help ([`Tuning::start_whole`]); after that, at
+//!   [`Tuning::start_share`] of the server cores' measured idle (when the
+//!   caller measured it; else one step). Above zero it grows in proportion to the slack above the band
+//!   ([`Tuning::grow_gain`] server cores per unit of slack, at least
+//!   [`Tuning::grow_step`]), so it is fast while the servers are far from
+//!   their limits.
+//!
+//! **Steal is not the batch's doing.** When a CPU of the machine lost at
+//! least [`Tuning::steal_hold`] of the period to steal (a virtual
+//! machine's hypervisor ran other guests), a cut is held instead: the
+//! crossing is the machine's, and cutting the batch would idle the server
+//! cores, which on a virtual machine costs the servers more (an idle vCPU
+//! is woken late). It holds for at most [`Tuning::steal_patience`] periods
+//! of steal in a row, then cuts as without steal.
 //!
 //! **Never worse than no batch.** The batch starts only after
 //! [`Tuning::baseline_periods`] periods at zero, which measure the servers'
@@ -153,13 +163,19 @@ pub struct Tuning {
     /// Server cores added per growing period per unit of slack above
     /// `grow_above`.
     pub grow_gain: f64,
-    /// The share of the measured idle of the server cores the allowance
-    /// starts at from zero. The whole of it by default: the batch is
-    /// SCHED_IDLE, so the servers take their CPU back at every wake-up
-    /// whatever the quota; a quota below the idle only throttles the batch
-    /// in bursts inside each CFS period, which leaves the core idle in
-    /// bursts (on a virtual machine, where an idle vCPU can cost the
-    /// servers more than a busy one, that was measured to hurt them).
+    /// From zero, until a cut has been shown to help (the batch has hurt
+    /// the servers), start at the whole server cores, no quota: SCHED_IDLE
+    /// alone, the kernel's own answer. The servers take their CPU back at
+    /// every wake-up whatever the quota, and a quota below the idle only
+    /// throttles the batch in bursts inside each CFS period, which leaves
+    /// the core idle in bursts (on a virtual machine, where an idle vCPU
+    /// costs the servers more than a busy one, measured to hurt them).
+    /// `false`: always start at `start_share` of the idle and grow a little
+    /// at a time (Heracles).
+    #[serde(default = "default_start_whole")]
+    pub start_whole: bool,
+    /// The share of the server cores' measured idle the allowance starts
+    /// at from zero when it does not start whole.
     pub start_share: f64,
     /// What is left of the allowance when a limit is crossed.
     pub cross_factor: f64,
@@ -181,6 +197,28 @@ pub struct Tuning {
     /// Periods after a cut that judge whether it helped.
     #[serde(default = "default_trial_periods")]
     pub trial_periods: u32,
+    /// Steal (share of a CPU, 0-1) at or above which a period's crossing
+    /// is the machine's doing, not the batch's: the hypervisor ran other
+    /// guests on a CPU of ours. The guard holds instead of cutting.
+    #[serde(default = "default_steal_hold")]
+    pub steal_hold: f64,
+    /// Periods in a row it holds for steal at most; after that it cuts as
+    /// without steal (a batch that hurts is still cut on a machine whose
+    /// steal never ends).
+    #[serde(default = "default_steal_patience")]
+    pub steal_patience: u32,
+}
+
+fn default_start_whole() -> bool {
+    true
+}
+
+fn default_steal_hold() -> f64 {
+    0.03
+}
+
+fn default_steal_patience() -> u32 {
+    10
 }
 
 fn default_trial_periods() -> u32 {
@@ -204,6 +242,7 @@ impl Default for Tuning {
             cut_below: 0.10,
             grow_step: 0.1,
             grow_gain: 0.5,
+            start_whole: default_start_whole(),
             start_share: 1.0,
             cross_factor: 0.25,
             calm_periods: 3,
@@ -212,6 +251,8 @@ impl Default for Tuning {
             baseline_periods: default_baseline_periods(),
             remeasure_periods: default_remeasure_periods(),
             trial_periods: default_trial_periods(),
+            steal_hold: default_steal_hold(),
+            steal_patience: default_steal_patience(),
         }
     }
 }
@@ -254,6 +295,11 @@ pub struct Signals {
     /// batch may start from.
     #[serde(default)]
     pub idle_cores: Option<f64>,
+    /// The largest share of the period any CPU of the machine lost to
+    /// steal (the hypervisor running other guests), 0-1; `None`: not
+    /// measured.
+    #[serde(default)]
+    pub steal: Option<f64>,
 }
 
 /// What the batch may use from now on.
@@ -308,6 +354,10 @@ pub struct Controller {
     remeasure_left: u32,
     /// The last cut, while the periods after it judge whether it helped.
     trial: Option<Trial>,
+    /// A cut has been shown to help: the batch has hurt the servers.
+    hurt: bool,
+    /// Periods in a row whose cut was held for steal.
+    steal_run: u32,
 }
 
 /// A cut on trial.
@@ -345,6 +395,8 @@ impl Controller {
             recent_slack: VecDeque::new(),
             remeasure_left: 0,
             trial: None,
+            hurt: false,
+            steal_run: 0,
         }
     }
 
@@ -522,7 +574,10 @@ impl Controller {
             if tr.seen.len() >= t.trial_periods.max(1) as usize {
                 let tr = self.trial.take().expect("a trial");
                 let after = Controller::median(&tr.seen);
-                if after < tr.before + t.harm_margin && after < t.grow_above {
+                if after >= tr.before + t.harm_margin || after >= t.grow_above {
+                    // It helped: the batch hurt the servers.
+                    self.hurt = true;
+                } else {
                     // The slack with the batch cut is the baseline from
                     // now on (not a mix with older periods at zero).
                     self.zero_slack.clear();
@@ -551,8 +606,14 @@ impl Controller {
             ),
             None => format!("slack {:.0}% vs {:.0}%", slack * 100.0, line * 100.0),
         };
+        let steal = signals.steal.unwrap_or(0.0);
+        self.steal_run = if steal >= t.steal_hold {
+            self.steal_run.saturating_add(1)
+        } else {
+            0
+        };
         let mut crossed = false;
-        let (action, slack, reason) = match (worst, &signals.psi_some_avg10) {
+        let (mut action, slack, mut reason) = match (worst, &signals.psi_some_avg10) {
             (Err(missing), _) => (Action::Zero, None, format!("signal missing: {missing}")),
             (Ok(_), Err(why)) => (
                 Action::Zero,
@@ -668,6 +729,22 @@ impl Controller {
                 }
             }
         };
+        // Steal: the hypervisor ran other guests on a CPU of ours in the
+        // period. A crossing then is the machine's doing, and cutting the
+        // batch idles the server cores, which on a virtual machine costs
+        // the servers more (an idle vCPU is woken late); hold, for at most
+        // `steal_patience` periods of steal in a row.
+        if action == Action::Cut && self.steal_run > 0 && self.steal_run <= t.steal_patience {
+            action = Action::Hold;
+            crossed = false;
+            reason = format!(
+                "held, not cut: the hypervisor stole {:.0}% of a CPU in the period, \
+                 the machine's doing, not the batch's ({} of {} periods); {reason}",
+                steal * 100.0,
+                self.steal_run,
+                t.steal_patience
+            );
+        }
         match action {
             Action::Zero => {
                 // A zero that takes nothing (the start, before the first
@@ -713,8 +790,12 @@ impl Controller {
                 let above = slack.map_or(0.0, |s| s - th.grow);
                 let step = t.grow_step.max(t.grow_gain * above * max);
                 self.quota = match signals.idle_cores {
-                    // From zero: a share of the headroom measured with no
-                    // batch running, at least one step.
+                    // From zero, until a cut has helped: the whole server
+                    // cores (SCHED_IDLE alone).
+                    _ if self.quota == 0.0 && t.start_whole && !self.hurt => max,
+                    // From zero once the batch has hurt: a share of the
+                    // headroom measured with no batch running, at least
+                    // one step.
                     Some(idle) if self.quota == 0.0 => (t.start_share * idle).max(t.grow_step),
                     _ => self.quota + step,
                 }
@@ -777,6 +858,7 @@ pub fn plan_move(
             psi_some_avg10: Ok(0.0),
             players_p99_us: None,
             idle_cores: None,
+            steal: None,
         })[&worst_core]
     };
     let victim = signals

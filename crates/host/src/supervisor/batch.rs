@@ -20,7 +20,7 @@ use crate::cgroup::{self, Cgroup, CgroupVersion, Limits};
 use crate::fleet::{Backend, FleetConfig};
 use crate::guard::batch::{BatchSpec, BatchStatus, BATCH_UID};
 use crate::guard::controller::{plan_move, Controller, InstanceSignal, Signals, PERIOD};
-use crate::guard::{Action, BatchControl, Decision, GuardStatus, QosLimits, Tuning};
+use crate::guard::{Action, BatchControl, CpuSampler, Decision, GuardStatus, QosLimits, Tuning};
 use crate::status::InstanceState;
 use tickpack_sys::is_root;
 
@@ -62,7 +62,7 @@ pub(super) struct Batch {
     /// The servers' tick rate the controller's limits were set for.
     tick_hz: Option<u16>,
     /// Idle time of the server CPUs between periods.
-    server_idle: IdleSampler,
+    cpu_time: CpuSampler,
     cpu_sample: Option<(u64, Instant)>,
     status: GuardStatus,
     last: VecDeque<Decision>,
@@ -104,7 +104,7 @@ impl Batch {
             guard_started: Instant::now(),
             prev_stats: HashMap::new(),
             tick_hz: None,
-            server_idle: IdleSampler::default(),
+            cpu_time: CpuSampler::default(),
             cpu_sample: None,
             status: GuardStatus::default(),
             last: VecDeque::new(),
@@ -114,27 +114,9 @@ impl Batch {
     }
 }
 
-/// Idle time of some CPUs between two reads of `/proc/stat`.
-#[derive(Debug, Default)]
-struct IdleSampler {
-    /// (idle, total) jiffies per CPU at the last read.
-    last: Vec<(u64, u64)>,
-}
-
-impl IdleSampler {
-    /// Idle cores among `cpus` since the last call (`None` the first time
-    /// or when `/proc/stat` cannot be read).
-    fn sample(&mut self, cpus: &[usize]) -> Option<f64> {
-        let now = crate::guard::proc_stat_idle(&std::fs::read_to_string("/proc/stat").ok()?);
-        let prev = std::mem::replace(&mut self.last, now);
-        let mut idle = 0.0;
-        for &c in cpus {
-            let (&(i0, t0), &(i1, t1)) = (prev.get(c)?, self.last.get(c)?);
-            let dt = t1.checked_sub(t0).filter(|&d| d > 0)?;
-            idle += i1.saturating_sub(i0) as f64 / dt as f64;
-        }
-        Some(idle)
-    }
+/// `/proc/stat`'s text (empty when it cannot be read: no figures then).
+fn read_proc_stat() -> String {
+    std::fs::read_to_string("/proc/stat").unwrap_or_default()
 }
 
 impl Supervisor {
@@ -218,7 +200,7 @@ impl Supervisor {
         }
         batch.guard_started = Instant::now();
         // The first period's idle is measured from here.
-        batch.server_idle.sample(&batch.server_cpus);
+        batch.cpu_time.sample(&read_proc_stat(), &batch.server_cpus);
         Ok(())
     }
 
@@ -444,11 +426,13 @@ impl Supervisor {
                 query_us,
             });
         }
+        let cpu = batch.cpu_time.sample(&read_proc_stat(), &batch.server_cpus);
         Signals {
             instances,
             psi_some_avg10: cgroup::system_cpu_pressure(Path::new(PRESSURE_CPU)),
             players_p99_us: self.players_p99_us.take(),
-            idle_cores: batch.server_idle.sample(&batch.server_cpus),
+            idle_cores: cpu.map(|c| c.idle_cores),
+            steal: cpu.map(|c| c.steal),
         }
     }
 
@@ -500,12 +484,16 @@ impl Supervisor {
         let prev = batch.last.back().map(|p| (p.allowance.clone(), p.action));
         let mut applied = Ok(());
         if let Some(cg) = &batch.cgroup {
+            // The whole server cores is no quota at all: a quota equal to
+            // the cores still throttles in CFS slices, SCHED_IDLE alone not.
+            let whole = d.allowance.quota_cores >= batch.server_cpus.len() as f64;
             applied = cg
-                .set_cpu_quota(Some(d.allowance.quota_cores))
+                .set_cpu_quota((!whole).then_some(d.allowance.quota_cores))
                 .and_then(|()| cg.set_cpus(&d.allowance.cpus));
         }
         batch.status.quota_cores = Some(d.allowance.quota_cores);
         batch.status.baseline_slack = controller.baseline();
+        batch.status.steal = signals.steal;
         batch.status.cpus = d.allowance.cpus.clone();
         *batch
             .counts
