@@ -736,3 +736,30 @@ fn steal_that_never_ends_no_longer_holds_the_cut() {
     );
     assert!(out[9].2.contains("(10 of 10 periods)"), "{}", out[9].2);
 }
+
+#[test]
+fn guard_held_the_batch_at_zero_on_noise_around_the_servers_own_slack() {
+    // The bug: with the servers' own slack below the band (26 %, the
+    // players' p99 at 11 of 15 ms), the batch started only when a period's
+    // slack reached that median; on noise of a point around it, it stayed
+    // at zero into the bench's measured window. Within the margin
+    // of the servers' own slack, it starts.
+    let players = |p99: u32| format!("0 1200 300 2.0 - {p99}");
+    // Slack 26.7 %, 26.0 %, 25.3 % at zero: the baseline is 26.0 %, and the
+    // third period, a point under it, starts the batch.
+    let lines: Vec<String> = [11_000, 11_100, 11_200, 11_250, 11_200, 11_250]
+        .into_iter()
+        .map(players)
+        .collect();
+    let out = run(&lines.join("\n"));
+    assert_eq!((out[2].0, out[2].1), (Action::Grow, 1.0), "{:?}", out[2]);
+    assert!(out[2].2.contains("the batch starts"), "{}", out[2].2);
+    assert!(out[3..].iter().all(|o| o.1 == 1.0), "{out:?}");
+    // Far below the servers' own (a margin and more), it waits at zero.
+    let lines: Vec<String> = [11_100, 11_000, 14_000]
+        .into_iter()
+        .map(players)
+        .collect();
+    let out = run(&lines.join("\n"));
+    assert_eq!((out[2].0, out[2].1), (Action::Hold, 0.0), "{:?}", out[2]);
+}

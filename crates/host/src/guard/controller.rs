@@ -668,7 +668,28 @@ impl Controller {
                 )
             }
             (Ok((Some(slack), why)), Ok(_)) => {
-                if self.quota == 0.0
+                // The start from zero, while the guard is SCHED_IDLE alone
+                // until a cut helps, against a baseline below the band: the
+                // servers' slack at zero only needs to be within the margin
+                // of their own (a slack at zero is never the batch's doing;
+                // asking for the baseline itself, a median, would hold the
+                // batch at zero for half the periods on noise alone).
+                let start = self.quota == 0.0
+                    && t.start_whole
+                    && !self.hurt
+                    && th.baseline.is_some()
+                    && slack >= th.cut
+                    && self.calm + 1 >= t.calm_periods;
+                if start {
+                    (
+                        Action::Grow,
+                        Some(slack),
+                        format!(
+                            "{}: within the margin of the servers' own, the batch starts ({why})",
+                            vs(slack, th.cut)
+                        ),
+                    )
+                } else if self.quota == 0.0
                     && (slack < th.grow || th.baseline.is_none() && !self.measured())
                 {
                     // Nothing to cut: the batch is not running, so the
