@@ -756,10 +756,7 @@ fn guard_held_the_batch_at_zero_on_noise_around_the_servers_own_slack() {
     assert!(out[2].2.contains("the batch starts"), "{}", out[2].2);
     assert!(out[3..].iter().all(|o| o.1 == 1.0), "{out:?}");
     // Far below the servers' own (a margin and more), it waits at zero.
-    let lines: Vec<String> = [11_100, 11_000, 14_000]
-        .into_iter()
-        .map(players)
-        .collect();
+    let lines: Vec<String> = [11_100, 11_000, 14_000].into_iter().map(players).collect();
     let out = run(&lines.join("\n"));
     assert_eq!((out[2].0, out[2].1), (Action::Hold, 0.0), "{:?}", out[2]);
 }

@@ -814,3 +814,21 @@ fn repetitions_are_drawn_as_one_line_per_variant_with_a_band() {
     assert!(latency.contains("FAIL in 3 of 3"));
     assert!(p.contains("the shaded band is their range"));
 }
+
+#[test]
+fn a_step_shows_its_steal_and_the_attempts_set_aside_for_it() {
+    let mut r = sample();
+    let st = &mut r.ladders[0].steps[0];
+    st.cpu.steal_percent = vec![18.24, 0.0, 0.0, 0.0];
+    st.disturbed_attempts =
+        vec!["steal 31.0% of CPU 0 (the hypervisor ran other guests): fail".into()];
+    let p = page(r);
+    assert!(
+        p.contains("steal 18.2% of CPU 0 (the hypervisor ran other guests)"),
+        "the standing attempt's steal"
+    );
+    assert!(
+        p.contains("run again, the machine disturbed: steal 31.0% of CPU 0"),
+        "the attempt set aside"
+    );
+}
