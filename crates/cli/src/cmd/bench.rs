@@ -904,6 +904,7 @@ fn steal_percent(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::{consolidation_line, first_step_always_failed, steal_percent};
+    use tickpack_report::bench::BenchResult;
 
     #[test]
     fn max_steal_takes_a_percentage_and_refuses_the_rest() {
@@ -916,7 +917,6 @@ mod tests {
             .unwrap_err()
             .contains("not a percentage"));
     }
-    use tickpack_report::bench::BenchResult;
 
     #[test]
     fn qos_failed_at_the_first_step_needs_every_repetition_of_the_first_variant_to_fail() {
