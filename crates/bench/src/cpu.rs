@@ -20,7 +20,7 @@ impl CpuTimes {
     /// Busy percent per CPU between `self` (earlier) and `later` (steal
     /// counts as busy: the CPU was not idle).
     pub fn busy_percent(&self, later: &CpuTimes) -> Vec<f64> {
-        self.percent(later, |j| j.total - j.idle.min(j.total))
+        self.percent(later, |d| d.total.saturating_sub(d.idle))
     }
 
     /// Steal percent per CPU between `self` and `later`: the time the
@@ -29,21 +29,19 @@ impl CpuTimes {
         self.percent(later, |j| j.steal)
     }
 
-    /// `part`'s share of each CPU's time between the two reads, percent
-    /// rounded to 0.1.
+    /// `part` of each CPU's jiffies between the two reads, as a share of
+    /// its time, percent rounded to 0.1.
     fn percent(&self, later: &CpuTimes, part: impl Fn(&CpuJiffies) -> u64) -> Vec<f64> {
         later
             .0
             .iter()
             .enumerate()
             .map(|(i, j1)| {
-                let j0 = self.0.get(i).copied().unwrap_or_default();
-                let dt = j1.total.saturating_sub(j0.total);
-                if dt == 0 {
+                let d = j1.since(&self.0.get(i).copied().unwrap_or_default());
+                if d.total == 0 {
                     0.0
                 } else {
-                    let d = part(j1).saturating_sub(part(&j0));
-                    (100.0 * d as f64 / dt as f64 * 10.0).round() / 10.0
+                    (100.0 * part(&d) as f64 / d.total as f64 * 10.0).round() / 10.0
                 }
             })
             .collect()

@@ -14,6 +14,18 @@ pub struct CpuJiffies {
     pub total: u64,
 }
 
+impl CpuJiffies {
+    /// The jiffies between an `earlier` read of the same CPU and this one
+    /// (each count saturating at 0).
+    pub fn since(&self, earlier: &CpuJiffies) -> CpuJiffies {
+        CpuJiffies {
+            idle: self.idle.saturating_sub(earlier.idle),
+            steal: self.steal.saturating_sub(earlier.steal),
+            total: self.total.saturating_sub(earlier.total),
+        }
+    }
+}
+
 /// Cumulative jiffies per CPU, indexed by CPU number. The aggregate `cpu`
 /// line is skipped; CPUs missing from the text read as zeros; lines that do
 /// not parse are skipped; a kernel too old to report steal reads 0 there.
@@ -62,5 +74,13 @@ mod tests {
             vec![j(50, 0, 60), j(44, 7, 57), j(44, 0, 50)]
         );
         assert!(cpu_jiffies("").is_empty());
+    }
+
+    #[test]
+    fn the_jiffies_since_an_earlier_read() {
+        let j = |idle, steal, total| CpuJiffies { idle, steal, total };
+        assert_eq!(j(50, 9, 160).since(&j(40, 4, 60)), j(10, 5, 100));
+        // A counter that went back (a CPU brought online again) reads 0.
+        assert_eq!(j(5, 0, 10).since(&j(40, 4, 60)), j(0, 0, 0));
     }
 }

@@ -31,12 +31,9 @@ impl CpuSampler {
         let now = tickpack_sys::cpu_jiffies(text);
         let prev = std::mem::replace(&mut self.last, now);
         let share = |c: usize| -> Option<(f64, f64)> {
-            let (a, b) = (prev.get(c)?, self.last.get(c)?);
-            let dt = b.total.checked_sub(a.total).filter(|&d| d > 0)? as f64;
-            Some((
-                b.idle.saturating_sub(a.idle) as f64 / dt,
-                b.steal.saturating_sub(a.steal) as f64 / dt,
-            ))
+            let d = self.last.get(c)?.since(prev.get(c)?);
+            let dt = (d.total > 0).then_some(d.total as f64)?;
+            Some((d.idle as f64 / dt, d.steal as f64 / dt))
         };
         let mut idle_cores = 0.0;
         for &c in server_cpus {
