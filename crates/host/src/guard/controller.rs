@@ -356,7 +356,7 @@ pub struct Controller {
     trial: Option<Trial>,
     /// A cut has been shown to help: the batch has hurt the servers.
     hurt: bool,
-    /// Periods in a row whose cut was held for steal.
+    /// Periods in a row with steal at or above [`Tuning::steal_hold`].
     steal_run: u32,
 }
 
@@ -442,6 +442,12 @@ impl Controller {
                 baseline: None,
             },
         }
+    }
+
+    /// From zero the batch starts at the whole server cores (SCHED_IDLE
+    /// alone): so tuned, and no cut has helped yet.
+    fn starts_whole(&self) -> bool {
+        self.tuning.start_whole && !self.hurt
     }
 
     /// The allowance now.
@@ -675,8 +681,7 @@ impl Controller {
                 // asking for the baseline itself, a median, would hold the
                 // batch at zero for half the periods on noise alone).
                 let start = self.quota == 0.0
-                    && t.start_whole
-                    && !self.hurt
+                    && self.starts_whole()
                     && th.baseline.is_some()
                     && slack >= th.cut
                     && self.calm + 1 >= t.calm_periods;
@@ -813,7 +818,7 @@ impl Controller {
                 self.quota = match signals.idle_cores {
                     // From zero, until a cut has helped: the whole server
                     // cores (SCHED_IDLE alone).
-                    _ if self.quota == 0.0 && t.start_whole && !self.hurt => max,
+                    _ if self.quota == 0.0 && self.starts_whole() => max,
                     // From zero once the batch has hurt: a share of the
                     // headroom measured with no batch running, at least
                     // one step.

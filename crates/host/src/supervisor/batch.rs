@@ -61,7 +61,7 @@ pub(super) struct Batch {
     prev_stats: HashMap<u32, ServerStats>,
     /// The servers' tick rate the controller's limits were set for.
     tick_hz: Option<u16>,
-    /// Idle time of the server CPUs between periods.
+    /// The server CPUs' idle and the machine's steal between periods.
     cpu_time: CpuSampler,
     cpu_sample: Option<(u64, Instant)>,
     status: GuardStatus,
