@@ -7,6 +7,9 @@
 //! - [`leftovers`]: [`Leftovers`], the scanner for what a host named
 //!   `tp<name>` may leave behind (namespaces, links, routes, nftables tables,
 //!   cgroups, processes), in the words an operator would see;
+//! - [`skip`]: [`skip_unless_ci`], for a test whose outside part (the
+//!   OpenArena server, the Agones SDK server or manifest) is missing:
+//!   skipped on a developer's machine, failed under CI;
 //! - [`wait`]: [`wait_until`], polling with a deadline;
 //! - [`ports`]: free UDP/TCP ports on 127.0.0.1;
 //! - [`procs`]: whether a PID is alive, its children;
@@ -25,12 +28,14 @@ pub mod openarena;
 pub mod ports;
 pub mod procs;
 pub mod root;
+pub mod skip;
 pub mod wait;
 
 pub use agones_crds::AgonesCrds;
 pub use leftovers::Leftovers;
 pub use openarena::OpenArena;
-pub use ports::{free_tcp_port, free_udp_ports};
+pub use ports::{free_tcp_port, free_tcp_ports, free_udp_ports};
 pub use procs::{alive, children};
 pub use root::require_root;
+pub use skip::skip_unless_ci;
 pub use wait::wait_until;

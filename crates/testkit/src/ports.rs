@@ -26,11 +26,17 @@ pub fn free_udp_ports(n: u16) -> u16 {
 
 /// A TCP port on 127.0.0.1 that is free now (bound, then closed).
 pub fn free_tcp_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    let [port] = free_tcp_ports::<1>();
+    port
+}
+
+/// `N` distinct TCP ports on 127.0.0.1 that are free now (all bound at
+/// once, then closed).
+pub fn free_tcp_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
 }
 
 #[cfg(test)]
