@@ -386,14 +386,17 @@ fn two_players_runs_merge_into_one_result_whose_counts_and_histograms_are_sums()
     other["tick_hz"] = json!(30);
     let other = dir.file("other.json", &other.to_string());
     let refused = dir.0.join("refused.json");
-    let out = run(&[
-        "report",
-        "merge",
-        results[0].to_str().unwrap(),
-        other.to_str().unwrap(),
-        "--out",
-        refused.to_str().unwrap(),
-    ]);
+    let merge_refused = |with: &Path| {
+        run(&[
+            "report",
+            "merge",
+            results[0].to_str().unwrap(),
+            with.to_str().unwrap(),
+            "--out",
+            refused.to_str().unwrap(),
+        ])
+    };
+    let out = merge_refused(&other);
     let err = assert_one_error_line(&out, &[2], "merge of different tick rates");
     assert!(
         err.contains("other.json: tick rate is 30 Hz, but") && err.contains("has 50 Hz"),
@@ -402,14 +405,7 @@ fn two_players_runs_merge_into_one_result_whose_counts_and_histograms_are_sums()
     assert!(!refused.exists());
     // A file that is no players result is named.
     let bench = dir.file("bench.json", r#"{"schema": "tickpack.bench/1"}"#);
-    let out = run(&[
-        "report",
-        "merge",
-        results[0].to_str().unwrap(),
-        bench.to_str().unwrap(),
-        "--out",
-        refused.to_str().unwrap(),
-    ]);
+    let out = merge_refused(&bench);
     let err = assert_one_error_line(&out, &[2], "merge of a bench result");
     assert!(
         err.contains("bench.json has schema \"tickpack.bench/1\""),
