@@ -220,6 +220,12 @@ impl Server {
         self.tick
     }
 
+    /// Schedule slots that passed without a tick (the caller fell a whole
+    /// tick or more behind: a stall): every player lost a snapshot there.
+    pub fn skipped_slots(&self) -> u64 {
+        u64::from(self.tick).saturating_sub(self.counters.ticks)
+    }
+
     pub fn world(&self) -> &World {
         &self.world
     }

@@ -454,10 +454,12 @@ fn skipped_tick_slots_leave_gaps_in_tick_numbers() {
         other => panic!("expected a snapshot, got {other:?}"),
     };
     let first = tick_of(&h.tick());
+    assert_eq!(h.server.skipped_slots(), 0);
     // The next due slot is skipped: the tick after runs two slots later.
     h.now += TICK_US;
     let out = h.tick();
     assert_eq!(tick_of(&out), first + 2, "one skipped slot, one gap");
+    assert_eq!(h.server.skipped_slots(), 1, "and it is counted");
     // Due times that do not advance (a caller's mistake) never repeat a number.
     h.server.tick(h.now, h.now);
     let mut v = vec![];

@@ -48,6 +48,12 @@ pub fn families(server: &Server, drains: &DrainCounters, now_us: u64) -> Vec<Met
     vec![
         single("tickpack_ticks_total", "Ticks run.", Kind::Counter, s.tick as f64),
         single(
+            "tickpack_skipped_slots_total",
+            "Tick slots the schedule passed without a tick (the server stalled a whole tick or more): a snapshot lost for every player.",
+            Kind::Counter,
+            server.skipped_slots() as f64,
+        ),
+        single(
             "tickpack_players",
             "Connected human players.",
             Kind::Gauge,
