@@ -244,6 +244,24 @@ fn signal(pid: u32, sig: &str) {
 /// when dropped.
 struct Guard(Child);
 
+/// Two reference players at `target` for `duration`, on the load
+/// generator's CPU, ended on drop.
+fn two_players(target: &str, duration: &str) -> Guard {
+    let (_, players_cpu) = server::cpus();
+    quiet_tickpack(&[
+        "players",
+        "--target",
+        target,
+        "--players",
+        "2",
+        "--duration",
+        duration,
+        "--cpus",
+        &players_cpu,
+        "--quiet",
+    ])
+}
+
 /// `tickpack ARGS` started with its output discarded, ended on drop.
 fn quiet_tickpack(args: &[&str]) -> Guard {
     Guard(
@@ -304,21 +322,9 @@ fn the_reference_server_under_agones_is_ready_healthy_while_ticking_lists_player
 
     // Two players come and go.
     let target = srv.addr.to_string();
-    let (_, players_cpu) = server::cpus();
     // Longer than the labels' period (10 s), so the players label catches
     // up while they play.
-    let mut players = quiet_tickpack(&[
-        "players",
-        "--target",
-        &target,
-        "--players",
-        "2",
-        "--duration",
-        "14s",
-        "--cpus",
-        &players_cpu,
-        "--quiet",
-    ]);
+    let mut players = two_players(&target, "14s");
     sdk.wait_players(2, Duration::from_secs(15));
     let names = sdk.game_server()["status"]["lists"]["players"]["values"].clone();
     assert_eq!(names, serde_json::json!(["player-0", "player-1"]));
@@ -363,19 +369,7 @@ fn with_player_tracking_enabled_players_are_also_tracked() {
     let mut srv = server::Server::start(&["--agones-http-port", &port]);
     sdk.wait_state("Ready");
     let target = srv.addr.to_string();
-    let (_, players_cpu) = server::cpus();
-    let mut players = quiet_tickpack(&[
-        "players",
-        "--target",
-        &target,
-        "--players",
-        "2",
-        "--duration",
-        "4s",
-        "--cpus",
-        &players_cpu,
-        "--quiet",
-    ]);
+    let mut players = two_players(&target, "4s");
     let tracked = |n: usize| {
         move |g: &Value| {
             let p = &g["status"]["players"];
