@@ -15,6 +15,11 @@
 //!   text ([`cpu_jiffies`]).
 //! - [`proc_memory`]: the peak resident memory of a process tree
 //!   ([`tree_peak_rss_bytes`], from `VmHWM`).
+//! - [`schedstat`]: how long the threads of process trees waited runnable
+//!   for a CPU (run delay, from `/proc/PID/task/TID/schedstat`): the text
+//!   parsed ([`parse_schedstat`]), the wait per timeslice between two
+//!   readings ([`SchedStatDelta`]), and a sampler recording it per thread
+//!   and interval in a histogram ([`RunDelaySampler`]).
 //!
 //! It depends on nothing of ours; every other crate may depend on it.
 
@@ -22,11 +27,13 @@ pub mod cpu_list;
 pub mod host_name;
 pub mod proc_memory;
 pub mod proc_stat;
+pub mod schedstat;
 
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError};
 pub use host_name::{validate_host_name, HostNameError, MAX_HOST_NAME};
 pub use proc_memory::tree_peak_rss_bytes;
 pub use proc_stat::{cpu_jiffies, CpuJiffies};
+pub use schedstat::{parse_schedstat, RunDelaySampler, SchedStat, SchedStatDelta};
 
 /// True when the process runs as root (effective uid 0).
 pub fn is_root() -> bool {
