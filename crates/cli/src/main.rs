@@ -103,6 +103,10 @@ enum Command {
     ///   tickpack agones-sidecar --game openarena --target 127.0.0.1:27960
     #[command(name = "agones-sidecar", after_help = EXIT_CODES, verbatim_doc_comment)]
     AgonesSidecar(cmd::agones_sidecar::SidecarArgs),
+    /// The games tickpack knows and the check of your own: a game is a
+    /// definition file (docs/games.md), taken by every --game flag.
+    #[command(after_help = EXIT_CODES)]
+    Games(cmd::games::Args),
     /// Kubernetes game-server hosting with Agones: `agones fleet` writes a
     /// Fleet and FleetAutoscaler sized from a bench result.
     Agones(cmd::agones::Args),
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
         Command::Host(a) => cmd::host::run(a),
         Command::AgonesSidecar(a) => cmd::agones_sidecar::run_sidecar(a),
         Command::Agones(a) => cmd::agones::run(a),
+        Command::Games(a) => cmd::games::run(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
         Command::Flood(a) => cmd::flood::run(a),
     };

@@ -289,6 +289,13 @@ pub enum FleetError {
     Invalid(String),
 }
 
+impl From<tickpack_game::launch::LaunchError> for FleetError {
+    fn from(e: tickpack_game::launch::LaunchError) -> FleetError {
+        let tickpack_game::launch::LaunchError::Invalid(m) = e;
+        FleetError::Invalid(m)
+    }
+}
+
 /// The reference server, the default command.
 pub const DEFAULT_COMMAND: &str = "{tickpack} server --bind {ip}:{port} --name tickpack-{id}";
 

@@ -26,7 +26,9 @@ pub mod confine;
 pub mod fleet;
 pub mod game;
 pub mod guard;
-pub mod launch;
+/// The launch contract lives with the games (`tickpack-game`); the host
+/// runs any [`launch::ServerSpec`].
+pub use tickpack_game::launch;
 pub mod leftover;
 pub mod netpath;
 pub mod placement;

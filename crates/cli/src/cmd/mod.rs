@@ -5,6 +5,7 @@ pub mod agones_sidecar;
 pub mod bench;
 pub mod demo;
 pub mod flood;
+pub mod games;
 pub mod host;
 pub mod latency;
 pub mod ping;

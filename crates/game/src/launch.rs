@@ -18,7 +18,12 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
-use crate::fleet::FleetError;
+/// Why a launch spec cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{0}")]
+    Invalid(String),
+}
 
 /// How the supervisor checks that an instance is alive beyond its PID.
 /// Spelled `tickpack`, `q3`, `a2s` and `none` in host files, flags and
@@ -266,11 +271,11 @@ impl ServerSpec {
     /// The text face: `{tickpack} server --bind {ip}:{port}`; refuses an
     /// empty command and unknown placeholders. The health check is the
     /// reference server's for `{tickpack} server ...`, else none.
-    pub fn parse(template: &str) -> Result<ServerSpec, FleetError> {
+    pub fn parse(template: &str) -> Result<ServerSpec, LaunchError> {
         let mut argv = vec![];
         for (w, unknown) in words(template) {
             if let Some(u) = unknown {
-                return Err(FleetError::Invalid(format!(
+                return Err(LaunchError::Invalid(format!(
                     "unknown placeholder {u} in command (known: {})",
                     known_placeholders()
                 )));
@@ -278,7 +283,7 @@ impl ServerSpec {
             argv.push(w);
         }
         if argv.is_empty() {
-            return Err(FleetError::Invalid("command is empty".into()));
+            return Err(LaunchError::Invalid("command is empty".into()));
         }
         let mut spec = ServerSpec {
             argv,
@@ -336,8 +341,8 @@ impl ServerSpec {
     /// Refuses what the host could not honour: an empty command, a
     /// variable name that is not one (or `HOME`, which is the host's), a
     /// file path that is not plainly inside the instance's directory.
-    pub fn check(&self) -> Result<(), FleetError> {
-        let bad = |m: String| Err(FleetError::Invalid(m));
+    pub fn check(&self) -> Result<(), LaunchError> {
+        let bad = |m: String| Err(LaunchError::Invalid(m));
         if self.argv.is_empty() {
             return bad("command is empty".into());
         }

@@ -1,0 +1,661 @@
+//! The game definition: one TOML file says everything tickpack needs to
+//! host, query, judge and (where it can) play a game server. The annotated
+//! complete example is `docs/games.md`; the shipped ones are `games/*.toml`.
+//!
+//! [`GameDef::parse`] reads a file's text (unknown keys are errors) and
+//! checks it as a whole ([`GameDef::check`]); every refusal is one line,
+//! `FILE:LINE: what is wrong` ([`DefError`]). Nothing here reads a file or
+//! looks at the machine: the caller reads the text (bounded by
+//! [`MAX_DEF_BYTES`]) and checks that the program is installed.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+
+use serde::{Deserialize, Serialize};
+use tickpack_wire::TickRate;
+
+use crate::lines::line_of;
+
+/// The largest definition file read, in bytes.
+pub const MAX_DEF_BYTES: u64 = 64 * 1024;
+/// The longest value of a game variable (`{map}` and the like).
+pub const MAX_VALUE_LEN: usize = 128;
+/// The most config files a definition writes into an instance.
+pub const MAX_FILES: usize = 16;
+
+/// Per-instance placeholders, filled by the host for each instance.
+pub const INSTANCE_PLACEHOLDERS: [&str; 5] = ["ip", "port", "id", "dir", "tickpack"];
+/// Game-level placeholders every definition has, filled from the run's
+/// settings: the tick rate two ways, the bots, the client slots.
+pub const GAME_PLACEHOLDERS: [&str; 4] = ["tick_hz", "tick_interval_s", "bots", "slots"];
+
+/// A game definition, as read from its file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GameDef {
+    /// What `--game` calls it: lower-case letters, digits, `-` and `_`.
+    pub name: String,
+    /// One line for `games list`.
+    pub description: String,
+    /// The Debian packages that provide the server (named in the error
+    /// when its program is missing; installed by `scripts/setup.sh` for the
+    /// shipped games).
+    #[serde(default)]
+    pub packages: Vec<String>,
+    /// The command line, words split on white space, with placeholders:
+    /// `{ip} {port} {id} {dir} {tickpack}` (each instance's), the game's
+    /// `{tick_hz} {tick_interval_s} {bots} {slots}` and every name in
+    /// `[variables]`.
+    pub command: String,
+    /// Environment beside the host's own (which sets `HOME` = `{dir}`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The port the server binds (every netns instance has its own address).
+    pub port: u16,
+    /// `udp` (the default) or `tcp`.
+    #[serde(default)]
+    pub transport: Transport,
+    /// Client slots (`{slots}`): humans and bots together.
+    pub slots: u16,
+    /// The game's own variables and their defaults, e.g. `map = "oa_dm1"`;
+    /// a run may set them (`--set map=...`).
+    #[serde(default)]
+    pub variables: BTreeMap<String, String>,
+    pub tick: TickDef,
+    #[serde(default)]
+    pub bots: BotsDef,
+    #[serde(default)]
+    pub query: QueryDef,
+    #[serde(default)]
+    pub ready: ReadyDef,
+    #[serde(default)]
+    pub stop: StopDef,
+    #[serde(default)]
+    pub players: PlayersDef,
+    /// Config files written into each instance's directory before every
+    /// start.
+    #[serde(default, rename = "file")]
+    pub files: Vec<FileDef>,
+}
+
+/// The transport the game's port speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    #[default]
+    Udp,
+    Tcp,
+}
+
+/// The tick rate: its default and the range the game accepts. How it is
+/// set is where `{tick_hz}` or `{tick_interval_s}` stands (the command or
+/// a file); a definition with neither has a fixed tick (`min_hz` =
+/// `max_hz` = `hz`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TickDef {
+    pub hz: u16,
+    #[serde(default)]
+    pub min_hz: Option<u16>,
+    #[serde(default)]
+    pub max_hz: Option<u16>,
+}
+
+/// Server-side bots: how many by default and at most. They are asked for
+/// where `{bots}` stands.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BotsDef {
+    #[serde(default)]
+    pub default: u16,
+    #[serde(default)]
+    pub max: Option<u16>,
+}
+
+/// The game's own status query: the host's health check, `probe`, the
+/// bench's `query_latency_us`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryDef {
+    #[serde(default)]
+    pub protocol: QueryProtocol,
+}
+
+/// The query protocols tickpack speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueryProtocol {
+    /// id Tech 3 and DarkPlaces: `getinfo` / `getstatus`.
+    Q3,
+    /// Valve's `A2S_INFO` with its challenge.
+    A2s,
+    /// tickpack's own stats request (the reference server).
+    Tickpack,
+    /// No query: only the process is watched.
+    #[default]
+    None,
+}
+
+impl QueryProtocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueryProtocol::Q3 => "q3",
+            QueryProtocol::A2s => "a2s",
+            QueryProtocol::Tickpack => "tickpack",
+            QueryProtocol::None => "none",
+        }
+    }
+}
+
+/// When a started server counts as up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadyDef {
+    /// `query` (its query answers; the default when it has one) or
+    /// `process` (its process lives 200 ms).
+    #[serde(default)]
+    pub by: Option<ReadyBy>,
+    /// Seconds a server may take to be ready, plus `per_server_s` for
+    /// every server started at once (they load their data together).
+    #[serde(default = "default_ready_timeout")]
+    pub timeout_s: f64,
+    #[serde(default)]
+    pub per_server_s: f64,
+    /// Seconds after every server is ready before anything is measured
+    /// (players connect, bots join, the map settles).
+    #[serde(default = "default_warmup")]
+    pub warmup_s: f64,
+}
+
+fn default_warmup() -> f64 {
+    1.0
+}
+
+fn default_ready_timeout() -> f64 {
+    20.0
+}
+
+impl Default for ReadyDef {
+    fn default() -> Self {
+        ReadyDef {
+            by: None,
+            timeout_s: default_ready_timeout(),
+            per_server_s: 0.0,
+            warmup_s: default_warmup(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadyBy {
+    Query,
+    Process,
+}
+
+/// How a server is stopped: a signal, then SIGKILL after the grace time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopDef {
+    #[serde(default)]
+    pub signal: StopSignal,
+    #[serde(default = "default_grace")]
+    pub grace_s: f64,
+}
+
+fn default_grace() -> f64 {
+    3.0
+}
+
+impl Default for StopDef {
+    fn default() -> Self {
+        StopDef {
+            signal: StopSignal::default(),
+            grace_s: default_grace(),
+        }
+    }
+}
+
+/// The signal that asks a server to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum StopSignal {
+    #[default]
+    #[serde(rename = "SIGTERM")]
+    Term,
+    #[serde(rename = "SIGINT")]
+    Int,
+    #[serde(rename = "SIGQUIT")]
+    Quit,
+    #[serde(rename = "SIGKILL")]
+    Kill,
+}
+
+/// The players tickpack can emulate for this game.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlayersDef {
+    #[serde(default)]
+    pub protocol: PlayerProtocol,
+    /// Emulated players per server by default.
+    #[serde(default)]
+    pub default: u16,
+    /// The q3 network protocol number (ioquake3 1.36: 71).
+    #[serde(default)]
+    pub q3_protocol: Option<u32>,
+    /// How many connections the server accepts from one source address
+    /// (ioquake3: 3 connecting at once); `None`: no limit known.
+    #[serde(default)]
+    pub per_address: Option<u16>,
+}
+
+impl Default for PlayersDef {
+    fn default() -> Self {
+        PlayersDef {
+            protocol: PlayerProtocol::None,
+            default: 0,
+            q3_protocol: None,
+            per_address: None,
+        }
+    }
+}
+
+/// The protocols emulated players speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlayerProtocol {
+    /// tickpack's own (the reference server).
+    Reference,
+    /// Quake III Arena (ioquake3).
+    Q3,
+    /// None: the game is judged on its run delay and query latency.
+    #[default]
+    None,
+}
+
+impl PlayerProtocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlayerProtocol::Reference => "reference",
+            PlayerProtocol::Q3 => "q3",
+            PlayerProtocol::None => "none",
+        }
+    }
+}
+
+/// One config file written into each instance's directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileDef {
+    /// Relative to the instance's directory; no `..`, no leading `/`.
+    pub path: String,
+    /// The text, with placeholders.
+    pub contents: String,
+}
+
+/// A refused definition: `FILE:LINE: what is wrong`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct DefError {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Where a problem is: a key path such as `["players", "protocol"]` or
+/// `["file", "1", "path"]` (the second `[[file]]`).
+type KeyPath = Vec<String>;
+
+fn key(parts: &[&str]) -> KeyPath {
+    parts.iter().map(|p| p.to_string()).collect()
+}
+
+impl GameDef {
+    /// Reads and checks a definition's text; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<GameDef, DefError> {
+        let err = |line: usize, message: String| DefError {
+            file: file.to_string(),
+            line,
+            message,
+        };
+        if text.len() as u64 > MAX_DEF_BYTES {
+            return Err(err(
+                1,
+                format!("the file is larger than {MAX_DEF_BYTES} bytes"),
+            ));
+        }
+        let def: GameDef = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| {
+                text[..s.start.min(text.len())].matches('\n').count() + 1
+            });
+            err(line, e.message().trim().replace('\n', " "))
+        })?;
+        def.check()
+            .map_err(|(path, message)| err(line_of(text, &path), message))?;
+        Ok(def)
+    }
+
+    /// Checks the definition as a whole: names, ranges, placeholders,
+    /// paths, and that every setting it claims can be made.
+    fn check(&self) -> Result<(), (KeyPath, String)> {
+        if !is_name(&self.name) {
+            return Err((
+                key(&["name"]),
+                format!(
+                    "name {:?}: expected 1-32 lower-case letters, digits, - and _",
+                    self.name
+                ),
+            ));
+        }
+        if self.description.is_empty()
+            || self.description.len() > 160
+            || self.description.chars().any(char::is_control)
+        {
+            return Err((
+                key(&["description"]),
+                "description: one line of 1-160 characters".into(),
+            ));
+        }
+        if let Some(p) = self.packages.iter().find(|p| !is_package(p)) {
+            return Err((
+                key(&["packages"]),
+                format!("package {p:?}: not a Debian package name"),
+            ));
+        }
+        let known = self.placeholders();
+        let words: Vec<&str> = self.command.split_whitespace().collect();
+        if words.is_empty() {
+            return Err((key(&["command"]), "command is empty".into()));
+        }
+        check_placeholders(&self.command, &known).map_err(|m| (key(&["command"]), m))?;
+        for (k, v) in &self.env {
+            if !is_env_name(k) || k == "HOME" {
+                return Err((key(&["env", k]),
+                    format!("environment variable {k:?}: expected letters, digits and _ (HOME is the host's)"),
+                ));
+            }
+            check_placeholders(v, &known).map_err(|m| (key(&["env", k]), m))?;
+        }
+        if self.port == 0 {
+            return Err((key(&["port"]), "port must be 1..=65535".into()));
+        }
+        if self.slots == 0 || self.slots > 1024 {
+            return Err((key(&["slots"]), "slots must be 1..=1024".into()));
+        }
+        for (k, v) in &self.variables {
+            if !is_var_name(k) {
+                return Err((
+                    key(&["variables", k]),
+                    format!("variable {k:?}: expected lower-case letters, digits and _"),
+                ));
+            }
+            if INSTANCE_PLACEHOLDERS.contains(&k.as_str())
+                || GAME_PLACEHOLDERS.contains(&k.as_str())
+            {
+                return Err((
+                    key(&["variables", k]),
+                    format!("variable {k:?}: tickpack fills {{{k}}} itself"),
+                ));
+            }
+            check_value(k, v).map_err(|m| (key(&["variables", k]), m))?;
+        }
+        let uses = |name: &str| self.uses(name);
+        let t = &self.tick;
+        let (min, max) = self.tick_range();
+        if t.hz == 0 || min == 0 || min > max || !(min..=max).contains(&t.hz) || max > 1000 {
+            return Err((key(&["tick", "hz"]),
+                format!("tick: expected 1 <= min_hz <= hz <= max_hz <= 1000, got hz {} in {min}..={max}", t.hz),
+            ));
+        }
+        if (t.min_hz.is_some() || t.max_hz.is_some())
+            && min != max
+            && !uses("tick_hz")
+            && !uses("tick_interval_s")
+        {
+            return Err((key(&["tick"]),
+                "tick: a range of rates needs {tick_hz} or {tick_interval_s} in the command or a file (how the rate is set)".into(),
+            ));
+        }
+        let bots_max = self.bots_max();
+        if self.bots.default > bots_max {
+            return Err((
+                key(&["bots", "default"]),
+                format!(
+                    "bots: default {} is above the most ({bots_max})",
+                    self.bots.default
+                ),
+            ));
+        }
+        if bots_max > 0 && !uses("bots") {
+            return Err((key(&["bots"]),
+                "bots: put {bots} in the command or a file (how bots are asked for), or set max = 0".into(),
+            ));
+        }
+        if self.ready.by == Some(ReadyBy::Query) && self.query.protocol == QueryProtocol::None {
+            return Err((
+                key(&["ready", "by"]),
+                "ready.by = \"query\" needs a [query] protocol".into(),
+            ));
+        }
+        let r = &self.ready;
+        if !(0.1..=600.0).contains(&r.timeout_s)
+            || !(0.0..=60.0).contains(&r.per_server_s)
+            || !(0.0..=600.0).contains(&r.warmup_s)
+        {
+            return Err((
+                key(&["ready"]),
+                "ready: timeout_s must be 0.1..=600, per_server_s 0..=60 and warmup_s 0..=600"
+                    .into(),
+            ));
+        }
+        if !(0.0..=60.0).contains(&self.stop.grace_s) {
+            return Err((
+                key(&["stop", "grace_s"]),
+                "stop: grace_s must be 0..=60".into(),
+            ));
+        }
+        let p = &self.players;
+        match p.protocol {
+            PlayerProtocol::Q3 if p.q3_protocol.is_none() => {
+                return Err((
+                    key(&["players", "q3_protocol"]),
+                    "players: protocol q3 needs q3_protocol (ioquake3 1.36: 71)".into(),
+                ))
+            }
+            PlayerProtocol::None if p.default > 0 => {
+                return Err((
+                    key(&["players", "default"]),
+                    "players: default > 0 needs a player protocol (reference or q3)".into(),
+                ))
+            }
+            _ => {}
+        }
+        if p.default > self.slots {
+            return Err((
+                key(&["players", "default"]),
+                format!(
+                    "players: default {} is above the slots ({})",
+                    p.default, self.slots
+                ),
+            ));
+        }
+        if self.files.len() > MAX_FILES {
+            return Err((key(&["file"]), format!("at most {MAX_FILES} [[file]]s")));
+        }
+        let mut seen: Vec<&Path> = vec![];
+        for (k, f) in self.files.iter().enumerate() {
+            let idx = k.to_string();
+            let at = |what: &str| key(&["file", &idx, what]);
+            check_file_path(&f.path).map_err(|m| (at("path"), m))?;
+            let path = Path::new(&f.path);
+            if let Some(other) = seen
+                .iter()
+                .find(|o| path.starts_with(o) || o.starts_with(path))
+            {
+                return Err((
+                    at("path"),
+                    format!(
+                        "file {:?}: clashes with file {:?} (the same path, or one inside the other)",
+                        f.path,
+                        other.display()
+                    ),
+                ));
+            }
+            seen.push(path);
+            if f.contents.len() > 32 * 1024 || f.contents.contains('\0') {
+                return Err((
+                    at("contents"),
+                    format!("file {:?}: contents must be text of at most 32 KiB", f.path),
+                ));
+            }
+            check_placeholders(&f.contents, &known).map_err(|m| (at("contents"), m))?;
+        }
+        Ok(())
+    }
+
+    /// Every placeholder the definition may use.
+    fn placeholders(&self) -> Vec<&str> {
+        INSTANCE_PLACEHOLDERS
+            .iter()
+            .chain(GAME_PLACEHOLDERS.iter())
+            .copied()
+            .chain(self.variables.keys().map(String::as_str))
+            .collect()
+    }
+
+    /// Whether `{name}` stands in the command, the environment or a file.
+    pub fn uses(&self, name: &str) -> bool {
+        let p = format!("{{{name}}}");
+        self.command.contains(&p)
+            || self.env.values().any(|v| v.contains(&p))
+            || self.files.iter().any(|f| f.contents.contains(&p))
+    }
+
+    /// The tick rates the game accepts (the default alone when fixed).
+    pub fn tick_range(&self) -> (u16, u16) {
+        let t = &self.tick;
+        (t.min_hz.unwrap_or(t.hz), t.max_hz.unwrap_or(t.hz))
+    }
+
+    /// The most bots a server may be asked for (0 when it has none).
+    pub fn bots_max(&self) -> u16 {
+        self.bots
+            .max
+            .unwrap_or(if self.bots.default > 0 { self.slots } else { 0 })
+    }
+
+    /// When a server counts as up.
+    pub fn ready_by(&self) -> ReadyBy {
+        self.ready.by.unwrap_or(match self.query.protocol {
+            QueryProtocol::None => ReadyBy::Process,
+            _ => ReadyBy::Query,
+        })
+    }
+
+    /// How long `servers` servers started at once may take to be ready.
+    pub fn start_limit(&self, servers: u32) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(
+            self.ready.timeout_s + self.ready.per_server_s * f64::from(servers),
+        )
+    }
+
+    /// The default tick rate.
+    pub fn tick(&self) -> TickRate {
+        TickRate::new(self.tick.hz).unwrap_or(TickRate::DEFAULT)
+    }
+
+    /// The program: the command's first word.
+    pub fn program(&self) -> &str {
+        self.command.split_whitespace().next().unwrap_or("")
+    }
+}
+
+/// `{name}` pieces of a text: only `{` + an identifier + `}` is a
+/// placeholder; other braces are text.
+pub(crate) fn placeholders_in(text: &str) -> impl Iterator<Item = (usize, &str)> + '_ {
+    text.match_indices('{').filter_map(move |(i, _)| {
+        let rest = &text[i + 1..];
+        let end = rest.find('}')?;
+        let name = &rest[..end];
+        is_var_name(name).then_some((i, name))
+    })
+}
+
+fn check_placeholders(text: &str, known: &[&str]) -> Result<(), String> {
+    match placeholders_in(text).find(|(_, n)| !known.contains(n)) {
+        Some((_, n)) => Err(format!(
+            "unknown placeholder {{{n}}} (known: {}; add it to [variables] to define it)",
+            known
+                .iter()
+                .map(|k| format!("{{{k}}}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A value a run puts into a command word or a config line: one word,
+/// printable, no quotes, `;` or braces (they would start another command
+/// or placeholder in the game's config language).
+pub fn check_value(name: &str, value: &str) -> Result<(), String> {
+    let ok = !value.is_empty()
+        && value.len() <= MAX_VALUE_LEN
+        && !value.starts_with('+')
+        && !value.starts_with('-')
+        && value.chars().all(|c| {
+            c.is_ascii_graphic() && !matches!(c, '"' | '\'' | ';' | '{' | '}' | '\\' | '$' | '`')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name} = {:?}: a value is one word of 1-{MAX_VALUE_LEN} printable characters, without quotes, ; \\ $ ` or braces, not starting with + or -",
+            value.chars().take(40).collect::<String>()
+        ))
+    }
+}
+
+fn check_file_path(p: &str) -> Result<(), String> {
+    let path = Path::new(p);
+    let plain = !p.is_empty()
+        && p.len() <= 200
+        && !p.chars().any(|c| c.is_control() || c == '\\')
+        && path.components().count() <= 8
+        && path.components().all(|c| matches!(c, Component::Normal(_)));
+    if plain {
+        Ok(())
+    } else {
+        Err(format!(
+            "file path {:?}: expected a relative path inside the instance's directory (at most 8 parts and 200 characters; no /, .. or .)",
+            p.chars().take(60).collect::<String>()
+        ))
+    }
+}
+
+pub(crate) fn is_name(s: &str) -> bool {
+    (1..=32).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+fn is_var_name(s: &str) -> bool {
+    (1..=32).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn is_env_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_package(s: &str) -> bool {
+    (2..=64).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))
+}

@@ -1,0 +1,37 @@
+//! What tickpack knows about games, as data.
+//!
+//! A game is a definition file (TOML; `docs/games.md` has an annotated
+//! complete example, `games/` the shipped ones), not code: its packages,
+//! launch (command template, environment, config files), port, readiness,
+//! stop, tick rate, bots, slots, query protocol and the players tickpack
+//! can emulate for it.
+//!
+//! - [`def`]: [`GameDef`], parsed and checked as a whole
+//!   ([`GameDef::parse`]; refusals are `FILE:LINE: what is wrong`).
+//! - [`registry`]: the built-in definitions (`games/*.toml`, compiled in)
+//!   and the rule that tells a name from a file.
+//! - [`settings`]: a run's choices ([`GameSettings`]: tick, bots,
+//!   variables) and the launch spec they make with a definition
+//!   ([`GameDef::server_spec`]).
+//! - [`launch`]: the launch contract every host runs ([`ServerSpec`]: typed
+//!   command words with per-instance placeholders, environment, files,
+//!   health check), and the reference server's typed options.
+//!
+//! Order: read a file's text (or take a built-in) → [`GameDef::parse`] →
+//! [`GameSettings::defaults`] (then `set`) → [`GameDef::server_spec`] → the
+//! host.
+//!
+//! Deliberately not here: reading files, sockets, clocks, processes. The
+//! caller reads a definition (bounded by [`def::MAX_DEF_BYTES`]) and checks
+//! the machine (is the program installed?); the host runs the spec.
+
+pub mod def;
+pub mod launch;
+mod lines;
+pub mod registry;
+pub mod settings;
+
+pub use def::{DefError, GameDef, PlayerProtocol, QueryProtocol};
+pub use launch::{Health, ServerSpec};
+pub use registry::Source;
+pub use settings::GameSettings;

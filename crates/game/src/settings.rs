@@ -1,0 +1,172 @@
+//! A run's choices for one game ([`GameSettings`]: tick rate, bots, the
+//! game's variables) and the launch spec they make with the definition
+//! ([`GameDef::server_spec`]).
+//!
+//! The game-level placeholders are filled here, once, as text; what stays
+//! is each instance's own (`{ip} {port} {id} {dir} {tickpack}`), which the
+//! host fills per instance ([`crate::launch`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use tickpack_wire::TickRate;
+
+use crate::def::{check_value, placeholders_in, GameDef, QueryProtocol, ReadyBy};
+use crate::launch::{Health, ServerSpec, Word};
+
+/// What a run sets for one game; [`GameSettings::defaults`] are the
+/// definition's own. Recorded typed in result.json.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameSettings {
+    /// The game's name (its definition's `name`).
+    pub game: String,
+    pub tick_hz: u16,
+    pub bots: u16,
+    /// Every `[variables]` value, defaults and what the run set.
+    #[serde(default)]
+    pub variables: BTreeMap<String, String>,
+}
+
+impl GameSettings {
+    /// The definition's defaults.
+    pub fn defaults(def: &GameDef) -> GameSettings {
+        GameSettings {
+            game: def.name.clone(),
+            tick_hz: def.tick.hz,
+            bots: def.bots.default,
+            variables: def.variables.clone(),
+        }
+    }
+
+    /// The tick rate as a type.
+    pub fn tick(&self) -> TickRate {
+        TickRate::new(self.tick_hz).unwrap_or(TickRate::DEFAULT)
+    }
+
+    /// Sets `NAME=VALUE` (`--set`): a `[variables]` name of the game.
+    pub fn set(&mut self, def: &GameDef, assignment: &str) -> Result<(), String> {
+        let Some((name, value)) = assignment.split_once('=') else {
+            return Err(format!(
+                "{assignment:?}: expected NAME=VALUE, e.g. map={}",
+                def.variables.get("map").map_or("dm1", String::as_str)
+            ));
+        };
+        if !def.variables.contains_key(name) {
+            let known: Vec<&str> = def.variables.keys().map(String::as_str).collect();
+            return Err(format!(
+                "{name}: not a variable of {} (its variables: {})",
+                def.name,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+        check_value(name, value)?;
+        self.variables.insert(name.into(), value.into());
+        Ok(())
+    }
+
+    /// Refuses a tick rate or bot count the game cannot take.
+    pub fn check(&self, def: &GameDef) -> Result<(), String> {
+        let (min, max) = def.tick_range();
+        if !(min..=max).contains(&self.tick_hz) {
+            return Err(if min == max {
+                format!(
+                    "{} runs at a fixed {min} Hz (its definition sets no tick rate)",
+                    def.name
+                )
+            } else {
+                format!(
+                    "{} takes tick rates {min}..={max} Hz, got {}",
+                    def.name, self.tick_hz
+                )
+            });
+        }
+        if self.bots > def.bots_max() {
+            return Err(format!(
+                "{} takes at most {} bots per server, got {}",
+                def.name,
+                def.bots_max(),
+                self.bots
+            ));
+        }
+        for (k, v) in &self.variables {
+            check_value(k, v)?;
+        }
+        Ok(())
+    }
+
+    /// The value of a game-level placeholder.
+    fn value(&self, def: &GameDef, name: &str) -> Option<String> {
+        Some(match name {
+            "tick_hz" => self.tick_hz.to_string(),
+            "tick_interval_s" => interval_text(self.tick()),
+            "bots" => self.bots.to_string(),
+            "slots" => def.slots.to_string(),
+            other => self.variables.get(other)?.clone(),
+        })
+    }
+
+    /// `text` with every game-level placeholder filled (the instance's
+    /// own left as they are).
+    fn fill(&self, def: &GameDef, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for (i, name) in placeholders_in(text) {
+            if let Some(v) = self.value(def, name) {
+                out.push_str(&text[last..i]);
+                out.push_str(&v);
+                last = i + name.len() + 2;
+            }
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+}
+
+/// A tick's interval in seconds as engines take it (`sys_ticrate`):
+/// seven decimals, trailing zeros dropped (60 Hz: `0.0166667`).
+pub fn interval_text(tick: TickRate) -> String {
+    let s = format!("{:.7}", tick.interval().as_secs_f64());
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+impl GameDef {
+    /// How a host launches this game with `settings` (checked first).
+    pub fn server_spec(&self, settings: &GameSettings) -> Result<ServerSpec, String> {
+        settings.check(self)?;
+        let command = self
+            .command
+            .split_whitespace()
+            .map(|w| settings.fill(self, w))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut spec = ServerSpec::parse(&command).map_err(|e| e.to_string())?;
+        spec.env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), Word::from(settings.fill(self, v))))
+            .collect();
+        spec.files = self
+            .files
+            .iter()
+            .map(|f| {
+                (
+                    PathBuf::from(&f.path),
+                    Word::from(settings.fill(self, &f.contents)),
+                )
+            })
+            .collect();
+        spec.health = match (self.ready_by(), self.query.protocol) {
+            (ReadyBy::Process, _) | (_, QueryProtocol::None) => Health::None,
+            (_, QueryProtocol::Q3) => Health::Q3,
+            (_, QueryProtocol::A2s) => Health::A2s,
+            (_, QueryProtocol::Tickpack) => Health::TickpackStats,
+        };
+        spec.check().map_err(|e| e.to_string())?;
+        Ok(spec)
+    }
+}

@@ -1,0 +1,195 @@
+//! Definition files as a user writes them: the shipped ones parse, a
+//! minimal one gets its defaults, and every broken one is refused with the
+//! file, the line and what is wrong.
+
+use tickpack_game::def::{PlayerProtocol, QueryProtocol, ReadyBy, StopSignal};
+use tickpack_game::{GameDef, GameSettings, Health};
+
+const MINIMAL: &str = r#"
+name = "mine"
+description = "a game of mine"
+command = "/opt/mine/server --ip {ip} --port {port}"
+port = 7777
+slots = 8
+[tick]
+hz = 30
+"#;
+
+#[test]
+fn a_minimal_definition_gets_its_defaults() {
+    let d = GameDef::parse("mine.toml", MINIMAL).unwrap();
+    assert_eq!(d.name, "mine");
+    assert_eq!(d.query.protocol, QueryProtocol::None);
+    assert_eq!(d.players.protocol, PlayerProtocol::None);
+    assert_eq!(d.ready_by(), ReadyBy::Process);
+    assert_eq!(d.stop.signal, StopSignal::Term);
+    assert_eq!(d.tick_range(), (30, 30));
+    assert_eq!(d.bots_max(), 0);
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert_eq!(spec.template(), "/opt/mine/server --ip {ip} --port {port}");
+    assert_eq!(spec.health, Health::None);
+}
+
+/// `(what is changed, the line the error names, a piece of its message)`.
+#[test]
+fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
+    let cases: &[(&str, usize, &str)] = &[
+        // TOML and schema errors (the toml crate's span).
+        ("nmae = \"x\"\n", 9, "unknown field `nmae`"),
+        ("[players]\ndefault = \"x\"\n", 10, "invalid type"),
+        ("rate = 2\n", 9, "unknown field `rate`"),
+        ("[players]\nprotocol = \"doom\"\n", 10, "unknown variant `doom`"),
+        ("[query]\nprotocol = \"gopher\"\n", 10, "unknown variant"),
+        ("[stop]\nsignal = \"SIGHUP\"\n", 10, "unknown variant"),
+        ("[[file]]\npath = \"a\"\n", 9, "missing field `contents`"),
+        ("this is not toml\n", 9, ""),
+        // Checks after parsing, at the key's line.
+        ("[variables]\nmap = \"dm1; quit\"\n", 10, "a value is one word"),
+        ("[variables]\nip = \"x\"\n", 10, "fills {ip} itself"),
+        ("[variables]\nMap = \"x\"\n", 10, "lower-case"),
+        ("[env]\nHOME = \"/\"\n", 10, "HOME is the host's"),
+        ("[env]\nX = \"{nope}\"\n", 10, "unknown placeholder {nope}"),
+        ("[bots]\ndefault = 4\n", 9, "put {bots} in the command"),
+        ("[bots]\ndefault = 4\nmax = 2\n", 10, "above the most"),
+        ("[ready]\nby = \"query\"\n", 10, "needs a [query] protocol"),
+        ("[ready]\ntimeout_s = 0\n", 9, "timeout_s must be"),
+        ("[stop]\ngrace_s = 100\n", 10, "grace_s must be"),
+        ("[players]\nprotocol = \"q3\"\n", 9, "needs q3_protocol"),
+        ("[players]\ndefault = 3\n", 10, "needs a player protocol"),
+        (
+            "[players]\nprotocol = \"reference\"\ndefault = 30\n",
+            11,
+            "above the slots",
+        ),
+        (
+            "[[file]]\npath = \"../etc/passwd\"\ncontents = \"x\"\n",
+            10,
+            "relative path inside",
+        ),
+        (
+            "[[file]]\npath = \"/etc/passwd\"\ncontents = \"x\"\n",
+            10,
+            "relative path inside",
+        ),
+        (
+            "[[file]]\npath = \"a\"\ncontents = \"x\"\n[[file]]\npath = \"a/b\"\ncontents = \"y\"\n",
+            13,
+            "clashes with file",
+        ),
+        (
+            "[[file]]\npath = \"a\"\ncontents = \"x\"\n[[file]]\npath = \"a\"\ncontents = \"y\"\n",
+            13,
+            "clashes with file",
+        ),
+        (
+            "[[file]]\npath = \"a\"\ncontents = \"x {mapp}\"\n",
+            11,
+            "unknown placeholder {mapp}",
+        ),
+    ];
+    for (extra, line, needle) in cases {
+        let text = format!("{MINIMAL}{extra}");
+        let e = GameDef::parse("mine.toml", &text).expect_err(extra);
+        let s = e.to_string();
+        assert!(
+            s.starts_with(&format!("mine.toml:{line}: ")),
+            "{extra:?} -> {s}"
+        );
+        assert!(s.contains(needle), "{extra:?} -> {s}");
+        assert!(!s.contains('\n'), "one line: {s:?}");
+    }
+}
+
+#[test]
+fn top_level_problems_name_their_line() {
+    for (from, to, line, needle) in [
+        (
+            "name = \"mine\"",
+            "name = \"My Game\"",
+            2,
+            "name \"My Game\"",
+        ),
+        ("port = 7777", "port = 0", 5, "port must be"),
+        ("slots = 8", "slots = 0", 6, "slots must be"),
+        (
+            "--port {port}",
+            "--port {prot}",
+            4,
+            "unknown placeholder {prot}",
+        ),
+        ("hz = 30", "hz = 0", 8, "tick"),
+        (
+            "command = \"/opt/mine/server --ip {ip} --port {port}\"",
+            "command = \"  \"",
+            4,
+            "command is empty",
+        ),
+    ] {
+        let text = MINIMAL.replace(from, to);
+        let e = GameDef::parse("x.toml", &text).expect_err(to).to_string();
+        assert!(e.starts_with(&format!("x.toml:{line}: ")), "{to}: {e}");
+        assert!(e.contains(needle), "{to}: {e}");
+    }
+}
+
+#[test]
+fn an_oversized_definition_is_refused_before_it_is_parsed() {
+    let text = format!("{MINIMAL}# {}\n", "x".repeat(70_000));
+    let e = GameDef::parse("big.toml", &text).unwrap_err().to_string();
+    assert!(
+        e.starts_with("big.toml:1: ") && e.contains("larger than"),
+        "{e}"
+    );
+}
+
+#[test]
+fn game_variables_fill_the_command_and_files_once() {
+    let text = format!(
+        "{}{}",
+        MINIMAL.replace(
+            "--port {port}",
+            "--port {port} +tick {tick_interval_s} +hz {tick_hz} +bots {bots} +max {slots} +map {map}"
+        ),
+        "[variables]\nmap = \"dm1\"\n[bots]\ndefault = 2\n[[file]]\npath = \"cfg/server.cfg\"\ncontents = \"map {map}\\nname s{id}\\n{\\\"json\\\": 1}\\n\"\n"
+    )
+    .replace("hz = 30", "hz = 60\nmin_hz = 10\nmax_hz = 100");
+    let d = GameDef::parse("x.toml", &text).unwrap();
+    let mut s = GameSettings::defaults(&d);
+    s.set(&d, "map=dm2").unwrap();
+    let spec = d.server_spec(&s).unwrap();
+    assert_eq!(
+        spec.template(),
+        "/opt/mine/server --ip {ip} --port {port} +tick 0.0166667 +hz 60 +bots 2 +max 8 +map dm2"
+    );
+    assert_eq!(spec.files.len(), 1);
+    assert_eq!(
+        String::from(spec.files[0].1.clone()),
+        "map dm2\nname s{id}\n{\"json\": 1}\n",
+        "per-instance placeholders stay; other braces are text"
+    );
+    // What a run may set, and may not.
+    for (bad, needle) in [
+        ("map", "expected NAME=VALUE"),
+        ("mapp=x", "not a variable of mine"),
+        ("map=a b", "one word"),
+        ("map=+quit", "one word"),
+        ("map=x\"y", "one word"),
+    ] {
+        let e = GameSettings::defaults(&d).set(&d, bad).unwrap_err();
+        assert!(e.contains(needle), "{bad}: {e}");
+    }
+    s.tick_hz = 200;
+    assert!(d.server_spec(&s).unwrap_err().contains("10..=100 Hz"));
+    s.tick_hz = 60;
+    s.bots = 9;
+    assert!(d.server_spec(&s).unwrap_err().contains("at most 8 bots"));
+}
+
+#[test]
+fn a_fixed_tick_cannot_be_changed() {
+    let d = GameDef::parse("mine.toml", MINIMAL).unwrap();
+    let mut s = GameSettings::defaults(&d);
+    s.tick_hz = 60;
+    let e = d.server_spec(&s).unwrap_err();
+    assert!(e.contains("fixed 30 Hz"), "{e}");
+}
