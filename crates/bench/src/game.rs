@@ -1,11 +1,14 @@
 //! Which game server the steps run: tickpack's reference server (its
-//! options come from the bench settings) or the real OpenArena server
-//! (`tickpack_host::game::OpenArena`), and how the players speak to it.
+//! options come from the bench settings), the real OpenArena server
+//! (`tickpack_host::game::OpenArena`), or any game from its definition
+//! file (`tickpack_game::GameDef`, launched from its command template),
+//! and how the players speak to it, if they can.
 
+use tickpack_game::{GameDef, GameSettings, PlayerProtocol};
 use tickpack_host::game::OpenArena;
 
 /// The server every step brings up.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub enum GameServer {
     /// `tickpack server`, built from the bench settings.
     #[default]
@@ -13,14 +16,34 @@ pub enum GameServer {
     /// The OpenArena dedicated server with these settings (its `players`
     /// is emulated players plus bots; its `sv_fps` the bench's tick rate).
     OpenArena(OpenArena),
+    /// Any game from its definition with the run's settings for it.
+    Defined {
+        def: Box<GameDef>,
+        settings: GameSettings,
+    },
 }
 
 impl GameServer {
-    /// The players' protocol.
-    pub fn players_game(&self) -> tickpack_players::Game {
+    /// The game's name, as result.json records it.
+    pub fn name(&self) -> &str {
         match self {
-            GameServer::Reference => tickpack_players::Game::Reference,
-            GameServer::OpenArena(_) => tickpack_players::Game::OpenArena,
+            GameServer::Reference => "reference",
+            GameServer::OpenArena(_) => "openarena",
+            GameServer::Defined { def, .. } => &def.name,
+        }
+    }
+
+    /// The players' protocol; `None`: tickpack cannot play this game (its
+    /// steps are judged on run delay and query latency).
+    pub fn players_game(&self) -> Option<tickpack_players::Game> {
+        match self {
+            GameServer::Reference => Some(tickpack_players::Game::Reference),
+            GameServer::OpenArena(_) => Some(tickpack_players::Game::OpenArena),
+            GameServer::Defined { def, .. } => match def.players.protocol {
+                PlayerProtocol::Reference => Some(tickpack_players::Game::Reference),
+                PlayerProtocol::Q3 => Some(tickpack_players::Game::OpenArena),
+                PlayerProtocol::None => None,
+            },
         }
     }
 
@@ -30,6 +53,7 @@ impl GameServer {
         match self {
             GameServer::Reference => 27015,
             GameServer::OpenArena(_) => tickpack_host::game::openarena::PORT,
+            GameServer::Defined { def, .. } => def.port,
         }
     }
 
@@ -41,6 +65,7 @@ impl GameServer {
         match self {
             GameServer::Reference => std::time::Duration::from_secs(20),
             GameServer::OpenArena(_) => std::time::Duration::from_secs(30 + 3 * u64::from(servers)),
+            GameServer::Defined { def, .. } => def.start_limit(servers),
         }
     }
 }

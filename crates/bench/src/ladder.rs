@@ -65,7 +65,7 @@ impl LadderSpec {
     pub fn settings(&self, run: &BenchSettings) -> BenchSettings {
         let mut s = run.clone();
         if let Some(g) = &self.game {
-            s.game = g.server.players_game().as_str().into();
+            s.game = g.server.name().into();
             s.game_settings = g.game_settings.clone();
             s.players_per_server = g.players_per_server;
             s.bots_per_server = g.bots_per_server;
@@ -84,7 +84,7 @@ impl LadderSpec {
     /// The game as the ladder records it (only for a variant's own game).
     fn ladder_game(&self) -> Option<LadderGame> {
         self.game.as_ref().map(|g| LadderGame {
-            game: g.server.players_game().as_str().into(),
+            game: g.server.name().into(),
             game_settings: g.game_settings.clone(),
             players_per_server: g.players_per_server,
             bots_per_server: g.bots_per_server,
@@ -338,7 +338,12 @@ impl<'a> Climb<'a> {
             step = again;
         }
         if index == 1 {
-            self.baseline = Some(step.transaction_latency_us.p99);
+            // A game without players is judged relative to its run delay.
+            self.baseline = Some(if step.players > 0 {
+                step.transaction_latency_us.p99
+            } else {
+                step.run_delay_us.as_ref().map_or(0, |p| p.p99)
+            });
         }
         let pass = passed(&step);
         if self.first_fail.is_none() && pass {

@@ -158,7 +158,9 @@ impl BenchConfig {
                 s.tile_servers
             ));
         }
-        if s.players_per_server == 0 || s.players_per_server > 255 {
+        // A game tickpack cannot play runs no players.
+        let playable = self.game.players_game().is_some();
+        if (playable && s.players_per_server == 0) || s.players_per_server > 255 {
             return bad(format!(
                 "--players-per-server must be 1..=255, got {}",
                 s.players_per_server
@@ -372,13 +374,15 @@ impl BenchConfig {
                     .games
                     .iter()
                     .map(|g| {
-                        let (game, name) = match g.server {
-                            GameServer::Reference => ("reference", "the reference server"),
-                            GameServer::OpenArena(_) => ("openarena", "OpenArena"),
+                        let game = g.server.name();
+                        let name = match &g.server {
+                            GameServer::Reference => "the reference server".to_string(),
+                            GameServer::OpenArena(_) => "OpenArena".to_string(),
+                            GameServer::Defined { def, .. } => def.name.clone(),
                         };
                         LadderSpec {
                             label: format!("{game}, {}, placement spread", path(backend, self.net)),
-                            name: name.into(),
+                            name,
                             game: Some(g.clone()),
                             ..spec(backend, self.net, Policy::Spread, String::new())
                         }

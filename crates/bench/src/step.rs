@@ -57,6 +57,9 @@ impl StepRunner for HostStepRunner<'_> {
         let server = match game {
             GameServer::Reference => server_spec(s)?,
             GameServer::OpenArena(oa) => oa.spec(),
+            GameServer::Defined { def, settings } => def
+                .server_spec(settings)
+                .map_err(|e| BenchError::Config(format!("game {}: {e}", def.name)))?,
         };
         let fleet = FleetFile {
             name: Some(plan.host_name.clone()),
@@ -187,11 +190,16 @@ impl HostStepRunner<'_> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let players = servers * s.players_per_server;
+        let players_game = game.players_game().filter(|_| s.players_per_server > 0);
+        let players = if players_game.is_some() {
+            servers * s.players_per_server
+        } else {
+            0
+        };
         let warmup = Duration::from_secs_f64(s.warmup_s);
         let duration = Duration::from_secs_f64(s.step_duration_s);
         let pcfg = PlayersConfig {
-            game: game.players_game(),
+            game: players_game.unwrap_or_default(),
             targets: sup.addresses(),
             players: players as usize,
             duration,
@@ -201,16 +209,20 @@ impl HostStepRunner<'_> {
             cpus: plan.load_generator_cpus.clone(),
             ..Default::default()
         };
-        pcfg.validate()
-            .map_err(|e| BenchError::Config(e.to_string()))?;
+        if players > 0 {
+            pcfg.validate()
+                .map_err(|e| BenchError::Config(e.to_string()))?;
+        }
         let probe = probe_config(s, sup.addresses(), &plan.load_generator_cpus)?;
         let live = Arc::new(tickpack_players::Live::default());
         let probe_live = tickpack_probe::Live::default();
         let started = Instant::now();
         let power = &mut *self.power;
         let mut samples = BatchSamples::default();
+        let mut run_delay = tickpack_sys::RunDelaySampler::new(std::path::Path::new("/proc"));
         let (outcome, (cpu, steal), watts, probed) = std::thread::scope(|scope| {
-            let h = scope.spawn(|| tickpack_players::run(&pcfg, stop, &live));
+            let h =
+                (players > 0).then(|| scope.spawn(|| tickpack_players::run(&pcfg, stop, &live)));
             let prober = probe
                 .as_ref()
                 .map(|p| scope.spawn(|| tickpack_probe::run(p, stop, &probe_live)));
@@ -222,7 +234,11 @@ impl HostStepRunner<'_> {
                 stop,
                 &live,
                 None,
+                None,
             );
+            // The run-delay counters as the measured window starts.
+            run_delay.sample(&server_pids(sup));
+            run_delay.reset();
             let c0 = CpuTimes::read();
             let started_power = power.start();
             wait_until(
@@ -232,6 +248,7 @@ impl HostStepRunner<'_> {
                 stop,
                 &live,
                 Some(&mut samples),
+                Some(&mut run_delay),
             );
             let c1 = CpuTimes::read();
             let per_cpu = c0.busy_percent(&c1);
@@ -241,10 +258,12 @@ impl HostStepRunner<'_> {
                 Ok(()) => power.watts_since_start(machine / 100.0).ok(),
                 Err(_) => None,
             };
-            let outcome = h.join().unwrap_or_else(|_| {
-                Err(tickpack_players::PlayersError::Internal(
-                    "players panicked".into(),
-                ))
+            let outcome = h.map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(tickpack_players::PlayersError::Internal(
+                        "players panicked".into(),
+                    ))
+                })
             });
             let probed = prober.map(|p| {
                 p.join().unwrap_or_else(|_| {
@@ -265,8 +284,22 @@ impl HostStepRunner<'_> {
             .iter()
             .filter_map(|i| i.pid.and_then(tickpack_sys::tree_peak_rss_bytes))
             .max();
-        let outcome = outcome.map_err(BenchError::Players)?;
-        let r = tickpack_players::to_result(&pcfg, &outcome);
+        let outcome = outcome.transpose().map_err(BenchError::Players)?;
+        // A game tickpack cannot play has nothing from players.
+        let r = match &outcome {
+            Some(o) => {
+                let r = tickpack_players::to_result(&pcfg, o);
+                Played {
+                    connected: r.connected,
+                    load_generator_cpu_s: r.load_generator_cpu_s,
+                    measured: r.measured,
+                    histograms: r.histograms,
+                }
+            }
+            None => Played::default(),
+        };
+        let run_delay_us = (run_delay.intervals_recorded() > 0)
+            .then(|| tickpack_report::Percentiles::from_histogram(run_delay.histogram()));
         let query = probed
             .transpose()
             .map_err(|e| BenchError::Probe(e.to_string()))?
@@ -278,13 +311,14 @@ impl HostStepRunner<'_> {
             players,
             connected: r.connected,
             tick_hz: s.tick_hz,
-            transaction_latency_us: &r.transaction_latency_us,
-            tick_lateness_us: &r.tick_lateness_us,
-            server_frame_us: &r.server_frame_us,
-            snapshots: &r.snapshots,
-            commands: &r.commands,
-            outages: &r.outages,
+            transaction_latency_us: &r.measured.transaction_latency_us,
+            tick_lateness_us: &r.measured.tick_lateness_us,
+            server_frame_us: &r.measured.server_frame_us,
+            snapshots: &r.measured.snapshots,
+            commands: &r.measured.commands,
+            outages: &r.measured.outages,
             query_latency_us: query_latency.as_ref(),
+            run_delay_us: run_delay_us.as_ref(),
         };
         let why = failures(&figures, baseline, &s.qos);
         let batch = sup.status().guard.map(|g| {
@@ -340,6 +374,7 @@ impl HostStepRunner<'_> {
                 source: power.kind(),
             }),
             query_latency_us: query_latency,
+            run_delay_us,
             queries: query.as_ref().map(|(_, c)| *c),
             batch,
             server_peak_rss_bytes,
@@ -349,6 +384,11 @@ impl HostStepRunner<'_> {
                     .as_ref()
                     .map(|(h, _)| tickpack_report::encode_histogram(h))
                     .unwrap_or_default(),
+                run_delay_us: if run_delay.intervals_recorded() > 0 {
+                    tickpack_report::encode_histogram(run_delay.histogram())
+                } else {
+                    String::new()
+                },
                 ..r.histograms
             },
         }))
@@ -387,9 +427,33 @@ struct BatchSamples {
     servers_cpu: Vec<f64>,
 }
 
+/// What the players of a step measured (nothing for a game without).
+#[derive(Default)]
+struct Played {
+    connected: u32,
+    load_generator_cpu_s: f64,
+    measured: tickpack_report::Measurements,
+    histograms: tickpack_report::PlayersHistograms,
+}
+
+/// The PIDs of the servers' process trees.
+fn server_pids(sup: &Supervisor) -> Vec<u32> {
+    sup.status()
+        .instances
+        .iter()
+        .filter_map(|i| i.pid)
+        .collect()
+}
+
+/// How often the servers' run delay is sampled: often enough for a p99
+/// over a few seconds, seldom enough to cost the load generator's CPU
+/// little (one read per server thread).
+const RUN_DELAY_PERIOD: Duration = Duration::from_millis(100);
+
 /// Waits until `t`, polling the host every 50 ms when `poll` (its health
-/// checks and the guard run in the poll), and sampling it once a second
-/// into `samples`.
+/// checks and the guard run in the poll), sampling it once a second
+/// into `samples`, and the servers' run delay every
+/// [`RUN_DELAY_PERIOD`] into `run_delay`.
 fn wait_until(
     sup: &mut Supervisor,
     poll: bool,
@@ -397,9 +461,18 @@ fn wait_until(
     stop: &AtomicBool,
     live: &tickpack_players::Live,
     mut samples: Option<&mut BatchSamples>,
+    mut run_delay: Option<&mut tickpack_sys::RunDelaySampler>,
 ) {
     let mut next_sample = Instant::now() + Duration::from_secs(1);
+    let mut next_run_delay = Instant::now() + RUN_DELAY_PERIOD;
+    let pids = server_pids(sup);
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
+        if let Some(rd) = run_delay.as_deref_mut() {
+            if Instant::now() >= next_run_delay {
+                next_run_delay += RUN_DELAY_PERIOD;
+                rd.sample(&pids);
+            }
+        }
         if poll {
             // The players' latency since the last guard period is one of
             // its signals.
@@ -422,8 +495,13 @@ fn wait_until(
                 }
             }
         }
+        let next = if run_delay.is_some() {
+            next_run_delay.min(t)
+        } else {
+            t
+        };
         std::thread::sleep(
-            t.saturating_duration_since(Instant::now())
+            next.saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(50)),
         );
     }

@@ -139,6 +139,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
                 encode_histogram(&r.server_ping)
             },
             query_latency_us: String::new(),
+            run_delay_us: String::new(),
         },
     }
 }

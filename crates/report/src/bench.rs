@@ -31,6 +31,10 @@ pub struct QosLimits {
     /// p99 query round trip (`--probe`), microseconds; `None`: not judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_query_us: Option<u64>,
+    /// p99 run delay of the servers' threads, microseconds; `None`: not
+    /// judged (games with players are judged on transaction latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_run_delay_us: Option<u64>,
 }
 
 /// How a run was set up.
@@ -218,6 +222,13 @@ pub struct Step {
     /// instance merged: NOT transaction latency (see [`crate::probe`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_latency_us: Option<Percentiles>,
+    /// How long the servers' threads waited runnable for a CPU: per thread
+    /// and 100 ms interval of the measured window, the mean wait of a
+    /// timeslice (`/proc/PID/task/TID/schedstat`; see
+    /// docs/methodology.md). Absent in results written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_delay_us: Option<Percentiles>,
     /// What happened to those queries (`--probe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queries: Option<QueryCounts>,
@@ -541,6 +552,7 @@ mod tests {
             cpu: CpuUse::default(),
             power: None,
             query_latency_us: None,
+            run_delay_us: None,
             queries: None,
             batch: None,
             server_peak_rss_bytes: None,

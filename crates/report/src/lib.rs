@@ -195,6 +195,10 @@ pub struct PlayersHistograms {
     /// Query round trips of a bench step run with `--probe` (empty otherwise).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub query_latency_us: String,
+    /// How long the servers' threads waited runnable for a CPU, per thread
+    /// and 100 ms interval (a bench step; empty otherwise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_delay_us: String,
 }
 
 /// What emulated players measured against servers: the figures of

@@ -338,6 +338,7 @@ impl Hists {
             snapshot_jitter_us: e(&self.jitter),
             server_ping_us: e(&self.server_ping),
             query_latency_us: e(&self.query),
+            run_delay_us: String::new(),
         }
     }
 }

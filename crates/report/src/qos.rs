@@ -76,8 +76,28 @@ pub fn default_limits(tick_hz: u32) -> QosLimits {
         max_snapshot_loss: 0.001,
         p99_frame_budget: 0.5,
         p99_query_us: None,
+        p99_run_delay_us: None,
     }
 }
+
+/// Defaults for a game tickpack cannot play (no player protocol): judged
+/// on the servers' run delay (p99 within a quarter tick, as tick lateness:
+/// a server that waits for a CPU starts its tick that late) and on its
+/// own query (p99 within two ticks + 5 ms: a query waits for the next
+/// frame, then for a CPU).
+pub fn default_limits_without_players(tick_hz: u32) -> QosLimits {
+    let tick_us = 1_000_000 / u64::from(tick_hz.max(1));
+    QosLimits {
+        p99_query_us: Some(2 * tick_us + 5_000),
+        p99_run_delay_us: Some(tick_us / 4),
+        ..default_limits(tick_hz)
+    }
+}
+
+/// The noise floor of the relative run-delay rule: on a virtual machine a
+/// wake-up alone costs 50-300 µs, so a first step's sub-millisecond run
+/// delay times a factor would judge noise.
+pub const RUN_DELAY_RELATIVE_FLOOR_US: u64 = 1_000;
 
 /// What the verdict looks at.
 #[derive(Debug, Clone, Copy)]
@@ -93,6 +113,8 @@ pub struct StepFigures<'a> {
     pub outages: &'a Outages,
     /// Query round trips (`bench --probe`); `None`: not probed.
     pub query_latency_us: Option<&'a Percentiles>,
+    /// The servers' threads' run delay; `None`: not sampled.
+    pub run_delay_us: Option<&'a Percentiles>,
 }
 
 /// Which rule: one per row of [`RULES`].
@@ -108,6 +130,8 @@ pub enum RuleId {
     CommandLoss,
     P99ServerFrame,
     P99Query,
+    P99RunDelay,
+    P99RunDelayRelative,
 }
 
 /// One missed rule: which one, what was measured, and the limit it missed.
@@ -161,6 +185,16 @@ pub enum Miss {
         p99_us: Option<u64>,
         limit_us: u64,
     },
+    /// p99 run delay over its limit; `None`: no thread ran (no sample).
+    P99RunDelay {
+        p99_us: Option<u64>,
+        limit_us: u64,
+    },
+    P99RunDelayRelative {
+        p99_us: u64,
+        factor: f64,
+        baseline_us: u64,
+    },
 }
 
 impl Miss {
@@ -177,6 +211,8 @@ impl Miss {
             Miss::CommandLoss { .. } => RuleId::CommandLoss,
             Miss::P99ServerFrame { .. } => RuleId::P99ServerFrame,
             Miss::P99Query { .. } => RuleId::P99Query,
+            Miss::P99RunDelay { .. } => RuleId::P99RunDelay,
+            Miss::P99RunDelayRelative { .. } => RuleId::P99RunDelayRelative,
         }
     }
 }
@@ -264,6 +300,34 @@ impl fmt::Display for Miss {
                 "no query was answered (limit: p99 query latency {:.2} ms)",
                 ms(limit_us)
             ),
+            Miss::P99RunDelay {
+                p99_us: Some(p99_us),
+                limit_us,
+            } => write!(
+                f,
+                "p99 run delay {:.2} ms > {:.2} ms",
+                ms(p99_us),
+                ms(limit_us)
+            ),
+            Miss::P99RunDelay {
+                p99_us: None,
+                limit_us,
+            } => write!(
+                f,
+                "no run delay was sampled (the servers never ran; limit: p99 run delay {:.2} ms)",
+                ms(limit_us)
+            ),
+            Miss::P99RunDelayRelative {
+                p99_us,
+                factor,
+                baseline_us,
+            } => write!(
+                f,
+                "p99 run delay {:.2} ms > {factor:.1}x the first step's ({:.2} ms) + {:.0} ms",
+                ms(p99_us),
+                ms(baseline_us),
+                ms(RUN_DELAY_RELATIVE_FLOOR_US)
+            ),
         }
     }
 }
@@ -298,6 +362,9 @@ pub struct Rule {
     pub name: &'static str,
     /// What the rule protects, in one sentence.
     pub description: &'static str,
+    /// Judged only where there are players (the figures come from them);
+    /// n/a for a game tickpack cannot play.
+    pub players: bool,
     /// The limit in words for these limits and tick rate.
     pub limit: fn(&QosLimits, u32) -> LimitText,
     /// The miss, if `figures` miss this rule; `baseline_p99_us` is the
@@ -320,9 +387,10 @@ pub fn frame_limit_us(q: &QosLimits, tick_hz: u32) -> u64 {
 }
 
 /// Every rule, in the order misses are reported.
-pub const RULES: [Rule; 10] = [
+pub const RULES: [Rule; 12] = [
     Rule {
         id: RuleId::PlayersConnected,
+        players: true,
         name: "players connected",
         description: "every player the step started is connected",
         limit: |_, _| LimitText::Must("every player connects".into()),
@@ -335,6 +403,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::Outage,
+        players: true,
         name: "outage",
         description: "no player goes without snapshots long enough to notice",
         limit: |_, _| {
@@ -350,6 +419,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::TransactionsMeasured,
+        players: true,
         name: "transactions measured",
         description: "the step measured at least one transaction",
         limit: |_, _| LimitText::Must("at least one transaction measured".into()),
@@ -359,6 +429,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::P99Transaction,
+        players: true,
         name: "p99 transaction latency",
         description: "in-game transaction latency stays within an absolute limit",
         limit: |q, _| LimitText::AtMost {
@@ -375,6 +446,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::P99RelativeToBaseline,
+        players: true,
         name: "p99 transaction latency relative to the first step",
         description: "packing more servers does not slow transactions much past the one-tile baseline",
         limit: |q, _| LimitText::AtMost {
@@ -394,6 +466,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::P99TickLateness,
+        players: true,
         name: "p99 tick lateness",
         description: "ticks start on time",
         limit: |q, _| LimitText::AtMost {
@@ -409,6 +482,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::SnapshotLoss,
+        players: true,
         name: "snapshots lost",
         description: "snapshots are not lost (counted against the schedule, so a dead or restarted server is loss)",
         limit: |q, _| LimitText::AtMost {
@@ -425,6 +499,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::CommandLoss,
+        players: true,
         name: "commands lost",
         description: "commands are reflected in time (counted against every command due, sent or not)",
         limit: |q, _| LimitText::AtMost {
@@ -445,6 +520,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::P99ServerFrame,
+        players: true,
         name: "p99 server frame",
         description: "the servers' frames fit their tick budget",
         limit: |q, tick_hz| {
@@ -475,6 +551,7 @@ pub const RULES: [Rule; 10] = [
     },
     Rule {
         id: RuleId::P99Query,
+        players: false,
         name: "p99 query latency",
         description: "the game's own query protocol (server browsers, health checks) is answered in time; only with --qos-query-p99-ms",
         limit: |q, _| match q.p99_query_us {
@@ -498,14 +575,74 @@ pub const RULES: [Rule; 10] = [
             }
         },
     },
+    Rule {
+        id: RuleId::P99RunDelay,
+        players: false,
+        name: "p99 run delay",
+        description: "the servers' threads do not wait long for a CPU (their ticks start that late); judged for games without players",
+        limit: |q, _| match q.p99_run_delay_us {
+            Some(limit) => LimitText::AtMost {
+                measure: "p99 run delay",
+                bound: format!("{} ms", num(ms(limit))),
+            },
+            None => LimitText::Off,
+        },
+        check: |s, _, q| {
+            let limit_us = q.p99_run_delay_us?;
+            match s.run_delay_us.filter(|p| p.count > 0) {
+                None => Some(Miss::P99RunDelay {
+                    p99_us: None,
+                    limit_us,
+                }),
+                Some(p) => (p.p99 > limit_us).then_some(Miss::P99RunDelay {
+                    p99_us: Some(p.p99),
+                    limit_us,
+                }),
+            }
+        },
+    },
+    Rule {
+        id: RuleId::P99RunDelayRelative,
+        players: false,
+        name: "p99 run delay relative to the first step",
+        description: "packing more servers does not make them wait much longer for a CPU than the first step did (plus a 1 ms noise floor)",
+        limit: |q, _| match q.p99_run_delay_us {
+            Some(_) => LimitText::AtMost {
+                measure: "p99 run delay",
+                bound: format!(
+                    "{}x the ladder's first step + {} ms",
+                    num(q.p99_relative_to_baseline),
+                    num(ms(RUN_DELAY_RELATIVE_FLOOR_US))
+                ),
+            },
+            None => LimitText::Off,
+        },
+        check: |s, baseline, q| {
+            q.p99_run_delay_us?;
+            if s.players > 0 {
+                return None;
+            }
+            let base = baseline?;
+            let p99 = s.run_delay_us?.p99;
+            let limit = (base as f64 * q.p99_relative_to_baseline) as u64 + RUN_DELAY_RELATIVE_FLOOR_US;
+            (p99 > limit).then_some(Miss::P99RunDelayRelative {
+                p99_us: p99,
+                factor: q.p99_relative_to_baseline,
+                baseline_us: base,
+            })
+        },
+    },
 ];
 
-/// Every rule `s` misses, in [`RULES`] order; empty means pass.
-/// `baseline_p99_us` is the p99 transaction latency of the ladder's first
-/// step (None for the first step itself).
+/// Every rule `s` misses, in [`RULES`] order; empty means pass. A step
+/// with no players is judged only by the rules that need none.
+/// `baseline_p99_us` is the ladder's first step's p99 transaction latency,
+/// or its p99 run delay when it had no players (None for the first step
+/// itself).
 pub fn failures(s: &StepFigures<'_>, baseline_p99_us: Option<u64>, q: &QosLimits) -> Vec<Miss> {
     RULES
         .iter()
+        .filter(|r| s.players > 0 || !r.players)
         .filter_map(|r| (r.check)(s, baseline_p99_us, q))
         .collect()
 }

@@ -15,7 +15,7 @@ use tickpack_host::supervisor::HostError;
 
 use super::{
     check_cpus, check_dir_flag, parse_cpus, parse_duration, parse_factor, parse_non_negative,
-    parse_percent, parse_positive, parse_positive_duration, CpuList, GameArg,
+    parse_percent, parse_positive, parse_positive_duration, CpuList,
 };
 use std::collections::BTreeMap;
 
@@ -62,10 +62,16 @@ pub struct Args {
     /// each variant's densities [default: 3 with --compare, else 1].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub repeat: Option<u32>,
-    /// The game server the steps run: tickpack's reference server, or the
-    /// real OpenArena (ioquake3) server from the openarena-server package.
-    #[arg(long, value_enum, default_value_t = GameArg::Reference)]
-    pub game: GameArg,
+    /// The game server the steps run: a built-in game (`tickpack games
+    /// list`: reference, openarena, nexuiz) or a definition file's path
+    /// (docs/games.md). A game tickpack cannot play (no player protocol)
+    /// is judged on its servers' run delay and its query latency.
+    #[arg(long, default_value = "reference", value_name = "NAME|FILE")]
+    pub game: String,
+    /// A game variable, NAME=VALUE (repeatable): one of the definition's
+    /// [variables], e.g. --set map=dm_aggressor (`tickpack games show GAME`).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
     /// OpenArena: the map (or a comma-separated rotation).
     #[arg(long, value_delimiter = ',', default_value = "oa_dm1")]
     pub map: Vec<String>,
@@ -235,7 +241,13 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     // The flags' value parsers checked ranges; what depends on several
     // flags or on the machine is checked here, before anything is created.
     let compare_game = matches!(a.compare, Some(CompareArg::Game));
-    if compare_game && a.game == GameArg::Openarena {
+    let (def, source) = super::games::load(&a.game)?;
+    // The reference server and OpenArena keep their typed launchers; every
+    // other game is launched from its definition.
+    let built_in = matches!(source, tickpack_game::Source::BuiltIn(_));
+    let oa = built_in && def.name == "openarena";
+    let adapter = built_in && (oa || def.name == "reference");
+    if compare_game && a.game != "reference" {
         return Err(fail(
             Code::Config,
             "--compare game runs both games (the reference server and OpenArena): drop --game",
@@ -247,10 +259,14 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             "--probe asks one query protocol; the two games of --compare game do not share one",
         ));
     }
-    let oa = a.game == GameArg::Openarena;
-    let defaults = GameDefaults::of(a, oa);
-    let game = game_server(a, oa, &defaults)?;
-    let qos = qos_limits(a, defaults.tick_hz)?;
+    let (defaults, game, qos) = if adapter {
+        let defaults = GameDefaults::of(a, oa);
+        let game = game_server(a, oa, &defaults)?;
+        let qos = qos_limits(a, defaults.tick_hz)?;
+        (defaults, game, qos)
+    } else {
+        defined_game(a, def)?
+    };
     // --compare game: each game with its own defaults (flags given apply
     // to both), the reference server first: the ratios' baseline.
     let games = if compare_game {
@@ -269,7 +285,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     let (tick_hz, players_per_server, bots) =
         (defaults.tick_hz, defaults.players_per_server, defaults.bots);
     let settings = BenchSettings {
-        game: a.game.players_game().as_str().into(),
+        game: game.name().into(),
         game_settings: game_settings(&game),
         tile_servers: a.tile_servers.unwrap_or(if a.quick { 1 } else { 3 }),
         players_per_server,
@@ -288,7 +304,17 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         headroom_target: a.headroom / 100.0,
         qos,
         compare: compare_of(a.compare).as_str().into(),
-        probe: a.probe.map(|p| p.as_str().to_string()),
+        probe: a.probe.map(|p| p.as_str().to_string()).or_else(|| {
+            // A game judged without players is judged on its own query.
+            match &game {
+                GameServer::Defined { def, .. } => match def.query.protocol {
+                    tickpack_game::QueryProtocol::Q3 => Some("q3".into()),
+                    tickpack_game::QueryProtocol::A2s => Some("a2s".into()),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }),
     };
     if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
         return Err(fail(
@@ -504,9 +530,87 @@ fn game_server(a: &Args, oa: bool, d: &GameDefaults) -> Result<GameServer, Failu
     Ok(GameServer::OpenArena(server))
 }
 
+/// A game launched from its definition: its defaults, the flags given,
+/// checked on this machine (program installed) before anything is created.
+fn defined_game(
+    a: &Args,
+    def: tickpack_game::GameDef,
+) -> Result<(GameDefaults, GameServer, tickpack_report::bench::QosLimits), Failure> {
+    let config = |m: String| fail(Code::Config, format!("--game {}: {m}", def.name));
+    if a.map != ["oa_dm1"] || !a.game_arg.is_empty() {
+        return Err(config(
+            "--map and --game-arg are OpenArena's; set a game variable with --set NAME=VALUE"
+                .into(),
+        ));
+    }
+    if a.cost != "default" {
+        return Err(config("--cost is the reference server's game work".into()));
+    }
+    let mut settings = tickpack_game::GameSettings::defaults(&def);
+    for v in &a.set {
+        settings.set(&def, v).map_err(&config)?;
+    }
+    let playable = def.players.protocol != tickpack_game::PlayerProtocol::None;
+    if let Some(n) = a.players_per_server.filter(|&n| n > 0 && !playable) {
+        return Err(config(format!(
+            "--players-per-server {n}: tickpack has no players for this game (its steps are judged on run delay and query latency)"
+        )));
+    }
+    if let Some(t) = a.tick_hz {
+        settings.tick_hz = u16::try_from(t).unwrap_or(u16::MAX);
+    }
+    if let Some(b) = a.bots {
+        settings.bots = u16::try_from(b).unwrap_or(u16::MAX);
+    }
+    let defaults = GameDefaults {
+        tick_hz: u32::from(settings.tick_hz),
+        players_per_server: if playable {
+            a.players_per_server
+                .unwrap_or(u32::from(def.players.default))
+        } else {
+            0
+        },
+        bots: u32::from(settings.bots),
+        warmup_s: a.warmup.map_or(def.ready.warmup_s, |d| d.as_secs_f64()),
+    };
+    def.server_spec(&settings).map_err(&config)?;
+    if let Some(why) = super::games::missing_program(&def) {
+        return Err(fail(Code::Config, why));
+    }
+    let mut qos = qos_limits(a, defaults.tick_hz)?;
+    if !playable {
+        let judged = tickpack_report::qos::default_limits_without_players(defaults.tick_hz);
+        qos.p99_run_delay_us = judged.p99_run_delay_us;
+        qos.p99_query_us = qos.p99_query_us.or(match def.query.protocol {
+            tickpack_game::QueryProtocol::Q3 | tickpack_game::QueryProtocol::A2s => {
+                judged.p99_query_us
+            }
+            _ => None,
+        });
+    }
+    let game = GameServer::Defined {
+        def: Box::new(def),
+        settings,
+    };
+    Ok((defaults, game, qos))
+}
+
 /// The game's settings and versions as result.json records them.
 fn game_settings(game: &GameServer) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
+    if let GameServer::Defined { def, settings } = game {
+        m.insert("tick_hz".into(), settings.tick_hz.to_string());
+        m.insert("bots".into(), settings.bots.to_string());
+        for (k, v) in &settings.variables {
+            m.insert(k.clone(), v.clone());
+        }
+        for package in &def.packages {
+            if let Some(v) = package_version(package) {
+                m.insert(format!("package {package}"), v);
+            }
+        }
+        return m;
+    }
     let GameServer::OpenArena(oa) = game else {
         return m;
     };

@@ -53,6 +53,7 @@ impl Fixture {
             commands: &self.cmds,
             outages: &self.outages,
             query_latency_us: None,
+            run_delay_us: None,
         }
     }
 }
@@ -270,4 +271,81 @@ fn the_query_rule_judges_only_when_its_limit_is_set() {
         misses[0].to_string(),
         "no query was answered (limit: p99 query latency 50.00 ms)"
     );
+}
+
+/// A game tickpack cannot play: no player rule applies (nothing was
+/// measured by players), the run delay and query rules judge it.
+#[test]
+fn a_step_without_players_is_judged_on_run_delay_and_query_only() {
+    let f = Fixture::good();
+    let q = crate::qos::default_limits_without_players(60);
+    assert_eq!(q.p99_run_delay_us, Some(4_166));
+    assert_eq!(q.p99_query_us, Some(38_333));
+    let rd = Percentiles {
+        p99: 1_000,
+        count: 50,
+        ..Default::default()
+    };
+    let query = Percentiles {
+        p99: 20_000,
+        count: 5,
+        ..Default::default()
+    };
+    let empty = Percentiles::default();
+    let mut fig = f.figures();
+    fig.players = 0;
+    fig.connected = 0;
+    fig.transaction_latency_us = &empty;
+    fig.run_delay_us = Some(&rd);
+    fig.query_latency_us = Some(&query);
+    assert!(
+        failures(&fig, None, &q).is_empty(),
+        "{:?}",
+        failures(&fig, None, &q)
+    );
+    // Relative: 1.5x a first step's 0.5 ms + 1 ms = 1.75 ms.
+    assert!(failures(&fig, Some(500), &q).is_empty());
+    let slow = Percentiles {
+        p99: 5_000,
+        count: 50,
+        ..Default::default()
+    };
+    fig.run_delay_us = Some(&slow);
+    let misses: Vec<String> = failures(&fig, Some(500), &q)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        misses,
+        [
+            "p99 run delay 5.00 ms > 4.17 ms",
+            "p99 run delay 5.00 ms > 1.5x the first step's (0.50 ms) + 1 ms",
+        ]
+    );
+    fig.run_delay_us = None;
+    fig.query_latency_us = None;
+    let misses: Vec<String> = failures(&fig, None, &q)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        misses,
+        [
+            "no query was answered (limit: p99 query latency 38.33 ms)",
+            "no run delay was sampled (the servers never ran; limit: p99 run delay 4.17 ms)",
+        ]
+    );
+}
+
+#[test]
+fn a_step_with_players_is_not_judged_on_run_delay_by_default() {
+    let f = Fixture::good();
+    let slow = Percentiles {
+        p99: 50_000,
+        count: 50,
+        ..Default::default()
+    };
+    let mut fig = f.figures();
+    fig.run_delay_us = Some(&slow);
+    assert!(failures(&fig, Some(1), &default_limits(100)).is_empty());
 }
