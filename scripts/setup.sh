@@ -17,6 +17,10 @@ command -v stress-ng >/dev/null 2>&1 || need_apt+=(stress-ng)
 # openarena-server: the real game server (ioquake3's ioq3ded plus the
 # OpenArena data) that `--game openarena` hosts, plays and benchmarks.
 [ -x /usr/games/openarena-server ] || need_apt+=(openarena-server)
+# nexuiz-server and nexuiz-data: Nexuiz Classic (the DarkPlaces engine), a
+# game shipped as a definition file only (games/nexuiz.toml).
+[ -x /usr/games/nexuiz-server ] || need_apt+=(nexuiz-server)
+[ -f /usr/share/games/nexuiz/data/data.pk3 ] || need_apt+=(nexuiz-data)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""

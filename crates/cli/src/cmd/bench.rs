@@ -663,12 +663,18 @@ impl Observer for Progress {
     }
     fn step_finished(&mut self, ladder: &Ladder) {
         let Some(s) = ladder.steps.last() else { return };
+        // A game without players: its run delay leads, not a transaction
+        // latency nobody measured.
+        let latency = match (&s.run_delay_us, s.players) {
+            (Some(rd), 0) => format!("run delay p99 {:.2} ms", rd.p99 as f64 / 1000.0),
+            (None, 0) => "run delay not sampled".to_string(),
+            _ => format!("p99 {:.2} ms", s.transaction_latency_us.p99 as f64 / 1000.0),
+        };
         let line = format!(
-            "{}: {} servers {} (p99 {:.2} ms, servers' CPU {:.0}%{}{}){}",
+            "{}: {} servers {} ({latency}, servers' CPU {:.0}%{}{}){}",
             ladder_title(ladder, self.repeated),
             s.servers,
             s.verdict.as_str().to_uppercase(),
-            s.transaction_latency_us.p99 as f64 / 1000.0,
             s.cpu.servers_busy_percent,
             s.query_latency_us.map_or(String::new(), |q| format!(
                 ", query p99 {:.2} ms",
@@ -925,6 +931,16 @@ pub fn print_summary(r: &BenchResult) {
             );
         }
         for s in &l.steps {
+            if let Some(p) = &s.run_delay_us {
+                println!(
+                    "  {} servers: run delay (threads waiting for a CPU) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} samples",
+                    s.servers,
+                    p.p50 as f64 / 1000.0,
+                    p.p99 as f64 / 1000.0,
+                    p.max as f64 / 1000.0,
+                    p.count
+                );
+            }
             if let (Some(p), Some(q)) = (&s.query_latency_us, &s.queries) {
                 println!(
                     "  {} servers: query latency (not transaction latency) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {} of {} queries answered",

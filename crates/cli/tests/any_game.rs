@@ -1,0 +1,282 @@
+//! Any game from its definition file, end to end with the real binary:
+//! `games list|show|check`, a bad definition refused before anything is
+//! created, Nexuiz (shipped as a file only) climbing a ladder judged on run
+//! delay and query latency, and a user's own definition doing the same.
+//! As root (CI) the ladders run on the netns backend, otherwise on process.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use support::{exe, serial, text};
+use tickpack_testkit::Leftovers;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tp-game-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Removes a test's directory even when the test fails.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("result.json exists"))
+        .expect("valid JSON")
+}
+
+#[test]
+fn games_list_shows_the_shipped_games_from_their_files() {
+    let out = Command::new(exe())
+        .args(["games", "list"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    for (game, players, file) in [
+        ("reference", "reference", "games/reference.toml"),
+        ("openarena", "q3", "games/openarena.toml"),
+        ("nexuiz", "none", "games/nexuiz.toml"),
+    ] {
+        let line = t
+            .lines()
+            .find(|l| l.starts_with(game))
+            .unwrap_or_else(|| panic!("{game} listed: {t}"));
+        assert!(line.contains(players) && line.contains(file), "{line}");
+    }
+    let show = Command::new(exe())
+        .args(["games", "show", "nexuiz"])
+        .output()
+        .unwrap();
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../games/nexuiz.toml"),
+    )
+    .unwrap();
+    assert_eq!(String::from_utf8_lossy(&show.stdout), shipped);
+}
+
+#[test]
+fn games_check_accepts_every_shipped_file_and_refuses_a_broken_one_with_its_line() {
+    let games = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../games");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&games)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3);
+    let out = Command::new(exe())
+        .args(["games", "check"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let dir = TempDir(tmp("check"));
+    let bad = dir.0.join("broken.toml");
+    let good_text = std::fs::read_to_string(games.join("nexuiz.toml")).unwrap();
+    std::fs::write(
+        &bad,
+        good_text.replace("port = 26000", "port = 26000\nprot = 1"),
+    )
+    .unwrap();
+    let out = Command::new(exe())
+        .args(["games", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = good_text.lines().position(|l| l == "port = 26000").unwrap() + 2;
+    assert!(
+        err.contains(&format!("{}:{line}: unknown field `prot`", bad.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_definition_given_to_bench_is_refused_before_anything_is_created() {
+    let _g = serial();
+    let dir = TempDir(tmp("refused"));
+    let bad = dir.0.join("mine.toml");
+    std::fs::write(
+        &bad,
+        "name = \"mine\"\ndescription = \"x\"\ncommand = \"/bin/true --port {prot}\"\nport = 1\nslots = 1\n[tick]\nhz = 10\n",
+    )
+    .unwrap();
+    let out_dir = dir.0.join("out");
+    let out = Command::new(exe())
+        .args(["bench", "--game"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:3: unknown placeholder {{prot}}",
+            bad.display()
+        )),
+        "{err}"
+    );
+    assert!(!out_dir.exists(), "nothing was created");
+    let out = Command::new(exe())
+        .args(["bench", "--game", "quake9", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reference, openarena, nexuiz"));
+    assert!(!out_dir.exists(), "nothing was created");
+}
+
+/// Two steps of a game judged without players: every step has its run
+/// delay and query latency, and the verdict names only those limits.
+fn assert_judged_without_players(r: &Value, text: &str, steps_wanted: usize) {
+    assert_eq!(r["complete"], true, "{text}");
+    let q = &r["settings"]["qos"];
+    assert!(q["p99_run_delay_us"].as_u64().is_some(), "{q}");
+    let steps = r["ladders"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), steps_wanted, "{text}");
+    for (i, s) in steps.iter().enumerate() {
+        assert_eq!(s["servers"], (i + 1) as u64, "{s}");
+        assert_eq!(s["players"], 0, "no players: {s}");
+        let rd = &s["run_delay_us"];
+        assert!(rd["count"].as_u64().unwrap() > 0, "run delay sampled: {s}");
+        for p in ["p50", "p90", "p99", "p999", "max", "mean", "count"] {
+            assert!(rd.get(p).is_some(), "{p} in {rd}");
+        }
+        assert!(!s["histograms"]["run_delay_us"].as_str().unwrap().is_empty());
+        for f in s["failures"].as_array().unwrap() {
+            let f = f.as_str().unwrap();
+            assert!(
+                f.contains("run delay") || f.contains("query"),
+                "judged only on run delay and query: {f}"
+            );
+        }
+    }
+    assert!(text.contains("run delay"), "{text}");
+}
+
+#[test]
+fn a_nexuiz_ladder_is_judged_on_run_delay_and_query_latency() {
+    if !Path::new("/usr/games/nexuiz-server").exists() {
+        tickpack_testkit::skip_unless_ci(
+            "bench --game nexuiz",
+            "/usr/games/nexuiz-server is missing (apt-get install nexuiz-server nexuiz-data, or scripts/setup.sh)",
+        );
+        return;
+    }
+    let _g = serial();
+    let dir = TempDir(tmp("nexuiz"));
+    let out_dir = dir.0.join("out");
+    let out = Command::new(exe())
+        .args([
+            "bench",
+            "--game",
+            "nexuiz",
+            "--tile-servers",
+            "1",
+            "--max-steps",
+            "2",
+            "--steps-past-failure",
+            "1",
+            "--step-duration",
+            "3s",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = text(&out);
+    let r = read(&out_dir.join("result.json"));
+    assert_eq!(r["settings"]["game"], "nexuiz", "{text}");
+    let g = &r["settings"]["game_settings"];
+    assert_eq!(g["bots"], "8", "{g}");
+    assert_eq!(g["tick_hz"], "60", "{g}");
+    assert!(
+        g["package nexuiz-server"].as_str().is_some(),
+        "the engine's version is recorded: {g}"
+    );
+    assert_judged_without_players(&r, &text, 2);
+    for s in r["ladders"][0]["steps"].as_array().unwrap() {
+        let q = &s["query_latency_us"];
+        assert!(
+            q["count"].as_u64().unwrap() > 0,
+            "Nexuiz answered getinfo: {s}"
+        );
+    }
+    let left = Leftovers::of("tpbn").scan();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A definition a user writes from docs/games.md for a server we do not
+/// ship as a game: here tickpack's own server under another name, with
+/// no players and no query (judged on run delay alone).
+#[test]
+fn a_users_own_definition_climbs_a_ladder() {
+    let _g = serial();
+    let dir = TempDir(tmp("mine"));
+    let mine = dir.0.join("mine.toml");
+    std::fs::write(
+        &mine,
+        r#"name = "mine"
+description = "my own server"
+command = "{tickpack} server --bind {ip}:{port} --tick-hz {tick_hz} --bots {bots} --cost light"
+port = 28000
+slots = 8
+
+[tick]
+hz = 30
+min_hz = 10
+max_hz = 100
+
+[bots]
+default = 4
+max = 8
+"#,
+    )
+    .unwrap();
+    let out_dir = dir.0.join("out");
+    let out = Command::new(exe())
+        .args(["bench", "--game"])
+        .arg(&mine)
+        .args([
+            "--tile-servers",
+            "1",
+            "--max-steps",
+            "2",
+            "--steps-past-failure",
+            "1",
+            "--step-duration",
+            "2s",
+            "--warmup",
+            "1s",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = text(&out);
+    let r = read(&out_dir.join("result.json"));
+    assert_eq!(r["settings"]["game"], "mine", "{text}");
+    assert_eq!(r["settings"]["game_settings"]["bots"], "4");
+    assert_eq!(r["settings"]["game_settings"]["tick_hz"], "30");
+    assert!(
+        r["settings"].get("probe").is_none_or(Value::is_null),
+        "no query to probe"
+    );
+    assert_judged_without_players(&r, &text, 2);
+    let left = Leftovers::of("tpbn").scan();
+    assert!(left.is_empty(), "{left:?}");
+}
