@@ -193,3 +193,18 @@ fn a_fixed_tick_cannot_be_changed() {
     let e = d.server_spec(&s).unwrap_err();
     assert!(e.contains("fixed 30 Hz"), "{e}");
 }
+
+/// docs/games.md's complete example is a definition that parses, so the
+/// document a user writes from stays true.
+#[test]
+fn the_annotated_example_in_the_docs_parses() {
+    let doc = include_str!("../../../docs/games.md");
+    let start = doc.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let d = GameDef::parse("docs/games.md", &doc[start..end]).unwrap();
+    assert_eq!(d.name, "mygame");
+    assert_eq!(d.files.len(), 1);
+    assert_eq!(d.port, 26000);
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert!(spec.template().contains("+set sys_ticrate 0.0166667"), "{}", spec.template());
+}
