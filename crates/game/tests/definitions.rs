@@ -206,5 +206,9 @@ fn the_annotated_example_in_the_docs_parses() {
     assert_eq!(d.files.len(), 1);
     assert_eq!(d.port, 26000);
     let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
-    assert!(spec.template().contains("+set sys_ticrate 0.0166667"), "{}", spec.template());
+    assert!(
+        spec.template().contains("+set sys_ticrate 0.0166667"),
+        "{}",
+        spec.template()
+    );
 }
