@@ -140,6 +140,25 @@ fn a_bad_definition_given_to_bench_is_refused_before_anything_is_created() {
     assert!(!out_dir.exists(), "nothing was created");
 }
 
+/// A ladder of two one-server steps of `game` (whatever the first
+/// verdict), with `extra` flags: its result and what it printed.
+fn two_steps(dir: &TempDir, game: &str, extra: &[&str]) -> (Value, String) {
+    let out_dir = dir.0.join("out");
+    let out = Command::new(exe())
+        .args(["bench", "--game", game])
+        .args(["--tile-servers", "1", "--max-steps", "2"])
+        .args(["--steps-past-failure", "1"])
+        .args(extra)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = text(&out);
+    let result = out_dir.join("result.json");
+    assert!(result.exists(), "no result.json: {text}");
+    (read(&result), text)
+}
+
 /// Two steps of a game judged without players: every step has its run
 /// delay and query latency, and the verdict names only those limits.
 fn assert_judged_without_players(r: &Value, text: &str, steps_wanted: usize) {
@@ -179,27 +198,7 @@ fn a_nexuiz_ladder_is_judged_on_run_delay_and_query_latency() {
     }
     let _g = serial();
     let dir = TempDir(tmp("nexuiz"));
-    let out_dir = dir.0.join("out");
-    let out = Command::new(exe())
-        .args([
-            "bench",
-            "--game",
-            "nexuiz",
-            "--tile-servers",
-            "1",
-            "--max-steps",
-            "2",
-            "--steps-past-failure",
-            "1",
-            "--step-duration",
-            "3s",
-            "--out",
-        ])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let text = text(&out);
-    let r = read(&out_dir.join("result.json"));
+    let (r, text) = two_steps(&dir, "nexuiz", &["--step-duration", "3s"]);
     assert_eq!(r["settings"]["game"], "nexuiz", "{text}");
     let g = &r["settings"]["game_settings"];
     assert_eq!(g["bots"], "8", "{g}");
@@ -247,28 +246,11 @@ max = 8
 "#,
     )
     .unwrap();
-    let out_dir = dir.0.join("out");
-    let out = Command::new(exe())
-        .args(["bench", "--game"])
-        .arg(&mine)
-        .args([
-            "--tile-servers",
-            "1",
-            "--max-steps",
-            "2",
-            "--steps-past-failure",
-            "1",
-            "--step-duration",
-            "2s",
-            "--warmup",
-            "1s",
-            "--out",
-        ])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let text = text(&out);
-    let r = read(&out_dir.join("result.json"));
+    let (r, text) = two_steps(
+        &dir,
+        mine.to_str().unwrap(),
+        &["--step-duration", "2s", "--warmup", "1s"],
+    );
     assert_eq!(r["settings"]["game"], "mine", "{text}");
     assert_eq!(r["settings"]["game_settings"]["bots"], "4");
     assert_eq!(r["settings"]["game_settings"]["tick_hz"], "30");
