@@ -495,6 +495,25 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
         &["players", "--game", "quake9", "--target", "127.0.0.1:27960"],
         &["quake9"],
     );
+    // A game tickpack cannot play, given to the players.
+    rejected(
+        "game",
+        &["players", "--game", "nexuiz", "--target", "127.0.0.1:26000"],
+        &["--game nexuiz", "no players for this game"],
+    );
+    // Every --game flag takes a name or a file, and refuses a bad one alike.
+    for args in [
+        &["host", "up", "--game", "quake9"][..],
+        &["probe", "--game", "quake9", "--target", "127.0.0.1:26000"][..],
+        &["agones-sidecar", "--game", "quake9"][..],
+    ] {
+        rejected("game", args, &["quake9", "--game"]);
+    }
+    rejected(
+        "game",
+        &["host", "up", "--game", "nexuiz", "--set", "map=a;quit"],
+        &["map", "one word"],
+    );
     rejected(
         "game",
         &["bench", "--quick", "--out", "out", "--map", "oa_dm2"],

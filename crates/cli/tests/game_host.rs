@@ -416,3 +416,65 @@ fn root_six_players_join_an_openarena_server_full_of_bots_at_once() {
     assert_eq!(r["connected"], 6, "{}", support::text(&out));
     host.down();
 }
+
+/// A game shipped as a definition file only: `host up --game nexuiz`
+/// launches it from its command template, on its own port and address,
+/// checked with its q3 query, with the map a `--set` chose and the bots
+/// `--bots` asked for.
+#[test]
+fn root_nexuiz_instances_run_from_their_definition_and_answer_their_query() {
+    let _g = serial();
+    require_root(ROOT);
+    if !Path::new("/usr/games/nexuiz-server").is_file() {
+        tickpack_testkit::skip_unless_ci(
+            "host up --game nexuiz",
+            "/usr/games/nexuiz-server is missing (apt-get install nexuiz-server nexuiz-data, or scripts/setup.sh)",
+        );
+        return;
+    }
+    let mut host = Host::up_in_temp(
+        "game-host",
+        "nx1",
+        &[
+            "--game",
+            "nexuiz",
+            "--set",
+            "map=ruiner",
+            "--bots",
+            "4",
+            "--instances",
+            "2",
+            "--backend",
+            "netns",
+            "--net",
+            "veth",
+            "--range",
+            "198.19.61.0/24",
+        ],
+    );
+    let st = host.wait_for(|s| all_on_map(s, "ruiner"), "both instances on ruiner");
+    let addrs: Vec<SocketAddr> = instances(&st)
+        .iter()
+        .map(|i| i["address"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(addrs.len(), 2);
+    assert!(
+        addrs.iter().all(|a| a.port() == 26000),
+        "the definition's port on every instance: {addrs:?}"
+    );
+    assert_ne!(addrs[0].ip(), addrs[1].ip(), "one IP per instance");
+    // The host's own q3 queries see the bots join (DarkPlaces counts them
+    // as clients).
+    host.wait_for(
+        |s| {
+            instances(s).iter().all(|i| {
+                i["query_latency_us"]["count"].as_u64().unwrap_or(0) >= 1
+                    && i["players"].as_u64() == Some(4)
+            })
+        },
+        "both instances report their 4 bots",
+    );
+    host.down();
+    let left = Leftovers::of("tpnx1").scan();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -292,13 +292,24 @@ pub struct FileDef {
     pub contents: String,
 }
 
-/// A refused definition: `FILE:LINE: what is wrong`.
+/// A refused definition: `FILE:LINE: what is wrong` (`FILE: what is
+/// wrong` when no line is to blame: the file cannot be read, the name is
+/// not a game's).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
 pub struct DefError {
     pub file: String,
+    /// 1-based; 0 when the file as a whole is refused.
     pub line: usize,
     pub message: String,
+}
+
+impl std::fmt::Display for DefError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            0 => write!(f, "{}: {}", self.file, self.message),
+            n => write!(f, "{}:{n}: {}", self.file, self.message),
+        }
+    }
 }
 
 /// Where a problem is: a key path such as `["players", "protocol"]` or

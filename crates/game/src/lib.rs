@@ -21,15 +21,18 @@
 //! [`GameSettings::defaults`] (then `set`) → [`GameDef::server_spec`] → the
 //! host.
 //!
-//! Deliberately not here: reading files, sockets, clocks, processes. The
-//! caller reads a definition (bounded by [`def::MAX_DEF_BYTES`]) and checks
-//! the machine (is the program installed?); the host runs the spec.
+//! - [`source`]: `--game NAME|FILE` as a checked definition: the crate's
+//!   one piece of I/O, a bounded read of a user's file.
+//!
+//! Deliberately not here: sockets, clocks, processes, and any other file:
+//! the host runs the spec.
 
 pub mod def;
 pub mod launch;
 mod lines;
 pub mod registry;
 pub mod settings;
+pub mod source;
 
 pub use def::{DefError, GameDef, PlayerProtocol, QueryProtocol};
 pub use launch::{Health, ServerSpec};

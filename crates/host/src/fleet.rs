@@ -26,7 +26,10 @@
 //!                             # default: none, instances only answer flows the host started
 //!
 //! game = "openarena"         # reference (default: `command`) | openarena (builds the command,
-//!                             # port 27960); for openarena:
+//!                             # port 27960) | any other game: a built-in name (nexuiz) or a
+//!                             # definition file's path (docs/games.md), launched from it;
+//! game_vars = ["map=ruiner"]  #   a defined game's [variables] (bots and sv_fps apply too)
+//!                             # for openarena:
 //! map = ["oa_dm1", "oa_dm2"]  #   the map rotation (default oa_dm1)
 //! players_per_server = 12     #   bots fill each server up to this many players (bot_minplayers)
 //! bots = 12                   #   bots added at start (default: players_per_server)
@@ -172,9 +175,12 @@ pub struct FleetFile {
     pub memory: Option<String>,
     pub disk: Option<String>,
     pub health: Option<Health>,
-    /// The game: `reference` (the default, `command`) or `openarena`
-    /// (its own command, from the settings below).
-    pub game: Option<Game>,
+    /// The game: `reference` (the default, `command`), `openarena` (its
+    /// own command, from the settings below), or any other game's
+    /// definition (a built-in name or a file's path), launched from it.
+    pub game: Option<String>,
+    /// A defined game's variables, `NAME=VALUE` each.
+    pub game_vars: Option<Vec<String>>,
     /// OpenArena: the map rotation; an entry may be a comma list.
     pub map: Option<Vec<String>>,
     /// OpenArena: players per server, humans and bots (`bot_minplayers`).
@@ -272,6 +278,11 @@ pub struct FleetConfig {
     /// [`OpenArena::check_system`] before starting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openarena: Option<OpenArena>,
+    /// The definition of a game launched from its file (`game = NAME|FILE`
+    /// other than reference and openarena); check its program with
+    /// `tickpack_game::source::missing_program` before starting.
+    #[serde(skip)]
+    pub game_def: Option<tickpack_game::GameDef>,
     /// Batch work beside the servers (`--batch`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub batch: Vec<BatchSpec>,
@@ -355,8 +366,56 @@ impl FleetFile {
             Some("") | Some("none") => Some(vec![]),
             Some(s) => Some(parse_cpu_list(s)?),
         };
-        let game = self.game.unwrap_or_default();
+        // A game other than the two with typed launchers comes from its
+        // definition.
+        let defined = match self.game.as_deref() {
+            None | Some("reference") | Some("openarena") => None,
+            Some(other) => Some(
+                tickpack_game::source::load(other)
+                    .map_err(|e| FleetError::Invalid(format!("game: {e}")))?
+                    .0,
+            ),
+        };
+        let game = match self.game.as_deref() {
+            Some("openarena") => Game::OpenArena,
+            _ => Game::Reference,
+        };
+        let mut settings = None;
+        if let Some(def) = &defined {
+            if self.players_per_server.is_some() || self.game_args.is_some() {
+                return bad(format!(
+                    "players per server and game arguments are OpenArena settings; set {}'s variables with game_vars (--set NAME=VALUE)",
+                    def.name
+                ));
+            }
+            if self.server.is_some() || self.command.is_some() {
+                return bad(format!(
+                    "game = {:?} builds its own command: give a game or a command, not both",
+                    def.name
+                ));
+            }
+            let mut s = tickpack_game::GameSettings::defaults(def);
+            if let Some(map) = self.map.as_ref().and_then(|m| m.first()) {
+                s.set(def, &format!("map={map}"))
+                    .map_err(FleetError::Invalid)?;
+            }
+            for v in self.game_vars.iter().flatten() {
+                s.set(def, v).map_err(FleetError::Invalid)?;
+            }
+            if let Some(b) = self.bots {
+                s.bots = u16::from(b);
+            }
+            if let Some(t) = self.sv_fps {
+                s.tick_hz = t;
+            }
+            settings = Some(s);
+        } else if self.game_vars.is_some() {
+            return bad(
+                "game_vars (--set) are a defined game's variables: add --game NAME|FILE".into(),
+            );
+        }
         let openarena = match game {
+            _ if defined.is_some() => None,
             Game::OpenArena => {
                 let mut oa = OpenArena::default();
                 if let Some(maps) = self.map {
@@ -395,6 +454,12 @@ impl FleetFile {
         // not speak tickpack; the reference server does.
         let mut server = match (self.server, self.command) {
             _ if openarena.is_some() => openarena.as_ref().expect("just checked").spec(),
+            _ if defined.is_some() => {
+                let def = defined.as_ref().expect("just checked");
+                let s = settings.as_ref().expect("set with the definition");
+                def.server_spec(s)
+                    .map_err(|e| FleetError::Invalid(format!("game {}: {e}", def.name)))?
+            }
             (Some(_), Some(_)) => {
                 return bad("give the server as a typed spec or as a command, not both".into())
             }
@@ -403,7 +468,9 @@ impl FleetFile {
             (None, None) => ServerSpec::parse(DEFAULT_COMMAND)?,
         };
         let health = self.health.unwrap_or(server.health);
-        let port = self.port.unwrap_or(game.default_port());
+        let port = self
+            .port
+            .unwrap_or(defined.as_ref().map_or(game.default_port(), |d| d.port));
         if port == 0 {
             return bad("port must not be 0".into());
         }
@@ -541,10 +608,19 @@ impl FleetFile {
             placement,
             reserved_cpus,
             health,
-            restart: RestartPolicy::default(),
+            restart: RestartPolicy {
+                // A defined game's own start time limit, for all at once.
+                start_timeout_s: defined.as_ref().map_or(default_start_timeout_s(), |d| {
+                    d.start_limit(n)
+                        .as_secs_f64()
+                        .max(default_start_timeout_s())
+                }),
+                ..RestartPolicy::default()
+            },
             instances,
             allow_host_ports,
             openarena,
+            game_def: defined,
             batch,
             batch_cgroup: self.batch_cgroup,
             batch_control,
@@ -719,6 +795,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("HOME"), "{e}");
+    }
+
+    #[test]
+    fn a_defined_game_is_launched_from_its_definition() {
+        let c = resolve(
+            "game = \"nexuiz\"\ninstances = 3\ngame_vars = [\"map=ruiner\"]\nbots = 4\nsv_fps = 30",
+        )
+        .unwrap();
+        let spec = &c.instances[0].server;
+        let t = spec.template();
+        assert!(t.starts_with("/usr/games/nexuiz-server "), "{t}");
+        for w in [
+            "+map ruiner",
+            "bot_number 4",
+            "sys_ticrate 0.0333333",
+            "net_address {ip}",
+            "port {port}",
+        ] {
+            assert!(t.contains(w), "{w} in {t}");
+        }
+        assert_eq!(spec.files.len(), 1, "its tickpack.cfg");
+        assert_eq!(c.port, 26000, "the definition's port");
+        assert_eq!(c.health, Health::Q3, "checked with its query");
+        assert_eq!(c.restart.start_timeout_s, 39.0, "30 s + 3 s per server");
+        assert_eq!(c.game_def.as_ref().map(|d| d.name.as_str()), Some("nexuiz"));
+        for (file, needle) in [
+            (
+                "game = \"nexuiz\"\ngame_vars = [\"mapp=x\"]",
+                "not a variable of nexuiz",
+            ),
+            ("game = \"nexuiz\"\ncommand = \"x\"", "not both"),
+            ("game = \"nexuiz\"\nplayers_per_server = 4", "game_vars"),
+            ("game_vars = [\"map=x\"]", "--game"),
+            ("game = \"./no-such-game.toml\"", "no-such-game.toml"),
+        ] {
+            let e = resolve(file).unwrap_err().to_string();
+            assert!(e.contains(needle), "{file}: {e}");
+        }
     }
 
     #[test]

@@ -15,17 +15,18 @@ use tickpack_agones::sidecar::{self, Options};
 use tickpack_agones::watch::Game;
 use tickpack_agones::{Action, SdkClient, SdkError, Settings};
 
-use super::{parse_positive_duration, parse_target, GameArg};
+use super::{parse_game, parse_positive_duration, parse_target, GameArg};
 use crate::exit::{fail, Code, Failure};
 
 #[derive(clap::Args, Debug)]
 pub struct SidecarArgs {
-    /// The game beside which the sidecar runs (its query protocol:
-    /// openarena `getstatus`, reference `A2S_INFO`).
-    #[arg(long, value_enum)]
+    /// The game beside which the sidecar runs: a built-in game or a
+    /// definition file's path (docs/games.md). Its query protocol is asked:
+    /// q3 `getstatus` (openarena, nexuiz), A2S `A2S_INFO` (reference).
+    #[arg(long, value_name = "NAME|FILE", value_parser = parse_game)]
     pub game: GameArg,
-    /// The game's query address [default: 127.0.0.1:27960 for openarena,
-    /// 127.0.0.1:27015 for reference].
+    /// The game's query address [default: 127.0.0.1 and the game's port:
+    /// 27960 for openarena, 26000 for nexuiz, 27015 for reference].
     #[arg(long, value_parser = parse_target)]
     pub target: Option<SocketAddr>,
     /// The SDK server's HTTP port on 127.0.0.1 [default: $AGONES_SDK_HTTP_PORT,
@@ -141,9 +142,20 @@ pub fn print_action(a: &Action) {
 }
 
 pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
-    let game = match a.game {
-        GameArg::Openarena => Game::OpenArena,
-        GameArg::Reference => Game::Reference,
+    use tickpack_game::QueryProtocol;
+    let game = match a.game.def.query.protocol {
+        QueryProtocol::Q3 => Game::OpenArena,
+        // The reference server answers A2S besides its own stats request.
+        QueryProtocol::A2s | QueryProtocol::Tickpack => Game::Reference,
+        QueryProtocol::None => {
+            return Err(fail(
+                Code::Config,
+                format!(
+                    "--game {}: its definition has no [query] protocol, so the sidecar has nothing to ask",
+                    a.game.def.name
+                ),
+            ))
+        }
     };
     if game == Game::OpenArena && a.every < Duration::from_secs(1) {
         return Err(fail(
@@ -154,7 +166,7 @@ pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
             ),
         ));
     }
-    let port = tickpack_host::game::Game::from(a.game).default_port();
+    let port = a.game.def.port;
     let target = a.target.unwrap_or(SocketAddr::from(([127, 0, 0, 1], port)));
     let (client, settings) = connect(true, a.sdk_http_port, "--sdk-http-port")?
         .expect("asked for, so resolved or refused");

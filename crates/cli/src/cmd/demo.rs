@@ -64,7 +64,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         a.duration
     );
     let pa = players::Args {
-        game: super::GameArg::Reference,
+        game: super::GameArg::reference(),
         target: vec![server.addr],
         targets_file: None,
         players: usize::from(a.players),

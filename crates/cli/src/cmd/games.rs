@@ -3,11 +3,7 @@
 //! subcommand turns `--game NAME|FILE` into a checked [`GameDef`] before
 //! anything is created.
 
-use std::io::Read;
-use std::path::Path;
-
 use clap::{Args as ClapArgs, Subcommand};
-use tickpack_game::def::MAX_DEF_BYTES;
 use tickpack_game::registry;
 use tickpack_game::{GameDef, Source};
 
@@ -104,61 +100,18 @@ pub fn run(a: Args) -> Result<(), Failure> {
     }
 }
 
-/// The text of `--game ARG`: a built-in's, or a file's (a regular file
-/// of at most [`MAX_DEF_BYTES`]), with the name errors use.
+/// The text of `--game ARG`, exit 2 when it cannot be read.
 fn read(arg: &str) -> Result<(String, String, Source), Failure> {
-    if !registry::is_path(arg) {
-        let (_, source) = registry::by_name(arg).map_err(|e| fail(Code::Config, e.message))?;
-        let Source::BuiltIn(file) = source else {
-            unreachable!("the registry holds built-in files")
-        };
-        let text = registry::BUILT_IN
-            .iter()
-            .find(|(f, _)| *f == file)
-            .map_or("", |(_, t)| t);
-        return Ok((text.to_string(), file.to_string(), source));
-    }
-    let refuse = |why: String| fail(Code::Config, format!("{arg}: {why}"));
-    let file = std::fs::File::open(Path::new(arg)).map_err(|e| refuse(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| refuse(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(refuse("not a regular file".into()));
-    }
-    if meta.len() > MAX_DEF_BYTES {
-        return Err(refuse(format!(
-            "larger than {MAX_DEF_BYTES} bytes: not a game definition"
-        )));
-    }
-    let mut bytes = vec![];
-    file.take(MAX_DEF_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| refuse(e.to_string()))?;
-    let text = String::from_utf8(bytes).map_err(|_| refuse("not UTF-8 text".into()))?;
-    Ok((text, arg.to_string(), Source::File(arg.to_string())))
+    tickpack_game::source::read(arg).map_err(|e| fail(Code::Config, e))
 }
 
 /// `--game NAME|FILE` as a checked definition; exit 2 before anything is
 /// created when it is unknown, unreadable or refused.
 pub fn load(arg: &str) -> Result<(GameDef, Source), Failure> {
-    let (text, name, source) = read(arg)?;
-    let def = GameDef::parse(&name, &text).map_err(|e| fail(Code::Config, e))?;
-    Ok((def, source))
+    tickpack_game::source::load(arg).map_err(|e| fail(Code::Config, e))
 }
 
-/// Why the game cannot run on this machine (its program is missing), with
-/// what to install; `None` when it can (or the program is not a path).
+/// Why the game cannot run on this machine, with what to install.
 pub fn missing_program(def: &GameDef) -> Option<String> {
-    let program = def.program();
-    if !program.starts_with('/') || Path::new(program).is_file() {
-        return None;
-    }
-    Some(if def.packages.is_empty() {
-        format!("{} is not installed ({program} is missing)", def.name)
-    } else {
-        format!(
-            "{} is not installed ({program} is missing): apt-get install {} (or run scripts/setup.sh)",
-            def.name,
-            def.packages.join(" ")
-        )
-    })
+    tickpack_game::source::missing_program(def)
 }

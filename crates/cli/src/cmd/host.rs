@@ -12,7 +12,7 @@ use tickpack_host::fleet::{FleetFile, Health};
 use tickpack_host::status::{query_status, request, ControlError, HostStatus};
 use tickpack_host::supervisor::{HostError, Supervisor};
 
-use super::{parse_addr, GameArg};
+use super::parse_addr;
 use crate::exit::{fail, Code, Failure};
 
 /// Where run dirs live unless --run-dir says otherwise.
@@ -41,6 +41,8 @@ const UP_EXAMPLES: &str = "Examples:
   tickpack host up --instances 4 --net bridge
   tickpack host up --game openarena --instances 2 --map oa_dm1,oa_dm2 --players-per-server 12
   tickpack host up --game openarena --game-arg g_gravity=600 --sv-fps 40
+  tickpack host up --game nexuiz --instances 3 --set map=ruiner --bots 6
+  tickpack host up --game ./mine.toml --instances 2      (a definition file: docs/games.md)
   tickpack host up --command \"{tickpack} server --bind {ip}:{port}\" --probe a2s
   tickpack host up --instances 6 --guard --batch \"stress-ng --cpu 0 --cache 1\"";
 
@@ -81,12 +83,18 @@ pub struct UpArgs {
     /// CPUs kept for the host and load generators (default: CPU 0 when there are 2+).
     #[arg(long)]
     pub reserved_cpus: Option<String>,
-    /// The game server: reference (default) or openarena (its own command,
-    /// port 27960, checked with the Quake 3 query; needs openarena-server).
-    #[arg(long, value_enum)]
-    pub game: Option<GameArg>,
+    /// The game server: a built-in game (`tickpack games list`:
+    /// reference, the default; openarena, port 27960, checked with the
+    /// Quake 3 query; nexuiz) or a definition file's path (docs/games.md),
+    /// launched from its command template with its port and query.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub game: Option<String>,
+    /// A defined game's variable, NAME=VALUE (repeatable), e.g.
+    /// --set map=ruiner (`tickpack games show GAME` lists them).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
     /// OpenArena: the map; repeat or give a comma list for a rotation
-    /// [default: oa_dm1].
+    /// [default: oa_dm1]. A defined game: its `map` variable (the first).
     #[arg(long = "map", value_name = "MAP")]
     pub map: Vec<String>,
     /// OpenArena: players per server, humans and bots: bots fill each
@@ -96,11 +104,13 @@ pub struct UpArgs {
     /// OpenArena: bots added at start, so a server is full at once
     /// [default: --players-per-server]; bot_minplayers then keeps the total,
     /// removing one bot per 10 s as players join (24 slots in all: 8 stay
-    /// free for players to join at once).
+    /// free for players to join at once). A defined game: bots per server
+    /// [default: its definition's].
     #[arg(long)]
     pub bots: Option<u8>,
     /// OpenArena: server frames per second (sv_fps) [default: 20, the
-    /// engine's default, what public servers run].
+    /// engine's default, what public servers run]. A defined game: its tick
+    /// rate [default: its definition's].
     #[arg(long)]
     pub sv_fps: Option<u16>,
     /// OpenArena: one more cvar, CVAR=VALUE, passed as `+set CVAR VALUE`
@@ -247,8 +257,11 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
             ProbeArg::A2s => Health::A2s,
         });
     }
-    if let Some(g) = u.game {
-        f.game = Some(g.into());
+    if let Some(g) = &u.game {
+        f.game = Some(g.clone());
+    }
+    if !u.set.is_empty() {
+        f.game_vars = Some(u.set.clone());
     }
     if !u.map.is_empty() {
         f.map = Some(u.map.clone());
@@ -290,6 +303,13 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
     super::check_dir_flag("run dir (--run-dir)", &cfg.run_dir)?;
     if let Some(oa) = &cfg.openarena {
         oa.check_system().map_err(|e| fail(Code::Config, e))?;
+    }
+    if let Some(why) = cfg
+        .game_def
+        .as_ref()
+        .and_then(tickpack_game::source::missing_program)
+    {
+        return Err(fail(Code::Config, why));
     }
     Ok(cfg)
 }

@@ -292,31 +292,41 @@ mod tests {
     }
 }
 
-/// The game a command hosts, plays or benchmarks (`--game`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum GameArg {
-    /// tickpack's reference server (`tickpack server`, or --command) and protocol
-    #[default]
-    Reference,
-    /// the OpenArena dedicated server (openarena-server, ioquake3), protocol 71, port 27960
-    Openarena,
+/// The game a command hosts, plays, probes or watches (`--game NAME|FILE`):
+/// a built-in game or a definition file (docs/games.md), checked when the
+/// flags are parsed, so a bad one is refused (exit 2) before any work.
+#[derive(Clone, Debug)]
+pub struct GameArg {
+    pub def: tickpack_game::GameDef,
 }
 
-impl From<GameArg> for tickpack_host::game::Game {
-    fn from(g: GameArg) -> tickpack_host::game::Game {
-        match g {
-            GameArg::Reference => tickpack_host::game::Game::Reference,
-            GameArg::Openarena => tickpack_host::game::Game::OpenArena,
-        }
-    }
+/// clap's parser for `--game NAME|FILE`.
+pub fn parse_game(s: &str) -> Result<GameArg, String> {
+    tickpack_game::source::load(s)
+        .map(|(def, _)| GameArg { def })
+        .map_err(|e| e.to_string())
 }
 
 impl GameArg {
-    /// The players' protocol for this game.
-    pub fn players_game(self) -> tickpack_players::Game {
-        match self {
-            GameArg::Reference => tickpack_players::Game::Reference,
-            GameArg::Openarena => tickpack_players::Game::OpenArena,
+    /// The reference server's built-in definition.
+    pub fn reference() -> GameArg {
+        parse_game("reference").expect("the reference server is built in")
+    }
+
+    /// The players' protocol for this game; exit 2 for a game tickpack
+    /// cannot play.
+    pub fn players_game(&self) -> Result<tickpack_players::Game, crate::exit::Failure> {
+        use tickpack_game::PlayerProtocol;
+        match self.def.players.protocol {
+            PlayerProtocol::Reference => Ok(tickpack_players::Game::Reference),
+            PlayerProtocol::Q3 => Ok(tickpack_players::Game::OpenArena),
+            PlayerProtocol::None => Err(crate::exit::fail(
+                crate::exit::Code::Config,
+                format!(
+                    "--game {}: tickpack has no players for this game (its definition's [players] protocol is none); measure it with `tickpack bench --game {0}` (run delay and query latency) or `tickpack probe --game {0}`",
+                    self.def.name
+                ),
+            )),
         }
     }
 }

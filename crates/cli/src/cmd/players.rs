@@ -11,7 +11,7 @@ use tickpack_players::{PlayersConfig, SizeDist};
 use tickpack_report::PlayersResult;
 
 use super::{
-    check_cpus, check_output_file, parse_cpus, parse_duration, parse_positive_duration,
+    check_cpus, check_output_file, parse_cpus, parse_duration, parse_game, parse_positive_duration,
     parse_target, CpuList, GameArg,
 };
 use crate::exit::{fail, Code, Failure, WithCode};
@@ -38,9 +38,11 @@ so the default warm-up grows with the players per server.
 
 ", exit_codes!()))]
 pub struct Args {
-    /// The protocol the players speak: tickpack's reference server, or an
-    /// OpenArena (ioquake3) server.
-    #[arg(long, value_enum, default_value_t = GameArg::Reference)]
+    /// The game whose protocol the players speak: a built-in game
+    /// (reference: tickpack's server; openarena: Quake III protocol 71) or
+    /// a definition file's path whose [players] protocol is reference or
+    /// q3 (docs/games.md).
+    #[arg(long, default_value = "reference", value_name = "NAME|FILE", value_parser = parse_game)]
     pub game: GameArg,
     /// Server address; repeat (or separate with commas) to spread the players
     /// over several servers, round robin.
@@ -150,10 +152,11 @@ impl Args {
     pub fn config(&self) -> Result<PlayersConfig, Failure> {
         let targets = self.targets()?;
         let per_server = self.players.div_ceil(targets.len().max(1));
-        let (warmup, connect_timeout) = defaults_for(self.game, per_server);
+        let game = self.game.players_game()?;
+        let (warmup, connect_timeout) = defaults_for(game, per_server);
         let warmup = self.warmup.unwrap_or(warmup);
         let cfg = PlayersConfig {
-            game: self.game.players_game(),
+            game,
             targets,
             players: self.players,
             duration: self.duration,
@@ -185,10 +188,10 @@ impl Args {
 /// burst of 10, then one per second (sv_main.c, `SVC_RateLimitAddress`),
 /// so players beyond the fifth of one load generator wait about two
 /// seconds each.
-pub fn defaults_for(game: GameArg, per_server: usize) -> (Duration, Duration) {
+pub fn defaults_for(game: tickpack_players::Game, per_server: usize) -> (Duration, Duration) {
     match game {
-        GameArg::Reference => (Duration::from_secs(1), Duration::from_secs(3)),
-        GameArg::Openarena => {
+        tickpack_players::Game::Reference => (Duration::from_secs(1), Duration::from_secs(3)),
+        tickpack_players::Game::OpenArena => {
             let queued = (2 * per_server).saturating_sub(10) as u64;
             let warmup = Duration::from_secs(2 + queued);
             (warmup, warmup + Duration::from_secs(5))

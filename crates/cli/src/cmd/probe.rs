@@ -42,10 +42,14 @@ pub struct Args {
     /// repeat or separate with commas for several.
     #[arg(long, required = true, value_delimiter = ',', value_parser = parse_target)]
     pub target: Vec<SocketAddr>,
-    /// Query protocol: q3 (id Tech 3 `getinfo`: ioquake3, OpenArena) or
-    /// a2s (Valve `A2S_INFO`, with its challenge round trip).
-    #[arg(long, value_parser = parse_protocol)]
-    pub protocol: Protocol,
+    /// Query protocol: q3 (id Tech 3 `getinfo`: ioquake3, OpenArena,
+    /// DarkPlaces) or a2s (Valve `A2S_INFO`, with its challenge round trip).
+    #[arg(long, value_parser = parse_protocol, required_unless_present = "game", conflicts_with = "game")]
+    pub protocol: Option<Protocol>,
+    /// Or the game whose query to ask: a built-in game or a definition
+    /// file's path (its [query] protocol).
+    #[arg(long, value_name = "NAME|FILE", value_parser = super::parse_game)]
+    pub game: Option<super::GameArg>,
     /// Time between two queries to one target (at least 100ms). ioq3 drops
     /// more than one query a second per source address after a burst of 10,
     /// and shares that budget with everyone else asking from the address.
@@ -70,6 +74,27 @@ pub struct Args {
 }
 
 impl Args {
+    /// `--protocol`, or the one of `--game`'s definition.
+    fn protocol(&self) -> Result<Protocol, Failure> {
+        use tickpack_game::QueryProtocol;
+        match (&self.protocol, &self.game) {
+            (Some(p), _) => Ok(*p),
+            (None, Some(g)) => match g.def.query.protocol {
+                QueryProtocol::Q3 => Ok(Protocol::Q3),
+                // The reference server answers A2S besides its stats.
+                QueryProtocol::A2s | QueryProtocol::Tickpack => Ok(Protocol::A2s),
+                QueryProtocol::None => Err(crate::exit::fail(
+                    crate::exit::Code::Config,
+                    format!(
+                        "--game {}: its definition has no [query] protocol to probe",
+                        g.def.name
+                    ),
+                )),
+            },
+            (None, None) => unreachable!("clap requires --protocol or --game"),
+        }
+    }
+
     pub fn config(&self) -> Result<ProbeConfig, Failure> {
         let cpus = self.cpus.clone().map(|c| c.0).unwrap_or_default();
         check_cpus("--cpus", &cpus)?;
@@ -78,7 +103,7 @@ impl Args {
         }
         Ok(ProbeConfig {
             targets: self.target.clone(),
-            protocol: self.protocol,
+            protocol: self.protocol()?,
             interval: self.interval,
             timeout: self.timeout,
             duration: self.duration,
