@@ -193,42 +193,9 @@ pub enum ReadyBy {
     Process,
 }
 
-/// How a server is stopped: a signal, then SIGKILL after the grace time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StopDef {
-    #[serde(default)]
-    pub signal: StopSignal,
-    #[serde(default = "default_grace")]
-    pub grace_s: f64,
-}
-
-fn default_grace() -> f64 {
-    3.0
-}
-
-impl Default for StopDef {
-    fn default() -> Self {
-        StopDef {
-            signal: StopSignal::default(),
-            grace_s: default_grace(),
-        }
-    }
-}
-
-/// The signal that asks a server to stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum StopSignal {
-    #[default]
-    #[serde(rename = "SIGTERM")]
-    Term,
-    #[serde(rename = "SIGINT")]
-    Int,
-    #[serde(rename = "SIGQUIT")]
-    Quit,
-    #[serde(rename = "SIGKILL")]
-    Kill,
-}
+/// How a server is stopped: the launch contract's own type.
+pub type StopDef = crate::launch::Stop;
+pub use crate::launch::StopSignal;
 
 /// The players tickpack can emulate for this game.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

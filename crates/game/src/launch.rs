@@ -215,7 +215,7 @@ pub struct Slot<'a> {
 
 /// How to launch one game server. Recorded (serde, in the host's
 /// `state.json`) with the command line as its text face, `command`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerSpec {
     /// The command line; the first word is the program.
     #[serde(rename = "command", with = "command_text")]
@@ -233,6 +233,70 @@ pub struct ServerSpec {
     /// How the host checks the server is alive beyond its PID.
     #[serde(default)]
     pub health: Health,
+    /// How the host stops it (SIGTERM, then SIGKILL after 3 s, unless its
+    /// game's definition says otherwise).
+    #[serde(default, skip_serializing_if = "Stop::is_default")]
+    pub stop: Stop,
+}
+
+/// How a server is stopped: a signal, then SIGKILL after the grace time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stop {
+    #[serde(default)]
+    pub signal: StopSignal,
+    #[serde(default = "default_grace")]
+    pub grace_s: f64,
+}
+
+fn default_grace() -> f64 {
+    3.0
+}
+
+impl Default for Stop {
+    fn default() -> Self {
+        Stop {
+            signal: StopSignal::default(),
+            grace_s: default_grace(),
+        }
+    }
+}
+
+impl Stop {
+    fn is_default(&self) -> bool {
+        *self == Stop::default()
+    }
+
+    /// The grace time, bounded to 0..=60 s whatever a record says.
+    pub fn grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.grace_s.clamp(0.0, 60.0))
+    }
+}
+
+/// The signal that asks a server to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum StopSignal {
+    #[default]
+    #[serde(rename = "SIGTERM")]
+    Term,
+    #[serde(rename = "SIGINT")]
+    Int,
+    #[serde(rename = "SIGQUIT")]
+    Quit,
+    #[serde(rename = "SIGKILL")]
+    Kill,
+}
+
+impl StopSignal {
+    /// The signal's number on Linux (x86 and arm alike).
+    pub fn number(self) -> i32 {
+        match self {
+            StopSignal::Term => 15,
+            StopSignal::Int => 2,
+            StopSignal::Quit => 3,
+            StopSignal::Kill => 9,
+        }
+    }
 }
 
 /// A command line recorded as one string (the words' text faces, joined
@@ -290,6 +354,7 @@ impl ServerSpec {
             env: vec![],
             files: vec![],
             health: Health::None,
+            stop: Stop::default(),
         };
         if spec.is_reference_server() {
             spec.health = Health::TickpackStats;
@@ -423,6 +488,7 @@ impl ReferenceServer {
             env: vec![],
             files: vec![],
             health: Health::TickpackStats,
+            stop: Stop::default(),
         }
     }
 }

@@ -166,6 +166,7 @@ impl GameDef {
             (_, QueryProtocol::A2s) => Health::A2s,
             (_, QueryProtocol::Tickpack) => Health::TickpackStats,
         };
+        spec.stop = self.stop;
         spec.check().map_err(|e| e.to_string())?;
         Ok(spec)
     }

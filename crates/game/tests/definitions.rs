@@ -212,3 +212,20 @@ fn the_annotated_example_in_the_docs_parses() {
         spec.template()
     );
 }
+
+#[test]
+fn the_stop_signal_and_grace_reach_the_launch_spec() {
+    let text = format!("{MINIMAL}[stop]\nsignal = \"SIGINT\"\ngrace_s = 10\n");
+    let d = GameDef::parse("x.toml", &text).unwrap();
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert_eq!(spec.stop.signal, StopSignal::Int);
+    assert_eq!(spec.stop.signal.number(), 2);
+    assert_eq!(spec.stop.grace(), std::time::Duration::from_secs(10));
+    // Recorded with the spec (state.json), and absent when the default.
+    let json = serde_json::to_value(&spec).unwrap();
+    assert_eq!(json["stop"]["signal"], "SIGINT");
+    let plain = GameDef::parse("x.toml", MINIMAL).unwrap();
+    let json =
+        serde_json::to_value(plain.server_spec(&GameSettings::defaults(&plain)).unwrap()).unwrap();
+    assert!(json.get("stop").is_none(), "{json}");
+}

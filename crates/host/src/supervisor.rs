@@ -599,7 +599,8 @@ impl Supervisor {
         &self.cfg
     }
 
-    /// Stops every instance (SIGTERM, then SIGKILL after 3 s), removes
+    /// Stops every instance (its stop signal, SIGTERM by default, then
+    /// SIGKILL after its grace time, 3 s by default), removes
     /// cgroups, network and records, and answers a pending `down`. Returns
     /// what could not be removed (empty when everything went).
     pub fn shutdown(mut self) -> Vec<String> {
@@ -612,13 +613,18 @@ impl Supervisor {
 
     fn teardown(&mut self) -> Vec<String> {
         let mut problems = self.batch_down();
+        // Each server's own stop signal (its game's definition; SIGTERM by
+        // default), then SIGKILL after the longest grace time.
+        let mut grace = Duration::ZERO;
         for i in &mut self.instances {
             if let Some(c) = &i.child {
+                let stop = i.spec.server.stop;
+                grace = grace.max(stop.grace());
                 // SAFETY: signalling a child we spawned and have not reaped.
-                unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+                unsafe { libc::kill(c.id() as i32, stop.signal.number()) };
             }
         }
-        let deadline = Instant::now() + Duration::from_secs(3);
+        let deadline = Instant::now() + grace;
         for i in &mut self.instances {
             if let Some(mut c) = i.child.take() {
                 while Instant::now() < deadline {

@@ -290,6 +290,7 @@ impl OpenArena {
             env: vec![],
             files: vec![(PathBuf::from(CONFIG_FILE), Word::text(self.config()))],
             health: Health::Q3,
+            stop: Default::default(),
         }
     }
 }

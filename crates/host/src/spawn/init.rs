@@ -1,6 +1,7 @@
 //! The instance's init (`__instance-init`): forks the command as PID 1 of
 //! the new PID namespace, mounts `/proc`, confines it (capabilities,
-//! no_new_privs, uid/gid, seccomp) and forwards SIGTERM/SIGINT.
+//! no_new_privs, uid/gid, seccomp) and forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT
+//! (a game's stop signal).
 
 use std::ffi::CString;
 
@@ -92,7 +93,7 @@ pub fn instance_init(uid: Option<u32>, gid: Option<u32>, argv: &[String]) -> i32
             unsafe { libc::kill(pid, sig) };
         }
     }
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: installing a handler that only calls kill(2).
         unsafe {
             libc::signal(
