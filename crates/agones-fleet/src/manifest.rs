@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use tickpack_bench::GameServer;
 use tickpack_host::game::openarena::{self, OpenArena};
 use tickpack_host::launch::{ReferenceServer, Slot};
 use tickpack_report::bench::BenchSettings;
@@ -275,16 +274,15 @@ fn ports(y: &mut Yaml, game: Game) {
 }
 
 fn health(y: &mut Yaml, game: Game) {
-    let (who, start) = match game {
-        Game::Reference => (
-            "The reference server (--agones)",
-            GameServer::Reference.start_limit(1),
-        ),
-        Game::OpenArena => (
-            "The sidecar, while the game answers its queries,",
-            GameServer::OpenArena(OpenArena::default()).start_limit(1),
-        ),
+    let who = match game {
+        Game::Reference => "The reference server (--agones)",
+        Game::OpenArena => "The sidecar, while the game answers its queries,",
     };
+    // The start time the bench allows one server: the game's definition's.
+    let start = tickpack_game::registry::find(game.as_str())
+        .map_or(std::time::Duration::from_secs(20), |(d, _)| {
+            d.start_limit(1)
+        });
     y.comment(
         6,
         &format!(

@@ -50,22 +50,44 @@ impl GameServer {
     /// The port every instance binds in the netns backends (each has its
     /// own address); the process backend counts up from a private port.
     pub fn netns_port(&self) -> u16 {
+        self.definition().port
+    }
+
+    /// The game's definition: its own, or the built-in file of the
+    /// reference server or OpenArena.
+    fn definition(&self) -> std::borrow::Cow<'_, GameDef> {
         match self {
-            GameServer::Reference => 27015,
-            GameServer::OpenArena(_) => tickpack_host::game::openarena::PORT,
-            GameServer::Defined { def, .. } => def.port,
+            GameServer::Defined { def, .. } => std::borrow::Cow::Borrowed(def),
+            other => std::borrow::Cow::Owned(
+                tickpack_game::registry::find(other.name())
+                    .expect("the reference server and OpenArena are built in")
+                    .0,
+            ),
         }
     }
 
     /// How long the servers of one step may take to answer their first
-    /// health check: an OpenArena server loads its map and bot files
-    /// (about a second of CPU each), and a step starts them all at once on
-    /// the server cores.
+    /// health check (the definition's `[ready]`): an OpenArena server loads
+    /// its map and bot files (about a second of CPU each), and a step
+    /// starts them all at once on the server cores.
     pub fn start_limit(&self, servers: u32) -> std::time::Duration {
-        match self {
-            GameServer::Reference => std::time::Duration::from_secs(20),
-            GameServer::OpenArena(_) => std::time::Duration::from_secs(30 + 3 * u64::from(servers)),
-            GameServer::Defined { def, .. } => def.start_limit(servers),
-        }
+        self.definition().start_limit(servers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The facts the bench took from literals now come from the built-in
+    /// definition files, with the same values.
+    #[test]
+    fn the_built_in_games_ports_and_start_limits_come_from_their_files() {
+        assert_eq!(GameServer::Reference.netns_port(), 27015);
+        assert_eq!(GameServer::Reference.start_limit(4).as_secs(), 20);
+        let oa = GameServer::OpenArena(OpenArena::default());
+        assert_eq!(oa.netns_port(), tickpack_host::game::openarena::PORT);
+        assert_eq!(oa.start_limit(1).as_secs(), 33);
+        assert_eq!(oa.start_limit(4).as_secs(), 42);
     }
 }
