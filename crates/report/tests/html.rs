@@ -612,8 +612,9 @@ fn a_result_written_before_typed_verdicts_reads_and_writes_the_same_json() {
 fn the_limits_list_is_the_verdicts_rule_table_with_the_outage_rule() {
     let p = page(sample());
     let run = &p[p.find("<h3>Run</h3>").unwrap()..p.find("<h3>Ladders</h3>").unwrap()];
-    // Every rule but the query rule, which this sample's limits leave unset.
-    assert_eq!(run.matches("<li>").count(), RULES.len() - 1, "{run}");
+    // Every rule but the query and the two run-delay rules, which this
+    // sample's limits leave unset.
+    assert_eq!(run.matches("<li>").count(), RULES.len() - 3, "{run}");
     assert!(
         run.contains("<li>no outage (200 ms or more without snapshots for a player)</li>"),
         "{run}"
@@ -833,5 +834,48 @@ fn a_step_shows_its_steal_and_the_attempts_set_aside_for_it() {
     assert!(
         p.contains("run again, the machine disturbed: steal 31.0% of CPU 0"),
         "the attempt set aside"
+    );
+}
+
+/// A game tickpack cannot play: the page lists only the limits that judged
+/// it, names the player rules as not applicable, and shows each step's
+/// run delay.
+#[test]
+fn a_game_without_players_shows_its_run_delay_and_the_rules_that_did_not_apply() {
+    let mut r = sample();
+    r.settings.players_per_server = 0;
+    r.settings.qos = tickpack_report::qos::default_limits_without_players(60);
+    r.settings.tick_hz = 60;
+    for l in &mut r.ladders {
+        for s in &mut l.steps {
+            s.players = 0;
+            s.run_delay_us = Some(Percentiles {
+                p99: 2_345,
+                count: 40,
+                ..Default::default()
+            });
+        }
+    }
+    let p = page(r);
+    assert!(p.contains("Run delay p99, ms"), "a run delay column");
+    assert!(p.contains("2.35"), "each step's run delay p99");
+    assert!(
+        p.contains("p99 run delay &le; 4.17 ms"),
+        "the run delay limit"
+    );
+    let na = &p[p.find("<dt>not applicable</dt>").expect("an n/a list")..];
+    let na = &na[..na.find("</dd>").unwrap()];
+    for rule in [
+        "p99 transaction latency",
+        "snapshots lost",
+        "p99 tick lateness",
+    ] {
+        assert!(na.contains(rule), "{rule} is n/a: {na}");
+    }
+    let judged = &p[p.find("<dt>QoS limits</dt>").unwrap()..];
+    let judged = &judged[..judged.find("</dd>").unwrap()];
+    assert!(
+        !judged.contains("p99 transaction latency &le;") && !judged.contains("snapshots lost"),
+        "only the limits that judged: {judged}"
     );
 }

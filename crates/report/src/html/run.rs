@@ -84,6 +84,6 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
         fmt_num(s.headroom_target * 100.0)
     );
     w!(out, "<dt>Compare</dt><dd>{}</dd>\n", or_na(&s.compare));
-    limits::qos_limits(out, q, s.tick_hz);
+    limits::qos_limits(out, q, s.tick_hz, s.players_per_server > 0);
     out.push_str("</dl>\n");
 }

@@ -45,6 +45,12 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     } else {
         ""
     };
+    let has_run_delay = ladder.steps.iter().any(|s| s.run_delay_us.is_some());
+    let run_delay_head = if has_run_delay {
+        "<th class=\"num\" rowspan=\"2\">Run delay p99, ms (servers waiting for a CPU)</th>"
+    } else {
+        ""
+    };
     let has_batch = ladder.steps.iter().any(|s| s.batch.is_some());
     let batch_head = if has_batch {
         "<th class=\"num\" rowspan=\"2\">Batch bogo-ops/s (CPU %, % of idle)</th>\
@@ -59,7 +65,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <th class=\"num\" rowspan=\"2\">Players</th><th rowspan=\"2\">Verdict</th>\
          <th colspan=\"3\" style=\"text-align:center\">Transaction latency, ms</th>\
          <th class=\"num\" rowspan=\"2\">Tick lateness p99, ms</th>\
-         <th class=\"num\" rowspan=\"2\">Server frame p99, ms</th>{query_head}\
+         <th class=\"num\" rowspan=\"2\">Server frame p99, ms</th>{query_head}{run_delay_head}\
          <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
          <th class=\"num\" rowspan=\"2\">Outages</th>\
          <th class=\"num\" rowspan=\"2\">Reconnects</th>\
@@ -125,6 +131,11 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
             _ if has_query => format!("<td class=\"num\">{NA}</td>"),
             _ => String::new(),
         };
+        let run_delay = match &st.run_delay_us {
+            Some(p) if p.count > 0 => format!("<td class=\"num\">{}</td>", fmt_ms(p.p99)),
+            _ if has_run_delay => format!("<td class=\"num\">{NA}</td>"),
+            _ => String::new(),
+        };
         let batch = match &st.batch {
             _ if !has_batch => String::new(),
             None => format!(
@@ -143,7 +154,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
             out,
             "<tr{}><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td>{verdict}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{query}\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{query}{run_delay}\
              <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td>{batch}<td class=\"num\">{watts}</td>\
              <td class=\"failures\">{failures}</td></tr>\n",
