@@ -57,6 +57,9 @@ pub struct GameVariant {
     pub qos: tickpack_report::bench::QosLimits,
     /// As recorded in result.json (versions, map, ...).
     pub game_settings: std::collections::BTreeMap<String, String>,
+    /// The query protocol probed beside this game's steps (a game judged
+    /// on its query), if any.
+    pub probe: Option<String>,
 }
 
 impl LadderSpec {
@@ -71,6 +74,7 @@ impl LadderSpec {
             s.bots_per_server = g.bots_per_server;
             s.tick_hz = g.tick_hz;
             s.warmup_s = g.warmup_s;
+            s.probe = g.probe.clone();
             s.qos = g.qos;
         }
         s

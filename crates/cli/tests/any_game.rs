@@ -262,3 +262,52 @@ max = 8
     let left = Leftovers::of("tpbn").scan();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `--compare game` takes any two games: here the reference server (with
+/// players) against a game judged without them, each with its own
+/// defaults and its own rules.
+#[test]
+fn compare_game_takes_any_two_games() {
+    let _g = serial();
+    let dir = TempDir(tmp("compare"));
+    let mine = dir.0.join("mine.toml");
+    std::fs::write(
+        &mine,
+        "name = \"mine\"\ndescription = \"my own server\"\ncommand = \"{tickpack} server --bind {ip}:{port} --tick-hz {tick_hz} --cost light\"\nport = 28000\nslots = 8\n[tick]\nhz = 30\n",
+    )
+    .unwrap();
+    let out_dir = dir.0.join("out");
+    let out = Command::new(exe())
+        .args([
+            "bench",
+            "--compare",
+            "game",
+            "--game",
+            "reference",
+            "--game",
+        ])
+        .arg(&mine)
+        .args(["--repeat", "1", "--tile-servers", "1", "--max-steps", "1"])
+        .args(["--step-duration", "2s", "--cost", "light", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = text(&out);
+    let result = out_dir.join("result.json");
+    assert!(result.exists(), "no result.json: {text}");
+    let r = read(&result);
+    let ladders = r["ladders"].as_array().unwrap();
+    assert_eq!(ladders.len(), 2, "{text}");
+    let first = &ladders[0]["steps"][0];
+    let second = &ladders[1]["steps"][0];
+    assert_eq!(
+        first["players"], 12,
+        "the reference server's players: {first}"
+    );
+    assert_eq!(second["players"], 0, "mine has no players: {second}");
+    assert!(
+        second["run_delay_us"]["count"].as_u64().unwrap() > 0,
+        "{second}"
+    );
+    assert_eq!(ladders[1]["game"]["game"], "mine", "{}", ladders[1]["game"]);
+}

@@ -64,10 +64,12 @@ pub struct Args {
     pub repeat: Option<u32>,
     /// The game server the steps run: a built-in game (`tickpack games
     /// list`: reference, openarena, nexuiz) or a definition file's path
-    /// (docs/games.md). A game tickpack cannot play (no player protocol)
-    /// is judged on its servers' run delay and its query latency.
-    #[arg(long, default_value = "reference", value_name = "NAME|FILE")]
-    pub game: String,
+    /// (docs/games.md) [default: reference]. A game tickpack cannot play
+    /// (no player protocol) is judged on its servers' run delay and its
+    /// query latency. With --compare game, give two (the first is the
+    /// ratios' baseline) [default: reference and openarena].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub game: Vec<String>,
     /// A game variable, NAME=VALUE (repeatable): one of the definition's
     /// [variables], e.g. --set map=dm_aggressor (`tickpack games show GAME`).
     #[arg(long = "set", value_name = "NAME=VALUE")]
@@ -241,44 +243,39 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     // The flags' value parsers checked ranges; what depends on several
     // flags or on the machine is checked here, before anything is created.
     let compare_game = matches!(a.compare, Some(CompareArg::Game));
-    let (def, source) = super::games::load(&a.game)?;
-    // The reference server and OpenArena keep their typed launchers; every
-    // other game is launched from its definition.
-    let built_in = matches!(source, tickpack_game::Source::BuiltIn(_));
-    let oa = built_in && def.name == "openarena";
-    let adapter = built_in && (oa || def.name == "reference");
-    if compare_game && a.game != "reference" {
-        return Err(fail(
-            Code::Config,
-            "--compare game runs both games (the reference server and OpenArena): drop --game",
-        ));
-    }
+    let names: Vec<&str> = match (compare_game, a.game.len()) {
+        (true, 0) => vec!["reference", "openarena"],
+        (true, 2) | (false, 1) => a.game.iter().map(String::as_str).collect(),
+        (false, 0) => vec!["reference"],
+        (true, n) => {
+            return Err(fail(
+                Code::Config,
+                format!("--compare game compares two games: give --game twice (or none: the reference server and OpenArena), got {n}"),
+            ))
+        }
+        (false, n) => {
+            return Err(fail(
+                Code::Config,
+                format!("--game given {n} times: one game per run, or two with --compare game"),
+            ))
+        }
+    };
     if compare_game && a.probe.is_some() {
         return Err(fail(
             Code::Config,
             "--probe asks one query protocol; the two games of --compare game do not share one",
         ));
     }
-    let (defaults, game, qos) = if adapter {
-        let defaults = GameDefaults::of(a, oa);
-        let game = game_server(a, oa, &defaults)?;
-        let qos = qos_limits(a, defaults.tick_hz)?;
-        (defaults, game, qos)
-    } else {
-        defined_game(a, def)?
-    };
+    let (defaults, game, qos) = game_choice(a, names[0])?;
     // --compare game: each game with its own defaults (flags given apply
-    // to both), the reference server first: the ratios' baseline.
+    // to both), the first the ratios' baseline.
     let games = if compare_game {
-        let reference = GameDefaults::of(a, false);
-        let openarena = GameDefaults::of(a, true);
-        vec![
-            reference.variant(GameServer::Reference, qos_limits(a, reference.tick_hz)?),
-            openarena.variant(
-                game_server(a, true, &openarena)?,
-                qos_limits(a, openarena.tick_hz)?,
-            ),
-        ]
+        let mut v = vec![];
+        for n in &names {
+            let (d, server, qos) = game_choice(a, n)?;
+            v.push(d.variant(server, qos));
+        }
+        v
     } else {
         vec![]
     };
@@ -304,17 +301,10 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         headroom_target: a.headroom / 100.0,
         qos,
         compare: compare_of(a.compare).as_str().into(),
-        probe: a.probe.map(|p| p.as_str().to_string()).or_else(|| {
-            // A game judged without players is judged on its own query.
-            match &game {
-                GameServer::Defined { def, .. } => match def.query.protocol {
-                    tickpack_game::QueryProtocol::Q3 => Some("q3".into()),
-                    tickpack_game::QueryProtocol::A2s => Some("a2s".into()),
-                    _ => None,
-                },
-                _ => None,
-            }
-        }),
+        probe: a
+            .probe
+            .map(|p| p.as_str().to_string())
+            .or_else(|| default_probe(&game)),
     };
     if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
         return Err(fail(
@@ -444,6 +434,7 @@ impl GameDefaults {
     ) -> tickpack_bench::GameVariant {
         tickpack_bench::GameVariant {
             game_settings: game_settings(&server),
+            probe: default_probe(&server),
             server,
             players_per_server: self.players_per_server,
             bots_per_server: self.bots,
@@ -530,6 +521,42 @@ fn game_server(a: &Args, oa: bool, d: &GameDefaults) -> Result<GameServer, Failu
     Ok(GameServer::OpenArena(server))
 }
 
+/// One game of the run from `--game NAME|FILE`: its defaults (the flags
+/// given apply), its server and its QoS limits. The reference server and
+/// OpenArena keep their typed launchers; every other game is launched from
+/// its definition.
+fn game_choice(
+    a: &Args,
+    arg: &str,
+) -> Result<(GameDefaults, GameServer, tickpack_report::bench::QosLimits), Failure> {
+    let (def, source) = super::games::load(arg)?;
+    let built_in = matches!(source, tickpack_game::Source::BuiltIn(_));
+    let oa = built_in && def.name == "openarena";
+    if built_in && (oa || def.name == "reference") {
+        let defaults = GameDefaults::of(a, oa);
+        let game = game_server(a, oa, &defaults)?;
+        let qos = qos_limits(a, defaults.tick_hz)?;
+        Ok((defaults, game, qos))
+    } else {
+        defined_game(a, def)
+    }
+}
+
+/// The query a game is judged on when it has no players: its own
+/// definition's, probed by default.
+fn default_probe(game: &GameServer) -> Option<String> {
+    match game {
+        GameServer::Defined { def, .. } if game.players_game().is_none() => {
+            match def.query.protocol {
+                tickpack_game::QueryProtocol::Q3 => Some("q3".into()),
+                tickpack_game::QueryProtocol::A2s => Some("a2s".into()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// A game launched from its definition: its defaults, the flags given,
 /// checked on this machine (program installed) before anything is created.
 fn defined_game(
@@ -537,13 +564,16 @@ fn defined_game(
     def: tickpack_game::GameDef,
 ) -> Result<(GameDefaults, GameServer, tickpack_report::bench::QosLimits), Failure> {
     let config = |m: String| fail(Code::Config, format!("--game {}: {m}", def.name));
-    if a.map != ["oa_dm1"] || !a.game_arg.is_empty() {
+    // With --compare game, OpenArena's and the reference server's own
+    // flags are theirs.
+    let compare_game = matches!(a.compare, Some(CompareArg::Game));
+    if !compare_game && (a.map != ["oa_dm1"] || !a.game_arg.is_empty()) {
         return Err(config(
             "--map and --game-arg are OpenArena's; set a game variable with --set NAME=VALUE"
                 .into(),
         ));
     }
-    if a.cost != "default" {
+    if a.cost != "default" && !compare_game {
         return Err(config("--cost is the reference server's game work".into()));
     }
     let mut settings = tickpack_game::GameSettings::defaults(&def);
