@@ -16,6 +16,9 @@
 //! - [`launch`]: the launch contract every host runs ([`ServerSpec`]: typed
 //!   command words with per-instance placeholders, environment, files,
 //!   health check), and the reference server's typed options.
+//! - [`query`]: asking a running server about itself with its own query
+//!   protocol (q3 `getinfo`/`getstatus`, `A2S_INFO`), sans-I/O: one
+//!   [`query::Session`] per target, the [`query::Facts`] of its answers.
 //!
 //! Order: read a file's text (or take a built-in) → [`GameDef::parse`] →
 //! [`GameSettings::defaults`] (then `set`) → [`GameDef::server_spec`] → the
@@ -23,11 +26,14 @@
 //!
 //! Deliberately not here: reading files, sockets, clocks, processes. The
 //! caller reads a definition (bounded by [`def::MAX_DEF_BYTES`]) and checks
-//! the machine (is the program installed?); the host runs the spec.
+//! the machine (is the program installed?); the host runs the spec; the
+//! host, the prober and the Agones sidecar drive query sessions over their
+//! own sockets.
 
 pub mod def;
 pub mod launch;
 mod lines;
+pub mod query;
 pub mod registry;
 pub mod settings;
 
