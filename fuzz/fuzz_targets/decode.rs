@@ -1,9 +1,12 @@
-//! Every datagram the server, a player or the query prober can receive goes
+//! Every datagram the server, a player or a game query asker can receive goes
 //! through these decoders: they must never panic, whatever the bytes.
 //! Run: `cargo +nightly fuzz run decode` (from the repository root).
 #![no_main]
 
+use std::time::Duration;
+
 use libfuzzer_sys::fuzz_target;
+use tickpack_game::query::{Query, Schedule, Session};
 use tickpack_wire::{a2s, delta, Datagram, EntityState, Packet};
 
 fuzz_target!(|data: &[u8]| {
@@ -20,6 +23,15 @@ fuzz_target!(|data: &[u8]| {
         let again = Packet::Command(c).to_vec();
         assert_eq!(Packet::decode(&again), Ok(Packet::Command(c)));
     }
-    // What the host's A2S health check receives.
-    let _ = a2s::Reply::decode(data);
+    // What every game query asker receives (the host's health check, the
+    // prober, the Agones sidecar, the referee): the decoders and a session.
+    for q in [Query::Q3Info, Query::Q3Status, Query::A2sInfo] {
+        let _ = q.decode(data);
+        let every = Duration::from_secs(2);
+        let mut s = Session::new(q, Schedule { interval: every, timeout: every }, Duration::ZERO);
+        let mut out = Vec::new();
+        let _ = s.poll_transmit(Duration::ZERO, &mut out);
+        let _ = s.handle(Duration::from_millis(1), data);
+        let _ = s.poll_transmit(Duration::from_millis(2), &mut out);
+    }
 });

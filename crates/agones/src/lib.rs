@@ -18,8 +18,9 @@
 //!   action, and `GET /gameserver` (the reachability check).
 //! - [`driver`]: [`drive`], the thin loop: observe, perform, sleep, until
 //!   Shutdown.
-//! - [`watch`]: what the sidecar asks a game (`getstatus`, `A2S_INFO`) and
-//!   what the answer says, sans-I/O; [`sidecar`]: its I/O loop.
+//! - [`sidecar`]: the sidecar for games we did not write: what it asks
+//!   ([`sidecar::Game`]: `getstatus`, `A2S_INFO`, over the game query layer
+//!   `tickpack_game::query`) and its I/O loop.
 //!
 //! Order: resolve the endpoint, make an [`SdkClient`], check it with
 //! `game_server()` before starting anything (its `player_sinks()` go into
@@ -31,7 +32,6 @@ pub mod driver;
 pub mod endpoint;
 pub mod reporter;
 pub mod sidecar;
-pub mod watch;
 
 pub use client::{GameServer, SdkClient, SdkError};
 pub use driver::{drive, Done};

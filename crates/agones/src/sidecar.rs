@@ -1,18 +1,69 @@
 //! [`run`]: the sidecar for games we did not write. It asks the game its
-//! query (see [`crate::watch`]) once per period over one connected UDP
-//! socket and feeds what it heard to the [`driver`]: the
-//! first answer makes the GameServer Ready, answers keep the health pings
-//! going (a game that stops answering stops them), the names in the
-//! answers are the players, and `stop` (SIGTERM) ends in Shutdown.
+//! own query once per period over one connected UDP socket, driving a
+//! session of the game query layer (`tickpack_game::query`: one query in
+//! flight, its timeout, the A2S challenge round trip, answers matched to
+//! their query), and feeds what it heard to the [`driver`]: the first
+//! answer makes the GameServer Ready, answers keep the health pings going
+//! (a game that stops answering stops them), the players in the answers
+//! are the players, and `stop` (SIGTERM) ends in Shutdown.
+//!
+//! What it asks ([`Game::query`]):
+//! - OpenArena (and other ioquake3 games): `getstatus`, whose answer lists
+//!   every client by name (bots too: ioq3's answer does not tell them
+//!   apart), colour codes removed. ioq3 answers one `getstatus` a second
+//!   per address, the sidecar's pace at most.
+//! - The reference server: `A2S_INFO` (with its challenge); it gives a
+//!   count, so the players are named `player-1`, `player-2`, ... (humans
+//!   only: bots are left out). See [`players`].
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use tickpack_game::query::{Event, Facts, Player, Query, Schedule, Session};
+
 use crate::client::{SdkClient, SdkError};
 use crate::driver::{self, Done};
 use crate::reporter::{Action, Observation, Settings};
-use crate::watch::{self, Game, Heard};
+
+/// A game the sidecar can watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Game {
+    /// An OpenArena (ioquake3) server: `getstatus`.
+    OpenArena,
+    /// tickpack's reference server: `A2S_INFO`.
+    Reference,
+}
+
+impl Game {
+    /// As typed after `--game`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Game::OpenArena => "openarena",
+            Game::Reference => "reference",
+        }
+    }
+
+    /// What the sidecar asks it.
+    pub fn query(self) -> Query {
+        match self {
+            Game::OpenArena => Query::Q3Status,
+            Game::Reference => Query::A2sInfo,
+        }
+    }
+}
+
+/// Who plays, from an answer: the names it lists (colour codes removed),
+/// else `player-1` ... for each human it counts (all its players when it
+/// does not say which are bots).
+pub fn players(facts: &Facts) -> Vec<String> {
+    match &facts.roster {
+        Some(roster) => roster.iter().map(Player::clean_name).collect(),
+        None => (1..=facts.humans().unwrap_or(facts.players))
+            .map(|i| format!("player-{i}"))
+            .collect(),
+    }
+}
 
 /// How to watch one game.
 #[derive(Debug, Clone)]
@@ -42,15 +93,13 @@ pub fn run(
     };
     let sock = UdpSocket::bind(bind)?;
     sock.connect(opts.target)?;
-    let mut seq = 0u64;
+    let mut asker = Asker::new(opts.game.query(), opts.every);
     let mut answers = 0u64;
-    let mut players = Vec::new();
-    let game = opts.game;
-    let every = opts.every;
+    let mut players_now = Vec::new();
     let done = driver::drive(
         client,
         opts.settings,
-        // The query's own wait paces the loop.
+        // The session's schedule paces the loop.
         Duration::ZERO,
         || {
             if stop.load(Ordering::Relaxed) {
@@ -59,20 +108,14 @@ pub fn run(
                     ..Observation::default()
                 };
             }
-            seq += 1;
-            let started = Instant::now();
-            if let Some(p) = ask(&sock, game, seq, every, stop) {
+            if let Some(facts) = asker.next_answer(&sock, stop) {
                 answers += 1;
-                players = p;
-            }
-            // Keep the pace when the answer came early.
-            if let Some(rest) = every.checked_sub(started.elapsed()) {
-                sleep_unless_stopped(rest, stop);
+                players_now = players(&facts);
             }
             Observation {
                 serving: answers > 0,
                 progress: answers,
-                players: players.clone(),
+                players: players_now.clone(),
                 tick_p99_us: None,
                 ending: stop.load(Ordering::Relaxed),
             }
@@ -83,56 +126,72 @@ pub fn run(
     Ok(done)
 }
 
-/// One query and its answer within `wait` (with the A2S challenge round
-/// trip if the game asks for one): who plays, or `None` if no answer came.
-fn ask(
-    sock: &UdpSocket,
-    game: Game,
-    seq: u64,
-    wait: Duration,
-    stop: &AtomicBool,
-) -> Option<Vec<String>> {
-    let deadline = Instant::now() + wait;
-    let mut out = Vec::new();
-    watch::encode_query(game, seq, None, &mut out);
-    sock.send(&out).ok()?;
-    let mut buf = [0u8; 16 * 1024];
-    // Bounded by the deadline; the count bounds a flood of stray datagrams.
-    for _ in 0..64 {
-        let left = deadline.checked_duration_since(Instant::now())?;
-        if left.is_zero() || stop.load(Ordering::Relaxed) {
-            return None;
-        }
-        // Wake at least every 100 ms to see `stop`.
-        sock.set_read_timeout(Some(left.min(Duration::from_millis(100))))
-            .ok()?;
-        let n = match sock.recv(&mut buf) {
-            Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                continue;
-            }
-            // ECONNREFUSED: nothing listens yet (the game is starting).
-            Err(_) => {
-                sleep_unless_stopped(left.min(Duration::from_millis(100)), stop);
-                continue;
-            }
+/// The sidecar's session on its own clock, and its buffers.
+struct Asker {
+    session: Session,
+    t0: Instant,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Asker {
+    /// Asks every `every`, waiting as long for each answer; the first
+    /// query goes at once.
+    fn new(query: Query, every: Duration) -> Asker {
+        let schedule = Schedule {
+            interval: every,
+            timeout: every,
         };
-        match watch::decode_answer(game, &buf[..n]) {
-            Heard::Alive { players } => return Some(players),
-            Heard::Challenge(c) => {
-                out.clear();
-                watch::encode_query(game, seq, Some(c), &mut out);
-                sock.send(&out).ok()?;
-            }
-            Heard::Other => {}
+        Asker {
+            session: Session::new(query, schedule, Duration::ZERO),
+            t0: Instant::now(),
+            buf: vec![0; 16 * 1024],
+            out: Vec::new(),
         }
     }
-    None
+
+    /// Waits for the next query to be due, sends it (again with the A2S
+    /// challenge if the game asks for one) and returns the facts of its
+    /// answer; `None` if it timed out or `stop` was set first.
+    fn next_answer(&mut self, sock: &UdpSocket, stop: &AtomicBool) -> Option<Facts> {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            let now = self.t0.elapsed();
+            if self.session.handle_timeout(now) == Some(Event::TimedOut) {
+                return None;
+            }
+            while self.session.poll_transmit(now, &mut self.out) {
+                // A failed send (nothing listens yet) times out as a query.
+                let _ = sock.send(&self.out);
+            }
+            // Wake at least every 100 ms to see `stop`.
+            let wait = self
+                .session
+                .next_timeout()
+                .map_or(Duration::MAX, |t| t.saturating_sub(self.t0.elapsed()))
+                .clamp(Duration::from_millis(1), Duration::from_millis(100));
+            sock.set_read_timeout(Some(wait)).ok()?;
+            match sock.recv(&mut self.buf) {
+                Ok(n) => {
+                    let at = self.t0.elapsed();
+                    if let Some(Event::Answered { facts, .. }) =
+                        self.session.handle(at, &self.buf[..n])
+                    {
+                        return Some(facts);
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                // ECONNREFUSED: nothing listens yet (the game is starting).
+                Err(_) => sleep_unless_stopped(wait, stop),
+            }
+        }
+    }
 }
 
 fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
@@ -144,3 +203,6 @@ fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
         std::thread::sleep(left.min(Duration::from_millis(50)));
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -66,7 +66,17 @@ impl Health {
     /// Whether the check is a game's query protocol (`q3`, `a2s`): asked
     /// every 2 s (servers rate-limit queries), round trips recorded.
     pub fn is_query(self) -> bool {
-        matches!(self, Health::Q3 | Health::A2s)
+        self.query().is_some()
+    }
+
+    /// The game query protocol a query check asks ([`crate::query`]);
+    /// `None` for the others.
+    pub fn query(self) -> Option<crate::query::Protocol> {
+        match self {
+            Health::Q3 => Some(crate::query::Protocol::Q3),
+            Health::A2s => Some(crate::query::Protocol::A2s),
+            Health::TickpackStats | Health::None => None,
+        }
     }
 }
 

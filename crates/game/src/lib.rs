@@ -16,20 +16,24 @@
 //! - [`launch`]: the launch contract every host runs ([`ServerSpec`]: typed
 //!   command words with per-instance placeholders, environment, files,
 //!   health check), and the reference server's typed options.
+//! - [`query`]: asking a running server about itself with its own query
+//!   protocol (q3 `getinfo`/`getstatus`, `A2S_INFO`), sans-I/O: one
+//!   [`query::Session`] per target, the [`query::Facts`] of its answers.
+//! - [`source`]: `--game NAME|FILE` as a checked definition: the crate's
+//!   one piece of I/O, a bounded read of a user's file.
 //!
 //! Order: read a file's text (or take a built-in) → [`GameDef::parse`] →
 //! [`GameSettings::defaults`] (then `set`) → [`GameDef::server_spec`] → the
 //! host.
 //!
-//! - [`source`]: `--game NAME|FILE` as a checked definition: the crate's
-//!   one piece of I/O, a bounded read of a user's file.
-//!
 //! Deliberately not here: sockets, clocks, processes, and any other file:
-//! the host runs the spec.
+//! the host runs the spec; the host, the prober and the Agones sidecar
+//! drive query sessions over their own sockets.
 
 pub mod def;
 pub mod launch;
 mod lines;
+pub mod query;
 pub mod registry;
 pub mod settings;
 pub mod source;

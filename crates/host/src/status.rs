@@ -43,10 +43,11 @@ pub struct InstanceStatus {
     /// Frame time p99 the instance reports (microseconds).
     pub frame_p99_us: Option<u32>,
     /// Players on the server: the reference server's stats, or the game
-    /// query's count of humans and bots (`q3`: `clients`).
+    /// query's count of humans and bots (`q3`: `clients`; 255 stands for
+    /// 255 or more).
     pub players: Option<u8>,
-    /// Bots among them, from the game query (`q3`: `clients` minus
-    /// `g_humanplayers`; `a2s`: its bots field).
+    /// Bots among them, from the game query (`q3`: DarkPlaces' `bots`, or
+    /// ioq3's `clients` minus `g_humanplayers`; `a2s`: its bots field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bots: Option<u8>,
     /// The map the game query reports.

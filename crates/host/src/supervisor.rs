@@ -14,8 +14,9 @@
 //!
 //! Files: this one is the core (bring-up, spawning, reaping, status,
 //! teardown); `restart.rs` the restart policy as a pure tracker
-//! ([`RestartTracker`]); `health.rs` health checks and liveness, with the
-//! game query protocols (`q3`, `a2s`) sans-I/O in `probe.rs`; `usage.rs`
+//! ([`RestartTracker`]); `health.rs` health checks and liveness, with each
+//! instance's game query (`q3`, `a2s`: a session of `tickpack_game::query`)
+//! in `probe.rs`; `usage.rs`
 //! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
 //! the run directory, its records and [`recover`]; `config_files.rs` the
 //! server's config files, written into its directory before each start.
@@ -114,8 +115,6 @@ pub struct Supervisor {
     /// Instance index by address, for health replies (addresses never change).
     health_by_addr: HashMap<SocketAddr, usize>,
     next_health: Instant,
-    /// When the next game query is due (`q3`, `a2s`).
-    next_query: Instant,
     started: Instant,
     control: Option<UnixListener>,
     /// A `down` request waiting for its answer.
@@ -161,7 +160,6 @@ impl Supervisor {
             health: None,
             health_by_addr: HashMap::new(),
             next_health: Instant::now(),
-            next_query: Instant::now(),
             started: Instant::now(),
             control: None,
             pending_down: None,
@@ -373,6 +371,7 @@ impl Supervisor {
             .net
             .as_ref()
             .map(|n| n.netns_path(self.instances[k].spec.id));
+        let query_clock = self.query_clock();
         let i = &mut self.instances[k];
         let ip = i.addr.ip().to_string();
         let slot = Slot {
@@ -427,7 +426,7 @@ impl Supervisor {
         i.started = Instant::now();
         i.last_heard = None;
         i.stats = None;
-        i.probe.reset();
+        i.probe.reset(query_clock);
         i.cpu_sample = None;
         self.record.processes.retain(|p| p.is_same_process());
         self.record.processes.extend(recorded);
@@ -443,9 +442,10 @@ impl Supervisor {
         if now >= self.next_health {
             self.next_health = now + Duration::from_secs(1);
             self.sample_usage(now);
-            self.send_health(now);
+            self.send_health();
         }
         self.read_health(now);
+        self.send_queries();
         self.check_liveness(now);
         self.batch_poll(now);
         self.serve_control()

@@ -27,7 +27,7 @@ use crate::emulated::Emulated;
 use crate::openarena::Q3Player;
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
 use crate::recorder::Recorder;
-use crate::referee::{self, Referee};
+use crate::referee::Referee;
 use crate::{with_causes, PlayersError};
 
 /// Live counters for a progress display, updated by the threads, and the
@@ -159,7 +159,10 @@ pub fn run(
         start + (cfg.warmup + cfg.duration).as_micros() as u64,
     );
     let threads = cfg.threads.min(cfg.players);
-    let mut referee = Referee::default();
+    let mut referee = match cfg.game {
+        Game::OpenArena => Referee::new(&cfg.targets, window.0, window.1),
+        Game::Reference => Referee::default(),
+    };
     let results: Vec<Result<ThreadOut, PlayersError>> = std::thread::scope(|s| {
         if cfg.game == Game::OpenArena {
             let referee = &mut referee;
@@ -239,7 +242,7 @@ struct ThreadOut {
     referee: Vec<tickpack_report::RefereeRow>,
 }
 
-/// Asks every target for its status every [`referee::INTERVAL_US`] over
+/// Asks every target for its status every [`crate::referee::INTERVAL_US`] over
 /// the window, from one socket, and keeps what the servers say of our
 /// players.
 fn ask_the_referee(cfg: &PlayersConfig, window: (u64, u64), stop: &AtomicBool, r: &mut Referee) {
@@ -249,21 +252,21 @@ fn ask_the_referee(cfg: &PlayersConfig, window: (u64, u64), stop: &AtomicBool, r
     if !cfg.cpus.is_empty() {
         let _ = tickpack_net::cpu::pin_current_thread(&[cfg.cpus[0]]);
     }
-    let _ = sock.set_read_timeout(Some(std::time::Duration::from_millis(50)));
-    let mut next = window.0;
-    let mut round = 0u64;
+    let mut out = Vec::with_capacity(64);
     let mut buf = vec![0u8; 16 * 1024];
     while now_us() < window.1 && !stop.load(Ordering::Relaxed) {
-        if now_us() >= next {
-            round += 1;
-            let req = Referee::request(round);
-            for t in &cfg.targets {
-                let _ = sock.send_to(&req, t);
-            }
-            next += referee::INTERVAL_US;
+        let now = now_us();
+        while let Some(to) = r.poll_transmit(now, &mut out) {
+            let _ = sock.send_to(&out, to);
         }
+        // Wake at least every 50 ms to see `stop`.
+        let wait_us = r
+            .next_timeout_us()
+            .map_or(50_000, |t| t.saturating_sub(now_us()))
+            .clamp(1_000, 50_000);
+        let _ = sock.set_read_timeout(Some(std::time::Duration::from_micros(wait_us)));
         if let Ok((n, from)) = sock.recv_from(&mut buf) {
-            r.handle(from, &buf[..n]);
+            r.handle(now_us(), from, &buf[..n]);
         }
     }
 }

@@ -8,22 +8,22 @@
 //! (no game state changes), and it says nothing about servers that answer
 //! queries on another thread.
 //!
-//! - [`protocol`]: what to send and how to read a reply, per [`Protocol`]
-//!   (sans-I/O, on the `tickpack-q3` and `tickpack-wire` codecs).
-//! - [`target`]: [`QueryTarget`], one target's schedule, in-flight query,
-//!   timeout, A2S challenge round trip and figures; sans-I/O, driven with
-//!   the time passed in (tested on a virtual clock).
+//! - The queries themselves (what to send, what an answer says, one query
+//!   in flight, timeouts, the A2S challenge) are the game query layer's,
+//!   `tickpack_game::query`; [`Protocol`] is its.
+//! - [`target`]: [`QueryTarget`], one target's query session on the
+//!   prober's clock and its figures (round trips, the server's facts);
+//!   sans-I/O, driven with the time passed in (tested on a virtual clock).
 //! - [`result`]: the run as `tickpack.probe/1` (`tickpack probe --json`)
 //!   and the merged figures of a bench step.
 //! - [`run`]: the I/O loop ([`run::run`]): one connected UDP socket per
 //!   target, `poll(2)` until the next deadline, on the caller's CPUs.
 
-pub mod protocol;
 pub mod result;
 pub mod run;
 pub mod target;
 
-pub use protocol::Protocol;
 pub use result::{merged, to_result};
 pub use run::{run, Live, ProbeConfig, ProbeError, ProbeOutcome};
 pub use target::{ProbeSettings, QueryTarget};
+pub use tickpack_game::query::Protocol;

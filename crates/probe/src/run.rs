@@ -17,8 +17,8 @@ use std::time::Duration;
 use tickpack_net::clock::now_us;
 use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
 
-use crate::protocol::Protocol;
 use crate::target::{ProbeSettings, QueryTarget};
+use crate::Protocol;
 
 /// After an interruption, replies to the queries in flight are awaited this
 /// long at most (then those queries are not counted).

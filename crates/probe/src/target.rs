@@ -1,30 +1,26 @@
-//! One target's queries, sans-I/O: when the next query is due, which query
-//! is in flight, when it times out, the A2S challenge round trip, and the
-//! figures (an HdrHistogram of round trips in µs, sent/answered/lost).
+//! One target's queries for the prober: a [`Session`] of the game query
+//! layer (`tickpack_game::query`: schedule, the query in flight, timeout,
+//! the A2S challenge round trip, counts) on the prober's microsecond clock,
+//! and the prober's own figures (an HdrHistogram of round trips in µs, the
+//! server's facts from its last answer, counts as the result schema keeps
+//! them). Sans-I/O, driven with the time passed in (tested on a virtual
+//! clock).
 //!
-//! Rules:
-//! - One query in flight per target. The timeout is capped at the
-//!   interval, so a query is answered or lost before the next is sent, and
-//!   a reply can only belong to the query in flight.
-//! - A reply at or after the timeout is lost (counted in `late` too), never
-//!   a sample.
-//! - A2S: a query answered with `S2C_CHALLENGE` is sent again at once with
-//!   that challenge; its round trip (and its timeout) runs from the re-send,
-//!   and the challenge is kept for the next queries (a server that wants a
-//!   new one says so again). At most [`MAX_CHALLENGES`] per query.
-//! - Queries are sent on a fixed schedule (`interval` apart) from the first
-//!   one; a loop that fell behind sends at once and starts the schedule
-//!   again from there (no catch-up burst, so rate limits hold).
+//! The rules are the session's: one query in flight, its timeout capped at
+//! the interval; an answer at or after the timeout is lost (counted in
+//! `late` too), never a sample; A2S's challenge makes the query go again at
+//! once, timed from the re-send, at most
+//! [`tickpack_game::query::MAX_CHALLENGES`] times; queries on a fixed
+//! schedule with no catch-up burst. On top, the prober's: no query starts
+//! at or after the stop time, and [`QueryTarget::finish`] leaves a query
+//! still in flight at an interrupted run's end uncounted.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use tickpack_game::query::{Event, Facts, Protocol, Schedule, Session};
 use tickpack_report::probe::{QueryCounts, ServerFacts};
-
-use crate::protocol::{decode_answer, encode_request, q3_id, Answer, Protocol};
-
-/// `S2C_CHALLENGE` answers one query may get before it is left to time out.
-pub const MAX_CHALLENGES: u32 = 2;
 
 /// How often and how patiently to ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,38 +41,42 @@ impl ProbeSettings {
 
     /// The timeout actually applied.
     pub fn effective_timeout_us(&self) -> u64 {
-        self.timeout_us.min(self.interval_us).max(1)
+        self.schedule().effective_timeout().as_micros() as u64
+    }
+
+    /// As the query layer takes it.
+    pub fn schedule(&self) -> Schedule {
+        Schedule {
+            interval: us(self.interval_us),
+            timeout: us(self.timeout_us),
+        }
     }
 }
 
-#[derive(Debug, Clone)]
-struct InFlight {
-    seq: u64,
-    sent_us: u64,
-    challenges: u32,
-    /// A2S: the challenge came; send again now.
-    resend: bool,
+fn us(v: u64) -> Duration {
+    Duration::from_micros(v)
 }
 
-/// One target: its schedule, its query in flight and its figures.
+/// What a server said, as the result schema keeps it (bots 0 when the
+/// answer does not say).
+pub fn server_facts(f: &Facts) -> ServerFacts {
+    ServerFacts {
+        name: f.name.clone(),
+        map: f.map.clone(),
+        players: f.players,
+        max_players: f.max_players,
+        bots: f.bots.unwrap_or(0),
+    }
+}
+
+/// One target: its session and its figures.
 #[derive(Debug, Clone)]
 pub struct QueryTarget {
     pub addr: SocketAddr,
     protocol: Protocol,
-    settings: ProbeSettings,
-    next_send_us: u64,
-    /// No query starts at or after this time.
-    stop_us: u64,
-    seq: u64,
-    in_flight: Option<InFlight>,
-    /// The last query that timed out (a late reply to it is `late`).
-    expired: Option<u64>,
-    a2s_challenge: Option<u32>,
+    session: Session,
     hist: Histogram<u64>,
-    counts: QueryCounts,
     facts: Option<ServerFacts>,
-    /// Datagrams that answered no query of ours.
-    stray: u64,
 }
 
 impl QueryTarget {
@@ -89,147 +89,68 @@ impl QueryTarget {
         first_us: u64,
         stop_us: u64,
     ) -> Self {
+        let mut session = Session::new(protocol.info(), settings.schedule(), us(first_us));
+        session.stop_at(us(stop_us));
         QueryTarget {
             addr,
             protocol,
-            settings,
-            next_send_us: first_us,
-            stop_us,
-            seq: 0,
-            in_flight: None,
-            expired: None,
-            a2s_challenge: None,
+            session,
             hist: tickpack_report::new_histogram(),
-            counts: QueryCounts::default(),
             facts: None,
-            stray: 0,
         }
     }
 
-    fn timeout_us(&self) -> u64 {
-        self.settings.effective_timeout_us()
-    }
-
-    /// Counts the query in flight as lost if its time is up at `now`.
-    fn expire(&mut self, now_us: u64) {
-        if let Some(f) = &self.in_flight {
-            if !f.resend && now_us >= f.sent_us + self.timeout_us() {
-                self.counts.lost += 1;
-                self.expired = Some(f.seq);
-                self.in_flight = None;
-            }
-        }
-    }
-
-    /// If a datagram is due at `now`, writes it to `out` (cleared first)
-    /// and returns true; call again until false. Also times out the query
-    /// in flight.
+    /// If a datagram is due at `now` (µs), writes it to `out` (cleared
+    /// first) and returns true; call again until false. Also times out the
+    /// query in flight.
     pub fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>) -> bool {
-        out.clear();
-        self.expire(now_us);
-        if let Some(f) = &mut self.in_flight {
-            if !f.resend {
-                return false;
-            }
-            f.resend = false;
-            f.sent_us = now_us;
-            encode_request(self.protocol, f.seq, self.a2s_challenge, out);
-            return true;
-        }
-        if now_us < self.next_send_us || self.next_send_us >= self.stop_us {
-            return false;
-        }
-        self.seq += 1;
-        self.counts.sent += 1;
-        self.in_flight = Some(InFlight {
-            seq: self.seq,
-            sent_us: now_us,
-            challenges: 0,
-            resend: false,
-        });
-        self.next_send_us += self.settings.interval_us;
-        if self.next_send_us <= now_us {
-            self.next_send_us = now_us + self.settings.interval_us;
-        }
-        encode_request(self.protocol, self.seq, self.a2s_challenge, out);
-        true
+        self.session.handle_timeout(us(now_us));
+        self.session.poll_transmit(us(now_us), out)
     }
 
-    /// A datagram from the target arrived at `now`.
+    /// A datagram from the target arrived at `now` (µs).
     pub fn handle(&mut self, now_us: u64, datagram: &[u8]) {
-        self.expire(now_us);
-        match decode_answer(self.protocol, datagram) {
-            Answer::Info { id, facts } => {
-                let seq = |id: &Option<String>, s: u64| match id {
-                    Some(id) => *id == q3_id(s),
-                    None => self.protocol == Protocol::A2s,
-                };
-                match &self.in_flight {
-                    Some(f) if !f.resend && seq(&id, f.seq) => {
-                        tickpack_report::record(&mut self.hist, now_us - f.sent_us);
-                        self.counts.answered += 1;
-                        self.facts = Some(facts);
-                        self.in_flight = None;
-                    }
-                    _ => match self.expired {
-                        Some(s) if seq(&id, s) => {
-                            self.counts.late += 1;
-                            self.expired = None;
-                        }
-                        _ => self.stray += 1,
-                    },
-                }
-            }
-            Answer::Challenge(c) => match &mut self.in_flight {
-                Some(f)
-                    if self.protocol == Protocol::A2s
-                        && !f.resend
-                        && f.challenges < MAX_CHALLENGES =>
-                {
-                    f.challenges += 1;
-                    f.resend = true;
-                    self.a2s_challenge = Some(c);
-                    self.counts.challenges += 1;
-                }
-                _ => self.stray += 1,
-            },
-            Answer::Other => self.stray += 1,
+        if let Some(Event::Answered { rtt, facts }) = self.session.handle(us(now_us), datagram) {
+            tickpack_report::record(&mut self.hist, rtt.as_micros() as u64);
+            self.facts = Some(server_facts(&facts));
         }
     }
 
     /// When `poll_transmit` next has something to do (`u64::MAX`: never;
     /// 0: now).
     pub fn next_deadline(&self) -> u64 {
-        match &self.in_flight {
-            Some(f) if f.resend => 0,
-            Some(f) => f.sent_us + self.timeout_us(),
-            None if self.next_send_us < self.stop_us => self.next_send_us,
-            None => u64::MAX,
-        }
+        self.session
+            .next_timeout()
+            .map_or(u64::MAX, |t| t.as_micros().min(u128::from(u64::MAX)) as u64)
     }
 
     /// No query will start at or after `at` (an interrupted run).
     pub fn stop_at(&mut self, at_us: u64) {
-        self.stop_us = self.stop_us.min(at_us);
+        self.session.stop_at(us(at_us));
     }
 
     /// True when no query is in flight.
     pub fn idle(&self) -> bool {
-        self.in_flight.is_none()
+        self.session.idle()
     }
 
     /// Ends the run at `now`: a query whose time is up is lost; one still
     /// in flight (an interrupted run) is not counted at all.
     pub fn finish(&mut self, now_us: u64) {
-        self.expire(now_us);
-        if self.in_flight.take().is_some() {
-            self.counts.sent -= 1;
-        }
-        self.stop_us = 0;
+        self.session.handle_timeout(us(now_us));
+        self.session.abandon();
+        self.session.stop_at(Duration::ZERO);
     }
 
     pub fn counts(&self) -> QueryCounts {
-        self.counts
+        let c = self.session.counts();
+        QueryCounts {
+            sent: c.sent,
+            answered: c.answered,
+            lost: c.timed_out,
+            late: c.late,
+            challenges: c.challenges,
+        }
     }
 
     /// Round trips of answered queries, µs.
@@ -244,7 +165,7 @@ impl QueryTarget {
 
     /// Datagrams that answered no query of ours.
     pub fn stray(&self) -> u64 {
-        self.stray
+        self.session.counts().stray
     }
 
     pub fn protocol(&self) -> Protocol {

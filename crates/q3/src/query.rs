@@ -3,7 +3,8 @@
 //!
 //! - `getinfo CHALLENGE` → `infoResponse\n` + one info string;
 //! - `getstatus CHALLENGE` → `statusResponse\n` + the server info string,
-//!   `\n`, then one line per client: `SCORE PING "NAME"\n`.
+//!   `\n`, then one line per client: `SCORE PING "NAME"\n` (DarkPlaces in
+//!   team play: `SCORE PING TEAM "NAME"\n`).
 //!
 //! An info string is `\key\value\key\value...`.
 //!
@@ -120,12 +121,18 @@ pub fn decode(datagram: &[u8]) -> Result<Reply, QueryError> {
     }
 }
 
-/// `SCORE PING "NAME"`.
+/// `SCORE PING "NAME"`, or `SCORE PING TEAM "NAME"` (DarkPlaces in team
+/// play, netconn.c `NetConn_BuildStatusResponse`; the team is not kept).
 fn parse_player(line: &str) -> Option<StatusPlayer> {
     let mut it = line.splitn(3, ' ');
     let score = it.next()?.parse().ok()?;
     let ping = it.next()?.parse().ok()?;
-    let name = it.next()?.trim();
+    let mut name = it.next()?.trim();
+    if !name.starts_with('"') {
+        let (team, rest) = name.split_once(' ')?;
+        team.parse::<i32>().ok()?;
+        name = rest.trim();
+    }
     let name = name.strip_prefix('"')?.strip_suffix('"')?;
     Some(StatusPlayer {
         score,
@@ -178,6 +185,31 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// A DarkPlaces server in team play writes `SCORE PING TEAM "NAME"`
+    /// (here as Nexuiz 2.5.2 sent it in team deathmatch); the decoder took
+    /// only three fields and dropped every such line, so a team game's
+    /// roster came back empty.
+    #[test]
+    fn darkplaces_team_field_a_team_play_status_line_is_not_dropped() {
+        let d = oob::encode(
+            "statusResponse\n\\clients\\2\n0 0 1 \"[BOT]Sensible\"\n-1 35 2 \"tp 1\"\n",
+        );
+        let Reply::Status { players, .. } = decode(&d).unwrap() else {
+            panic!()
+        };
+        let got: Vec<(i32, i32, &str)> = players
+            .iter()
+            .map(|p| (p.score, p.ping, p.name.as_str()))
+            .collect();
+        assert_eq!(got, vec![(0, 0, "[BOT]Sensible"), (-1, 35, "tp 1")]);
+        // A word that is not a team number is still not a player line.
+        let d = oob::encode("statusResponse\n\\a\\b\n0 0 red \"x\"\n");
+        let Reply::Status { players, .. } = decode(&d).unwrap() else {
+            panic!()
+        };
+        assert!(players.is_empty());
     }
 
     #[test]

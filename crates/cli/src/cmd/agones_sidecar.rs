@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tickpack_agones::endpoint;
-use tickpack_agones::sidecar::{self, Options};
-use tickpack_agones::watch::Game;
+use tickpack_agones::sidecar::{self, Game, Options};
 use tickpack_agones::{Action, SdkClient, SdkError, Settings};
 
 use super::{parse_game, parse_positive_duration, parse_target, GameArg};

@@ -5,8 +5,9 @@
 //!   the replies also carry the tick and frame figures shown in the status.
 //!   Silent for 2 s is `unresponsive`; silent for `unresponsive_s` (5 s by
 //!   default) is killed (and restarted by the restart policy).
-//! - `q3`, `a2s`: the game's own query every 2 s (`probe.rs`; servers
-//!   rate-limit queries), its map, players and round trip in the status.
+//! - `q3`, `a2s`: the game's own query every 2 s from each start
+//!   (`probe.rs`, over the game query layer; servers rate-limit queries),
+//!   its map, players and round trip in the status.
 //!   Silent for 5 s (one lost reply is tolerated) is `unresponsive`;
 //!   silent for 10 s (or `unresponsive_s` if longer) is killed. An
 //!   instance that has not answered since it started gets `start_timeout_s`
@@ -15,8 +16,9 @@
 //! - `none`: `running` once the process has lived 200 ms.
 //!
 //! Replies are read with the kernel's receive time stamp
-//! (`SO_TIMESTAMPNS`), so round trips do not depend on when the
-//! supervisor's loop gets to them.
+//! (`SO_TIMESTAMPNS`, wall clock), turned into the supervisor's monotonic
+//! clock the queries run on ([`Supervisor::query_clock`]), so round trips
+//! do not depend on when the supervisor's loop gets to them.
 
 use std::mem::MaybeUninit;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -25,7 +27,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tickpack_wire::Packet;
 
-use super::probe::{Heard, QUERY_INTERVAL};
 use super::{log_path, Supervisor};
 use crate::launch::Health;
 use crate::status::InstanceState;
@@ -121,29 +122,50 @@ pub(super) fn last_lines(text: &str, n: usize) -> String {
 }
 
 impl Supervisor {
-    /// Asks every running instance: the stats once a second (call every
-    /// second); a game query when one is due.
-    pub(super) fn send_health(&mut self, now: Instant) {
+    /// The clock the game queries run on: monotonic, since the supervisor
+    /// started.
+    pub(super) fn query_clock(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// A kernel receive stamp (wall clock, ns) on [`Self::query_clock`]:
+    /// as long ago as the wall clock says it was.
+    fn stamp_on_query_clock(&self, at_ns: i128) -> Duration {
+        let now = self.query_clock();
+        let age_ns = (wall_ns() - at_ns).clamp(0, i128::from(u64::MAX)) as u64;
+        now.saturating_sub(Duration::from_nanos(age_ns))
+    }
+
+    /// Asks every running instance for its stats (`tickpack` health; call
+    /// every second).
+    pub(super) fn send_health(&mut self) {
         let Some(sock) = &self.health else { return };
-        match self.cfg.health {
-            Health::TickpackStats => {
-                let req = Packet::StatsRequest { nonce: 1 }.to_vec();
-                for i in &self.instances {
-                    if i.child.is_some() {
-                        let _ = sock.send_to(&req, i.addr);
-                    }
+        if self.cfg.health == Health::TickpackStats {
+            let req = Packet::StatsRequest { nonce: 1 }.to_vec();
+            for i in &self.instances {
+                if i.child.is_some() {
+                    let _ = sock.send_to(&req, i.addr);
                 }
             }
-            Health::Q3 | Health::A2s if now >= self.next_query => {
-                self.next_query = now + QUERY_INTERVAL;
-                for i in &mut self.instances {
-                    if i.child.is_some() {
-                        let req = i.probe.request(wall_ns());
-                        let _ = sock.send_to(&req, i.addr);
-                    }
+        }
+    }
+
+    /// Sends every running instance's game query datagrams that are due
+    /// (a query every 2 s, an A2S query again with its challenge at once);
+    /// call after [`Self::read_health`] at every poll.
+    pub(super) fn send_queries(&mut self) {
+        let Some(sock) = &self.health else { return };
+        if !self.cfg.health.is_query() {
+            return;
+        }
+        let now = self.query_clock();
+        let mut out = Vec::with_capacity(64);
+        for i in &mut self.instances {
+            if i.child.is_some() {
+                while i.probe.poll_transmit(now, &mut out) {
+                    let _ = sock.send_to(&out, i.addr);
                 }
             }
-            _ => {}
         }
     }
 
@@ -168,6 +190,7 @@ impl Supervisor {
             let Some(&k) = self.health_by_addr.get(&from) else {
                 continue;
             };
+            let at = self.stamp_on_query_clock(at);
             let i = &mut self.instances[k];
             let alive = match self.cfg.health {
                 Health::TickpackStats => match Packet::decode(&buf[..n]) {
@@ -177,14 +200,8 @@ impl Supervisor {
                     }
                     _ => false,
                 },
-                _ => match i.probe.reply(&buf[..n], at, wall_ns()) {
-                    Heard::Nothing => false,
-                    Heard::Alive => true,
-                    Heard::AliveSend(again) => {
-                        let _ = sock.send_to(&again, from);
-                        true
-                    }
-                },
+                // A challenge's query goes again in `send_queries`.
+                _ => i.probe.handle(at, &buf[..n]),
             };
             if alive {
                 i.last_heard = Some(now);

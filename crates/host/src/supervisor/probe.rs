@@ -1,31 +1,32 @@
-//! The game query protocols as health checks (`q3`, `a2s`), sans-I/O: what
-//! to send to one instance, and what a reply tells (alive, map, players,
-//! bots, the round trip). The socket, the clock and the liveness rules are
-//! `health.rs`'s.
+//! One instance's game query (`q3`, `a2s` health checks), sans-I/O: a
+//! session of the game query layer (`tickpack_game::query`: what to send,
+//! what an answer says, one query in flight, its timeout, the A2S
+//! challenge round trip, answers matched to their query) and what the host
+//! keeps of it: the map, players and bots for the status, and the round
+//! trips in an HdrHistogram (microseconds) for the status and the guard.
+//! The socket, the clock and the liveness rules are `health.rs`'s.
 //!
-//! - `q3`: `getinfo tp<N>` ([`tickpack_q3::query`]); the `infoResponse`
-//!   echoes the challenge, so a reply is matched to its request. ioq3
-//!   answers one query per second per source address after a burst of 10,
-//!   so the host asks every [`QUERY_INTERVAL`].
-//! - `a2s`: `A2S_INFO`; the server answers `S2C_CHALLENGE` first, which is
-//!   echoed at once and then kept for the next queries (a server that
-//!   answers with a new challenge gets the query again with that one).
-//!
-//! Round trips are measured between the send and the kernel's receive
-//! time stamp of the reply (both on the wall clock, in nanoseconds), so
-//! the supervisor's 50 ms poll does not blur them; they go into an
-//! HdrHistogram per instance (microseconds).
+//! - Queries are due every [`QUERY_INTERVAL`] from the instance's start
+//!   (ioq3 answers one query a second per source address after a burst of
+//!   10, DarkPlaces one a second), and time out after as long.
+//! - Time is the supervisor's monotonic clock since it started; replies
+//!   are timed with the kernel's receive stamp (`health.rs` converts it),
+//!   so the supervisor's 50 ms poll does not blur them.
+//! - A sign of life is any answer of the instance's protocol (also one
+//!   that came late or matches no query of ours) and an A2S challenge the
+//!   query in flight was waiting for; a server that only ever sends
+//!   challenges is asked again at most
+//!   [`tickpack_game::query::MAX_CHALLENGES`] times per query.
 
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use tickpack_q3::query as q3;
-use tickpack_wire::a2s;
+use tickpack_game::query::{Event, Facts, Query, Schedule, Session};
 
 use crate::launch::Health;
 
-/// How often an instance is asked.
+/// How often an instance is asked (and how long a query waits).
 pub const QUERY_INTERVAL: Duration = Duration::from_secs(2);
 
 /// A round trip summary, as `host status --json` shows it.
@@ -37,17 +38,13 @@ pub struct LatencySummary {
     pub count: u64,
 }
 
-/// What one instance's query state holds.
+/// One instance's query session and what it found.
 #[derive(Debug)]
 pub struct Probe {
-    kind: Health,
-    /// Requests sent, the q3 challenge of the next one.
-    seq: u64,
-    /// The request in flight: its q3 challenge number (0 for a2s) and when
-    /// it was sent (wall clock, ns).
-    pending: Option<(u64, i128)>,
-    /// The A2S challenge to echo.
-    a2s_challenge: Option<u32>,
+    /// `None` for the health checks that are no game query.
+    query: Option<Query>,
+    /// The current run of the server's session (none before it started).
+    session: Option<Session>,
     /// Round trips, microseconds.
     latency: Histogram<u64>,
     pub map: Option<String>,
@@ -60,37 +57,29 @@ pub struct Probe {
     last_us: Option<u64>,
 }
 
-/// What a datagram from an instance meant.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Heard {
-    /// Not a reply of this protocol: ignored.
-    Nothing,
-    /// An answer: the instance is alive.
-    Alive,
-    /// An A2S challenge: alive; send this now.
-    AliveSend(Vec<u8>),
-}
-
 impl Probe {
     pub fn new(kind: Health) -> Probe {
         Probe {
-            kind,
-            seq: 0,
-            pending: None,
-            recent_max_us: None,
-            last_us: None,
-            a2s_challenge: None,
+            query: kind.query().map(|p| p.info()),
+            session: None,
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"),
             map: None,
             players: None,
             bots: None,
+            recent_max_us: None,
+            last_us: None,
         }
     }
 
-    /// Forgets what the last run of the server told (a restart).
-    pub fn reset(&mut self) {
-        self.pending = None;
-        self.a2s_challenge = None;
+    /// The server (re)started at `now`: a new session whose first query is
+    /// due at once, and what the last run told is forgotten (the round
+    /// trips so far are kept).
+    pub fn reset(&mut self, now: Duration) {
+        let schedule = Schedule {
+            interval: QUERY_INTERVAL,
+            timeout: QUERY_INTERVAL,
+        };
+        self.session = self.query.map(|q| Session::new(q, schedule, now));
         self.map = None;
         self.players = None;
         self.bots = None;
@@ -98,70 +87,43 @@ impl Probe {
         self.last_us = None;
     }
 
-    /// The request to send at `now_ns` (wall clock).
-    pub fn request(&mut self, now_ns: i128) -> Vec<u8> {
-        self.seq += 1;
-        self.pending = Some((self.seq, now_ns));
-        match self.kind {
-            Health::Q3 => q3::request(q3::Kind::Info, &format!("tp{}", self.seq)),
-            _ => {
-                let mut out = vec![];
-                a2s::Query::Info {
-                    challenge: self.a2s_challenge,
-                }
-                .encode(&mut out);
-                out
-            }
-        }
+    /// If a datagram is due at `now` (a query, or an A2S query again with
+    /// its challenge), writes it to `out` and returns true; call again
+    /// until false.
+    pub fn poll_transmit(&mut self, now: Duration, out: &mut Vec<u8>) -> bool {
+        let Some(s) = &mut self.session else {
+            return false;
+        };
+        s.handle_timeout(now);
+        s.poll_transmit(now, out)
     }
 
-    /// Digests a datagram from the instance, received at `at_ns`; `now_ns`
-    /// is when a request it asks for is sent.
-    pub fn reply(&mut self, datagram: &[u8], at_ns: i128, now_ns: i128) -> Heard {
-        match self.kind {
-            Health::Q3 => {
-                let Ok(reply) = q3::decode(datagram) else {
-                    return Heard::Nothing;
-                };
-                let info = reply.info();
-                let expected = self.pending.map(|(seq, _)| format!("tp{seq}"));
-                if info.get("challenge").is_some() && info.get("challenge") == expected.as_deref() {
-                    self.record(at_ns);
-                }
-                self.map = info.get("mapname").map(str::to_string);
-                let num = |k: &str| info.get(k).and_then(|v| v.parse::<u8>().ok());
-                self.players = num("clients");
-                self.bots = match (num("clients"), num("g_humanplayers")) {
-                    (Some(c), Some(h)) => Some(c.saturating_sub(h)),
-                    _ => None,
-                };
-                Heard::Alive
-            }
-            _ => match a2s::Reply::decode(datagram) {
-                Ok(a2s::Reply::Challenge(c)) => {
-                    self.a2s_challenge = Some(c);
-                    Heard::AliveSend(self.request(now_ns))
-                }
-                Ok(a2s::Reply::Info(i)) => {
-                    self.record(at_ns);
-                    self.map = Some(i.map);
-                    self.players = Some(i.players);
-                    self.bots = Some(i.bots);
-                    Heard::Alive
-                }
-                Err(_) => Heard::Nothing,
-            },
-        }
-    }
-
-    fn record(&mut self, at_ns: i128) {
-        if let Some((_, sent)) = self.pending.take() {
-            let us = ((at_ns - sent) / 1_000).max(1);
-            let us = u64::try_from(us).unwrap_or(u64::MAX);
+    /// Digests a datagram from the instance, received at `at`; true if it
+    /// is a sign of life.
+    pub fn handle(&mut self, at: Duration, datagram: &[u8]) -> bool {
+        let Some(s) = &mut self.session else {
+            return false;
+        };
+        let Some(event) = s.handle(at, datagram) else {
+            return false;
+        };
+        if let Event::Answered { rtt, .. } = &event {
+            let us = (rtt.as_micros() as u64).max(1);
             let _ = self.latency.record(us);
             self.recent_max_us = Some(self.recent_max_us.map_or(us, |m| m.max(us)));
             self.last_us = Some(us);
         }
+        if let Some(f) = event.facts() {
+            self.learn(f);
+        }
+        true
+    }
+
+    fn learn(&mut self, f: &Facts) {
+        let u8_sat = |n: u32| u8::try_from(n).unwrap_or(u8::MAX);
+        self.map = Some(f.map.clone());
+        self.players = Some(u8_sat(f.players));
+        self.bots = f.bots.map(u8_sat);
     }
 
     /// The longest round trip since the last call (the guard's per-period
@@ -183,85 +145,4 @@ impl Probe {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tickpack_q3::oob;
-
-    #[test]
-    fn a_q3_reply_to_the_pending_request_gives_map_players_and_its_round_trip() {
-        let mut p = Probe::new(Health::Q3);
-        assert_eq!(p.request(1_000_000), b"\xff\xff\xff\xffgetinfo tp1");
-        let reply = oob::encode(
-            "infoResponse\n\\g_humanplayers\\2\\clients\\12\\mapname\\oa_dm1\\sv_maxclients\\16\\challenge\\tp1",
-        );
-        assert_eq!(p.reply(&reply, 1_250_000, 1_250_000), Heard::Alive);
-        assert_eq!(p.map.as_deref(), Some("oa_dm1"));
-        assert_eq!((p.players, p.bots), (Some(12), Some(10)));
-        let l = p.latency().unwrap();
-        assert_eq!((l.count, l.max), (1, 250));
-        // A late reply to an old request is a sign of life, not a round trip.
-        p.request(2_000_000);
-        assert_eq!(p.reply(&reply, 9_000_000, 9_000_000), Heard::Alive);
-        assert_eq!(p.latency().unwrap().count, 1);
-        // Anything else is ignored.
-        assert_eq!(p.reply(&oob::encode("print\nhi"), 0, 0), Heard::Nothing);
-        assert_eq!(p.reply(b"\x01\x02", 0, 0), Heard::Nothing);
-        p.reset();
-        assert_eq!((p.map.as_deref(), p.players), (None, None));
-    }
-
-    #[test]
-    fn an_a2s_challenge_is_echoed_at_once_then_the_info_is_read() {
-        let mut p = Probe::new(Health::A2s);
-        let first = p.request(0);
-        assert_eq!(
-            a2s::Query::decode(&first),
-            Ok(a2s::Query::Info { challenge: None })
-        );
-        let mut challenge = vec![];
-        a2s::encode_challenge(77, &mut challenge);
-        // Received at 100 us, asked again at 150 us (the supervisor's loop).
-        let Heard::AliveSend(again) = p.reply(&challenge, 100_000, 150_000) else {
-            panic!("the query again, with the challenge")
-        };
-        assert_eq!(
-            a2s::Query::decode(&again),
-            Ok(a2s::Query::Info {
-                challenge: Some(77)
-            })
-        );
-        assert!(p.latency().is_none(), "a challenge is not the answer");
-        let mut info = vec![];
-        a2s::encode_info(
-            &a2s::ServerInfo {
-                name: "tp",
-                map: "arena",
-                folder: "tickpack",
-                game: "tickpack",
-                app_id: 0,
-                players: 5,
-                max_players: 12,
-                bots: 2,
-                version: "0",
-                port: 27015,
-                keywords: "",
-            },
-            &mut info,
-        );
-        assert_eq!(p.reply(&info, 400_000, 400_000), Heard::Alive);
-        assert_eq!(
-            p.latency().unwrap().max,
-            250,
-            "from the query with the challenge"
-        );
-        assert_eq!((p.players, p.bots), (Some(5), Some(2)));
-        assert_eq!(p.map.as_deref(), Some("arena"));
-        // The next query carries the kept challenge.
-        assert_eq!(
-            a2s::Query::decode(&p.request(500_000)),
-            Ok(a2s::Query::Info {
-                challenge: Some(77)
-            })
-        );
-    }
-}
+mod tests;

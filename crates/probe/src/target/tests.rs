@@ -2,6 +2,7 @@
 //! late replies and the A2S challenge round trip.
 
 use super::*;
+use tickpack_game::query::{query_id as q3_id, MAX_CHALLENGES};
 use tickpack_wire::a2s;
 
 const MS: u64 = 1_000;
@@ -272,7 +273,7 @@ proptest::proptest! {
                 (1, true) => a2s_info(),
                 (2, true) => a2s_challenge(1),
                 (_, true) => a2s_info(),
-                (_, false) => q3_reply(&q3_id(t.seq)),
+                (_, false) => q3_reply(&q3_id(t.session.seq())),
             };
             t.handle(now, &d);
         }
@@ -287,4 +288,21 @@ proptest::proptest! {
         let c = t.counts();
         proptest::prop_assert_eq!(c.sent, c.answered + c.lost);
     }
+}
+
+/// The prober read bots only from ioq3's `g_humanplayers`, so a DarkPlaces
+/// server (Nexuiz), which says `bots` instead, showed 0 bots in
+/// `tickpack probe` and `bench --probe` results while 8 played.
+#[test]
+fn darkplaces_bots_read_as_zero_a_nexuiz_answer_shows_its_bots() {
+    let mut t = q3_target();
+    sends(&mut t, 0);
+    // As Nexuiz 2.5.2 answered `getinfo tp1` (crates/game/tests/fixtures).
+    let reply = tickpack_q3::oob::encode(
+        "infoResponse\n\\gamename\\Nexuiz\\modname\\data\\gameversion\\20000\\sv_maxclients\\16\\clients\\8\\bots\\8\\mapname\\ruiner\\hostname\\tickpack-test\\protocol\\3\\qcstatus\\dm:2.5.2::score!!\\challenge\\tp1",
+    );
+    t.handle(2 * MS, &reply);
+    assert_eq!(t.counts().answered, 1);
+    let f = t.facts().unwrap();
+    assert_eq!((f.players, f.bots, f.max_players), (8, 8, 16));
 }
