@@ -13,15 +13,21 @@
 # reference server's ladders, transaction p99 beside run delay p99 and query
 # p99 (docs/methodology.md's table). Load generator and prober on CPU 0,
 # servers on the others; as root the netns backend (else plain processes).
+# The results are kept in OUT (default tickpack-results/games/GAME-ROUND/,
+# written after every step by the bench itself).
 # Usage: sudo scripts/bench-games.sh [ROUNDS=3] [MAX_STEPS=10] [STEP=6s]
+#        (GAMES="nexuiz" for some of them; OUT=DIR elsewhere)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 max_steps=${2:-10}
 step=${3:-6s}
 . scripts/bench-common.sh # tp, scpu, tmp, pids; ends them at exit
+out=${OUT:-tickpack-results/games}
+mkdir -p "$out"
 
-games=(reference openarena nexuiz)
+# shellcheck disable=SC2206 # a list of names
+games=(${GAMES:-reference openarena nexuiz})
 declare -A extra=(
   [reference]="--probe a2s"
   [openarena]="--probe q3"
@@ -36,12 +42,12 @@ for r in $(seq "$rounds"); do
     # shellcheck disable=SC2086 # extra flags are words
     "$tp" bench --game "$g" --tile-servers 1 --max-steps "$max_steps" \
       --step-duration "$step" --steps-past-failure 1 ${extra[$g]} \
-      --name bg --out "$tmp/$g-$r" >"$tmp/$g-$r.log" 2>&1 || true
-    [ -f "$tmp/$g-$r/result.json" ] || { echo "bench-games: $g round $r wrote no result:" >&2; tail -5 "$tmp/$g-$r.log" >&2; }
+      --name bg --out "$out/$g-$r" >"$out/$g-$r.log" 2>&1 || true
+    [ -f "$out/$g-$r/result.json" ] || { echo "bench-games: $g round $r wrote no result:" >&2; tail -5 "$out/$g-$r.log" >&2; }
   done
 done
 
-python3 - "$tmp" "$rounds" "${games[@]}" <<'PY'
+python3 - "$out" "$rounds" "${games[@]}" <<'PY'
 import json, os, statistics, sys
 tmp, rounds, games = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 ms = lambda us: "n/a" if us is None else f"{us / 1000:.2f}"

@@ -30,6 +30,25 @@ impl Drop for TempDir {
     }
 }
 
+/// Nothing the benches (host name `bn`) created is left.
+fn no_leftovers() {
+    let left = Leftovers::of("tpbn").scan();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A user's definition `mine.toml` in `dir`: tickpack's own server under
+/// another name, no players, no query; `extra` is appended.
+fn my_definition(dir: &TempDir, extra: &str) -> PathBuf {
+    let mine = dir.0.join("mine.toml");
+    let text = format!(
+        "name = \"mine\"\ndescription = \"my own server\"\n\
+         command = \"{{tickpack}} server --bind {{ip}}:{{port}} --tick-hz {{tick_hz}} --bots {{bots}} --cost light\"\n\
+         port = 28000\nslots = 8\n{extra}"
+    );
+    std::fs::write(&mine, text).unwrap();
+    mine
+}
+
 fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("result.json exists"))
         .expect("valid JSON")
@@ -185,6 +204,15 @@ fn assert_judged_without_players(r: &Value, text: &str, steps_wanted: usize) {
         }
     }
     assert!(text.contains("run delay"), "{text}");
+    // The summary says n/a for the transaction latency nobody measured.
+    let row = text
+        .lines()
+        .find(|l| {
+            l.split_whitespace().take(3).collect::<Vec<_>>() == ["1", "0", "pass"]
+                || l.split_whitespace().take(3).collect::<Vec<_>>() == ["1", "0", "fail"]
+        })
+        .unwrap_or_else(|| panic!("a summary row for 1 server: {text}"));
+    assert_eq!(row.split_whitespace().nth(3), Some("n/a"), "{row}");
 }
 
 #[test]
@@ -215,8 +243,7 @@ fn a_nexuiz_ladder_is_judged_on_run_delay_and_query_latency() {
             "Nexuiz answered getinfo: {s}"
         );
     }
-    let left = Leftovers::of("tpbn").scan();
-    assert!(left.is_empty(), "{left:?}");
+    no_leftovers();
 }
 
 /// A definition a user writes from docs/games.md for a server we do not
@@ -226,26 +253,10 @@ fn a_nexuiz_ladder_is_judged_on_run_delay_and_query_latency() {
 fn a_users_own_definition_climbs_a_ladder() {
     let _g = serial();
     let dir = TempDir(tmp("mine"));
-    let mine = dir.0.join("mine.toml");
-    std::fs::write(
-        &mine,
-        r#"name = "mine"
-description = "my own server"
-command = "{tickpack} server --bind {ip}:{port} --tick-hz {tick_hz} --bots {bots} --cost light"
-port = 28000
-slots = 8
-
-[tick]
-hz = 30
-min_hz = 10
-max_hz = 100
-
-[bots]
-default = 4
-max = 8
-"#,
-    )
-    .unwrap();
+    let mine = my_definition(
+        &dir,
+        "[tick]\nhz = 30\nmin_hz = 10\nmax_hz = 100\n[bots]\ndefault = 4\nmax = 8\n",
+    );
     let (r, text) = two_steps(
         &dir,
         mine.to_str().unwrap(),
@@ -259,8 +270,7 @@ max = 8
         "no query to probe"
     );
     assert_judged_without_players(&r, &text, 2);
-    let left = Leftovers::of("tpbn").scan();
-    assert!(left.is_empty(), "{left:?}");
+    no_leftovers();
 }
 
 /// `--compare game` takes any two games: here the reference server (with
@@ -270,12 +280,7 @@ max = 8
 fn compare_game_takes_any_two_games() {
     let _g = serial();
     let dir = TempDir(tmp("compare"));
-    let mine = dir.0.join("mine.toml");
-    std::fs::write(
-        &mine,
-        "name = \"mine\"\ndescription = \"my own server\"\ncommand = \"{tickpack} server --bind {ip}:{port} --tick-hz {tick_hz} --cost light\"\nport = 28000\nslots = 8\n[tick]\nhz = 30\n",
-    )
-    .unwrap();
+    let mine = my_definition(&dir, "[tick]\nhz = 30\n[bots]\nmax = 8\n");
     let out_dir = dir.0.join("out");
     let out = Command::new(exe())
         .args([

@@ -66,6 +66,22 @@ fn instances(s: &Value) -> &Vec<Value> {
     s["instances"].as_array().unwrap()
 }
 
+/// The addresses of the two instances of `s`: each on `port`, each its
+/// own IP.
+fn two_own_addresses(s: &Value, port: u16) -> Vec<SocketAddr> {
+    let addrs: Vec<SocketAddr> = instances(s)
+        .iter()
+        .map(|i| i["address"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(addrs.len(), 2);
+    assert!(
+        addrs.iter().all(|a| a.port() == port),
+        "port {port} on every instance: {addrs:?}"
+    );
+    assert_ne!(addrs[0].ip(), addrs[1].ip(), "one IP per instance");
+    addrs
+}
+
 /// Every instance runs and its query reported `map`.
 fn all_on_map(s: &Value, map: &str) -> bool {
     all_running(s) && instances(s).iter().all(|i| i["map"] == map)
@@ -93,16 +109,8 @@ fn root_openarena_instances_answer_getinfo_on_their_own_ips_and_come_back_after_
         ],
     );
     let st = host.wait_for(|s| all_on_map(s, "oa_dm1"), "both instances on oa_dm1");
-    let addrs: Vec<SocketAddr> = instances(&st)
-        .iter()
-        .map(|i| i["address"].as_str().unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(addrs.len(), 2);
-    assert!(
-        addrs.iter().all(|a| a.port() == 27960),
-        "Quake 3's port on every instance: {addrs:?}"
-    );
-    assert_ne!(addrs[0].ip(), addrs[1].ip(), "one IP per instance");
+    // Quake 3's port on every instance.
+    let addrs = two_own_addresses(&st, 27960);
     for a in &addrs {
         let info = getinfo(*a, Duration::from_secs(10))
             .unwrap_or_else(|| panic!("{a} did not answer getinfo"));
@@ -453,16 +461,8 @@ fn root_nexuiz_instances_run_from_their_definition_and_answer_their_query() {
         ],
     );
     let st = host.wait_for(|s| all_on_map(s, "ruiner"), "both instances on ruiner");
-    let addrs: Vec<SocketAddr> = instances(&st)
-        .iter()
-        .map(|i| i["address"].as_str().unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(addrs.len(), 2);
-    assert!(
-        addrs.iter().all(|a| a.port() == 26000),
-        "the definition's port on every instance: {addrs:?}"
-    );
-    assert_ne!(addrs[0].ip(), addrs[1].ip(), "one IP per instance");
+    // The definition's port on every instance.
+    two_own_addresses(&st, 26000);
     // The host's own q3 queries see the bots join (DarkPlaces counts them
     // as clients).
     host.wait_for(

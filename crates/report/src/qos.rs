@@ -94,10 +94,16 @@ pub fn default_limits_without_players(tick_hz: u32) -> QosLimits {
     }
 }
 
-/// The noise floor of the relative run-delay rule: on a virtual machine a
-/// wake-up alone costs 50-300 µs, so a first step's sub-millisecond run
-/// delay times a factor would judge noise.
-pub const RUN_DELAY_RELATIVE_FLOOR_US: u64 = 1_000;
+/// The floor of the relative run-delay rule at `tick_hz`: an eighth of a
+/// tick (2.08 ms at 60 Hz), half the absolute limit. A server alone waits
+/// a fraction of a millisecond, and on a virtual machine a wake-up alone
+/// costs 50-300 µs and bursts reach milliseconds, so a first step's
+/// sub-millisecond run delay times a factor would judge noise; with the
+/// floor, the rule fails a step whose servers wait far longer than one
+/// did alone, and scales with the tick as the absolute limit does.
+pub fn run_delay_relative_floor_us(tick_hz: u32) -> u64 {
+    1_000_000 / u64::from(tick_hz.max(1)) / 8
+}
 
 /// What the verdict looks at.
 #[derive(Debug, Clone, Copy)]
@@ -194,6 +200,7 @@ pub enum Miss {
         p99_us: u64,
         factor: f64,
         baseline_us: u64,
+        floor_us: u64,
     },
 }
 
@@ -321,12 +328,13 @@ impl fmt::Display for Miss {
                 p99_us,
                 factor,
                 baseline_us,
+                floor_us,
             } => write!(
                 f,
-                "p99 run delay {:.2} ms > {factor:.1}x the first step's ({:.2} ms) + {:.0} ms",
+                "p99 run delay {:.2} ms > {factor:.1}x the first step's ({:.2} ms) + {:.2} ms",
                 ms(p99_us),
                 ms(baseline_us),
-                ms(RUN_DELAY_RELATIVE_FLOOR_US)
+                ms(floor_us)
             ),
         }
     }
@@ -605,14 +613,14 @@ pub const RULES: [Rule; 12] = [
         id: RuleId::P99RunDelayRelative,
         players: false,
         name: "p99 run delay relative to the first step",
-        description: "packing more servers does not make them wait much longer for a CPU than the first step did (plus a 1 ms noise floor)",
-        limit: |q, _| match q.p99_run_delay_us {
+        description: "packing more servers does not make them wait much longer for a CPU than the first step did (plus an eighth of a tick: the noise floor)",
+        limit: |q, tick_hz| match q.p99_run_delay_us {
             Some(_) => LimitText::AtMost {
                 measure: "p99 run delay",
                 bound: format!(
-                    "{}x the ladder's first step + {} ms",
+                    "{}x the ladder's first step + {} ms (an eighth of a tick)",
                     num(q.p99_relative_to_baseline),
-                    num(ms(RUN_DELAY_RELATIVE_FLOOR_US))
+                    num(ms(run_delay_relative_floor_us(tick_hz)))
                 ),
             },
             None => LimitText::Off,
@@ -624,11 +632,13 @@ pub const RULES: [Rule; 12] = [
             }
             let base = baseline?;
             let p99 = s.run_delay_us?.p99;
-            let limit = (base as f64 * q.p99_relative_to_baseline) as u64 + RUN_DELAY_RELATIVE_FLOOR_US;
+            let floor_us = run_delay_relative_floor_us(s.tick_hz);
+            let limit = (base as f64 * q.p99_relative_to_baseline) as u64 + floor_us;
             (p99 > limit).then_some(Miss::P99RunDelayRelative {
                 p99_us: p99,
                 factor: q.p99_relative_to_baseline,
                 baseline_us: base,
+                floor_us,
             })
         },
     },

@@ -938,14 +938,22 @@ pub fn print_summary(r: &BenchResult) {
             "watts"
         );
         for s in &l.steps {
+            // No players, no transaction latency: n/a, never 0.
+            let tl = |us: u64| {
+                if s.transaction_latency_us.count == 0 {
+                    "n/a".to_string()
+                } else {
+                    format!("{:.2}", us as f64 / 1000.0)
+                }
+            };
             println!(
-                "{:>8} {:>8} {:>7} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>8.1} {:>8}",
+                "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8.1} {:>8}",
                 s.servers,
                 s.players,
                 s.verdict,
-                s.transaction_latency_us.p50 as f64 / 1000.0,
-                s.transaction_latency_us.p99 as f64 / 1000.0,
-                s.transaction_latency_us.p999 as f64 / 1000.0,
+                tl(s.transaction_latency_us.p50),
+                tl(s.transaction_latency_us.p99),
+                tl(s.transaction_latency_us.p999),
                 // A real game server does not report its ticks' lateness.
                 if s.tick_lateness_us.count == 0 {
                     "n/a".to_string()

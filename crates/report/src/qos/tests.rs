@@ -304,6 +304,7 @@ fn a_step_without_players_is_judged_on_run_delay_and_query_only() {
     let mut fig = f.figures();
     fig.players = 0;
     fig.connected = 0;
+    fig.tick_hz = 60;
     fig.transaction_latency_us = &empty;
     fig.run_delay_us = Some(&rd);
     fig.query_latency_us = Some(&query);
@@ -328,7 +329,7 @@ fn a_step_without_players_is_judged_on_run_delay_and_query_only() {
         misses,
         [
             "p99 run delay 5.00 ms > 4.17 ms",
-            "p99 run delay 5.00 ms > 1.5x the first step's (0.50 ms) + 1 ms",
+            "p99 run delay 5.00 ms > 1.5x the first step's (0.50 ms) + 2.08 ms",
         ]
     );
     fig.run_delay_us = None;
