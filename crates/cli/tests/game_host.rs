@@ -329,7 +329,7 @@ fn rejected(name: &str, args: &[&str], needle: &str) -> Output {
 
 #[test]
 fn an_unknown_game_is_a_usage_error_naming_the_games() {
-    let out = rejected("bg1", &["--game", "quake"], "'quake'");
+    let out = rejected("bg1", &["--game", "quake"], "unknown game \"quake\"");
     assert!(String::from_utf8_lossy(&out.stderr).contains("reference, openarena"));
 }
 

@@ -372,7 +372,17 @@ impl FleetFile {
             None | Some("reference") | Some("openarena") => None,
             Some(other) => Some(
                 tickpack_game::source::load(other)
-                    .map_err(|e| FleetError::Invalid(format!("game: {e}")))?
+                    .map_err(|e| {
+                        // An unknown name is said as such; a file's refusal
+                        // keeps its FILE:LINE.
+                        FleetError::Invalid(
+                            if e.line == 0 && !tickpack_game::registry::is_path(other) {
+                                format!("game: {}", e.message)
+                            } else {
+                                format!("game: {e}")
+                            },
+                        )
+                    })?
                     .0,
             ),
         };
