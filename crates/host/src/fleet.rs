@@ -377,7 +377,7 @@ impl FleetFile {
                         // keeps its FILE:LINE.
                         FleetError::Invalid(
                             if e.line == 0 && !tickpack_game::registry::is_path(other) {
-                                format!("game: {}", e.message)
+                                format!("game (--game): {}", e.message)
                             } else {
                                 format!("game: {e}")
                             },
