@@ -162,16 +162,19 @@ fn a_bad_definition_given_to_bench_is_refused_before_anything_is_created() {
 /// A ladder of two one-server steps of `game` (whatever the first
 /// verdict), with `extra` flags: its result and what it printed.
 fn two_steps(dir: &TempDir, game: &str, extra: &[&str]) -> (Value, String) {
-    let out_dir = dir.0.join("out");
-    let out = Command::new(exe())
-        .args(["bench", "--game", game])
+    let mut cmd = Command::new(exe());
+    cmd.args(["bench", "--game", game])
         .args(["--tile-servers", "1", "--max-steps", "2"])
         .args(["--steps-past-failure", "1"])
-        .args(extra)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+        .args(extra);
+    bench_in(dir, &mut cmd)
+}
+
+/// Runs `cmd` (a `tickpack bench`) with `--out` in `dir`: the result it
+/// wrote, which must exist, and what it printed.
+fn bench_in(dir: &TempDir, cmd: &mut Command) -> (Value, String) {
+    let out_dir = dir.0.join("out");
+    let out = cmd.arg("--out").arg(&out_dir).output().unwrap();
     let text = text(&out);
     let result = out_dir.join("result.json");
     assert!(result.exists(), "no result.json: {text}");
@@ -281,26 +284,21 @@ fn compare_game_takes_any_two_games() {
     let _g = serial();
     let dir = TempDir(tmp("compare"));
     let mine = my_definition(&dir, "[tick]\nhz = 30\n[bots]\nmax = 8\n");
-    let out_dir = dir.0.join("out");
-    let out = Command::new(exe())
-        .args([
-            "bench",
-            "--compare",
-            "game",
-            "--game",
-            "reference",
-            "--game",
-        ])
-        .arg(&mine)
-        .args(["--repeat", "1", "--tile-servers", "1", "--max-steps", "1"])
-        .args(["--step-duration", "2s", "--cost", "light", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let text = text(&out);
-    let result = out_dir.join("result.json");
-    assert!(result.exists(), "no result.json: {text}");
-    let r = read(&result);
+    let (r, text) = bench_in(
+        &dir,
+        Command::new(exe())
+            .args([
+                "bench",
+                "--compare",
+                "game",
+                "--game",
+                "reference",
+                "--game",
+            ])
+            .arg(&mine)
+            .args(["--repeat", "1", "--tile-servers", "1", "--max-steps", "1"])
+            .args(["--step-duration", "2s", "--cost", "light"]),
+    );
     let ladders = r["ladders"].as_array().unwrap();
     assert_eq!(ladders.len(), 2, "{text}");
     let first = &ladders[0]["steps"][0];

@@ -604,7 +604,7 @@ fn defined_game(
         warmup_s: a.warmup.map_or(def.ready.warmup_s, |d| d.as_secs_f64()),
     };
     def.server_spec(&settings).map_err(&config)?;
-    if let Some(why) = super::games::missing_program(&def) {
+    if let Some(why) = tickpack_game::source::missing_program(&def) {
         return Err(fail(Code::Config, why));
     }
     let mut qos = qos_limits(a, defaults.tick_hz)?;

@@ -79,7 +79,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
                 match load(f) {
                     Ok((d, _)) => {
                         println!("{f}: ok: game {:?}", d.name);
-                        if let Some(note) = missing_program(&d) {
+                        if let Some(note) = tickpack_game::source::missing_program(&d) {
                             eprintln!("{f}: note: {note}");
                         }
                     }
@@ -109,9 +109,4 @@ fn read(arg: &str) -> Result<(String, String, Source), Failure> {
 /// created when it is unknown, unreadable or refused.
 pub fn load(arg: &str) -> Result<(GameDef, Source), Failure> {
     tickpack_game::source::load(arg).map_err(|e| fail(Code::Config, e))
-}
-
-/// Why the game cannot run on this machine, with what to install.
-pub fn missing_program(def: &GameDef) -> Option<String> {
-    tickpack_game::source::missing_program(def)
 }
