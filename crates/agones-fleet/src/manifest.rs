@@ -6,11 +6,10 @@
 //! double-quoted scalar, so no value can break the document. The tests
 //! parse the text back and validate it against Agones' CRD schemas.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use tickpack_host::game::openarena::{self, OpenArena};
-use tickpack_host::launch::{ReferenceServer, Slot};
+use tickpack_game::launch::{ReferenceServer, Slot};
+use tickpack_game::openarena::{self, OpenArena};
 use tickpack_report::bench::BenchSettings;
 use tickpack_wire::TickRate;
 
@@ -349,23 +348,12 @@ pub fn game_command(s: &Sizing) -> Result<Vec<String>, FleetError> {
 /// The OpenArena settings the result recorded (`game_settings`), with the
 /// game's defaults for what an older result left out.
 fn openarena_server(s: &Sizing) -> Result<OpenArena, FleetError> {
-    let gs: &BTreeMap<String, String> = s
+    let gs = s
         .ladder_game
         .as_ref()
         .map_or(&s.settings.game_settings, |g| &g.game_settings);
     let d = OpenArena::default();
-    let num = |key: &str| -> Result<Option<u16>, FleetError> {
-        gs.get(key)
-            .map(|v| {
-                v.parse().map_err(|_| {
-                    FleetError::Input(format!(
-                        "the result's OpenArena {key} {v:?} is not a number"
-                    ))
-                })
-            })
-            .transpose()
-    };
-    let small = |v: Option<u16>, key: &str| -> Result<Option<u8>, FleetError> {
+    let small = |v: Option<u32>, key: &str| -> Result<Option<u8>, FleetError> {
         v.map(|n| {
             u8::try_from(n).map_err(|_| {
                 FleetError::Input(format!("the result's OpenArena {key} {n} is out of range"))
@@ -374,22 +362,25 @@ fn openarena_server(s: &Sizing) -> Result<OpenArena, FleetError> {
         .transpose()
     };
     Ok(OpenArena {
-        maps: gs
-            .get("map")
-            .map(|m| m.split(',').map(str::to_string).collect())
-            .unwrap_or(d.maps),
-        players: small(num("slots_filled")?, "slots_filled")?.unwrap_or(d.players),
-        bots: small(num("bots")?, "bots")?.unwrap_or(d.bots),
-        sv_fps: num("sv_fps")?.unwrap_or(d.sv_fps),
+        maps: if gs.maps.is_empty() {
+            d.maps
+        } else {
+            gs.maps.clone()
+        },
+        players: small(gs.slots_filled, "slots_filled")?.unwrap_or(d.players),
+        bots: small(gs.bots, "bots")?.unwrap_or(d.bots),
+        sv_fps: match gs.tick_hz {
+            Some(t) => u16::try_from(t).map_err(|_| {
+                FleetError::Input(format!("the result's OpenArena sv_fps {t} is out of range"))
+            })?,
+            None => d.sv_fps,
+        },
         args: gs
-            .get("game_args")
-            .map(|a| {
-                a.split_whitespace()
-                    .filter_map(|kv| kv.split_once('='))
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect()
-            })
-            .unwrap_or_default(),
+            .game_args
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
     })
 }
 

@@ -29,16 +29,39 @@ pub const MEMORY_FLOOR_MIB: u64 = 32;
 /// difference is more than one step of a small ladder's noise.
 pub const PINNING_RATIO_ONE_RUN: f64 = 1.10;
 
-/// Which game the fleet runs: the host's game (the same launch contract
-/// the host and the bench use).
-pub use tickpack_host::game::Game;
+/// Which game the fleet runs: one of the games tickpack builds a container
+/// image for (`docker/`). Its launch comes from the game crate, the same
+/// contract the host and the bench use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Game {
+    /// `tickpack server` in the `tickpack-server` image.
+    Reference,
+    /// The OpenArena server in the `tickpack-openarena` image.
+    OpenArena,
+}
+
+impl Game {
+    /// Every game with an image, in the order messages list them.
+    pub const ALL: [Game; 2] = [Game::Reference, Game::OpenArena];
+
+    /// The game's name, as results record it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Game::Reference => "reference",
+            Game::OpenArena => "openarena",
+        }
+    }
+}
 
 fn parse_game(name: &str) -> Result<Game, FleetError> {
-    name.parse().map_err(|_| {
-        FleetError::Input(format!(
-            "the result's game {name:?} is not one tickpack can deploy (reference or openarena)"
-        ))
-    })
+    Game::ALL
+        .into_iter()
+        .find(|g| g.as_str() == name)
+        .ok_or_else(|| {
+            FleetError::Input(format!(
+                "the result's game {name:?} has no container image here (reference or openarena): tickpack can deploy only those to Agones"
+            ))
+        })
 }
 
 /// Whether a server needs a core of its own, and why.

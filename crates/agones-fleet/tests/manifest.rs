@@ -56,12 +56,12 @@ fn ladder(label: &str, rss: &[Option<u64>]) -> Ladder {
 /// A finished result: `recommended` servers on 2 server cores, one ladder
 /// whose steps peaked at 40 and 60 MiB.
 fn result(game: &str, recommended: Option<u32>) -> BenchResult {
-    let mut game_settings = std::collections::BTreeMap::new();
+    let mut game_settings = tickpack_report::game_settings::GameSettings::default();
     if game == "openarena" {
-        game_settings.insert("map".into(), "oa_dm1,oa_dm4".into());
-        game_settings.insert("sv_fps".into(), "20".into());
-        game_settings.insert("bots".into(), "4".into());
-        game_settings.insert("slots_filled".into(), "8".into());
+        game_settings.maps = vec!["oa_dm1".into(), "oa_dm4".into()];
+        game_settings.tick_hz = Some(20);
+        game_settings.bots = Some(4);
+        game_settings.slots_filled = Some(8);
     }
     BenchResult {
         schema: BENCH_SCHEMA.into(),

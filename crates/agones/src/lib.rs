@@ -19,7 +19,7 @@
 //! - [`driver`]: [`drive`], the thin loop: observe, perform, sleep, until
 //!   Shutdown.
 //! - [`sidecar`]: the sidecar for games we did not write: what it asks
-//!   ([`sidecar::Game`]: `getstatus`, `A2S_INFO`, over the game query layer
+//!   ([`sidecar::Options::query`]: `getstatus`, `A2S_INFO`, over the game query layer
 //!   `tickpack_game::query`) and its I/O loop.
 //!
 //! Order: resolve the endpoint, make an [`SdkClient`], check it with

@@ -7,7 +7,7 @@
 //! (a game that stops answering stops them), the players in the answers
 //! are the players, and `stop` (SIGTERM) ends in Shutdown.
 //!
-//! What it asks ([`Game::query`]):
+//! What it asks ([`Options::query`], from the game's definition):
 //! - OpenArena (and other ioquake3 games): `getstatus`, whose answer lists
 //!   every client by name (bots too: ioq3's answer does not tell them
 //!   apart), colour codes removed. ioq3 answers one `getstatus` a second
@@ -26,33 +26,6 @@ use crate::client::{SdkClient, SdkError};
 use crate::driver::{self, Done};
 use crate::reporter::{Action, Observation, Settings};
 
-/// A game the sidecar can watch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Game {
-    /// An OpenArena (ioquake3) server: `getstatus`.
-    OpenArena,
-    /// tickpack's reference server: `A2S_INFO`.
-    Reference,
-}
-
-impl Game {
-    /// As typed after `--game`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Game::OpenArena => "openarena",
-            Game::Reference => "reference",
-        }
-    }
-
-    /// What the sidecar asks it.
-    pub fn query(self) -> Query {
-        match self {
-            Game::OpenArena => Query::Q3Status,
-            Game::Reference => Query::A2sInfo,
-        }
-    }
-}
-
 /// Who plays, from an answer: the names it lists (colour codes removed),
 /// else `player-1` ... for each human it counts (all its players when it
 /// does not say which are bots).
@@ -68,7 +41,8 @@ pub fn players(facts: &Facts) -> Vec<String> {
 /// How to watch one game.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub game: Game,
+    /// What to ask ([`tickpack_game::QueryProtocol::status_query`]).
+    pub query: Query,
     /// The game's query address (usually 127.0.0.1:port in the same pod).
     pub target: SocketAddr,
     /// Time between two queries, and how long one waits for its answer.
@@ -93,7 +67,7 @@ pub fn run(
     };
     let sock = UdpSocket::bind(bind)?;
     sock.connect(opts.target)?;
-    let mut asker = Asker::new(opts.game.query(), opts.every);
+    let mut asker = Asker::new(opts.query, opts.every);
     let mut answers = 0u64;
     let mut players_now = Vec::new();
     let done = driver::drive(

@@ -56,7 +56,7 @@ pub struct GameVariant {
     pub warmup_s: f64,
     pub qos: tickpack_report::bench::QosLimits,
     /// As recorded in result.json (versions, map, ...).
-    pub game_settings: std::collections::BTreeMap<String, String>,
+    pub game_settings: tickpack_report::game_settings::GameSettings,
     /// The query protocol probed beside this game's steps (a game judged
     /// on its query), if any.
     pub probe: Option<String>,

@@ -159,7 +159,7 @@ impl BenchConfig {
             ));
         }
         // A game tickpack cannot play runs no players.
-        let playable = self.game.players_game().is_some();
+        let playable = crate::game::players_game(&self.game).is_some();
         if (playable && s.players_per_server == 0) || s.players_per_server > 255 {
             return bad(format!(
                 "--players-per-server must be 1..=255, got {}",

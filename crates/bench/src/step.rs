@@ -72,7 +72,7 @@ impl StepRunner for HostStepRunner<'_> {
             port: Some(if spec.backend == Backend::Process {
                 47015
             } else {
-                game.netns_port()
+                game.port()
             }),
             run_dir: Some(plan.run_dir.clone()),
             range: plan.range.clone(),
@@ -190,7 +190,7 @@ impl HostStepRunner<'_> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let players_game = game.players_game().filter(|_| s.players_per_server > 0);
+        let players_game = crate::game::players_game(game).filter(|_| s.players_per_server > 0);
         let players = if players_game.is_some() {
             servers * s.players_per_server
         } else {

@@ -169,12 +169,10 @@ fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
     assert_eq!(r["complete"], true, "{text}");
     assert_eq!(r["settings"]["game"], "openarena", "{text}");
     let g = &r["settings"]["game_settings"];
-    assert_eq!(g["map"], "oa_dm1");
-    assert_eq!(g["sv_fps"], "20");
+    assert_eq!(g["maps"], serde_json::json!(["oa_dm1"]));
+    assert_eq!(g["tick_hz"], 20);
     assert!(
-        g["engine"]
-            .as_str()
-            .is_some_and(|e| e.starts_with("ioquake3-server ")),
+        g["packages"]["ioquake3-server"].as_str().is_some(),
         "engine version recorded: {g}"
     );
     let steps = r["ladders"][0]["steps"].as_array().unwrap();

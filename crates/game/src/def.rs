@@ -145,6 +145,18 @@ impl QueryProtocol {
             QueryProtocol::None => "none",
         }
     }
+
+    /// The query that asks for the most (who plays, not only how many):
+    /// `getstatus` for q3; `A2S_INFO` for A2S and for the reference
+    /// server, which answers it beside its own stats request. `None`: no
+    /// query.
+    pub fn status_query(self) -> Option<crate::query::Query> {
+        match self {
+            QueryProtocol::Q3 => Some(crate::query::Query::Q3Status),
+            QueryProtocol::A2s | QueryProtocol::Tickpack => Some(crate::query::Query::A2sInfo),
+            QueryProtocol::None => None,
+        }
+    }
 }
 
 /// When a started server counts as up.

@@ -19,26 +19,38 @@
 //! - [`query`]: asking a running server about itself with its own query
 //!   protocol (q3 `getinfo`/`getstatus`, `A2S_INFO`), sans-I/O: one
 //!   [`query::Session`] per target, the [`query::Facts`] of its answers.
-//! - [`source`]: `--game NAME|FILE` as a checked definition: the crate's
-//!   one piece of I/O, a bounded read of a user's file.
+//! - [`server`]: the game server a host or a benchmark runs, chosen once
+//!   ([`GameServer`]: the reference server, OpenArena, or a defined game),
+//!   and what a host file asks for ([`GameAsk`]).
+//! - [`openarena`]: OpenArena's typed settings (a map rotation, one
+//!   `addbot` per bot, cvars the host keeps), beside its definition file;
+//!   [`pk3`]: the maps in Quake 3 data files, so an unknown map is refused
+//!   before anything starts.
+//! - [`source`]: `--game NAME|FILE` as a checked definition: a bounded
+//!   read of a user's file.
 //!
 //! Order: read a file's text (or take a built-in) → [`GameDef::parse`] →
 //! [`GameSettings::defaults`] (then `set`) → [`GameDef::server_spec`] → the
 //! host.
 //!
-//! Deliberately not here: sockets, clocks, processes, and any other file:
-//! the host runs the spec; the host, the prober and the Agones sidecar
+//! Deliberately not here: sockets, clocks, processes, and any other file
+//! (the two reads are a user's definition, [`source`], and the directory
+//! of a Quake 3 data file, [`pk3::maps_in`]): the host runs the spec; the host, the prober and the Agones sidecar
 //! drive query sessions over their own sockets.
 
 pub mod def;
 pub mod launch;
 mod lines;
+pub mod openarena;
+pub mod pk3;
 pub mod query;
 pub mod registry;
+pub mod server;
 pub mod settings;
 pub mod source;
 
 pub use def::{DefError, GameDef, PlayerProtocol, QueryProtocol};
 pub use launch::{Health, ServerSpec};
 pub use registry::Source;
+pub use server::{GameAsk, GameServer};
 pub use settings::GameSettings;

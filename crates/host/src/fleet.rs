@@ -54,7 +54,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::game::{openarena, Game, OpenArena};
 use crate::guard::batch::BatchSpec;
 use crate::guard::BatchControl;
 pub use crate::launch::Health;
@@ -273,16 +272,11 @@ pub struct FleetConfig {
     /// Host ports (TCP and UDP) instances may open connections to (netns).
     #[serde(default)]
     pub allow_host_ports: Vec<u16>,
-    /// The OpenArena settings every instance's spec was built from (`game
-    /// = "openarena"`); check them against the machine with
-    /// [`OpenArena::check_system`] before starting.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub openarena: Option<OpenArena>,
-    /// The definition of a game launched from its file (`game = NAME|FILE`
-    /// other than reference and openarena); check its program with
-    /// `tickpack_game::source::missing_program` before starting.
+    /// The game every instance's spec was built from; check it against
+    /// the machine ([`tickpack_game::GameServer::check_system`]) before
+    /// starting. Not recorded: the specs are.
     #[serde(skip)]
-    pub game_def: Option<tickpack_game::GameDef>,
+    pub game: tickpack_game::GameServer,
     /// Batch work beside the servers (`--batch`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub batch: Vec<BatchSpec>,
@@ -366,121 +360,38 @@ impl FleetFile {
             Some("") | Some("none") => Some(vec![]),
             Some(s) => Some(parse_cpu_list(s)?),
         };
-        // A game other than the two with typed launchers comes from its
-        // definition.
-        let defined = match self.game.as_deref() {
-            None | Some("reference") | Some("openarena") => None,
-            Some(other) => Some(
-                tickpack_game::source::load(other)
-                    .map_err(|e| {
-                        // An unknown name is said as such; a file's refusal
-                        // keeps its FILE:LINE.
-                        FleetError::Invalid(
-                            if e.line == 0 && !tickpack_game::registry::is_path(other) {
-                                format!("game (--game): {}", e.message)
-                            } else {
-                                format!("game: {e}")
-                            },
-                        )
-                    })?
-                    .0,
-            ),
-        };
-        let game = match self.game.as_deref() {
-            Some("openarena") => Game::OpenArena,
-            _ => Game::Reference,
-        };
-        let mut settings = None;
-        if let Some(def) = &defined {
-            if self.players_per_server.is_some() || self.game_args.is_some() {
-                return bad(format!(
-                    "players per server and game arguments are OpenArena settings; set {}'s variables with game_vars (--set NAME=VALUE)",
-                    def.name
-                ));
-            }
-            if self.server.is_some() || self.command.is_some() {
-                return bad(format!(
-                    "game = {:?} builds its own command: give a game or a command, not both",
-                    def.name
-                ));
-            }
-            let mut s = tickpack_game::GameSettings::defaults(def);
-            if let Some(map) = self.map.as_ref().and_then(|m| m.first()) {
-                s.set(def, &format!("map={map}"))
-                    .map_err(FleetError::Invalid)?;
-            }
-            for v in self.game_vars.iter().flatten() {
-                s.set(def, v).map_err(FleetError::Invalid)?;
-            }
-            if let Some(b) = self.bots {
-                s.bots = u16::from(b);
-            }
-            if let Some(t) = self.sv_fps {
-                s.tick_hz = t;
-            }
-            settings = Some(s);
-        } else if self.game_vars.is_some() {
-            return bad(
-                "game_vars (--set) are a defined game's variables: add --game NAME|FILE".into(),
-            );
+        // The game names nothing here: the game crate resolves it.
+        let game = tickpack_game::GameAsk {
+            game: self.game,
+            maps: self.map,
+            players_per_server: self.players_per_server,
+            bots: self.bots,
+            tick_hz: self.sv_fps,
+            game_args: self.game_args,
+            game_vars: self.game_vars,
         }
-        let openarena = match game {
-            _ if defined.is_some() => None,
-            Game::OpenArena => {
-                let mut oa = OpenArena::default();
-                if let Some(maps) = self.map {
-                    oa.maps = maps
-                        .iter()
-                        .flat_map(|m| m.split(','))
-                        .map(|m| m.trim().to_string())
-                        .collect();
-                }
-                oa.players = self.players_per_server.unwrap_or(oa.players);
-                oa.bots = self.bots.unwrap_or(oa.players);
-                oa.sv_fps = self.sv_fps.unwrap_or(oa.sv_fps);
-                for a in self.game_args.unwrap_or_default() {
-                    oa.args
-                        .push(openarena::parse_game_arg(&a).map_err(game_error)?);
-                }
-                oa.check().map_err(game_error)?;
-                if self.server.is_some() || self.command.is_some() {
-                    return bad("game = \"openarena\" builds its own command: give a game or a command, not both".into());
-                }
-                Some(oa)
-            }
-            Game::Reference => {
-                if self.map.is_some()
-                    || self.players_per_server.is_some()
-                    || self.bots.is_some()
-                    || self.sv_fps.is_some()
-                    || self.game_args.is_some()
-                {
-                    return bad("map, players per server, bots, sv_fps and game arguments are OpenArena settings: add --game openarena (game = \"openarena\")".into());
-                }
-                None
-            }
-        };
+        .resolve()
+        .map_err(FleetError::Invalid)?;
+        let game_spec = game.spec().map_err(FleetError::Invalid)?;
         // The command's text face is parsed once, here. Foreign servers do
         // not speak tickpack; the reference server does.
-        let mut server = match (self.server, self.command) {
-            _ if openarena.is_some() => openarena.as_ref().expect("just checked").spec(),
-            _ if defined.is_some() => {
-                let def = defined.as_ref().expect("just checked");
-                let s = settings.as_ref().expect("set with the definition");
-                def.server_spec(s)
-                    .map_err(|e| FleetError::Invalid(format!("game {}: {e}", def.name)))?
+        let mut server = match (self.server, self.command, game_spec) {
+            (None, None, Some(spec)) => spec,
+            (_, _, Some(_)) => {
+                return bad(format!(
+                    "game = {:?} builds its own command: give a game or a command, not both",
+                    game.name()
+                ))
             }
-            (Some(_), Some(_)) => {
+            (Some(_), Some(_), None) => {
                 return bad("give the server as a typed spec or as a command, not both".into())
             }
-            (Some(s), None) => s,
-            (None, Some(c)) => ServerSpec::parse(&c)?,
-            (None, None) => ServerSpec::parse(DEFAULT_COMMAND)?,
+            (Some(s), None, None) => s,
+            (None, Some(c), None) => ServerSpec::parse(&c)?,
+            (None, None, None) => ServerSpec::parse(DEFAULT_COMMAND)?,
         };
         let health = self.health.unwrap_or(server.health);
-        let port = self
-            .port
-            .unwrap_or(defined.as_ref().map_or(game.default_port(), |d| d.port));
+        let port = self.port.unwrap_or(game.port());
         if port == 0 {
             return bad("port must not be 0".into());
         }
@@ -620,27 +531,23 @@ impl FleetFile {
             health,
             restart: RestartPolicy {
                 // A defined game's own start time limit, for all at once.
-                start_timeout_s: defined.as_ref().map_or(default_start_timeout_s(), |d| {
-                    d.start_limit(n)
+                start_timeout_s: match &game {
+                    tickpack_game::GameServer::Defined { def, .. } => def
+                        .start_limit(n)
                         .as_secs_f64()
-                        .max(default_start_timeout_s())
-                }),
+                        .max(default_start_timeout_s()),
+                    _ => default_start_timeout_s(),
+                },
                 ..RestartPolicy::default()
             },
             instances,
             allow_host_ports,
-            openarena,
-            game_def: defined,
+            game,
             batch,
             batch_cgroup: self.batch_cgroup,
             batch_control,
         })
     }
-}
-
-/// A game setting's error, as the host configuration's.
-fn game_error(e: crate::game::GameError) -> FleetError {
-    FleetError::Invalid(e.to_string())
 }
 
 /// A CPU quota in cores: more than 0, at most 1024 (top level and overrides).
@@ -829,7 +736,7 @@ mod tests {
         assert_eq!(c.port, 26000, "the definition's port");
         assert_eq!(c.health, Health::Q3, "checked with its query");
         assert_eq!(c.restart.start_timeout_s, 39.0, "30 s + 3 s per server");
-        assert_eq!(c.game_def.as_ref().map(|d| d.name.as_str()), Some("nexuiz"));
+        assert_eq!(c.game.name(), "nexuiz");
         for (file, needle) in [
             (
                 "game = \"nexuiz\"\ngame_vars = [\"mapp=x\"]",
@@ -859,17 +766,23 @@ mod tests {
         .unwrap();
         assert_eq!(c.port, 27960);
         assert_eq!(c.health, Health::Q3);
-        let oa = c.openarena.clone().unwrap();
+        let tickpack_game::GameServer::OpenArena(oa) = c.game.clone() else {
+            panic!("{:?}", c.game)
+        };
         assert_eq!(oa.maps, ["oa_dm1", "oa_dm2", "oa_dm3"]);
         assert_eq!((oa.players, oa.bots), (8, 8), "bots default to the players");
         assert_eq!(oa.args, [("g_gravity".to_string(), "600".to_string())]);
         assert_eq!(c.instances[1].server, oa.spec());
         let json = serde_json::to_string(&c).unwrap();
-        assert_eq!(serde_json::from_str::<FleetConfig>(&json).unwrap(), c);
+        let back = serde_json::from_str::<FleetConfig>(&json).unwrap();
+        assert_eq!(back.instances, c.instances, "the specs are recorded");
         let c = resolve("game = \"openarena\"\nport = 27000\nhealth = \"none\"").unwrap();
         assert_eq!((c.port, c.health), (27000, Health::None));
         let c = resolve("game = \"reference\"").unwrap();
-        assert!(c.openarena.is_none() && c.instances[0].server.is_reference_server());
+        assert!(
+            c.game == tickpack_game::GameServer::Reference
+                && c.instances[0].server.is_reference_server()
+        );
         for (text, needle) in [
             ("game = \"quake\"", "quake"),
             ("game = \"openarena\"\ncommand = \"x\"", "not both"),

@@ -3,8 +3,10 @@
 //!
 //! - [`cgroup`]: per-instance cgroups (cpuset, CPU quota, memory limit) on
 //!   cgroup v1 or v2, detected; roots are parameters so tests use temp trees.
-//! - [`game`]: the games a host runs besides the reference server (the
-//!   OpenArena dedicated server), each a producer of a launch spec.
+//! - [`fleet`]: the host file and flags, validated once into a
+//!   [`fleet::FleetConfig`]; the game itself is `tickpack-game`'s (a
+//!   [`tickpack_game::GameServer`] makes the launch spec), so no game is
+//!   named here.
 //! - [`guard`]: batch work beside the servers and the QoS guard that lets
 //!   it use only the CPU they leave idle (the controller is sans-I/O).
 //! - [`placement`]: CPU topology from /sys and the placement policies.
@@ -24,7 +26,6 @@
 pub mod cgroup;
 pub mod confine;
 pub mod fleet;
-pub mod game;
 pub mod guard;
 /// The launch contract lives with the games (`tickpack-game`); the host
 /// runs any [`launch::ServerSpec`].

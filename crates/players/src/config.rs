@@ -65,21 +65,22 @@ impl std::fmt::Display for SizeDist {
 
 /// Which protocol the players speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Game {
+pub enum Protocol {
     /// tickpack's own protocol (the reference server).
     #[default]
-    Reference,
+    Tickpack,
     /// Quake III Arena protocol 71, as the OpenArena (ioquake3) dedicated
     /// server speaks it.
-    OpenArena,
+    Q3,
 }
 
-impl Game {
-    /// The name flags and results use.
+impl Protocol {
+    /// The game results name for the players' protocol (the one whose
+    /// server it was written against; results from before keep reading).
     pub fn as_str(self) -> &'static str {
         match self {
-            Game::Reference => "reference",
-            Game::OpenArena => "openarena",
+            Protocol::Tickpack => "reference",
+            Protocol::Q3 => "openarena",
         }
     }
 }
@@ -88,7 +89,7 @@ impl Game {
 #[derive(Debug, Clone)]
 pub struct PlayersConfig {
     /// The protocol the players speak.
-    pub game: Game,
+    pub game: Protocol,
     /// Servers to spread the players over, round robin.
     pub targets: Vec<SocketAddr>,
     pub players: usize,
@@ -121,7 +122,7 @@ pub struct PlayersConfig {
 impl Default for PlayersConfig {
     fn default() -> Self {
         Self {
-            game: Game::Reference,
+            game: Protocol::Tickpack,
             targets: vec![],
             players: 12,
             duration: Duration::from_secs(10),

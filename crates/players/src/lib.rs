@@ -34,7 +34,7 @@ pub mod recorder;
 pub mod referee;
 pub mod run;
 
-pub use config::{Game, PlayersConfig, SizeDist};
+pub use config::{PlayersConfig, Protocol, SizeDist};
 pub use emulated::Emulated;
 pub use player::Player;
 pub use recorder::Recorder;
@@ -84,8 +84,8 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         players: cfg.players as u32,
         connected: o.connected as u32,
         cmd_rate_hz: cfg.cmd_rate_hz.unwrap_or(match cfg.game {
-            Game::Reference => f64::from(o.tick_hz),
-            Game::OpenArena => openarena::DEFAULT_CMD_RATE_HZ,
+            Protocol::Tickpack => f64::from(o.tick_hz),
+            Protocol::Q3 => openarena::DEFAULT_CMD_RATE_HZ,
         }),
         tick_hz: o.tick_hz,
         duration_s: match o.interrupted_us {

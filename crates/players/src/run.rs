@@ -22,7 +22,7 @@ use tickpack_net::clock::now_us;
 use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
 use tickpack_net::wait::{WaitMode, Waiter, Wake};
 
-use crate::config::{Game, PlayersConfig};
+use crate::config::{PlayersConfig, Protocol};
 use crate::emulated::Emulated;
 use crate::openarena::Q3Player;
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
@@ -160,11 +160,11 @@ pub fn run(
     );
     let threads = cfg.threads.min(cfg.players);
     let mut referee = match cfg.game {
-        Game::OpenArena => Referee::new(&cfg.targets, window.0, window.1),
-        Game::Reference => Referee::default(),
+        Protocol::Q3 => Referee::new(&cfg.targets, window.0, window.1),
+        Protocol::Tickpack => Referee::default(),
     };
     let results: Vec<Result<ThreadOut, PlayersError>> = std::thread::scope(|s| {
-        if cfg.game == Game::OpenArena {
+        if cfg.game == Protocol::Q3 {
             let referee = &mut referee;
             s.spawn(move || ask_the_referee(cfg, window, stop, referee));
         }
@@ -172,10 +172,10 @@ pub fn run(
             .map(|t| {
                 let live = live.clone();
                 s.spawn(move || match cfg.game {
-                    Game::Reference => {
+                    Protocol::Tickpack => {
                         thread_main(cfg, t, threads, start, window, stop, &live, Player::new)
                     }
-                    Game::OpenArena => {
+                    Protocol::Q3 => {
                         thread_main(cfg, t, threads, start, window, stop, &live, Q3Player::new)
                     }
                 })
@@ -484,9 +484,9 @@ fn thread_main<P: Emulated>(
     let tick_hz = players.iter().map(P::tick_hz).max().unwrap_or(0);
     let hint = match (tick_hz, cfg.game) {
         (hz, _) if hz > 0 => hz,
-        (_, Game::Reference) => DEFAULT_TICK_HZ,
+        (_, Protocol::Tickpack) => DEFAULT_TICK_HZ,
         // The engine's default sv_fps.
-        (_, Game::OpenArena) => crate::openarena::DEFAULT_SV_FPS,
+        (_, Protocol::Q3) => crate::openarena::DEFAULT_SV_FPS,
     };
     let mut referee_rows = vec![];
     for (i, p) in players.iter_mut().enumerate() {

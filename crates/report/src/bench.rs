@@ -40,15 +40,22 @@ pub struct QosLimits {
 /// How a run was set up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchSettings {
-    /// The game every step ran: `reference` (tickpack's server) or
-    /// `openarena` (the real OpenArena / ioquake3 server). Not written for
+    /// The game every step ran: `reference` (tickpack's server),
+    /// `openarena` (the real OpenArena / ioquake3 server) or a defined
+    /// game's name (`nexuiz`, a user's definition). Not written for
     /// the reference server (results from before games read the same).
     #[serde(default = "reference_game", skip_serializing_if = "is_reference")]
     pub game: String,
     /// The game's own settings and versions, as recorded for the report
-    /// (OpenArena: engine, data, map, sv_fps, bots, game arguments).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub game_settings: std::collections::BTreeMap<String, String>,
+    /// (OpenArena: map rotation, sv_fps, bots, game arguments, packages; a
+    /// defined game: tick, bots, variables, packages). Typed; results that
+    /// kept a flat map of text still read.
+    #[serde(
+        default,
+        deserialize_with = "crate::game_settings::read",
+        skip_serializing_if = "crate::game_settings::GameSettings::is_empty"
+    )]
+    pub game_settings: crate::game_settings::GameSettings,
     /// Servers per tile (the case study's VM held 3).
     pub tile_servers: u32,
     pub players_per_server: u32,
@@ -309,10 +316,14 @@ pub struct Ladder {
 /// that follow from its tick.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LadderGame {
-    /// `reference` or `openarena`.
+    /// The game's name (`reference`, `openarena`, a defined game's).
     pub game: String,
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub game_settings: std::collections::BTreeMap<String, String>,
+    #[serde(
+        default,
+        deserialize_with = "crate::game_settings::read",
+        skip_serializing_if = "crate::game_settings::GameSettings::is_empty"
+    )]
+    pub game_settings: crate::game_settings::GameSettings,
     pub players_per_server: u32,
     pub bots_per_server: u32,
     pub tick_hz: u32,

@@ -879,3 +879,29 @@ fn a_game_without_players_shows_its_run_delay_and_the_rules_that_did_not_apply()
         "only the limits that judged: {judged}"
     );
 }
+
+/// A bug: the report's Game row said "the reference server (tickpack's
+/// own)" for every game but OpenArena, so a Nexuiz run read as the
+/// reference server's.
+#[test]
+fn report_names_a_defined_game_not_the_reference_server() {
+    let mut r = sample();
+    r.settings.game = "nexuiz".into();
+    r.settings.game_settings.bots = Some(8);
+    r.settings.game_settings.tick_hz = Some(60);
+    r.settings
+        .game_settings
+        .variables
+        .insert("map".into(), "<ruiner>".into());
+    let html = page(r);
+    let row = html
+        .lines()
+        .find(|l| l.contains("<dt>Game</dt>"))
+        .expect("a Game row");
+    assert!(row.contains("nexuiz (from its definition)"), "{row}");
+    assert!(
+        row.contains("bots 8") && row.contains("map &lt;ruiner&gt;"),
+        "{row}"
+    );
+    assert!(!row.contains("reference server"), "{row}");
+}

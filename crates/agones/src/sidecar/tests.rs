@@ -5,8 +5,8 @@ use super::*;
 use tickpack_game::query::{query_id, Heard};
 use tickpack_wire::a2s;
 
-fn facts(game: Game, datagram: &[u8]) -> Heard {
-    game.query().decode(datagram)
+fn facts(query: Query, datagram: &[u8]) -> Heard {
+    query.decode(datagram)
 }
 
 fn names(h: Heard) -> Vec<String> {
@@ -40,36 +40,34 @@ fn a2s_info(players: u8, bots: u8) -> Vec<u8> {
 #[test]
 fn an_openarena_status_reply_gives_the_names_without_colours() {
     let mut q = vec![];
-    Game::OpenArena.query().encode(&query_id(3), None, &mut q);
+    Query::Q3Status.encode(&query_id(3), None, &mut q);
     assert_eq!(q, b"\xff\xff\xff\xffgetstatus tp3");
     let reply = b"\xff\xff\xff\xffstatusResponse\n\\sv_maxclients\\8\\challenge\\tp3\n5 20 \"^1Sarge\"\n0 999 \"tp-1\"\n";
     assert_eq!(
-        names(facts(Game::OpenArena, reply)),
+        names(facts(Query::Q3Status, reply)),
         vec!["Sarge".to_string(), "tp-1".into()]
     );
     let empty = b"\xff\xff\xff\xffstatusResponse\n\\sv_maxclients\\8\n";
-    assert_eq!(names(facts(Game::OpenArena, empty)), Vec::<String>::new());
+    assert_eq!(names(facts(Query::Q3Status, empty)), Vec::<String>::new());
     // An infoResponse is not what was asked.
     let info = b"\xff\xff\xff\xffinfoResponse\n\\clients\\0";
-    assert_eq!(facts(Game::OpenArena, info), Heard::NotOurs);
-    assert_eq!(facts(Game::OpenArena, b"junk"), Heard::NotOurs);
+    assert_eq!(facts(Query::Q3Status, info), Heard::NotOurs);
+    assert_eq!(facts(Query::Q3Status, b"junk"), Heard::NotOurs);
 }
 
 #[test]
 fn a_reference_info_reply_counts_humans_and_a_challenge_is_passed_on() {
     let mut ch = vec![];
     a2s::encode_challenge(77, &mut ch);
-    assert_eq!(facts(Game::Reference, &ch), Heard::Challenge(77));
+    assert_eq!(facts(Query::A2sInfo, &ch), Heard::Challenge(77));
     let mut q = vec![];
-    Game::Reference
-        .query()
-        .encode(&query_id(1), Some(77), &mut q);
+    Query::A2sInfo.encode(&query_id(1), Some(77), &mut q);
     assert_eq!(&q[q.len() - 4..], &77u32.to_le_bytes());
     assert_eq!(
-        names(facts(Game::Reference, &a2s_info(5, 3))),
+        names(facts(Query::A2sInfo, &a2s_info(5, 3))),
         vec!["player-1".to_string(), "player-2".into()]
     );
-    assert_eq!(facts(Game::Reference, b"\xff"), Heard::NotOurs);
+    assert_eq!(facts(Query::A2sInfo, b"\xff"), Heard::NotOurs);
 }
 
 /// A socket connected to a responder on 127.0.0.1 that answers the first
@@ -112,7 +110,7 @@ fn sidecar_stale_reply_taken_as_the_answer_an_older_querys_status_is_ignored() {
         ]
     });
     let stop = AtomicBool::new(false);
-    let mut asker = Asker::new(Game::OpenArena.query(), Duration::from_secs(2));
+    let mut asker = Asker::new(Query::Q3Status, Duration::from_secs(2));
     let got = asker.next_answer(&sock, &stop).map(|f| players(&f));
     assert_eq!(got, Some(vec!["Fresh".to_string()]));
     assert_eq!(asker.session.counts().stray, 1);
@@ -133,7 +131,7 @@ fn the_reference_server_is_asked_again_with_its_challenge() {
         other => panic!("{other:?}"),
     });
     let stop = AtomicBool::new(false);
-    let mut asker = Asker::new(Game::Reference.query(), Duration::from_secs(2));
+    let mut asker = Asker::new(Query::A2sInfo, Duration::from_secs(2));
     let got = asker.next_answer(&sock, &stop).map(|f| players(&f));
     assert_eq!(got.map(|p| p.len()), Some(3), "4 players, 1 bot");
     let c = asker.session.counts();
@@ -146,7 +144,7 @@ fn a_silent_game_times_out_after_the_period_and_the_next_query_waits_its_turn() 
     let (sock, h) = responder(0, |_| vec![]);
     let stop = AtomicBool::new(false);
     let every = Duration::from_millis(60);
-    let mut asker = Asker::new(Game::OpenArena.query(), every);
+    let mut asker = Asker::new(Query::Q3Status, every);
     let t = Instant::now();
     assert_eq!(asker.next_answer(&sock, &stop), None);
     assert!(t.elapsed() >= every, "{:?}", t.elapsed());

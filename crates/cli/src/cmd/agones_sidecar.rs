@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tickpack_agones::endpoint;
-use tickpack_agones::sidecar::{self, Game, Options};
+use tickpack_agones::sidecar::{self, Options};
 use tickpack_agones::{Action, SdkClient, SdkError, Settings};
+use tickpack_game::query::Query;
 
 use super::{parse_game, parse_positive_duration, parse_target, GameArg};
 use crate::exit::{fail, Code, Failure};
@@ -141,26 +142,20 @@ pub fn print_action(a: &Action) {
 }
 
 pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
-    use tickpack_game::QueryProtocol;
-    let game = match a.game.def.query.protocol {
-        QueryProtocol::Q3 => Game::OpenArena,
-        // The reference server answers A2S besides its own stats request.
-        QueryProtocol::A2s | QueryProtocol::Tickpack => Game::Reference,
-        QueryProtocol::None => {
-            return Err(fail(
-                Code::Config,
-                format!(
-                    "--game {}: its definition has no [query] protocol, so the sidecar has nothing to ask",
-                    a.game.def.name
-                ),
-            ))
-        }
-    };
-    if game == Game::OpenArena && a.every < Duration::from_secs(1) {
+    let Some(query) = a.game.def.query.protocol.status_query() else {
         return Err(fail(
             Code::Config,
             format!(
-                "--every {}: ioquake3 answers one getstatus a second per address; use 1s or more",
+                "--game {}: its definition has no [query] protocol, so the sidecar has nothing to ask",
+                a.game.def.name
+            ),
+        ));
+    };
+    if query == Query::Q3Status && a.every < Duration::from_secs(1) {
+        return Err(fail(
+            Code::Config,
+            format!(
+                "--every {}: q3 servers answer one getstatus a second per address; use 1s or more",
                 humantime::format_duration(a.every)
             ),
         ));
@@ -175,13 +170,13 @@ pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
     }
     eprintln!(
         "agones: watching {} at {target} every {}",
-        game.as_str(),
+        a.game.def.name,
         humantime::format_duration(a.every)
     );
     let mut errors = ErrorLog::new();
     let done = sidecar::run(
         &Options {
-            game,
+            query,
             target,
             every: a.every,
             settings,

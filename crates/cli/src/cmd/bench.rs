@@ -17,7 +17,6 @@ use super::{
     check_cpus, check_dir_flag, parse_cpus, parse_duration, parse_factor, parse_non_negative,
     parse_percent, parse_positive, parse_positive_duration, CpuList,
 };
-use std::collections::BTreeMap;
 
 use tickpack_bench::GameServer;
 
@@ -485,7 +484,7 @@ fn game_server(a: &Args, oa: bool, d: &GameDefaults) -> Result<GameServer, Failu
         return Ok(GameServer::Reference);
     }
     let total = players_per_server + bots;
-    let max = u32::from(tickpack_host::game::openarena::MAX_CLIENTS);
+    let max = u32::from(tickpack_game::openarena::MAX_CLIENTS);
     if total > max {
         return Err(fail(
             Code::Config,
@@ -504,10 +503,10 @@ fn game_server(a: &Args, oa: bool, d: &GameDefaults) -> Result<GameServer, Failu
     let args = a
         .game_arg
         .iter()
-        .map(|g| tickpack_host::game::openarena::parse_game_arg(g))
+        .map(|g| tickpack_game::openarena::parse_game_arg(g))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| fail(Code::Config, format!("--game-arg: {e}")))?;
-    let server = tickpack_host::game::OpenArena {
+    let server = tickpack_game::openarena::OpenArena {
         maps: a.map.clone(),
         players: total as u8,
         bots: bots as u8,
@@ -546,7 +545,7 @@ fn game_choice(
 /// definition's, probed by default.
 fn default_probe(game: &GameServer) -> Option<String> {
     match game {
-        GameServer::Defined { def, .. } if game.players_game().is_none() => {
+        GameServer::Defined { def, .. } if game.player_protocol().is_none() => {
             match def.query.protocol {
                 tickpack_game::QueryProtocol::Q3 => Some("q3".into()),
                 tickpack_game::QueryProtocol::A2s => Some("a2s".into()),
@@ -626,41 +625,33 @@ fn defined_game(
 }
 
 /// The game's settings and versions as result.json records them.
-fn game_settings(game: &GameServer) -> BTreeMap<String, String> {
-    let mut m = BTreeMap::new();
-    if let GameServer::Defined { def, settings } = game {
-        m.insert("tick_hz".into(), settings.tick_hz.to_string());
-        m.insert("bots".into(), settings.bots.to_string());
-        for (k, v) in &settings.variables {
-            m.insert(k.clone(), v.clone());
-        }
-        for package in &def.packages {
-            if let Some(v) = package_version(package) {
-                m.insert(format!("package {package}"), v);
-            }
-        }
-        return m;
-    }
-    let GameServer::OpenArena(oa) = game else {
-        return m;
+fn game_settings(game: &GameServer) -> tickpack_report::game_settings::GameSettings {
+    use tickpack_report::game_settings::GameSettings;
+    let packages = |names: &[&str]| {
+        names
+            .iter()
+            .filter_map(|p| Some((p.to_string(), package_version(p)?)))
+            .collect()
     };
-    m.insert("map".into(), oa.maps.join(","));
-    m.insert("sv_fps".into(), oa.sv_fps.to_string());
-    m.insert("bots".into(), oa.bots.to_string());
-    m.insert("slots_filled".into(), oa.players.to_string());
-    if !oa.args.is_empty() {
-        let args: Vec<String> = oa.args.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        m.insert("game_args".into(), args.join(" "));
+    match game {
+        GameServer::Reference => GameSettings::default(),
+        GameServer::Defined { def, settings } => GameSettings {
+            tick_hz: Some(u32::from(settings.tick_hz)),
+            bots: Some(u32::from(settings.bots)),
+            variables: settings.variables.clone(),
+            packages: packages(&def.packages.iter().map(String::as_str).collect::<Vec<_>>()),
+            ..Default::default()
+        },
+        GameServer::OpenArena(oa) => GameSettings {
+            maps: oa.maps.clone(),
+            tick_hz: Some(u32::from(oa.sv_fps)),
+            bots: Some(u32::from(oa.bots)),
+            slots_filled: Some(u32::from(oa.players)),
+            game_args: oa.args.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            packages: packages(&["ioquake3-server", "openarena-server"]),
+            ..Default::default()
+        },
     }
-    for (key, package) in [
-        ("engine", "ioquake3-server"),
-        ("game_data", "openarena-server"),
-    ] {
-        if let Some(v) = package_version(package) {
-            m.insert(key.into(), format!("{package} {v}"));
-        }
-    }
-    m
 }
 
 /// The installed version of a Debian package, if dpkg knows it.

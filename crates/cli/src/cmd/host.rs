@@ -301,16 +301,7 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         super::check_cpus("reserved CPUs (--reserved-cpus)", cpus)?;
     }
     super::check_dir_flag("run dir (--run-dir)", &cfg.run_dir)?;
-    if let Some(oa) = &cfg.openarena {
-        oa.check_system().map_err(|e| fail(Code::Config, e))?;
-    }
-    if let Some(why) = cfg
-        .game_def
-        .as_ref()
-        .and_then(tickpack_game::source::missing_program)
-    {
-        return Err(fail(Code::Config, why));
-    }
+    cfg.game.check_system().map_err(|e| fail(Code::Config, e))?;
     Ok(cfg)
 }
 

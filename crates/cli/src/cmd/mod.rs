@@ -315,11 +315,11 @@ impl GameArg {
 
     /// The players' protocol for this game; exit 2 for a game tickpack
     /// cannot play.
-    pub fn players_game(&self) -> Result<tickpack_players::Game, crate::exit::Failure> {
+    pub fn players_game(&self) -> Result<tickpack_players::Protocol, crate::exit::Failure> {
         use tickpack_game::PlayerProtocol;
         match self.def.players.protocol {
-            PlayerProtocol::Reference => Ok(tickpack_players::Game::Reference),
-            PlayerProtocol::Q3 => Ok(tickpack_players::Game::OpenArena),
+            PlayerProtocol::Reference => Ok(tickpack_players::Protocol::Tickpack),
+            PlayerProtocol::Q3 => Ok(tickpack_players::Protocol::Q3),
             PlayerProtocol::None => Err(crate::exit::fail(
                 crate::exit::Code::Config,
                 format!(

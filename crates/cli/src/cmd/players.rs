@@ -188,10 +188,10 @@ impl Args {
 /// burst of 10, then one per second (sv_main.c, `SVC_RateLimitAddress`),
 /// so players beyond the fifth of one load generator wait about two
 /// seconds each.
-pub fn defaults_for(game: tickpack_players::Game, per_server: usize) -> (Duration, Duration) {
+pub fn defaults_for(game: tickpack_players::Protocol, per_server: usize) -> (Duration, Duration) {
     match game {
-        tickpack_players::Game::Reference => (Duration::from_secs(1), Duration::from_secs(3)),
-        tickpack_players::Game::OpenArena => {
+        tickpack_players::Protocol::Tickpack => (Duration::from_secs(1), Duration::from_secs(3)),
+        tickpack_players::Protocol::Q3 => {
             let queued = (2 * per_server).saturating_sub(10) as u64;
             let warmup = Duration::from_secs(2 + queued);
             (warmup, warmup + Duration::from_secs(5))

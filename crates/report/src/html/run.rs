@@ -44,18 +44,21 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
         cpu_list(&r.cores.load_generator),
         cpu_list(&r.cores.servers)
     );
-    let game = if s.game == "openarena" {
-        let settings: Vec<String> = s
-            .game_settings
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        format!(
+    let settings = s.game_settings.lines().join(", ");
+    let game = match s.game.as_str() {
+        "reference" => "the reference server (tickpack's own)".to_string(),
+        "openarena" => format!(
             "OpenArena (the real ioquake3 server); {}",
-            super::format::esc(&settings.join(", "))
-        )
-    } else {
-        "the reference server (tickpack's own)".into()
+            super::format::esc(&settings)
+        ),
+        name if settings.is_empty() => {
+            format!("{} (from its definition)", super::format::esc(name))
+        }
+        name => format!(
+            "{} (from its definition); {}",
+            super::format::esc(name),
+            super::format::esc(&settings)
+        ),
     };
     w!(out, "<dt>Game</dt><dd>{game}</dd>\n");
     w!(

@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::pk3;
 use crate::launch::{Health, Piece, ServerSpec, Word};
+use crate::pk3;
 
 /// The server program (a wrapper that execs `ioq3ded`).
 pub const PROGRAM: &str = "/usr/games/openarena-server";
