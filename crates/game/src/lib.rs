@@ -19,6 +19,9 @@
 //! - [`query`]: asking a running server about itself with its own query
 //!   protocol (q3 `getinfo`/`getstatus`, `A2S_INFO`), sans-I/O: one
 //!   [`query::Session`] per target, the [`query::Facts`] of its answers.
+//! - [`gamedig`]: the names of the gamedig crate's protocols a definition
+//!   may ask with (`[query] protocol = "gamedig"`), as a static table; the
+//!   asking is `tickpack-gamedig-query`'s.
 //! - [`source`]: `--game NAME|FILE` as a checked definition: the crate's
 //!   one piece of I/O, a bounded read of a user's file.
 //!
@@ -31,6 +34,7 @@
 //! drive query sessions over their own sockets.
 
 pub mod def;
+pub mod gamedig;
 pub mod launch;
 mod lines;
 pub mod query;
@@ -39,6 +43,7 @@ pub mod settings;
 pub mod source;
 
 pub use def::{DefError, GameDef, PlayerProtocol, QueryProtocol};
+pub use gamedig::GamedigProtocol;
 pub use launch::{Health, ServerSpec};
 pub use registry::Source;
 pub use settings::GameSettings;

@@ -155,6 +155,15 @@ pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
                 ),
             ))
         }
+        QueryProtocol::Gamedig => {
+            return Err(fail(
+                Code::Config,
+                format!(
+                    "--game {}: the sidecar asks q3 and a2s only, not gamedig protocols (yet)",
+                    a.game.def.name
+                ),
+            ))
+        }
     };
     if game == Game::OpenArena && a.every < Duration::from_secs(1) {
         return Err(fail(
