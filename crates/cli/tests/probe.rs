@@ -160,7 +160,7 @@ fn bad_probe_input_exits_2_before_sending() {
         (&["--target", "127.0.0.1:0", "--protocol", "q3"], "port 0"),
         (
             &["--target", "127.0.0.1:27960", "--protocol", "gamespy"],
-            "q3 or a2s",
+            "q3, a2s or gamedig:NAME",
         ),
         (
             &[
@@ -255,7 +255,7 @@ fn an_interrupted_probe_still_writes_its_result() {
 fn bench_query_limit_needs_a_probe_and_a_known_protocol() {
     for (args, says) in [
         (&["--qos-query-p99-ms", "20"][..], "needs --probe"),
-        (&["--probe", "gamespy"], "q3 or a2s"),
+        (&["--probe", "gamespy"], "q3, a2s or gamedig:NAME"),
         (
             &["--probe", "a2s", "--qos-query-p99-ms", "0"],
             "more than 0",
