@@ -201,7 +201,7 @@ impl BenchConfig {
             ));
         }
         if let Some(p) = &s.probe {
-            p.parse::<tickpack_probe::Protocol>()
+            p.parse::<tickpack_probe::ProbeProtocol>()
                 .map_err(|e| BenchError::Config(format!("--probe: {e}")))?;
         }
         match (q.p99_query_us, &s.probe) {

@@ -22,7 +22,7 @@ use tickpack_host::launch::{ReferenceServer, ServerSpec};
 use tickpack_host::status::InstanceState;
 use tickpack_host::supervisor::{batch_log_path, stress_ng_bogo_ops_per_s, Supervisor};
 use tickpack_players::PlayersConfig;
-use tickpack_probe::{ProbeConfig, ProbeSettings, Protocol};
+use tickpack_probe::{ProbeConfig, ProbeProtocol, ProbeSettings};
 use tickpack_report::bench::{BenchSettings, CpuUse, Power, Step, StepBatch};
 use tickpack_wire::TickRate;
 
@@ -405,7 +405,7 @@ fn probe_config(
     let Some(name) = &s.probe else {
         return Ok(None);
     };
-    let protocol: Protocol = name.parse().map_err(BenchError::Config)?;
+    let protocol: ProbeProtocol = name.parse().map_err(BenchError::Config)?;
     let polite = ProbeSettings::DEFAULT;
     Ok(Some(ProbeConfig {
         targets,
@@ -539,13 +539,21 @@ mod tests {
         s.warmup_s = 1.0;
         s.step_duration_s = 6.0;
         let p = probe_config(&s, addrs.clone(), &[0]).unwrap().unwrap();
-        assert_eq!(p.protocol, Protocol::A2s);
+        assert_eq!(p.protocol, tickpack_probe::Protocol::A2s.into());
         assert_eq!(p.targets, addrs);
         assert_eq!(p.cpus, vec![0], "on the load generator's CPUs");
         assert_eq!(p.interval, Duration::from_secs(2));
         assert_eq!(p.timeout, Duration::from_secs(1));
         assert_eq!(p.start_delay, Duration::from_millis(1020));
         assert_eq!(p.duration, Duration::from_secs(6));
+        s.probe = Some("gamedig:unreal2".into());
+        assert_eq!(
+            probe_config(&s, addrs.clone(), &[0])
+                .unwrap()
+                .unwrap()
+                .protocol,
+            ProbeProtocol::Gamedig("unreal2".parse().unwrap())
+        );
         s.probe = Some("gamespy".into());
         assert!(probe_config(&s, addrs, &[0]).is_err());
     }

@@ -14,6 +14,7 @@ use std::path::{Component, Path};
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
+use crate::gamedig::GamedigProtocol;
 use crate::lines::line_of;
 
 /// The largest definition file read, in bytes.
@@ -119,6 +120,21 @@ pub struct BotsDef {
 pub struct QueryDef {
     #[serde(default)]
     pub protocol: QueryProtocol,
+    /// With `protocol = "gamedig"`: which of gamedig's protocols
+    /// ([`crate::gamedig::GAMEDIG_PROTOCOLS`], e.g. `"unreal2"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamedig: Option<String>,
+}
+
+impl QueryDef {
+    /// The gamedig protocol named, when the protocol is `gamedig` (checked
+    /// at parse time, so a parsed definition always has one).
+    pub fn gamedig_protocol(&self) -> Option<GamedigProtocol> {
+        match self.protocol {
+            QueryProtocol::Gamedig => self.gamedig.as_deref().and_then(GamedigProtocol::from_name),
+            _ => None,
+        }
+    }
 }
 
 /// The query protocols tickpack speaks.
@@ -131,6 +147,9 @@ pub enum QueryProtocol {
     A2s,
     /// tickpack's own stats request (the reference server).
     Tickpack,
+    /// One of the gamedig crate's protocols, named by `[query] gamedig`
+    /// (asked by `tickpack-gamedig-query`, not by [`crate::query`]).
+    Gamedig,
     /// No query: only the process is watched.
     #[default]
     None,
@@ -142,6 +161,7 @@ impl QueryProtocol {
             QueryProtocol::Q3 => "q3",
             QueryProtocol::A2s => "a2s",
             QueryProtocol::Tickpack => "tickpack",
+            QueryProtocol::Gamedig => "gamedig",
             QueryProtocol::None => "none",
         }
     }
@@ -149,12 +169,13 @@ impl QueryProtocol {
     /// The query that asks for the most (who plays, not only how many):
     /// `getstatus` for q3; `A2S_INFO` for A2S and for the reference
     /// server, which answers it beside its own stats request. `None`: no
-    /// query.
+    /// query of the sans-I/O layer (none, or a gamedig protocol).
     pub fn status_query(self) -> Option<crate::query::Query> {
         match self {
             QueryProtocol::Q3 => Some(crate::query::Query::Q3Status),
             QueryProtocol::A2s | QueryProtocol::Tickpack => Some(crate::query::Query::A2sInfo),
-            QueryProtocol::None => None,
+            // Asked through the gamedig crate, not the sans-I/O layer.
+            QueryProtocol::Gamedig | QueryProtocol::None => None,
         }
     }
 }
@@ -420,6 +441,34 @@ impl GameDef {
                 "bots: put {bots} in the command or a file (how bots are asked for), or set max = 0".into(),
             ));
         }
+        match (self.query.protocol, &self.query.gamedig) {
+            (QueryProtocol::Gamedig, None) => {
+                return Err((
+                    key(&["query", "protocol"]),
+                    format!(
+                        "query: protocol \"gamedig\" needs gamedig = \"NAME\", one of: {}",
+                        GamedigProtocol::known()
+                    ),
+                ))
+            }
+            (QueryProtocol::Gamedig, Some(name)) => {
+                name.parse::<GamedigProtocol>()
+                    .map_err(|m| (key(&["query", "gamedig"]), format!("query: {m}")))?;
+            }
+            (_, Some(_)) => {
+                return Err((
+                    key(&["query", "gamedig"]),
+                    "query: gamedig = ... goes with protocol = \"gamedig\"".into(),
+                ))
+            }
+            (_, None) => {}
+        }
+        if self.ready.by == Some(ReadyBy::Query) && self.query.protocol == QueryProtocol::Gamedig {
+            return Err((
+                key(&["ready", "by"]),
+                "ready.by = \"query\": the host checks gamedig games by their process only (for now); leave ready.by out or set \"process\"".into(),
+            ));
+        }
         if self.ready.by == Some(ReadyBy::Query) && self.query.protocol == QueryProtocol::None {
             return Err((
                 key(&["ready", "by"]),
@@ -536,7 +585,8 @@ impl GameDef {
     /// When a server counts as up.
     pub fn ready_by(&self) -> ReadyBy {
         self.ready.by.unwrap_or(match self.query.protocol {
-            QueryProtocol::None => ReadyBy::Process,
+            // The host checks gamedig games by their process only.
+            QueryProtocol::None | QueryProtocol::Gamedig => ReadyBy::Process,
             _ => ReadyBy::Query,
         })
     }

@@ -19,6 +19,9 @@
 //! - [`query`]: asking a running server about itself with its own query
 //!   protocol (q3 `getinfo`/`getstatus`, `A2S_INFO`), sans-I/O: one
 //!   [`query::Session`] per target, the [`query::Facts`] of its answers.
+//! - [`gamedig`]: the names of the gamedig crate's protocols a definition
+//!   may ask with (`[query] protocol = "gamedig"`), as a static table; the
+//!   asking is `tickpack-gamedig-query`'s.
 //! - [`server`]: the game server a host or a benchmark runs, chosen once
 //!   ([`GameServer`]: the reference server, OpenArena, or a defined game),
 //!   and what a host file asks for ([`GameAsk`]).
@@ -39,6 +42,7 @@
 //! drive query sessions over their own sockets.
 
 pub mod def;
+pub mod gamedig;
 pub mod launch;
 mod lines;
 pub mod openarena;
@@ -50,6 +54,7 @@ pub mod settings;
 pub mod source;
 
 pub use def::{DefError, GameDef, PlayerProtocol, QueryProtocol};
+pub use gamedig::GamedigProtocol;
 pub use launch::{Health, ServerSpec};
 pub use registry::Source;
 pub use server::{GameAsk, GameServer};

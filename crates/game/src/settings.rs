@@ -161,7 +161,10 @@ impl GameDef {
             })
             .collect();
         spec.health = match (self.ready_by(), self.query.protocol) {
-            (ReadyBy::Process, _) | (_, QueryProtocol::None) => Health::None,
+            // The host checks gamedig games by their process only (for now).
+            (ReadyBy::Process, _) | (_, QueryProtocol::None | QueryProtocol::Gamedig) => {
+                Health::None
+            }
             (_, QueryProtocol::Q3) => Health::Q3,
             (_, QueryProtocol::A2s) => Health::A2s,
             (_, QueryProtocol::Tickpack) => Health::TickpackStats,

@@ -30,6 +30,26 @@ fn a_minimal_definition_gets_its_defaults() {
     assert_eq!(spec.health, Health::None);
 }
 
+#[test]
+fn a_gamedig_query_is_named_and_checked_by_process_only() {
+    let text = format!("{MINIMAL}[query]\nprotocol = \"gamedig\"\ngamedig = \"unreal2\"\n");
+    let d = GameDef::parse("mine.toml", &text).unwrap();
+    assert_eq!(d.query.protocol, QueryProtocol::Gamedig);
+    assert_eq!(
+        d.query.gamedig_protocol().map(|g| g.name()),
+        Some("unreal2")
+    );
+    // The host checks gamedig games by their process only (for now).
+    assert_eq!(d.ready_by(), ReadyBy::Process);
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert_eq!(spec.health, Health::None);
+    // Every name of the table is accepted.
+    for (name, _) in tickpack_game::gamedig::GAMEDIG_PROTOCOLS {
+        let text = format!("{MINIMAL}[query]\nprotocol = \"gamedig\"\ngamedig = \"{name}\"\n");
+        GameDef::parse("mine.toml", &text).unwrap();
+    }
+}
+
 /// `(what is changed, the line the error names, a piece of its message)`.
 #[test]
 fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
@@ -85,6 +105,27 @@ fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
             "[[file]]\npath = \"a\"\ncontents = \"x {mapp}\"\n",
             11,
             "unknown placeholder {mapp}",
+        ),
+        // gamedig protocols: by tickpack's name, known at parse time.
+        (
+            "[query]\nprotocol = \"gamedig\"\ngamedig = \"q3a\"\n",
+            11,
+            "unknown gamedig protocol \"q3a\"",
+        ),
+        (
+            "[query]\nprotocol = \"gamedig\"\n",
+            10,
+            "needs gamedig = \"NAME\", one of: valve,",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\ngamedig = \"unreal2\"\n",
+            11,
+            "goes with protocol = \"gamedig\"",
+        ),
+        (
+            "[query]\nprotocol = \"gamedig\"\ngamedig = \"unreal2\"\n[ready]\nby = \"query\"\n",
+            13,
+            "by their process only",
         ),
     ];
     for (extra, line, needle) in cases {

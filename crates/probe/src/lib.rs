@@ -1,5 +1,5 @@
 //! The query-latency probe: asks game servers their own query protocol
-//! (Quake III `getinfo`, Valve `A2S_INFO`) at a polite rate and records
+//! (Quake III `getinfo`, Valve `A2S_INFO`, or one of gamedig's) at a polite rate and records
 //! each round trip, per target, in an HdrHistogram of microseconds.
 //!
 //! Many engines answer queries from their main loop, so a query's round
@@ -18,11 +18,23 @@
 //!   and the merged figures of a bench step.
 //! - [`run`]: the I/O loop ([`run::run`]): one connected UDP socket per
 //!   target, `poll(2)` until the next deadline, on the caller's CPUs.
+//! - [`protocol`]: [`ProbeProtocol`], what a run asks: one of the query
+//!   layer's protocols, or a gamedig protocol (`gamedig:NAME`).
+//! - [`gamedig`]: the loop for gamedig protocols: the same schedule and
+//!   counts, each query a call of `tickpack-gamedig-query`'s driver (a
+//!   thread per call, our own deadline).
+//! - [`figures`]: [`TargetFigures`], one target's figures as a run hands
+//!   them back, whoever asked.
 
+pub mod figures;
+pub mod gamedig;
+pub mod protocol;
 pub mod result;
 pub mod run;
 pub mod target;
 
+pub use figures::TargetFigures;
+pub use protocol::ProbeProtocol;
 pub use result::{merged, to_result};
 pub use run::{run, Live, ProbeConfig, ProbeError, ProbeOutcome};
 pub use target::{ProbeSettings, QueryTarget};

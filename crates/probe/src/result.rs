@@ -26,7 +26,7 @@ pub fn to_result(cfg: &ProbeConfig, o: &ProbeOutcome) -> ProbeResult {
         schema: PROBE_SCHEMA.into(),
         tickpack_version: env!("CARGO_PKG_VERSION").into(),
         system: tickpack_report::system::SystemInfo::collect(),
-        protocol: cfg.protocol.as_str().into(),
+        protocol: cfg.protocol.to_string(),
         interval_s: s.interval_us as f64 / 1e6,
         timeout_s: s.effective_timeout_us() as f64 / 1e6,
         duration_s: o.window.1.saturating_sub(o.window.0) as f64 / 1e6,

@@ -17,18 +17,19 @@ use std::time::Duration;
 use tickpack_net::clock::now_us;
 use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
 
+use crate::figures::TargetFigures;
 use crate::target::{ProbeSettings, QueryTarget};
-use crate::Protocol;
+use crate::{ProbeProtocol, Protocol};
 
 /// After an interruption, replies to the queries in flight are awaited this
 /// long at most (then those queries are not counted).
-const INTERRUPT_DRAIN_US: u64 = 200_000;
+pub(crate) const INTERRUPT_DRAIN_US: u64 = 200_000;
 
 /// What to probe, how often and for how long (validated by the caller).
 #[derive(Debug, Clone)]
 pub struct ProbeConfig {
     pub targets: Vec<SocketAddr>,
-    pub protocol: Protocol,
+    pub protocol: ProbeProtocol,
     pub interval: Duration,
     pub timeout: Duration,
     /// Queries start during this long (after `start_delay`); the run then
@@ -60,7 +61,7 @@ pub struct Live {
 /// What the loop hands back.
 #[derive(Debug)]
 pub struct ProbeOutcome {
-    pub targets: Vec<QueryTarget>,
+    pub targets: Vec<TargetFigures>,
     /// Targets that reported "port unreachable" (nothing listening).
     pub refused: Vec<bool>,
     /// When the first query could go and when sending stopped (µs, this
@@ -82,6 +83,19 @@ pub enum ProbeError {
 
 /// Probes `cfg.targets` until the duration ends or `stop` is set.
 pub fn run(cfg: &ProbeConfig, stop: &AtomicBool, live: &Live) -> Result<ProbeOutcome, ProbeError> {
+    match cfg.protocol {
+        ProbeProtocol::Own(p) => run_own(cfg, p, stop, live),
+        ProbeProtocol::Gamedig(g) => crate::gamedig::run(cfg, g, stop, live),
+    }
+}
+
+/// tickpack's own protocols: sessions on connected sockets.
+fn run_own(
+    cfg: &ProbeConfig,
+    protocol: Protocol,
+    stop: &AtomicBool,
+    live: &Live,
+) -> Result<ProbeOutcome, ProbeError> {
     if !cfg.cpus.is_empty() {
         tickpack_net::cpu::pin_current_thread(&cfg.cpus)
             .map_err(|e| ProbeError::Setup(e.to_string()))?;
@@ -107,7 +121,7 @@ pub fn run(cfg: &ProbeConfig, stop: &AtomicBool, live: &Live) -> Result<ProbeOut
         let first = start + settings.interval_us * i as u64 / n;
         targets.push(QueryTarget::new(
             addr,
-            cfg.protocol,
+            protocol,
             settings,
             first,
             stop_sending,
@@ -217,7 +231,7 @@ pub fn run(cfg: &ProbeConfig, stop: &AtomicBool, live: &Live) -> Result<ProbeOut
         t.finish(now);
     }
     Ok(ProbeOutcome {
-        targets,
+        targets: targets.iter().map(QueryTarget::figures).collect(),
         refused,
         window: (
             start,
@@ -234,7 +248,7 @@ pub fn run(cfg: &ProbeConfig, stop: &AtomicBool, live: &Live) -> Result<ProbeOut
 
 /// User + system CPU time of the calling thread, from
 /// `getrusage(RUSAGE_THREAD)`, ns (0 if the call fails).
-fn thread_rusage_ns() -> u64 {
+pub(crate) fn thread_rusage_ns() -> u64 {
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes one rusage into the valid, writable `ru`.
@@ -263,7 +277,7 @@ mod tests {
         let live = Live::default();
         let cfg = ProbeConfig {
             targets: vec![addr],
-            protocol: Protocol::Q3,
+            protocol: Protocol::Q3.into(),
             interval: Duration::from_millis(100),
             timeout: Duration::from_millis(100),
             duration: Duration::from_millis(450),

@@ -63,7 +63,7 @@ pub fn server_facts(f: &Facts) -> ServerFacts {
     ServerFacts {
         name: f.name.clone(),
         map: f.map.clone(),
-        players: f.players,
+        players: Some(f.players),
         max_players: f.max_players,
         bots: f.bots.unwrap_or(0),
     }
@@ -166,6 +166,17 @@ impl QueryTarget {
     /// Datagrams that answered no query of ours.
     pub fn stray(&self) -> u64 {
         self.session.counts().stray
+    }
+
+    /// Its figures as a run hands them back.
+    pub fn figures(&self) -> crate::TargetFigures {
+        crate::TargetFigures {
+            addr: self.addr,
+            hist: self.hist.clone(),
+            counts: self.counts(),
+            facts: self.facts.clone(),
+            last_error: None,
+        }
     }
 
     pub fn protocol(&self) -> Protocol {

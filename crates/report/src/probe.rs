@@ -47,8 +47,9 @@ impl QueryCounts {
 pub struct ServerFacts {
     pub name: String,
     pub map: String,
-    /// Clients, humans and bots.
-    pub players: u32,
+    /// Clients, humans and bots; `null` when the protocol's answer cannot
+    /// be trusted to say (gamedig's Quake 1/2/3 always say 0).
+    pub players: Option<u32>,
     pub max_players: u32,
     pub bots: u32,
 }

@@ -142,6 +142,15 @@ pub fn print_action(a: &Action) {
 }
 
 pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
+    if a.game.def.query.protocol == tickpack_game::QueryProtocol::Gamedig {
+        return Err(fail(
+            Code::Config,
+            format!(
+                "--game {}: the sidecar asks q3 and a2s only, not gamedig protocols (yet)",
+                a.game.def.name
+            ),
+        ));
+    }
     let Some(query) = a.game.def.query.protocol.status_query() else {
         return Err(fail(
             Code::Config,

@@ -143,11 +143,11 @@ pub struct Args {
     #[arg(long, default_value_t = 0.5, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_frame_budget: f64,
     /// Also ask every instance its game's query protocol (q3: `getinfo`;
-    /// a2s: `A2S_INFO`) beside the players, one query per instance every
-    /// 2 s, and record the round trips per step as `query_latency_us`
-    /// (NOT transaction latency).
+    /// a2s: `A2S_INFO`; gamedig:NAME: a gamedig protocol) beside the
+    /// players, one query per instance every 2 s, and record the round
+    /// trips per step as `query_latency_us` (NOT transaction latency).
     #[arg(long, value_parser = super::probe::parse_protocol)]
-    pub probe: Option<tickpack_probe::Protocol>,
+    pub probe: Option<tickpack_probe::ProbeProtocol>,
     /// QoS: p99 query latency limit in ms (needs --probe) [default: not judged].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive)]
     pub qos_query_p99_ms: Option<f64>,
@@ -302,7 +302,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         compare: compare_of(a.compare).as_str().into(),
         probe: a
             .probe
-            .map(|p| p.as_str().to_string())
+            .map(|p| p.to_string())
             .or_else(|| default_probe(&game)),
     };
     if a.cost.parse::<tickpack_sim::world::CostProfile>().is_err() {
@@ -549,6 +549,9 @@ fn default_probe(game: &GameServer) -> Option<String> {
             match def.query.protocol {
                 tickpack_game::QueryProtocol::Q3 => Some("q3".into()),
                 tickpack_game::QueryProtocol::A2s => Some("a2s".into()),
+                tickpack_game::QueryProtocol::Gamedig => {
+                    def.query.gamedig_protocol().map(|g| g.probe_name())
+                }
                 _ => None,
             }
         }
@@ -611,9 +614,9 @@ fn defined_game(
         let judged = tickpack_report::qos::default_limits_without_players(defaults.tick_hz);
         qos.p99_run_delay_us = judged.p99_run_delay_us;
         qos.p99_query_us = qos.p99_query_us.or(match def.query.protocol {
-            tickpack_game::QueryProtocol::Q3 | tickpack_game::QueryProtocol::A2s => {
-                judged.p99_query_us
-            }
+            tickpack_game::QueryProtocol::Q3
+            | tickpack_game::QueryProtocol::A2s
+            | tickpack_game::QueryProtocol::Gamedig => judged.p99_query_us,
             _ => None,
         });
     }

@@ -1,5 +1,6 @@
 //! `tickpack probe`: query round trips of game servers' own query
-//! protocols (Quake III `getinfo`, Valve `A2S_INFO`) at a polite rate.
+//! protocols (Quake III `getinfo`, Valve `A2S_INFO`, or a gamedig
+//! protocol a definition names) at a polite rate.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tickpack_probe::{Live, ProbeConfig, ProbeOutcome, Protocol};
+use tickpack_probe::{Live, ProbeConfig, ProbeOutcome, ProbeProtocol, Protocol};
 use tickpack_report::probe::ProbeResult;
 
 use super::{
@@ -31,8 +32,8 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// A query protocol: `q3` or `a2s`.
-pub fn parse_protocol(s: &str) -> Result<Protocol, String> {
+/// A query protocol: `q3`, `a2s` or `gamedig:NAME`.
+pub fn parse_protocol(s: &str) -> Result<ProbeProtocol, String> {
     s.parse()
 }
 
@@ -43,9 +44,11 @@ pub struct Args {
     #[arg(long, required = true, value_delimiter = ',', value_parser = parse_target)]
     pub target: Vec<SocketAddr>,
     /// Query protocol: q3 (id Tech 3 `getinfo`: ioquake3, OpenArena,
-    /// DarkPlaces) or a2s (Valve `A2S_INFO`, with its challenge round trip).
+    /// DarkPlaces), a2s (Valve `A2S_INFO`, with its challenge round trip)
+    /// or gamedig:NAME (a protocol of the gamedig crate, e.g.
+    /// gamedig:unreal2; IPv4 only; docs/games.md lists the names).
     #[arg(long, value_parser = parse_protocol, required_unless_present = "game", conflicts_with = "game")]
-    pub protocol: Option<Protocol>,
+    pub protocol: Option<ProbeProtocol>,
     /// Or the game whose query to ask: a built-in game or a definition
     /// file's path (its [query] protocol).
     #[arg(long, value_name = "NAME|FILE", value_parser = super::parse_game)]
@@ -75,14 +78,25 @@ pub struct Args {
 
 impl Args {
     /// `--protocol`, or the one of `--game`'s definition.
-    fn protocol(&self) -> Result<Protocol, Failure> {
+    fn protocol(&self) -> Result<ProbeProtocol, Failure> {
         use tickpack_game::QueryProtocol;
         match (&self.protocol, &self.game) {
             (Some(p), _) => Ok(*p),
             (None, Some(g)) => match g.def.query.protocol {
-                QueryProtocol::Q3 => Ok(Protocol::Q3),
+                QueryProtocol::Q3 => Ok(Protocol::Q3.into()),
                 // The reference server answers A2S besides its stats.
-                QueryProtocol::A2s | QueryProtocol::Tickpack => Ok(Protocol::A2s),
+                QueryProtocol::A2s | QueryProtocol::Tickpack => Ok(Protocol::A2s.into()),
+                QueryProtocol::Gamedig => g
+                    .def
+                    .query
+                    .gamedig_protocol()
+                    .map(ProbeProtocol::Gamedig)
+                    .ok_or_else(|| {
+                        fail(
+                            Code::Config,
+                            format!("--game {}: no [query] gamedig protocol", g.def.name),
+                        )
+                    }),
                 QueryProtocol::None => Err(crate::exit::fail(
                     crate::exit::Code::Config,
                     format!(
@@ -110,14 +124,6 @@ impl Args {
             start_delay: Duration::ZERO,
             cpus,
         })
-    }
-}
-
-/// What the protocol's query is called.
-fn query_name(p: Protocol) -> &'static str {
-    match p {
-        Protocol::Q3 => "q3 getinfo",
-        Protocol::A2s => "A2S_INFO",
     }
 }
 
@@ -173,17 +179,17 @@ pub fn run(a: Args) -> Result<(), Failure> {
 }
 
 /// The targets that never answered, in one line; `None` if all did.
-fn silent_targets(r: &ProbeResult, o: &ProbeOutcome, p: Protocol) -> Option<String> {
+fn silent_targets(r: &ProbeResult, o: &ProbeOutcome, p: ProbeProtocol) -> Option<String> {
     let silent: Vec<String> = r
         .targets
         .iter()
-        .zip(&o.refused)
+        .zip(o.refused.iter().zip(&o.targets))
         .filter(|(t, _)| t.queries.answered == 0)
-        .map(|(t, &refused)| {
-            let why = if refused {
-                ", nothing listening there (ICMP port unreachable)"
-            } else {
-                ""
+        .map(|(t, (&refused, figures))| {
+            let why = match (&figures.last_error, refused) {
+                (Some(e), _) => format!(", last: {e}"),
+                (None, true) => ", nothing listening there (ICMP port unreachable)".into(),
+                (None, false) => String::new(),
             };
             format!("{} ({} sent{why})", t.address, t.queries.sent)
         })
@@ -191,7 +197,7 @@ fn silent_targets(r: &ProbeResult, o: &ProbeOutcome, p: Protocol) -> Option<Stri
     (!silent.is_empty()).then(|| {
         format!(
             "never answered a {} query within {} s: {}",
-            query_name(p),
+            p.query_name(),
             r.timeout_s,
             silent.join("; ")
         )
@@ -200,10 +206,10 @@ fn silent_targets(r: &ProbeResult, o: &ProbeOutcome, p: Protocol) -> Option<Stri
 
 /// The terminal summary: per target what the server said, the query round
 /// trips and the losses.
-fn print_summary(r: &ProbeResult, p: Protocol) {
+fn print_summary(r: &ProbeResult, p: ProbeProtocol) {
     println!(
         "{} queries to {} target(s), one per {} s per target, timeout {} s; {:.1} s{} (query latency: NOT transaction latency)",
-        query_name(p),
+        p.query_name(),
         r.targets.len(),
         r.interval_s,
         r.timeout_s,
@@ -217,7 +223,11 @@ fn print_summary(r: &ProbeResult, p: Protocol) {
         match &t.server {
             Some(s) => println!(
                 "  {:?} on {}, {}/{} players ({} bots)",
-                s.name, s.map, s.players, s.max_players, s.bots
+                s.name,
+                s.map,
+                s.players.map_or("?".into(), |p| p.to_string()),
+                s.max_players,
+                s.bots
             ),
             None => println!("  never answered"),
         }
@@ -251,6 +261,8 @@ mod tests {
         assert!(parse_interval("99ms").unwrap_err().contains("100 ms"));
         assert!(parse_interval("0s").is_err());
         assert!(parse_protocol("gamespy").is_err());
-        assert_eq!(parse_protocol("a2s"), Ok(Protocol::A2s));
+        assert_eq!(parse_protocol("a2s"), Ok(Protocol::A2s.into()));
+        assert!(parse_protocol("gamedig:unreal2").is_ok());
+        assert!(parse_protocol("gamedig:q3a").is_err());
     }
 }

@@ -175,7 +175,7 @@ fn a2s_answers_the_challenge_and_times_the_resend() {
     let f = t.facts().unwrap();
     assert_eq!(
         (f.name.as_str(), f.players, f.max_players, f.bots),
-        ("tp", 3, 12, 1)
+        ("tp", Some(3), 12, 1)
     );
     // The next query carries the challenge it was given.
     let next = sends(&mut t, 2_000 * MS);
@@ -304,5 +304,5 @@ fn darkplaces_bots_read_as_zero_a_nexuiz_answer_shows_its_bots() {
     t.handle(2 * MS, &reply);
     assert_eq!(t.counts().answered, 1);
     let f = t.facts().unwrap();
-    assert_eq!((f.players, f.bots, f.max_players), (8, 8, 16));
+    assert_eq!((f.players, f.bots, f.max_players), (Some(8), 8, 16));
 }
