@@ -14,6 +14,8 @@ use tickpack_report::probe::ProbeResult;
 use super::{
     check_cpus, check_output_file, parse_cpus, parse_positive_duration, parse_target, CpuList,
 };
+use tickpack_sys::text::{escape, SHORT};
+
 use crate::exit::{fail, Code, Failure};
 use crate::table;
 
@@ -215,9 +217,14 @@ fn print_summary(r: &ProbeResult, p: Protocol) {
     for t in &r.targets {
         println!("{}", table::row_ms(&t.address, w, &t.query_latency_us));
         match &t.server {
+            // What a server says of itself is escaped and cut.
             Some(s) => println!(
-                "  {:?} on {}, {}/{} players ({} bots)",
-                s.name, s.map, s.players, s.max_players, s.bots
+                "  \"{}\" on {}, {}/{} players ({} bots)",
+                escape(&s.name, SHORT),
+                escape(&s.map, SHORT),
+                s.players,
+                s.max_players,
+                s.bots
             ),
             None => println!("  never answered"),
         }
