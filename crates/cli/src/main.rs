@@ -7,7 +7,7 @@
 //! 3 isolation unavailable; 4 QoS failed; 5 target unreachable (a player
 //! never connected, a probed server never answered, no Agones SDK server
 //! answered); 6 the players lost snapshots or commands, or had an
-//! outage.
+//! outage; 141 (no message) when the reader of stdout or stderr went away.
 
 use std::process::ExitCode;
 
@@ -20,7 +20,8 @@ macro_rules! exit_codes {
 (checked before anything is started or created), 3 isolation unavailable,
 4 QoS failed, 5 target unreachable (a player never connected, a probed server
 never answered, no Agones SDK server answered), 6 players lost snapshots or
-commands or had an outage."
+commands or had an outage; 141 (quietly) when the reader of the output went
+away."
     };
 }
 
@@ -117,7 +118,36 @@ enum Command {
     Flood(cmd::flood::Args),
 }
 
+/// A closed stdout or stderr (`tickpack host status --json | head`) ends
+/// the program quietly, as for any Unix filter, instead of a panic: Rust
+/// ignores SIGPIPE, so every `println!` to a closed pipe panics with
+/// "failed printing to stdout: Broken pipe". SIGPIPE itself stays ignored
+/// (a supervisor must survive a control client that hangs up); only that
+/// panic is turned into exit code 141 (128 + SIGPIPE, what a shell shows
+/// for a filter killed by it), without a message.
+fn exit_quietly_on_closed_output() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let printing = msg.starts_with("failed printing to stdout")
+            || msg.starts_with("failed printing to stderr");
+        if printing && msg.contains("Broken pipe") {
+            std::process::exit(EXIT_BROKEN_PIPE);
+        }
+        default(info);
+    }));
+}
+
+/// Exit code after the reader of our output went away.
+const EXIT_BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
+
 fn main() -> ExitCode {
+    exit_quietly_on_closed_output();
     let cli = Cli::parse();
     let result = match cli.cmd {
         Command::Server(a) => cmd::server::run(a),
@@ -139,11 +169,19 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("tickpack: {}", one_line(&f.error));
+            // One line, whatever an error quotes (a socket's answer, a
+            // file's line): control characters escaped, length capped.
+            eprintln!(
+                "tickpack: {}",
+                tickpack_sys::text::escape(&one_line(&f.error), MAX_ERROR_CHARS)
+            );
             ExitCode::from(f.code as u8)
         }
     }
 }
+
+/// The longest error line printed.
+const MAX_ERROR_CHARS: usize = 2000;
 
 /// The error and its causes on one line, each said once: many messages
 /// already include their cause's text, which the chain would repeat.

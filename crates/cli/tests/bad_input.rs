@@ -665,3 +665,163 @@ fn bench_batch_command_not_found_or_compare_guard_without_batch_exits_2() {
         &["--compare guard needs --batch"],
     );
 }
+
+/// Regression: `--reserved-cpus 0-99999999` expanded the range and grew to
+/// 4.7 GB before failing; a wider one aborted allocating 32 GB.
+#[test]
+fn reserved_cpus_huge_range_is_refused_quickly() {
+    for list in ["0-99999999", "0-18446744073709551615"] {
+        rejected(
+            "hugecpus",
+            &["host", "up", "--name", "v5", "--reserved-cpus", list],
+            &["reserved CPU", "out of range"],
+        );
+    }
+}
+
+/// Regression: `--range 8.8.8.0/24` was accepted and routed to the
+/// instances, hiding those real hosts from the machine.
+#[test]
+fn host_up_public_range_is_refused_without_allow_public_range() {
+    rejected(
+        "publicrange",
+        &["host", "up", "--name", "v5", "--range", "8.8.8.0/24"],
+        &["8.8.8.0/24", "not a private", "--allow-public-range"],
+    );
+}
+
+/// Regression: `--config /dev/zero`, `report /dev/zero` and `players
+/// --targets-file /dev/zero` read until 4 GB.
+#[test]
+fn files_that_are_not_regular_are_refused_unread() {
+    for args in [
+        &["host", "up", "--config", "/dev/zero"][..],
+        &["report", "/dev/zero"],
+        &["players", "--targets-file", "/dev/zero"],
+    ] {
+        rejected("devzero", args, &["/dev/zero", "not a regular file"]);
+    }
+}
+
+/// Regression: `memory = "99999999999999999999999GiB"` was accepted.
+#[test]
+fn absurd_memory_size_is_refused() {
+    rejected(
+        "hugememory",
+        &[
+            "host",
+            "up",
+            "--name",
+            "v5",
+            "--memory",
+            "99999999999999999999999GiB",
+        ],
+        &["memory size", "maximum"],
+    );
+}
+
+/// Regression: `host status --name ../../x` connected to any socket there
+/// and echoed its answer.
+#[test]
+fn host_status_and_down_refuse_a_name_that_is_a_path() {
+    for cmd in ["status", "down"] {
+        rejected(
+            "namepath",
+            &["host", cmd, "--name", "../../x"],
+            &["--name", "a-z and 0-9"],
+        );
+    }
+}
+
+/// Regression: `--config /etc/shadow` printed the file's first line in its
+/// error. A file that is not TOML is named with a line number only.
+#[test]
+fn config_error_does_not_quote_a_file_that_is_not_toml() {
+    let dir = workdir("secret");
+    let secret = std::env::temp_dir().join(format!("tp-bad-input-shadow-{}", std::process::id()));
+    std::fs::write(&secret, "root:$6$s3cr3thash:19000:0:99999:7:::\n").unwrap();
+    let mut cmd = tickpack(&["host", "up", "--config"]);
+    cmd.arg(&secret);
+    expect_rejected(cmd, &dir, &["line 1", "not a host file"]);
+    let out = tickpack(&["host", "up", "--config"])
+        .arg(&secret)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("s3cr3thash"), "{stderr}");
+    std::fs::remove_file(&secret).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Regression: nested, 5,000-character, NUL-holding or duplicate
+/// `[[file]]` paths failed only after the start (exit 1), or the last
+/// duplicate silently won.
+#[test]
+fn file_paths_that_cannot_be_written_are_refused_before_start() {
+    let long = "x".repeat(5000);
+    for (n, paths) in [
+        vec!["cfg", "cfg/server.cfg"],
+        vec!["a.cfg", "a.cfg"],
+        vec![long.as_str()],
+        vec!["a\\u0000b"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let dir = workdir("filepaths");
+        let conf = std::env::temp_dir().join(format!(
+            "tp-bad-input-files-{n}-{}.toml",
+            std::process::id()
+        ));
+        let mut text = String::from("name = \"v6\"\ncommand = \"/bin/true\"\n");
+        for p in paths {
+            text.push_str(&format!("[[file]]\npath = \"{p}\"\ncontents = \"x\"\n"));
+        }
+        std::fs::write(&conf, text).unwrap();
+        let mut cmd = tickpack(&["host", "up", "--config"]);
+        cmd.arg(&conf).arg("--run-dir").arg(dir.join("run"));
+        expect_rejected(cmd, &dir, &["[[file]]"]);
+        std::fs::remove_file(&conf).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Regression: `--run-dir /etc` chmodded /etc 0700 and left `instances/`
+/// and `logs/` there; `host down --run-dir DIR` on a directory tickpack did
+/// not make deleted its `state.json` and `control.sock` and said "nothing
+/// was left over". (A stand-in for /etc: a directory holding files of
+/// someone else's, mode 0755.)
+#[test]
+fn run_dir_pointed_at_etc_is_refused_and_left_untouched() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = workdir("etc");
+    let etc = std::env::temp_dir().join(format!("tp-bad-input-fake-etc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&etc);
+    std::fs::create_dir_all(&etc).unwrap();
+    std::fs::set_permissions(&etc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for f in ["passwd", "state.json", "control.sock"] {
+        std::fs::write(etc.join(f), "someone else's").unwrap();
+    }
+    let listing = || {
+        let mut v: Vec<String> = std::fs::read_dir(&etc)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = listing();
+    for sub in ["up", "status", "down"] {
+        let mut cmd = tickpack(&["host", sub, "--name", "v7"]);
+        if sub == "up" {
+            cmd.args(["--backend", "process", "--port", "27650"]);
+        }
+        cmd.arg("--run-dir").arg(&etc);
+        expect_rejected(cmd, &dir, &["--run-dir", "not a tickpack run dir"]);
+        assert_eq!(listing(), before, "host {sub} changed nothing there");
+        let mode = std::fs::metadata(&etc).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "host {sub} left its mode alone");
+    }
+    std::fs::remove_dir_all(&etc).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -9,7 +9,6 @@
 //! [`MAX_DEF_BYTES`]) and checks that the program is installed.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
@@ -520,26 +519,12 @@ impl GameDef {
         if self.files.len() > MAX_FILES {
             return Err((key(&["file"]), format!("at most {MAX_FILES} [[file]]s")));
         }
-        let mut seen: Vec<&Path> = vec![];
+        // The paths as one set, by the rule every [[file]] follows.
+        tickpack_sys::rel_path::check_file_set(self.files.iter().map(|f| f.path.as_str()))
+            .map_err(|(k, m)| (key(&["file", &k.to_string(), "path"]), m))?;
         for (k, f) in self.files.iter().enumerate() {
             let idx = k.to_string();
             let at = |what: &str| key(&["file", &idx, what]);
-            check_file_path(&f.path).map_err(|m| (at("path"), m))?;
-            let path = Path::new(&f.path);
-            if let Some(other) = seen
-                .iter()
-                .find(|o| path.starts_with(o) || o.starts_with(path))
-            {
-                return Err((
-                    at("path"),
-                    format!(
-                        "file {:?}: clashes with file {:?} (the same path, or one inside the other)",
-                        f.path,
-                        other.display()
-                    ),
-                ));
-            }
-            seen.push(path);
             if f.contents.len() > 32 * 1024 || f.contents.contains('\0') {
                 return Err((
                     at("contents"),
@@ -651,23 +636,6 @@ pub fn check_value(name: &str, value: &str) -> Result<(), String> {
         Err(format!(
             "{name} = {:?}: a value is one word of 1-{MAX_VALUE_LEN} printable characters, without quotes, ; \\ $ ` or braces, not starting with + or -",
             value.chars().take(40).collect::<String>()
-        ))
-    }
-}
-
-fn check_file_path(p: &str) -> Result<(), String> {
-    let path = Path::new(p);
-    let plain = !p.is_empty()
-        && p.len() <= 200
-        && !p.chars().any(|c| c.is_control() || c == '\\')
-        && path.components().count() <= 8
-        && path.components().all(|c| matches!(c, Component::Normal(_)));
-    if plain {
-        Ok(())
-    } else {
-        Err(format!(
-            "file path {:?}: expected a relative path inside the instance's directory (at most 8 parts and 200 characters; no /, .. or .)",
-            p.chars().take(60).collect::<String>()
         ))
     }
 }

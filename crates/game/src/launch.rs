@@ -13,7 +13,7 @@
 //! benchmark at run time. A game nobody here wrote is another producer of a
 //! [`ServerSpec`] (its program, its flags, its health check).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
@@ -436,15 +436,15 @@ impl ServerSpec {
                 );
             }
         }
-        for (path, _) in &self.files {
-            let plain = path.components().next().is_some()
-                && path.components().all(|c| matches!(c, Component::Normal(_)));
-            if !plain {
-                return bad(format!(
-                    "config file {}: expected a relative path inside the instance's directory (no /, .. or .)",
-                    path.display()
-                ));
-            }
+        let paths: Vec<String> = self
+            .files
+            .iter()
+            .map(|(p, _)| p.to_string_lossy().into_owned())
+            .collect();
+        if let Err((_, why)) =
+            tickpack_sys::rel_path::check_file_set(paths.iter().map(String::as_str))
+        {
+            return bad(format!("config file ([[file]]): {why}"));
         }
         Ok(())
     }

@@ -6,14 +6,16 @@
 //! instances = 8
 //! backend = "netns"           # or "process"
 //! net = "bridge"              # veth | bridge | macvlan | ipvlan (netns only)
-//! range = "198.18.0.0/16"     # instance addresses (netns)
+//! range = "198.18.0.0/16"     # instance addresses (netns): inside 10/8, 172.16/12,
+//!                             # 192.168/16, 100.64/10 or 198.18/15 unless
+//! allow_public_range = false  # says otherwise (a routed public range hides real hosts)
 //! port = 27015                # every netns instance binds this; process: port + id - 1
 //!                             # (default 27015; 27960 for game = "openarena")
 //! placement = "spread"        # spread | pack | none
 //! reserved_cpus = "0"         # kept for the host and the load generator
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
 //! cpu_quota = 1.0             # cores per instance (cgroup), optional
-//! memory = "256MiB"           # per instance (cgroup), optional
+//! memory = "256MiB"           # per instance (cgroup), optional; 4 MiB to 64 TiB
 //! disk = "64MiB"              # working directory size limit (netns), optional: a tmpfs,
 //!                             # emptied at every start and counted as the instance's memory
 //! health = "tickpack"         # tickpack (stats over the wire) | q3 (getinfo) | a2s (A2S_INFO)
@@ -40,7 +42,8 @@
 //! GAME_ID = "{id}"            # HOME is always the instance's directory ({dir})
 //!
 //! [[file]]                    # written into the instance's directory before each start
-//! path = "baseq3/server.cfg"  # (owned by the instance, never through a link)
+//! path = "baseq3/server.cfg"  # (owned by the instance, never through a link); relative,
+//!                             # at most 8 parts and 200 characters, no two the same or nested
 //! contents = "set net_port {port}\n"
 //!
 //! [[instance]]                # per-instance overrides
@@ -166,6 +169,9 @@ pub struct FleetFile {
     pub backend: Option<Backend>,
     pub net: Option<NetKind>,
     pub range: Option<String>,
+    /// Accept an instance range outside the private, shared and
+    /// benchmarking ranges (routing it would hide real hosts).
+    pub allow_public_range: Option<bool>,
     pub port: Option<u16>,
     pub placement: Option<Policy>,
     pub reserved_cpus: Option<String>,
@@ -216,28 +222,48 @@ pub struct FleetFile {
 }
 
 impl FleetFile {
+    /// Reads a host file: only a regular file of at most
+    /// [`tickpack_sys::user_file::MAX_CONFIG_BYTES`], as UTF-8 TOML.
     pub fn load(path: &Path) -> Result<Self, FleetError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| FleetError::Invalid(format!("cannot read {}: {e}", path.display())))?;
-        toml::from_str(&text).map_err(|e| FleetError::Invalid(file_error(path, &text, &e)))
+        let text =
+            tickpack_sys::user_file::read_text(path, tickpack_sys::user_file::MAX_CONFIG_BYTES)
+                .map_err(|e| FleetError::Invalid(format!("cannot read {e}")))?;
+        // A file that is not TOML at all (`--config /etc/shadow`) is named
+        // with the line, never quoted: its text may be a secret.
+        if let Err(e) = toml::from_str::<toml::Table>(&text) {
+            return Err(FleetError::Invalid(file_error(path, &text, &e, false)));
+        }
+        toml::from_str(&text).map_err(|e| FleetError::Invalid(file_error(path, &text, &e, true)))
     }
 }
 
-/// A TOML error in one line: file, line number and text, what is wrong
-/// (e.g. `backend = "vm"`: unknown variant `vm`, expected `process` or `netns`).
-fn file_error(path: &Path, text: &str, e: &toml::de::Error) -> String {
+/// A TOML error in one line: file, line number, what is wrong and, with
+/// `quote` (the file is TOML; a value is wrong), the line's text, escaped
+/// and cut (e.g. `backend = "vm"`: unknown variant `vm`, expected
+/// `process` or `netns`).
+fn file_error(path: &Path, text: &str, e: &toml::de::Error, quote: bool) -> String {
     let what = e.message().trim();
-    match e.span() {
-        Some(span) => {
-            let start = text[..span.start.min(text.len())]
-                .rfind('\n')
-                .map_or(0, |i| i + 1);
-            let line_no = text[..start].matches('\n').count() + 1;
-            let line = text[start..].lines().next().unwrap_or("").trim();
-            format!("{} line {line_no} ({line}): {what}", path.display())
-        }
-        None => format!("{}: {what}", path.display()),
+    let Some(span) = e.span() else {
+        return format!("{}: {what}", path.display());
+    };
+    let at = span.start.min(text.len());
+    let start = text
+        .get(..at)
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    let line_no = text[..start].matches('\n').count() + 1;
+    if !quote {
+        return format!(
+            "{} line {line_no}: not a host file ({what})",
+            path.display()
+        );
     }
+    let line = text[start..].lines().next().unwrap_or("").trim();
+    format!(
+        "{} line {line_no} ({}): {what}",
+        path.display(),
+        tickpack_sys::text::escape(line, 80)
+    )
 }
 
 /// One instance's resolved settings.
@@ -304,22 +330,29 @@ impl From<tickpack_game::launch::LaunchError> for FleetError {
 /// The reference server, the default command.
 pub const DEFAULT_COMMAND: &str = "{tickpack} server --bind {ip}:{port} --name tickpack-{id}";
 
-/// Parses `256MiB`, `1GiB`, `512M`, `1048576`.
+/// The largest memory or disk size accepted (64 TiB): more than any one
+/// machine holds, far below where a byte count overflows.
+pub const MAX_BYTES: u64 = 64 << 40;
+
 /// A size error of [`parse_bytes`], said of the disk limit.
 fn disk_size(e: FleetError) -> FleetError {
     let FleetError::Invalid(m) = e;
     FleetError::Invalid(m.replacen("memory size", "disk size", 1))
 }
 
+/// Parses `256MiB`, `1GiB`, `512M`, `1048576`: 4 MiB to [`MAX_BYTES`].
 pub fn parse_bytes(s: &str) -> Result<u64, FleetError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !c.is_ascii_digit() && c != '.')
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| FleetError::Invalid(format!("memory size {s:?}: expected e.g. 256MiB")))?;
+    let n: f64 = num.parse().map_err(|_| {
+        FleetError::Invalid(format!(
+            "memory size \"{}\": expected e.g. 256MiB",
+            tickpack_sys::text::escape(s, 40)
+        ))
+    })?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "K" | "KiB" | "k" => 1 << 10,
@@ -331,7 +364,15 @@ pub fn parse_bytes(s: &str) -> Result<u64, FleetError> {
             )))
         }
     };
-    let v = (n * mult as f64) as u64;
+    let v = n * mult as f64;
+    if !v.is_finite() || v > MAX_BYTES as f64 {
+        return Err(FleetError::Invalid(format!(
+            "memory size \"{}\" is above the {} TiB maximum",
+            tickpack_sys::text::escape(s, 40),
+            MAX_BYTES >> 40
+        )));
+    }
+    let v = v as u64;
     if v < (4 << 20) {
         return Err(FleetError::Invalid(format!(
             "memory size {s:?} is below the 4 MiB minimum"
@@ -405,6 +446,13 @@ impl FleetFile {
         if backend == Backend::Netns {
             let plan = crate::netpath::AddrPlan::parse(&range)
                 .map_err(|e| FleetError::Invalid(format!("address range: {e}")))?;
+            if !self.allow_public_range.unwrap_or(false) {
+                plan.check_local_use().map_err(|e| {
+                    FleetError::Invalid(format!(
+                        "address range (--range): {e}; --allow-public-range (allow_public_range = true) takes it anyway"
+                    ))
+                })?;
+            }
             for id in 1..=n {
                 plan.check(net, id).map_err(|e| {
                     FleetError::Invalid(format!("address range {range} for {n} instances: {e}"))
@@ -430,6 +478,8 @@ impl FleetFile {
                 .map(|f| (f.path, Word::from(f.contents))),
         );
         server.check()?;
+        // ^ also checks the game's and the host file's [[file]] paths as one
+        // set: a duplicate or one inside another fails here, not at start.
         server.health = health;
         let mut instances: Vec<InstanceSpec> = (1..=n)
             .map(|id| InstanceSpec {
@@ -561,8 +611,11 @@ fn check_cpu_quota(q: f64) -> Result<(), FleetError> {
 }
 
 fn parse_cpu_list(s: &str) -> Result<Vec<usize>, FleetError> {
-    tickpack_sys::parse_cpu_list(s, None).map_err(|_| {
-        FleetError::Invalid(format!("reserved CPU list {s:?}: expected e.g. 0 or 0-1,4"))
+    tickpack_sys::parse_cpu_list(s, None).map_err(|e| {
+        FleetError::Invalid(format!(
+            "reserved CPU list \"{}\": {e} (expected e.g. 0 or 0-1,4)",
+            tickpack_sys::text::escape(s, 40)
+        ))
     })
 }
 
@@ -629,6 +682,7 @@ mod tests {
             ("cpu_quota = -2.0", "cpu_quota"),
             ("colour = \"blue\"", "colour"),
             ("allow_host_ports = [0]", "port 0"),
+            ("range = \"8.8.8.0/24\"", "not a private"),
             ("allow_host_ports = [70000]", "allow_host_ports"),
             (
                 "backend = \"process\"\nallow_host_ports = [53]",
@@ -638,6 +692,69 @@ mod tests {
             let e = resolve(text).expect_err(text).to_string();
             assert!(e.contains(needle), "{text:?} gave {e:?}");
         }
+    }
+
+    /// Regression: nested, 5,000-character, NUL-holding or duplicate
+    /// `[[file]]` paths were accepted and failed only when an instance
+    /// started (exit 1), or the last one silently won.
+    #[test]
+    fn file_paths_nested_long_nul_or_duplicate_are_refused_before_start() {
+        let long = "x".repeat(5000);
+        for (paths, needle) in [
+            (vec!["cfg", "cfg/server.cfg"], "clashes"),
+            (vec!["a.cfg", "a.cfg"], "clashes"),
+            (vec![long.as_str()], "relative path"),
+            (vec!["a\\u0000b"], "relative path"),
+        ] {
+            let mut text = String::from("command = \"/opt/game/run\"\n");
+            for p in &paths {
+                text.push_str(&format!("[[file]]\npath = \"{p}\"\ncontents = \"x\"\n"));
+            }
+            let e = resolve(&text).expect_err(&text).to_string();
+            assert!(
+                e.contains("[[file]]") && e.contains(needle),
+                "{paths:?}: {e}"
+            );
+            assert!(e.len() < 400 && !e.contains('\0'), "bounded, escaped: {e}");
+        }
+        // A game's own file and the host file's, as one set.
+        let e = resolve(
+            "game = \"nexuiz\"\n[[file]]\npath = \"data/tickpack.cfg\"\ncontents = \"x\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("clashes"), "{e}");
+    }
+
+    /// Regression: `memory = "99999999999999999999999GiB"` was accepted
+    /// (saturated to 16 EiB).
+    #[test]
+    fn absurd_memory_sizes_are_refused() {
+        for m in ["99999999999999999999999GiB", "65537GiB", "1e999"] {
+            let text = format!("memory = \"{m}\"");
+            let e = resolve(&text).expect_err(&text).to_string();
+            assert!(e.contains("memory size"), "{m}: {e}");
+        }
+        assert_eq!(parse_bytes("64GiB").unwrap(), 64 << 30);
+        assert_eq!(parse_bytes("65536GiB").unwrap(), MAX_BYTES);
+    }
+
+    /// Regression: `--config /etc/shadow` printed the file's first line in
+    /// its error; `--config /dev/zero` read until 4 GB.
+    #[test]
+    fn config_error_never_quotes_a_file_that_is_not_toml() {
+        let dir = std::env::temp_dir().join(format!("tp-fleet-secret-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("shadow");
+        std::fs::write(&path, "root:$6$secrethash:19000:0:99999:7:::\n").unwrap();
+        let e = FleetFile::load(&path).unwrap_err().to_string();
+        assert!(!e.contains("secrethash") && !e.contains("root:"), "{e}");
+        assert!(e.contains("line 1") && e.contains("not a host file"), "{e}");
+        let e = FleetFile::load(Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

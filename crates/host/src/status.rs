@@ -4,7 +4,7 @@
 //! client writes one line, `status` or `down`, and reads one line of JSON
 //! back. `down` is answered after everything has been removed.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -112,22 +112,47 @@ pub fn request(run_dir: &Path, command: &str, timeout: Duration) -> Result<Strin
     };
     s.set_read_timeout(Some(timeout)).map_err(io)?;
     s.write_all(format!("{command}\n").as_bytes()).map_err(io)?;
-    let mut line = String::new();
-    BufReader::new(s).read_line(&mut line).map_err(io)?;
+    // One line, and never more than a status can be: whatever listens on
+    // the socket may send anything.
+    let mut line = vec![];
+    BufReader::new(s)
+        .take(MAX_ANSWER_BYTES + 1)
+        .read_until(b'\n', &mut line)
+        .map_err(io)?;
     if line.is_empty() {
         return Err(ControlError::Bad {
             dir,
             text: "(nothing)".into(),
         });
     }
-    Ok(line)
+    if line.len() as u64 > MAX_ANSWER_BYTES {
+        return Err(ControlError::Bad {
+            dir,
+            text: format!("an answer longer than {MAX_ANSWER_BYTES} bytes"),
+        });
+    }
+    String::from_utf8(line).map_err(|e| ControlError::Bad {
+        dir,
+        text: format!(
+            "not UTF-8: {}",
+            tickpack_sys::text::escape_bytes(e.as_bytes(), tickpack_sys::text::SHORT)
+        ),
+    })
 }
+
+/// The longest answer read from a control socket (a status of 250
+/// instances with their events is far less).
+pub const MAX_ANSWER_BYTES: u64 = 16 << 20;
 
 /// Asks for the status.
 pub fn query_status(run_dir: &Path) -> Result<HostStatus, ControlError> {
     let line = request(run_dir, "status", Duration::from_secs(5))?;
+    // The answer is quoted escaped and cut: the socket may be anyone's.
     serde_json::from_str(&line).map_err(|e| ControlError::Bad {
         dir: run_dir.display().to_string(),
-        text: format!("{e}: {line}"),
+        text: format!(
+            "{e}: \"{}\"",
+            tickpack_sys::text::escape(line.trim_end(), tickpack_sys::text::SHORT)
+        ),
     })
 }

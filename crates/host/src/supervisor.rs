@@ -49,7 +49,10 @@ use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
 pub use batch::{batch_log_path, stress_ng_bogo_ops_per_s};
 pub use probe::{LatencySummary, QUERY_INTERVAL};
 pub use restart::{RestartDecision, RestartTracker};
-pub use run_dir::{log_path, recover, StateRecord};
+pub use run_dir::{
+    check_run_dir, live_supervisor, log_path, recover, remove_run_dir, RunDirState, StateRecord,
+    MARKER,
+};
 use run_dir::{private_dir, real_dir, secure_run_dir, write_state};
 use tickpack_sys::is_root;
 
@@ -62,6 +65,9 @@ pub enum HostError {
     Config(#[from] crate::fleet::FleetError),
     #[error("isolation unavailable: {0}")]
     Isolation(String),
+    /// A run dir tickpack may not use (not its own, not empty): a bad flag.
+    #[error("run dir (--run-dir): {0}")]
+    RunDir(String),
     #[error("a host named {name} is already running (supervisor pid {pid}); stop it with `tickpack host down --run-dir {dir}`")]
     AlreadyRunning { name: String, pid: u32, dir: String },
     #[error("{step}: {err}")]

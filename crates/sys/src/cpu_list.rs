@@ -1,6 +1,12 @@
 //! Linux CPU lists such as `0-3,8`: the format of sysfs (`cpu/online`,
 //! `node*/cpulist`), `cpuset.cpus` and tickpack's `--cpus` flags.
 
+/// No CPU number is accepted at or above this, whatever the caller's
+/// limit: Linux builds for at most 8192 CPUs (`CONFIG_NR_CPUS`), and a
+/// range is expanded into a list, so `0-99999999` must fail at parse time
+/// instead of allocating gigabytes.
+pub const MAX_CPUS: usize = 8192;
+
 /// Why a CPU list was refused; the message names the bad item.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CpuListError {
@@ -30,25 +36,27 @@ pub enum CpuListError {
 ///
 /// Items are single CPUs or inclusive ranges separated by commas; blanks
 /// around items (and a trailing newline, as sysfs writes) are fine. With
-/// `below: Some(n)`, CPUs at or above `n` are refused. An empty list is an
+/// `below: Some(n)`, CPUs at or above `n` are refused; CPUs at or above
+/// [`MAX_CPUS`] always are (checked before a range is expanded). An empty list is an
 /// error: a caller for which "no CPUs" is valid (a memory-only NUMA node)
 /// checks for blank text first.
 pub fn parse_cpu_list(input: &str, below: Option<usize>) -> Result<Vec<usize>, CpuListError> {
     if input.trim().is_empty() {
         return Err(CpuListError::Empty);
     }
+    let limit = below.unwrap_or(MAX_CPUS).min(MAX_CPUS);
     let parse_one = |s: &str| -> Result<usize, CpuListError> {
         let n: usize = s
             .trim()
             .parse()
             .map_err(|_| CpuListError::NotANumber(s.trim().to_owned()))?;
-        match below {
-            Some(limit) if n >= limit => Err(CpuListError::OutOfRange {
+        if n >= limit {
+            return Err(CpuListError::OutOfRange {
                 cpu: n,
-                max: limit - 1,
-            }),
-            _ => Ok(n),
+                max: limit.saturating_sub(1),
+            });
         }
+        Ok(n)
     };
     let mut cpus = Vec::new();
     for item in input.split(',') {
@@ -140,6 +148,20 @@ mod tests {
             })
         );
         assert_eq!(parse_cpu_list("4096", None).unwrap(), vec![4096]);
+        assert_eq!(parse_cpu_list("8191", Some(100_000)).unwrap(), vec![8191]);
+    }
+
+    /// Regression: `--reserved-cpus 0-99999999` expanded the range into a
+    /// list and grew to 4.7 GB; another aborted allocating 32 GB.
+    #[test]
+    fn reserved_cpus_huge_range_is_refused_quickly() {
+        for input in ["0-99999999", "0-18446744073709551615", "8192", "1,0-9000"] {
+            let e = parse_cpu_list(input, None).unwrap_err();
+            assert!(
+                matches!(e, CpuListError::OutOfRange { max: 8191, .. }),
+                "{input}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -21,13 +21,23 @@
 //!   readings ([`SchedStatDelta`]), and a sampler recording it per thread
 //!   and interval in a histogram ([`RunDelaySampler`]).
 //!
+//! - [`text`]: text someone else wrote, safe to print: control and bidi
+//!   characters escaped, length capped ([`text::escape`]).
+//! - [`user_file`]: a file a user named, read only if it is a regular file
+//!   of bounded size ([`user_file::read_text`]).
+//! - [`rel_path`]: the rule for files written below an instance's
+//!   directory, one path and a set ([`rel_path::check_file_set`]).
+//!
 //! It depends on nothing of ours; every other crate may depend on it.
 
 pub mod cpu_list;
 pub mod host_name;
 pub mod proc_memory;
 pub mod proc_stat;
+pub mod rel_path;
 pub mod schedstat;
+pub mod text;
+pub mod user_file;
 
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError};
 pub use host_name::{validate_host_name, HostNameError, MAX_HOST_NAME};

@@ -16,6 +16,8 @@ use tickpack_agones::{Action, SdkClient, SdkError, Settings};
 use tickpack_game::query::Query;
 
 use super::{parse_game, parse_positive_duration, parse_target, GameArg};
+use tickpack_sys::text::{escape, EXCERPT, SHORT};
+
 use crate::exit::{fail, Code, Failure};
 
 #[derive(clap::Args, Debug)]
@@ -122,7 +124,7 @@ impl ErrorLog {
                 } else {
                     String::new()
                 };
-                eprintln!("agones: {msg}{again}");
+                eprintln!("agones: {}{again}", escape(&msg, EXCERPT));
                 self.last = Some((msg, Instant::now()));
                 self.repeats = 0;
             }
@@ -135,8 +137,9 @@ pub fn print_action(a: &Action) {
     match a {
         Action::Ready => eprintln!("agones: Ready"),
         Action::Shutdown => eprintln!("agones: Shutdown"),
-        Action::AddPlayer(p) => eprintln!("agones: player {p:?} joined"),
-        Action::RemovePlayer(p) => eprintln!("agones: player {p:?} left"),
+        // Player names come from the game server: escaped and cut.
+        Action::AddPlayer(p) => eprintln!("agones: player \"{}\" joined", escape(p, SHORT)),
+        Action::RemovePlayer(p) => eprintln!("agones: player \"{}\" left", escape(p, SHORT)),
         _ => {}
     }
 }

@@ -14,6 +14,7 @@ use tickpack_host::supervisor::{HostError, Supervisor};
 
 use super::parse_addr;
 use crate::exit::{fail, Code, Failure};
+use tickpack_sys::text::{escape, EXCERPT, SHORT};
 
 /// Where run dirs live unless --run-dir says otherwise.
 pub const RUN_ROOT: &str = "/run/tickpack";
@@ -70,9 +71,15 @@ pub struct UpArgs {
     /// Network path for netns: veth (routed), bridge (software switch), macvlan or ipvlan (bypass).
     #[arg(long)]
     pub net: Option<String>,
-    /// Instance address range (netns).
+    /// Instance address range (netns) [default: 198.18.0.0/16]: inside
+    /// 10/8, 172.16/12, 192.168/16, 100.64/10 (shared) or 198.18/15
+    /// (benchmarking), the ranges set aside for local use.
     #[arg(long)]
     pub range: Option<String>,
+    /// Accept a --range outside the local-use ranges: the machine then
+    /// reaches those addresses only on the instances, not in the world.
+    #[arg(long)]
+    pub allow_public_range: bool,
     /// Game port (netns: every instance; process: port + id - 1)
     /// [default: 27015; 27960 with --game openarena].
     #[arg(long)]
@@ -145,7 +152,10 @@ pub struct UpArgs {
     /// Host name, 1-8 of a-z0-9: prefixes everything created (tp<name>...).
     #[arg(long)]
     pub name: Option<String>,
-    /// Directory for state and the control socket [default: /run/tickpack/<name>].
+    /// Directory for state, logs and the control socket
+    /// [default: /run/tickpack/<name>]: a new path (created and marked as
+    /// tickpack's), an empty directory of ours that no one else can write,
+    /// or one tickpack marked before; anything else is refused.
     #[arg(long)]
     pub run_dir: Option<PathBuf>,
     /// Serve Prometheus metrics for all instances on this address.
@@ -180,8 +190,11 @@ pub struct UpArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct StatusArgs {
+    /// The host's name (1-8 of a-z0-9).
     #[arg(long, default_value = "h")]
     pub name: String,
+    /// Its run dir [default: /run/tickpack/<name>]; only a run dir
+    /// tickpack marked is used.
     #[arg(long)]
     pub run_dir: Option<PathBuf>,
     /// Print the status document as JSON (an object with an `instances` list).
@@ -191,15 +204,41 @@ pub struct StatusArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct DownArgs {
+    /// The host's name (1-8 of a-z0-9).
     #[arg(long, default_value = "h")]
     pub name: String,
+    /// Its run dir [default: /run/tickpack/<name>]; only tickpack's own
+    /// records are removed there, and only from a run dir it marked.
     #[arg(long)]
     pub run_dir: Option<PathBuf>,
 }
 
-fn run_dir(name: &str, dir: &Option<PathBuf>) -> PathBuf {
-    dir.clone()
-        .unwrap_or_else(|| Path::new(RUN_ROOT).join(name))
+/// The run dir of `status` and `down`: --run-dir, or the default for a
+/// name that passes the host-name rule (the name becomes part of a path).
+fn run_dir(name: &str, dir: &Option<PathBuf>) -> Result<PathBuf, Failure> {
+    if let Err(e) = tickpack_sys::validate_host_name(name) {
+        return Err(fail(
+            Code::Config,
+            format!(
+                "--name \"{}\": {e} (a host name is 1-{} of a-z and 0-9)",
+                tickpack_sys::text::escape(name, tickpack_sys::text::SHORT),
+                tickpack_sys::MAX_HOST_NAME
+            ),
+        ));
+    }
+    let dir = dir
+        .clone()
+        .unwrap_or_else(|| Path::new(RUN_ROOT).join(name));
+    check_run_dir_flag(&dir)?;
+    Ok(dir)
+}
+
+/// Exit 2 unless tickpack may use `dir` as a run dir: missing, empty and
+/// ours, or marked as tickpack's (see `tickpack_host::supervisor::check_run_dir`).
+fn check_run_dir_flag(dir: &Path) -> Result<(), Failure> {
+    tickpack_host::supervisor::check_run_dir(dir)
+        .map(|_| ())
+        .map_err(|why| fail(Code::Config, format!("run dir (--run-dir): {why}")))
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
@@ -214,7 +253,7 @@ fn host_failure(e: HostError) -> Failure {
     let code = match e {
         HostError::Config(_) => Code::Config,
         HostError::Isolation(_) | HostError::Spawn { .. } => Code::Isolation,
-        HostError::AlreadyRunning { .. } => Code::Config,
+        HostError::AlreadyRunning { .. } | HostError::RunDir(_) => Code::Config,
         HostError::Io { .. } => Code::Runtime,
     };
     Failure {
@@ -290,6 +329,9 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
     if let Some(c) = &u.batch_control {
         f.batch_control = Some(c.parse().map_err(|e| fail(Code::Config, e))?);
     }
+    if u.allow_public_range {
+        f.allow_public_range = Some(true);
+    }
     if u.guard {
         f.batch_control = Some(tickpack_host::guard::BatchControl::Guard);
     }
@@ -300,7 +342,7 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
     if let Some(cpus) = &cfg.reserved_cpus {
         super::check_cpus("reserved CPUs (--reserved-cpus)", cpus)?;
     }
-    super::check_dir_flag("run dir (--run-dir)", &cfg.run_dir)?;
+    check_run_dir_flag(&cfg.run_dir)?;
     cfg.game.check_system().map_err(|e| fail(Code::Config, e))?;
     Ok(cfg)
 }
@@ -344,7 +386,7 @@ fn up(u: UpArgs) -> Result<(), Failure> {
         let (events, seen) = sup.events_since(events_seen);
         events_seen = seen;
         for e in events {
-            eprintln!("tickpack host: {e}");
+            eprintln!("tickpack host: {}", escape(&e, EXCERPT));
         }
         if down || stop.load(Ordering::Relaxed) {
             break;
@@ -369,8 +411,7 @@ fn up(u: UpArgs) -> Result<(), Failure> {
 }
 
 fn status(s: StatusArgs) -> Result<(), Failure> {
-    let dir = run_dir(&s.name, &s.run_dir);
-    super::check_dir_flag("--run-dir", &dir)?;
+    let dir = run_dir(&s.name, &s.run_dir)?;
     let st = query_status(&dir).map_err(control_failure)?;
     if s.json {
         println!("{}", serde_json::to_string_pretty(&st)?);
@@ -391,11 +432,28 @@ fn control_failure(e: ControlError) -> Failure {
     }
 }
 
-/// The `host status` table.
+/// One line of a text built in memory (writing to a String cannot fail).
+macro_rules! put {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+/// Prints the `host status` table.
 pub fn print_status(st: &HostStatus) {
-    println!(
+    print!("{}", status_text(st));
+}
+
+/// The `host status` table. Everything an instance controls (the map its
+/// query answer names, its exit and log excerpts in events) is escaped and
+/// cut ([`escape`]): a forged answer cannot add rows or drive the terminal.
+pub fn status_text(st: &HostStatus) -> String {
+    let mut out = String::new();
+    put!(
+        out,
         "host {} ({}{}), placement {}, supervisor pid {}, up {:.0} s",
-        st.name,
+        escape(&st.name, SHORT),
         st.backend,
         st.net
             .as_deref()
@@ -405,7 +463,8 @@ pub fn print_status(st: &HostStatus) {
         st.supervisor_pid,
         st.uptime_s
     );
-    println!(
+    put!(
+        out,
         "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5}  map",
         "id",
         "address",
@@ -426,10 +485,11 @@ pub fn print_status(st: &HostStatus) {
             .collect::<Vec<_>>()
             .join(",");
         let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-        println!(
+        put!(
+            out,
             "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5}  {}",
             i.id,
-            i.address,
+            escape(&i.address, SHORT),
             opt(i.pid.map(|p| p.to_string())),
             cpus,
             format!("{:?}", i.state).to_lowercase(),
@@ -438,33 +498,39 @@ pub fn print_status(st: &HostStatus) {
             opt(i.tick_p99_us.map(|t| t.to_string())),
             opt(i.players.map(|p| p.to_string())),
             opt(i.bots.map(|b| b.to_string())),
-            i.map.as_deref().unwrap_or("-"),
+            i.map.as_deref().map_or("-".into(), |m| escape(m, SHORT)),
         );
         if let Some(q) = &i.query_latency_us {
-            println!(
+            put!(
+                out,
                 "{:>4} query round trip: p50 {} us, p99 {} us, max {} us ({} replies)",
-                "", q.p50, q.p99, q.max, q.count
+                "",
+                q.p50,
+                q.p99,
+                q.max,
+                q.count
             );
         }
         if let Some(why) = &i.last_exit {
-            println!("{:>4} last exit: {why}", "");
+            put!(out, "{:>4} last exit: {}", "", escape(why, EXCERPT));
         }
     }
     if let Some(g) = &st.guard {
-        print_guard(g);
+        print_guard(&mut out, g);
     }
     if !st.events.is_empty() {
-        println!("events:");
+        put!(out, "events:");
         for e in st.events.iter().rev().take(10).rev() {
-            println!("  {e}");
+            put!(out, "  {}", escape(e, EXCERPT));
         }
     }
+    out
 }
 
 /// The guard's lines of `host status`.
-fn print_guard(g: &tickpack_host::guard::GuardStatus) {
+fn print_guard(out: &mut String, g: &tickpack_host::guard::GuardStatus) {
     let opt = |v: Option<f64>, unit: &str| v.map_or("-".into(), |v| format!("{v:.1}{unit}"));
-    println!(
+    put!(out,
         "batch: control {}, quota {}, CPUs {:?}, batch CPU {}, PSI some avg10 {}{}, steal {}, throttled {} times ({} ms)",
         g.control,
         g.quota_cores
@@ -481,7 +547,8 @@ fn print_guard(g: &tickpack_host::guard::GuardStatus) {
         g.throttled_ms,
     );
     if let Some(b) = g.baseline_slack {
-        println!(
+        put!(
+            out,
             "  servers' own slack (batch at zero): {:.0}%{}",
             b * 100.0,
             if b < tickpack_host::guard::Tuning::default().grow_above {
@@ -492,18 +559,19 @@ fn print_guard(g: &tickpack_host::guard::GuardStatus) {
         );
     }
     if let Some(why) = &g.cgroup_pressure_unavailable {
-        println!("  batch cgroup pressure: unavailable ({why})");
+        put!(out, "  batch cgroup pressure: unavailable ({why})");
     }
     for b in &g.batch {
-        println!(
+        put!(
+            out,
             "  {} pid {} {} restarts {}{}",
-            b.command,
+            escape(&b.command, EXCERPT),
             b.pid.map_or("-".into(), |p| p.to_string()),
             b.state,
             b.restarts,
             b.last_exit
                 .as_deref()
-                .map(|w| format!(", last exit: {w}"))
+                .map(|w| format!(", last exit: {}", escape(w, EXCERPT)))
                 .unwrap_or_default()
         );
     }
@@ -513,59 +581,88 @@ fn print_guard(g: &tickpack_host::guard::GuardStatus) {
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        println!("guard decisions ({}), last:", counts.join(", "));
+        put!(out, "guard decisions ({}), last:", counts.join(", "));
         for d in &g.last {
-            println!(
+            put!(
+                out,
                 "  [{:8.2}s] {:?} -> {:.2} cores on {:?}: {}",
                 d.at_ms as f64 / 1000.0,
                 d.action,
                 d.allowance.quota_cores,
                 d.allowance.cpus,
-                d.reason
+                escape(&d.reason, EXCERPT)
             );
         }
     }
 }
 
+/// How long `down` waits for a host that is still starting (its supervisor
+/// is alive, its control socket not yet bound) before giving up.
+const DOWN_START_WAIT: Duration = Duration::from_secs(60);
+
 fn down(d: DownArgs) -> Result<(), Failure> {
-    let dir = run_dir(&d.name, &d.run_dir);
-    super::check_dir_flag("--run-dir", &dir)?;
-    match request(&dir, "down", Duration::from_secs(30)) {
-        Ok(_) => {
-            eprintln!("tickpack host {}: down", d.name);
-            Ok(())
+    let dir = run_dir(&d.name, &d.run_dir)?;
+    let t0 = Instant::now();
+    let mut said_waiting = false;
+    loop {
+        match request(&dir, "down", Duration::from_secs(30)) {
+            Ok(_) => {
+                eprintln!("tickpack host {}: down", d.name);
+                return Ok(());
+            }
+            Err(ControlError::NotRunning { .. }) => {}
+            Err(e) => return Err(control_failure(e)),
         }
-        Err(ControlError::NotRunning { .. }) => {
-            // No supervisor: remove whatever a crashed one left behind.
-            let cfg = tickpack_host::fleet::FleetFile {
-                name: Some(d.name.clone()),
-                run_dir: Some(dir.clone()),
-                ..Default::default()
-            }
-            .resolve(Path::new(RUN_ROOT))
-            .map_err(|e| fail(Code::Config, e))?;
-            let removed = tickpack_host::supervisor::recover(&cfg).map_err(host_failure)?;
-            // Directories left empty go too (a non-empty one, holding logs
-            // someone may want to read, stays).
-            for d in [dir.join("instances"), dir.join("logs"), dir.clone()] {
-                let _ = std::fs::remove_dir(d);
-            }
-            if removed.is_empty() {
-                eprintln!(
-                    "tickpack host {}: nothing was running and nothing was left over",
-                    d.name
-                );
-            } else {
-                eprintln!(
-                    "tickpack host {}: no supervisor was running; removed leftovers: {}",
+        // A supervisor that is alive but has no control socket yet is
+        // starting: wait for it (it answers `down` once up) rather than
+        // refusing, and never recover under its feet.
+        let Some(pid) = tickpack_host::supervisor::live_supervisor(&dir) else {
+            break;
+        };
+        if t0.elapsed() > DOWN_START_WAIT {
+            return Err(fail(
+                Code::Runtime,
+                format!(
+                    "host {} (supervisor pid {pid}) is still starting after {} s and has no control socket; try again, or stop it with kill {pid}",
                     d.name,
-                    removed.join(", ")
-                );
-            }
-            Ok(())
+                    DOWN_START_WAIT.as_secs()
+                ),
+            ));
         }
-        Err(e) => Err(control_failure(e)),
+        if !said_waiting {
+            eprintln!(
+                "tickpack host {}: still starting (supervisor pid {pid}); waiting to take it down",
+                d.name
+            );
+            said_waiting = true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
+    // No supervisor: remove whatever a crashed one left behind.
+    let cfg = tickpack_host::fleet::FleetFile {
+        name: Some(d.name.clone()),
+        run_dir: Some(dir.clone()),
+        ..Default::default()
+    }
+    .resolve(Path::new(RUN_ROOT))
+    .map_err(|e| fail(Code::Config, e))?;
+    let removed = tickpack_host::supervisor::recover(&cfg).map_err(host_failure)?;
+    // Only tickpack's own records go; directories left empty too (logs
+    // someone may want to read stay).
+    tickpack_host::supervisor::remove_run_dir(&dir);
+    if removed.is_empty() {
+        eprintln!(
+            "tickpack host {}: nothing was running and nothing was left over",
+            d.name
+        );
+    } else {
+        eprintln!(
+            "tickpack host {}: no supervisor was running; removed leftovers: {}",
+            d.name,
+            removed.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// The Prometheus families of all instances of a host.
@@ -671,4 +768,63 @@ pub struct InitArgs {
 pub fn instance_init(a: InitArgs) -> Result<(), Failure> {
     let code = tickpack_host::spawn::instance_init(a.uid, a.gid, &a.command);
     std::process::exit(code);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickpack_host::status::{InstanceState, InstanceStatus, STATUS_SCHEMA};
+
+    /// Regression: a query answer whose map name held a newline and
+    /// terminal escapes printed a fake row and raw escapes in `host status`.
+    #[test]
+    fn status_escapes_a_forged_map_name() {
+        let forged = "dm1\n   2 10.6.6.6:27015     666 0        running             0    0.0          1        0     0  x\x1b[2J\x1b]0;owned\x07";
+        let st = HostStatus {
+            schema: STATUS_SCHEMA.into(),
+            name: "h".into(),
+            backend: "netns".into(),
+            net: Some("bridge".into()),
+            placement: "spread".into(),
+            reserved_cpus: vec![0],
+            supervisor_pid: 1,
+            uptime_s: 1.0,
+            instances: vec![InstanceStatus {
+                id: 1,
+                address: "198.18.0.3:27015".into(),
+                pid: Some(42),
+                cpus: vec![1],
+                state: InstanceState::Running,
+                restarts: 0,
+                cpu_percent: None,
+                tick_p99_us: None,
+                frame_p99_us: None,
+                players: Some(1),
+                bots: Some(0),
+                map: Some(forged.into()),
+                query_latency_us: None,
+                memory_bytes: None,
+                memory_limit_bytes: None,
+                oom_kills: 0,
+                last_exit: Some(format!("exited with code 1; last output: {forged}")),
+            }],
+            events: vec![format!("instance 1 said {forged}")],
+            guard: None,
+        };
+        let text = status_text(&st);
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
+        // Header, column names, one row, its last exit, "events:", one event.
+        assert_eq!(text.lines().count(), 6, "no forged row: {text}");
+        assert!(text.contains("dm1\\n"), "{text}");
+        let row = text.lines().nth(2).unwrap();
+        assert!(row.chars().count() < 200, "the map is cut: {row}");
+    }
+
+    #[test]
+    fn status_and_down_refuse_a_name_that_is_not_one() {
+        for name in ["../../x", "a/b", "H1", ""] {
+            let e = run_dir(name, &None).unwrap_err();
+            assert_eq!(e.code, Code::Config, "{name}");
+        }
+    }
 }

@@ -117,16 +117,27 @@ impl Args {
         let Some(file) = &self.targets_file else {
             return Ok(self.target.clone());
         };
+        // Only a regular file (or stdin), and no bigger than a list can be.
+        use tickpack_sys::user_file::{read_bounded, read_text, Bounded, MAX_CONFIG_BYTES};
         let (name, text) = if file.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .map_err(|e| fail(Code::Config, format!("--targets-file -: stdin: {e}")))?;
+            let bytes = read_bounded(std::io::stdin().lock(), MAX_CONFIG_BYTES).map_err(|e| {
+                fail(
+                    Code::Config,
+                    match e {
+                        Bounded::Io(e) => format!("--targets-file -: stdin: {e}"),
+                        Bounded::TooLarge => {
+                            format!("--targets-file -: stdin: more than {MAX_CONFIG_BYTES} bytes")
+                        }
+                    },
+                )
+            })?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| fail(Code::Config, "--targets-file -: stdin: not UTF-8 text"))?;
             ("<stdin>".to_string(), text)
         } else {
-            let name = file.display().to_string();
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| fail(Code::Config, format!("--targets-file {name}: {e}")))?;
-            (name, text)
+            let text = read_text(file, MAX_CONFIG_BYTES)
+                .map_err(|e| fail(Code::Config, format!("--targets-file {e}")))?;
+            (file.display().to_string(), text)
         };
         let t = super::targets_file::parse(&text, parse_target)
             .map_err(|e| fail(Code::Config, e.in_file(&name)))?;

@@ -15,6 +15,8 @@ use tickpack_report::probe::ProbeResult;
 use super::{
     check_cpus, check_output_file, parse_cpus, parse_positive_duration, parse_target, CpuList,
 };
+use tickpack_sys::text::{escape, SHORT};
+
 use crate::exit::{fail, Code, Failure};
 use crate::table;
 
@@ -221,10 +223,11 @@ fn print_summary(r: &ProbeResult, p: ProbeProtocol) {
     for t in &r.targets {
         println!("{}", table::row_ms(&t.address, w, &t.query_latency_us));
         match &t.server {
+            // What a server says of itself is escaped and cut.
             Some(s) => println!(
-                "  {:?} on {}, {}/{} players ({} bots)",
-                s.name,
-                s.map,
+                "  \"{}\" on {}, {}/{} players ({} bots)",
+                escape(&s.name, SHORT),
+                escape(&s.map, SHORT),
                 s.players.map_or("?".into(), |p| p.to_string()),
                 s.max_players,
                 s.bots

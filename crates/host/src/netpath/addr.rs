@@ -139,6 +139,19 @@ const FORBIDDEN: [(Ipv4Addr, u8, &str); 4] = [
     ),
 ];
 
+/// Ranges set aside for local use, where instances may live by default:
+/// private (RFC 1918), shared address space (RFC 6598, carrier-grade NAT)
+/// and benchmarking (RFC 2544, the default). A range outside them is
+/// someone's real hosts: routing it to instances would hide them from this
+/// machine. Link-local is refused outright (see `FORBIDDEN`).
+const LOCAL_USE: [(Ipv4Addr, u8, &str); 5] = [
+    (Ipv4Addr::new(10, 0, 0, 0), 8, "10.0.0.0/8"),
+    (Ipv4Addr::new(172, 16, 0, 0), 12, "172.16.0.0/12"),
+    (Ipv4Addr::new(192, 168, 0, 0), 16, "192.168.0.0/16"),
+    (Ipv4Addr::new(100, 64, 0, 0), 10, "100.64.0.0/10"),
+    (Ipv4Addr::new(198, 18, 0, 0), 15, "198.18.0.0/15"),
+];
+
 /// Which addresses instances and gateways get.
 ///
 /// - [`NetKind::Veth`]: instance `id` owns the `/30` block number `id`:
@@ -181,6 +194,25 @@ impl AddrPlan {
             }
         }
         Ok(Self { range })
+    }
+
+    /// Fails unless the range lies inside one of the ranges set aside for
+    /// local use (private, shared and benchmarking space), naming them.
+    pub fn check_local_use(&self) -> Result<(), NetError> {
+        let inside = LOCAL_USE.iter().any(|&(addr, prefix, _)| {
+            self.range.prefix >= prefix && Ipv4Net { addr, prefix }.contains(self.range.addr)
+        });
+        if inside {
+            return Ok(());
+        }
+        let names: Vec<&str> = LOCAL_USE.iter().map(|(_, _, n)| *n).collect();
+        Err(NetError::InvalidRange {
+            text: self.range.to_string(),
+            reason: format!(
+                "it is not a private, shared or benchmarking range ({}): routing it would hide real hosts",
+                names.join(", ")
+            ),
+        })
     }
 
     /// Parses and validates a range such as `198.18.0.0/16`.
@@ -256,6 +288,35 @@ impl AddrPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: `--range 8.8.8.0/24` was accepted and routed to the
+    /// instances, hiding a public network from the machine.
+    #[test]
+    fn range_outside_private_and_benchmarking_space_is_refused() {
+        for ok in [
+            "198.18.0.0/16",
+            "198.19.0.0/24",
+            "10.20.0.0/16",
+            "172.16.0.0/12",
+            "192.168.5.0/24",
+            "100.64.0.0/10",
+        ] {
+            assert!(
+                AddrPlan::parse(ok).unwrap().check_local_use().is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "8.8.8.0/24",
+            "198.16.0.0/14",
+            "172.0.0.0/8",
+            "11.0.0.0/8",
+            "100.0.0.0/9",
+        ] {
+            let e = AddrPlan::parse(bad).unwrap().check_local_use().unwrap_err();
+            assert!(e.to_string().contains("not a private"), "{bad}: {e}");
+        }
+    }
 
     fn net(s: &str) -> Ipv4Net {
         s.parse().unwrap()

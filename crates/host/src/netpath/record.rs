@@ -1,6 +1,8 @@
 //! What a host's set-up created, in creation order, so it can be removed
 //! by the process that made it or by a later one after a crash.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 use super::filter::Nft;
@@ -86,6 +88,49 @@ impl NetRecord {
         } else {
             Err(NetError::Cleanup { failures })
         }
+    }
+
+    /// What of the record is there now, as `host down` reports it:
+    /// namespaces, links, `nft table inet NAME` and `route ...` lines. A
+    /// record of objects already gone (a failed start cleaned up after
+    /// itself) lists nothing, so nothing is reported as removed.
+    pub fn existing(&self) -> Vec<String> {
+        let mut there = vec![];
+        let nft = Nft::default();
+        there.extend(
+            self.tables
+                .iter()
+                .filter(|t| nft.exists(t).unwrap_or(false))
+                .map(|t| format!("nft table inet {t}")),
+        );
+        there.extend(
+            self.links
+                .iter()
+                .filter(|l| ours(l).is_ok() && Path::new("/sys/class/net").join(l).exists())
+                .cloned(),
+        );
+        there.extend(
+            self.namespaces
+                .iter()
+                .filter(|n| ours(n).is_ok() && Path::new("/run/netns").join(n).exists())
+                .cloned(),
+        );
+        let shown = Ip::default()
+            .run("list routes", &["-4", "route", "show", "table", "main"])
+            .unwrap_or_default();
+        for r in &self.routes {
+            let Ok(args) = guard(r) else { continue };
+            let present = shown.lines().any(|l| {
+                let t: Vec<&str> = l.split_whitespace().collect();
+                t.first() == Some(&"unreachable")
+                    && t.get(1) == Some(&args[1])
+                    && l.contains(&format!("metric {}", args[3]))
+            });
+            if present {
+                there.push(format!("route {r}"));
+            }
+        }
+        there
     }
 
     /// Appends `other`'s entries.

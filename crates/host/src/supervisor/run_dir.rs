@@ -2,9 +2,15 @@
 //! before it is made, atomically, never through a link), the checks that
 //! keep the directory root's own, where instance logs go, and [`recover`],
 //! which removes what an earlier run left behind.
+//!
+//! A run dir is tickpack's only if it carries the marker file
+//! [`MARKER`], written by tickpack (never through a link) when it created
+//! the directory or took an empty one ([`check_run_dir`]). Any other
+//! directory is refused: tickpack never chmods, fills or deletes what it
+//! did not make, and `down` removes only its own records there.
 
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -31,16 +37,181 @@ pub struct StateRecord {
     pub processes: Vec<crate::leftover::RecordedProcess>,
 }
 
+/// The file that marks a run dir as tickpack's.
+pub const MARKER: &str = ".tickpack-run-dir";
+/// The marker's text when tickpack created the directory (it may remove
+/// it once empty)...
+const MARK_CREATED: &str = "tickpack run dir (created by tickpack)\n";
+/// ...and when it took an empty directory someone else made (kept).
+const MARK_ADOPTED: &str = "tickpack run dir (an empty directory given to tickpack)\n";
+
+/// What [`check_run_dir`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunDirState {
+    /// Nothing there: tickpack creates it.
+    Missing,
+    /// An empty directory of ours, not writable by others: tickpack marks it.
+    Empty,
+    /// Marked by tickpack; `created` when tickpack made the directory.
+    Ours { created: bool },
+}
+
+/// Whether `dir` may be used as a run dir, without changing anything:
+/// missing, empty (owned by us, writable by no one else), or marked by
+/// tickpack. Anything else (a file, a link, someone else's directory, one
+/// holding files tickpack did not put there) is refused with the reason.
+pub fn check_run_dir(dir: &Path) -> Result<RunDirState, String> {
+    let shown = dir.display();
+    let m = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RunDirState::Missing),
+        Err(e) => return Err(format!("{shown}: {e}")),
+    };
+    if !m.file_type().is_dir() {
+        return Err(format!(
+            "{shown} is not a directory (a link or a file); refusing to use it"
+        ));
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me {
+        return Err(format!(
+            "{shown} belongs to uid {}, not to us (uid {me}); choose another --run-dir",
+            m.uid()
+        ));
+    }
+    if let Some(created) = read_marker(dir)? {
+        return Ok(RunDirState::Ours { created });
+    }
+    let empty = std::fs::read_dir(dir)
+        .map_err(|e| format!("{shown}: {e}"))?
+        .next()
+        .is_none();
+    if !empty {
+        return Err(format!(
+            "{shown} is not empty and is not a tickpack run dir (no {MARKER} in it); tickpack uses only a new or empty directory and never changes or deletes others: give a new path"
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{shown} is writable by other users (mode {:o}); tickpack does not change its mode: give a new path, or chmod go-w it",
+            m.mode() & 0o7777
+        ));
+    }
+    Ok(RunDirState::Empty)
+}
+
+/// The marker in `dir`, if there is one: `Some(created)`. A marker that
+/// is a link, not a regular file, not ours, or says something else is
+/// refused, not trusted.
+fn read_marker(dir: &Path) -> Result<Option<bool>, String> {
+    use std::io::Read;
+    let path = dir.join(MARKER);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path);
+    let mut f = match f {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(format!(
+                "{}: {e} (not a marker tickpack wrote)",
+                path.display()
+            ))
+        }
+    };
+    let m = f
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let mut text = String::new();
+    let read = m.is_file()
+        && m.uid() == me
+        && m.len() <= 256
+        && (&mut f).take(256).read_to_string(&mut text).is_ok();
+    match text.as_str() {
+        MARK_CREATED if read => Ok(Some(true)),
+        MARK_ADOPTED if read => Ok(Some(false)),
+        _ => Err(format!(
+            "{} is not a marker tickpack wrote; refusing to use {}",
+            path.display(),
+            dir.display()
+        )),
+    }
+}
+
+/// Writes the marker (never through a link; the directory must not hold one).
+fn write_marker(dir: &Path, created: bool) -> Result<(), HostError> {
+    let path = dir.join(MARKER);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(io(format!("writing {}", path.display())))?;
+    f.write_all(if created { MARK_CREATED } else { MARK_ADOPTED }.as_bytes())
+        .map_err(io(format!("writing {}", path.display())))
+}
+
+/// Removes a run dir's own records (`state.json`, `control.sock`), the
+/// `instances/` and `logs/` directories when empty, and, if tickpack
+/// created the directory and nothing else is left in it, the marker and
+/// the directory. Anything in a directory that is not a marked run dir is
+/// left alone.
+pub fn remove_run_dir(dir: &Path) {
+    let Ok(RunDirState::Ours { created }) = check_run_dir(dir) else {
+        return;
+    };
+    for f in ["state.json", "control.sock", ".state.json.tmp"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    for d in ["instances", "logs"] {
+        let _ = std::fs::remove_dir(dir.join(d));
+    }
+    if !created {
+        return;
+    }
+    let only_marker = std::fs::read_dir(dir)
+        .map(|it| it.flatten().all(|e| e.file_name() == MARKER))
+        .unwrap_or(false);
+    if only_marker {
+        let _ = std::fs::remove_file(dir.join(MARKER));
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// The PID of a live supervisor recorded in `dir` (one still starting has
+/// no control socket yet), if any.
+pub fn live_supervisor(dir: &Path) -> Option<u32> {
+    if !matches!(check_run_dir(dir), Ok(RunDirState::Ours { .. })) {
+        return None;
+    }
+    let text = tickpack_sys::user_file::read_text(&dir.join("state.json"), STATE_MAX).ok()?;
+    let rec = serde_json::from_str::<StateRecord>(&text).ok()?;
+    let pid = rec.supervisor_pid;
+    (pid != std::process::id() && pid_alive(pid) && is_tickpack(pid)).then_some(pid)
+}
+
+/// The largest `state.json` read back (250 instances' records are far less).
+const STATE_MAX: u64 = 16 << 20;
+
 /// Removes everything an earlier run of host `name` left behind: what its
-/// records list, then anything else carrying its prefix.
+/// records list, then anything else carrying its prefix. Returns only what
+/// was there and is gone. Refuses a run dir that exists and is not
+/// tickpack's (records in a directory someone else controls could name
+/// anything, and tickpack deletes nothing there).
 pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     let mut removed = vec![];
-    if std::fs::symlink_metadata(&cfg.run_dir).is_ok() {
-        // Records in a directory someone else controls could name anything.
-        owned_dir(&cfg.run_dir)?;
-    }
+    let state = check_run_dir(&cfg.run_dir).map_err(HostError::RunDir)?;
     let state_path = cfg.run_dir.join("state.json");
-    if let Ok(text) = std::fs::read_to_string(&state_path) {
+    let ours = matches!(state, RunDirState::Ours { .. });
+    let text = ours
+        .then(|| tickpack_sys::user_file::read_text(&state_path, STATE_MAX).ok())
+        .flatten();
+    if let Some(text) = text {
         if let Ok(rec) = serde_json::from_str::<StateRecord>(&text) {
             if rec.supervisor_pid != std::process::id()
                 && pid_alive(rec.supervisor_pid)
@@ -58,18 +229,15 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
                 }
             }
             if let Some(net) = &rec.net {
+                // Only what is there now is reported as removed.
+                let there = net.existing();
                 net.cleanup().map_err(|e| {
                     HostError::Isolation(format!("removing the network of an earlier run: {e}"))
                 })?;
-                removed.extend(net.namespaces.iter().cloned());
-                removed.extend(net.routes.iter().map(|r| format!("route {r}")));
-                removed.extend(net.tables.iter().map(|t| format!("nft table inet {t}")));
+                removed.extend(there);
             }
-            for cg in &rec.cgroups {
-                if cg.exists() {
-                    removed.push(cg.display().to_string());
-                }
-            }
+            // The recorded cgroups are removed (and reported) with the
+            // rest of the host's below, once their processes are gone.
         }
     }
     let prefix = format!("tp{}", cfg.name);
@@ -94,8 +262,10 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
             }
         }
     }
-    let _ = std::fs::remove_file(cfg.run_dir.join("control.sock"));
-    let _ = std::fs::remove_file(&state_path);
+    if ours {
+        let _ = std::fs::remove_file(cfg.run_dir.join("control.sock"));
+        let _ = std::fs::remove_file(&state_path);
+    }
     Ok(removed)
 }
 
@@ -105,14 +275,28 @@ pub fn log_path(run_dir: &Path, id: u32) -> PathBuf {
     run_dir.join("logs").join(format!("{id}.log"))
 }
 
-/// Creates the run dir and makes it root's own (0700): instances (and other
-/// users) can neither read the records nor place links in it. Refuses a
-/// run dir that is a link or belongs to someone else, whose owner could
-/// swap what root writes there.
+/// Makes `dir` a run dir of ours (see [`check_run_dir`]): creates it
+/// (mode 0700) and marks it, marks an empty one, or takes a marked one;
+/// refuses anything else ([`HostError::RunDir`]). Instances (and other
+/// users) can neither read the records nor place links in it.
 pub(super) fn secure_run_dir(dir: &Path) -> Result<(), HostError> {
-    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
-    real_dir(dir)?;
-    private_dir(dir)
+    match check_run_dir(dir).map_err(HostError::RunDir)? {
+        RunDirState::Missing => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(io(format!("creating {}", parent.display())))?;
+            }
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .map_err(io(format!("creating {}", dir.display())))?;
+            // Made just now, by us: 0700 whatever the umask.
+            private_dir(dir)?;
+            write_marker(dir, true)
+        }
+        RunDirState::Empty => write_marker(dir, false),
+        RunDirState::Ours { .. } => owned_dir(dir),
+    }
 }
 
 /// `path` is a directory itself, not a link to one.
@@ -178,4 +362,68 @@ pub(super) fn write_state(dir: &Path, record: &StateRecord) -> Result<(), HostEr
     f.write_all(&body)
         .map_err(io(format!("writing {}", tmp.display())))?;
     std::fs::rename(&tmp, &path).map_err(io(format!("writing {}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_new_empty_or_marked_directory_is_a_run_dir() {
+        let root = std::env::temp_dir().join(format!("tp-run-dir-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let new = root.join("new");
+        assert_eq!(check_run_dir(&new), Ok(RunDirState::Missing));
+        secure_run_dir(&new).unwrap();
+        assert_eq!(check_run_dir(&new), Ok(RunDirState::Ours { created: true }));
+        let mode = std::fs::metadata(&new).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+
+        // Someone else's files: refused, and `remove_run_dir` leaves them.
+        let full = root.join("full");
+        std::fs::create_dir(&full).unwrap();
+        std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(full.join("state.json"), "theirs").unwrap();
+        let e = check_run_dir(&full).unwrap_err();
+        assert!(e.contains("not a tickpack run dir"), "{e}");
+        assert!(matches!(secure_run_dir(&full), Err(HostError::RunDir(_))));
+        remove_run_dir(&full);
+        assert!(full.join("state.json").exists());
+        let mode = std::fs::metadata(&full).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "never chmodded");
+
+        // An empty one writable by others is refused, not chmodded; an
+        // empty private one is taken, marked and kept at removal.
+        let open = root.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check_run_dir(&open)
+            .unwrap_err()
+            .contains("writable by other users"));
+        let empty = root.join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(check_run_dir(&empty), Ok(RunDirState::Empty));
+        secure_run_dir(&empty).unwrap();
+        assert_eq!(
+            check_run_dir(&empty),
+            Ok(RunDirState::Ours { created: false })
+        );
+        remove_run_dir(&empty);
+        assert!(empty.exists(), "a directory tickpack did not make stays");
+
+        // A marker that is a link is not trusted.
+        let linked = root.join("linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(new.join(MARKER), linked.join(MARKER)).unwrap();
+        assert!(check_run_dir(&linked).unwrap_err().contains("not a marker"));
+
+        // What tickpack made, emptied of its records, goes entirely.
+        write_state(&new, &StateRecord::default()).unwrap();
+        std::fs::create_dir(new.join("logs")).unwrap();
+        remove_run_dir(&new);
+        assert!(!new.exists());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

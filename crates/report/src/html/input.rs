@@ -20,12 +20,8 @@ pub enum ResultFile {
 /// Why a result file could not be turned into a report.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot read {0}")]
+    Read(#[source] tickpack_sys::user_file::UserFileError),
     #[error("{path} is not JSON: {source}")]
     NotJson {
         path: String,
@@ -64,8 +60,10 @@ fn read_json(path: &Path, accepted: &[(&str, &str)]) -> Result<(String, String),
             .collect::<Vec<_>>()
             .join(" or ")
     };
-    let text =
-        std::fs::read_to_string(path).map_err(|source| InputError::Read { path: p(), source })?;
+    // Only a regular file, and no bigger than a result can be: `report
+    // /dev/zero` read until the machine ran out of memory.
+    let text = tickpack_sys::user_file::read_text(path, tickpack_sys::user_file::MAX_RESULT_BYTES)
+        .map_err(InputError::Read)?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|source| InputError::NotJson { path: p(), source })?;
     match value.get("schema") {
@@ -138,4 +136,16 @@ pub fn render_file(paths: &[PathBuf]) -> Result<String, InputError> {
         }
     }
     Ok(super::render_all(&bench, &players))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `tickpack report /dev/zero` read until 4 GB.
+    #[test]
+    fn report_of_a_device_is_refused_unread() {
+        let e = read_any(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
 }
