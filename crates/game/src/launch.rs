@@ -78,11 +78,7 @@ impl Health {
     /// 2 s, `unresponsive` at the 2nd (one lost reply tolerated, about
     /// 6 s), killed at the 4th (about 10 s).
     pub fn default_timing(self) -> HealthTiming {
-        let (interval_s, unresponsive_after) = if self.is_query() {
-            (2.0, 2)
-        } else {
-            (1.0, 1)
-        };
+        let (interval_s, unresponsive_after) = if self.is_query() { (2.0, 2) } else { (1.0, 1) };
         HealthTiming {
             interval_s,
             unresponsive_after,

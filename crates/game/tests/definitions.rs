@@ -284,7 +284,11 @@ fn readiness_by_a_log_line_or_a_port_reaches_the_launch_spec() {
     assert_eq!(d.ready_by(), ReadyBy::Log);
     let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
     assert_eq!(spec.ready, Ready::Log("Server listening on".into()));
-    assert_eq!(spec.health, Health::None, "no query: the process and its log");
+    assert_eq!(
+        spec.health,
+        Health::None,
+        "no query: the process and its log"
+    );
     let text = format!(
         "{}[ready]\nby = \"port\"\n",
         MINIMAL.replacen("port = 7777\n", "port = 7777\ntransport = \"tcp\"\n", 1)
@@ -294,7 +298,10 @@ fn readiness_by_a_log_line_or_a_port_reaches_the_launch_spec() {
     assert_eq!(spec.ready, Ready::Port(Transport::Tcp));
     // Recorded with the spec, and read back.
     let json = serde_json::to_string(&spec).unwrap();
-    assert_eq!(serde_json::from_str::<tickpack_game::ServerSpec>(&json).unwrap(), spec);
+    assert_eq!(
+        serde_json::from_str::<tickpack_game::ServerSpec>(&json).unwrap(),
+        spec
+    );
 }
 
 #[test]
@@ -304,9 +311,15 @@ fn health_timing_defaults_to_todays_and_a_definition_can_set_it() {
     let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
     assert_eq!(spec.health_timing, None, "the protocol's own");
     let t = spec.timing();
-    assert_eq!((t.interval_s, t.unresponsive_after, t.kill_after), (2.0, 2, 4));
+    assert_eq!(
+        (t.interval_s, t.unresponsive_after, t.kill_after),
+        (2.0, 2, 4)
+    );
     let t = Health::TickpackStats.default_timing();
-    assert_eq!((t.interval_s, t.unresponsive_after, t.kill_after), (1.0, 1, 4));
+    assert_eq!(
+        (t.interval_s, t.unresponsive_after, t.kill_after),
+        (1.0, 1, 4)
+    );
     // Set in part: the rest stays the protocol's.
     let d = GameDef::parse(
         "x.toml",
@@ -327,6 +340,9 @@ fn health_timing_defaults_to_todays_and_a_definition_can_set_it() {
     // A spec recorded before timing and readiness existed reads as today's.
     let old: tickpack_game::ServerSpec =
         serde_json::from_str(r#"{"command": "/opt/x {ip}", "health": "q3"}"#).unwrap();
-    assert_eq!((old.health_timing, old.ready.clone()), (None, Ready::Health));
+    assert_eq!(
+        (old.health_timing, old.ready.clone()),
+        (None, Ready::Health)
+    );
     assert_eq!(old.timing(), Health::Q3.default_timing());
 }

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tickpack_game::launch::{HealthTiming, Ready};
 use tickpack_wire::Packet;
 
-use super::liveness::Judged;
+use super::liveness::Window;
 use super::{log_path, ready, Supervisor};
 use crate::launch::Health;
 use crate::status::InstanceState;
@@ -371,7 +371,7 @@ impl Supervisor {
                 continue;
             }
             for j in judged {
-                let Judged::Unanswered(n) = j else { continue };
+                let Window::Unanswered(n) = j else { continue };
                 if n >= timing.unresponsive_after && i.state == InstanceState::Running {
                     i.state = InstanceState::Unresponsive;
                     events.push(format!(
@@ -491,7 +491,11 @@ mod tests {
             assert!(t0.elapsed() < Duration::from_secs(5), "nothing arrived");
             std::thread::sleep(Duration::from_millis(1));
         };
-        assert_eq!(&buf[..got.len], b"answer", "the other sender's datagram was dropped");
+        assert_eq!(
+            &buf[..got.len],
+            b"answer",
+            "the other sender's datagram was dropped"
+        );
         assert!(recv_stamped(&check, &mut buf).is_none());
     }
 
@@ -499,7 +503,10 @@ mod tests {
     fn start_limits_keep_todays_defaults() {
         let start = Duration::from_secs(15);
         let limit = |h: Health, r: Ready| start_limit(h, &r, h.default_timing(), start);
-        assert_eq!(limit(Health::TickpackStats, Ready::Health), Some(Duration::from_secs(5)));
+        assert_eq!(
+            limit(Health::TickpackStats, Ready::Health),
+            Some(Duration::from_secs(5))
+        );
         assert_eq!(limit(Health::Q3, Ready::Health), Some(start));
         assert_eq!(limit(Health::None, Ready::Health), None);
         assert_eq!(limit(Health::None, Ready::Log("up".into())), Some(start));

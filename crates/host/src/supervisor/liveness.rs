@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use tickpack_game::launch::HealthTiming;
 
-/// What the end of one window found.
+/// What one check window, once over, found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Judged {
+pub enum Window {
     Answered,
     /// Unanswered; the count of unanswered checks in a row.
     Unanswered(u32),
@@ -87,7 +87,7 @@ impl Liveness {
 
     /// Judges every window that ended by `now`, oldest first (windows a
     /// stalled supervisor slept through were never asked: not judged).
-    pub fn judge(&mut self, now: Duration) -> Vec<Judged> {
+    pub fn judge(&mut self, now: Duration) -> Vec<Window> {
         let mut out = vec![];
         if now > self.window_start + self.interval * 8 {
             // Asleep for longer than 8 windows: one window for all of it.
@@ -97,13 +97,13 @@ impl Liveness {
             self.window_start += self.interval;
             let j = if self.answered {
                 self.failures = 0;
-                Judged::Answered
+                Window::Answered
             } else if self.overflowed || !self.asked {
                 self.not_judged += 1;
-                Judged::NotJudged
+                Window::NotJudged
             } else {
                 self.failures = self.failures.saturating_add(1);
-                Judged::Unanswered(self.failures)
+                Window::Unanswered(self.failures)
             };
             self.answered = false;
             self.overflowed = false;
@@ -133,14 +133,14 @@ mod tests {
         assert!(!l.check_due());
         l.heard();
         assert_eq!(l.judge(secs(1.9)), vec![]);
-        assert_eq!(l.judge(secs(2.0)), vec![Judged::Answered]);
+        assert_eq!(l.judge(secs(2.0)), vec![Window::Answered]);
         assert!(l.check_due());
-        assert_eq!(l.judge(secs(4.1)), vec![Judged::Unanswered(1)]);
+        assert_eq!(l.judge(secs(4.1)), vec![Window::Unanswered(1)]);
         assert!(l.check_due());
-        assert_eq!(l.judge(secs(6.0)), vec![Judged::Unanswered(2)]);
+        assert_eq!(l.judge(secs(6.0)), vec![Window::Unanswered(2)]);
         assert!(l.check_due());
         l.heard();
-        assert_eq!(l.judge(secs(8.0)), vec![Judged::Answered]);
+        assert_eq!(l.judge(secs(8.0)), vec![Window::Answered]);
         assert_eq!(l.failures(), 0);
     }
 
@@ -150,13 +150,13 @@ mod tests {
     fn a_window_in_which_the_supervisor_dropped_datagrams_is_not_held_against_the_instance() {
         let mut l = Liveness::new(q3(), secs(0.0));
         assert!(l.check_due());
-        assert_eq!(l.judge(secs(2.0)), vec![Judged::Unanswered(1)]);
+        assert_eq!(l.judge(secs(2.0)), vec![Window::Unanswered(1)]);
         assert!(l.check_due());
         l.overflowed();
-        assert_eq!(l.judge(secs(4.0)), vec![Judged::NotJudged]);
+        assert_eq!(l.judge(secs(4.0)), vec![Window::NotJudged]);
         assert_eq!(l.failures(), 1, "neither counted nor forgiven");
         assert!(l.check_due());
-        assert_eq!(l.judge(secs(6.0)), vec![Judged::Unanswered(2)]);
+        assert_eq!(l.judge(secs(6.0)), vec![Window::Unanswered(2)]);
         assert_eq!(l.not_judged, 1);
     }
 
@@ -164,11 +164,11 @@ mod tests {
     fn windows_a_stalled_supervisor_never_asked_in_are_not_judged() {
         let mut l = Liveness::new(q3(), secs(0.0));
         assert!(l.check_due());
-        assert_eq!(l.judge(secs(2.0)), vec![Judged::Unanswered(1)]);
+        assert_eq!(l.judge(secs(2.0)), vec![Window::Unanswered(1)]);
         // Asleep for 100 s: one window for all of it, and it was not asked.
-        assert_eq!(l.judge(secs(102.0)), vec![Judged::NotJudged]);
+        assert_eq!(l.judge(secs(102.0)), vec![Window::NotJudged]);
         assert!(l.check_due());
         assert_eq!(l.judge(secs(103.9)), vec![]);
-        assert_eq!(l.judge(secs(104.0)), vec![Judged::Unanswered(2)]);
+        assert_eq!(l.judge(secs(104.0)), vec![Window::Unanswered(2)]);
     }
 }
