@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
 use crate::gamedig::GamedigProtocol;
+use crate::check::{HealthTiming, Ready};
 use crate::lines::line_of;
 
 /// The largest definition file read, in bytes.
@@ -68,6 +69,10 @@ pub struct GameDef {
     pub query: QueryDef,
     #[serde(default)]
     pub ready: ReadyDef,
+    /// The health check's timing (needs a `[query]` protocol); absent:
+    /// the protocol's own ([`crate::Health::default_timing`]).
+    #[serde(default)]
+    pub health: Option<HealthDef>,
     #[serde(default)]
     pub stop: StopDef,
     #[serde(default)]
@@ -183,10 +188,14 @@ impl QueryProtocol {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadyDef {
-    /// `query` (its query answers; the default when it has one) or
-    /// `process` (its process lives 200 ms).
+    /// `query` (its query answers; the default when it has one),
+    /// `process` (its process lives 200 ms), `log` (a line of its output
+    /// contains `log`) or `port` (its port is bound, or listening for TCP).
     #[serde(default)]
     pub by: Option<ReadyBy>,
+    /// With `by = "log"`: a piece of the line that says it is ready.
+    #[serde(default)]
+    pub log: Option<String>,
     /// Seconds a server may take to be ready, plus `per_server_s` for
     /// every server started at once (they load their data together).
     #[serde(default = "default_ready_timeout")]
@@ -211,6 +220,7 @@ impl Default for ReadyDef {
     fn default() -> Self {
         ReadyDef {
             by: None,
+            log: None,
             timeout_s: default_ready_timeout(),
             per_server_s: 0.0,
             warmup_s: default_warmup(),
@@ -223,6 +233,21 @@ impl Default for ReadyDef {
 pub enum ReadyBy {
     Query,
     Process,
+    Log,
+    Port,
+}
+
+/// `[health]`: how often the query asks and how many unanswered queries
+/// in a row are allowed; each key defaults to the protocol's own.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthDef {
+    #[serde(default)]
+    pub interval_s: Option<f64>,
+    #[serde(default)]
+    pub unresponsive_after: Option<u32>,
+    #[serde(default)]
+    pub kill_after: Option<u32>,
 }
 
 /// How a server is stopped: the launch contract's own type.
@@ -474,6 +499,50 @@ impl GameDef {
                 "ready.by = \"query\" needs a [query] protocol".into(),
             ));
         }
+        match (self.ready.by, &self.ready.log) {
+            (Some(ReadyBy::Log), None) => {
+                return Err((
+                    key(&["ready", "by"]),
+                    "ready.by = \"log\" needs ready.log, a piece of the line that says the server is ready".into(),
+                ))
+            }
+            (Some(ReadyBy::Log), Some(l)) => {
+                Ready::check_log(l).map_err(|m| (key(&["ready", "log"]), m))?
+            }
+            (_, Some(_)) => {
+                return Err((
+                    key(&["ready", "log"]),
+                    "ready.log is read only with ready.by = \"log\"".into(),
+                ))
+            }
+            _ => {}
+        }
+        if self.health.is_some() {
+            if self.query.protocol == QueryProtocol::None {
+                return Err((
+                    key(&["health"]),
+                    "[health] times the query: it needs a [query] protocol".into(),
+                ));
+            }
+            if self.ready.by == Some(ReadyBy::Process) {
+                return Err((
+                    key(&["health"]),
+                    "[health] times the query, which ready.by = \"process\" turns off".into(),
+                ));
+            }
+            if let Some(t) = self.health_timing() {
+                t.check().map_err(|m| {
+                    let k = if m.contains("interval_s") {
+                        "interval_s"
+                    } else if m.contains("kill_after") {
+                        "kill_after"
+                    } else {
+                        "unresponsive_after"
+                    };
+                    (key(&["health", k]), m)
+                })?;
+            }
+        }
         let r = &self.ready;
         if !(0.1..=600.0).contains(&r.timeout_s)
             || !(0.0..=60.0).contains(&r.per_server_s)
@@ -573,6 +642,24 @@ impl GameDef {
             // The host checks gamedig games by their process only.
             QueryProtocol::None | QueryProtocol::Gamedig => ReadyBy::Process,
             _ => ReadyBy::Query,
+        })
+    }
+
+    /// The health check's timing the definition sets (`[health]`, each
+    /// missing key the protocol's default); `None` without `[health]`.
+    pub fn health_timing(&self) -> Option<HealthTiming> {
+        let h = self.health?;
+        let protocol = match self.query.protocol {
+            QueryProtocol::Q3 => crate::Health::Q3,
+            QueryProtocol::A2s => crate::Health::A2s,
+            QueryProtocol::Tickpack => crate::Health::TickpackStats,
+            QueryProtocol::None => crate::Health::None,
+        };
+        let d = protocol.default_timing();
+        Some(HealthTiming {
+            interval_s: h.interval_s.unwrap_or(d.interval_s),
+            unresponsive_after: h.unresponsive_after.unwrap_or(d.unresponsive_after),
+            kill_after: h.kill_after.unwrap_or(d.kill_after),
         })
     }
 

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
+pub use crate::check::{HealthTiming, Ready};
+
 /// Why a launch spec cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchError {
@@ -67,6 +69,21 @@ impl Health {
     /// every 2 s (servers rate-limit queries), round trips recorded.
     pub fn is_query(self) -> bool {
         self.query().is_some()
+    }
+
+    /// How often the check asks and how many unanswered checks in a row
+    /// it allows, unless a definition says otherwise: `tickpack` every
+    /// 1 s, `unresponsive` at the first unanswered, killed at the 4th
+    /// (about 2 s and 5 s after the last answer); `q3` and `a2s` every
+    /// 2 s, `unresponsive` at the 2nd (one lost reply tolerated, about
+    /// 6 s), killed at the 4th (about 10 s).
+    pub fn default_timing(self) -> HealthTiming {
+        let (interval_s, unresponsive_after) = if self.is_query() { (2.0, 2) } else { (1.0, 1) };
+        HealthTiming {
+            interval_s,
+            unresponsive_after,
+            kill_after: 4,
+        }
     }
 
     /// The game query protocol a query check asks ([`crate::query`]);
@@ -243,6 +260,13 @@ pub struct ServerSpec {
     /// How the host checks the server is alive beyond its PID.
     #[serde(default)]
     pub health: Health,
+    /// How often the check asks and the unanswered checks it allows;
+    /// `None`: the check's defaults ([`Health::default_timing`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_timing: Option<HealthTiming>,
+    /// When a started server counts as ready.
+    #[serde(default, skip_serializing_if = "Ready::is_default")]
+    pub ready: Ready,
     /// How the host stops it (SIGTERM, then SIGKILL after 3 s, unless its
     /// game's definition says otherwise).
     #[serde(default, skip_serializing_if = "Stop::is_default")]
@@ -364,6 +388,8 @@ impl ServerSpec {
             env: vec![],
             files: vec![],
             health: Health::None,
+            health_timing: None,
+            ready: Ready::Health,
             stop: Stop::default(),
         };
         if spec.is_reference_server() {
@@ -402,6 +428,14 @@ impl ServerSpec {
             .collect();
         env.push(("HOME".into(), slot.dir.display().to_string()));
         env
+    }
+
+    /// The health check's timing: the spec's own, else the check's
+    /// defaults; within bounds whatever a record says.
+    pub fn timing(&self) -> HealthTiming {
+        self.health_timing
+            .unwrap_or(self.health.default_timing())
+            .clamped()
     }
 
     /// The config files of one instance: paths relative to its directory
@@ -498,6 +532,8 @@ impl ReferenceServer {
             env: vec![],
             files: vec![],
             health: Health::TickpackStats,
+            health_timing: None,
+            ready: Ready::Health,
             stop: Stop::default(),
         }
     }

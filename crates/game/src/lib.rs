@@ -16,6 +16,9 @@
 //! - [`launch`]: the launch contract every host runs ([`ServerSpec`]: typed
 //!   command words with per-instance placeholders, environment, files,
 //!   health check), and the reference server's typed options.
+//! - [`check`]: when a started server is ready ([`check::Ready`]: its
+//!   health check, a log line, its port) and the health check's timing
+//!   ([`check::HealthTiming`]), carried in the spec.
 //! - [`query`]: asking a running server about itself with its own query
 //!   protocol (q3 `getinfo`/`getstatus`, `A2S_INFO`), sans-I/O: one
 //!   [`query::Session`] per target, the [`query::Facts`] of its answers.
@@ -41,6 +44,7 @@
 //! of a Quake 3 data file, [`pk3::maps_in`]): the host runs the spec; the host, the prober and the Agones sidecar
 //! drive query sessions over their own sockets.
 
+pub mod check;
 pub mod def;
 pub mod gamedig;
 pub mod launch;

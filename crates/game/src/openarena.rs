@@ -290,6 +290,8 @@ impl OpenArena {
             env: vec![],
             files: vec![(PathBuf::from(CONFIG_FILE), Word::text(self.config()))],
             health: Health::Q3,
+            health_timing: None,
+            ready: Default::default(),
             stop: Default::default(),
         }
     }

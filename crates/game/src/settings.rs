@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
 use crate::def::{check_value, placeholders_in, GameDef, QueryProtocol, ReadyBy};
-use crate::launch::{Health, ServerSpec, Word};
+use crate::launch::{Health, Ready, ServerSpec, Word};
 
 /// What a run sets for one game; [`GameSettings::defaults`] are the
 /// definition's own. Recorded typed in result.json.
@@ -168,6 +168,12 @@ impl GameDef {
             (_, QueryProtocol::Q3) => Health::Q3,
             (_, QueryProtocol::A2s) => Health::A2s,
             (_, QueryProtocol::Tickpack) => Health::TickpackStats,
+        };
+        spec.health_timing = self.health_timing();
+        spec.ready = match self.ready_by() {
+            ReadyBy::Log => Ready::Log(self.ready.log.clone().unwrap_or_default()),
+            ReadyBy::Port => Ready::Port(self.transport),
+            ReadyBy::Query | ReadyBy::Process => Ready::Health,
         };
         spec.stop = self.stop;
         spec.check().map_err(|e| e.to_string())?;

@@ -2,7 +2,8 @@
 //! minimal one gets its defaults, and every broken one is refused with the
 //! file, the line and what is wrong.
 
-use tickpack_game::def::{PlayerProtocol, QueryProtocol, ReadyBy, StopSignal};
+use tickpack_game::def::{PlayerProtocol, QueryProtocol, ReadyBy, StopSignal, Transport};
+use tickpack_game::launch::{HealthTiming, Ready};
 use tickpack_game::{GameDef, GameSettings, Health};
 
 const MINIMAL: &str = r#"
@@ -74,6 +75,44 @@ fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
         ("[ready]\nby = \"query\"\n", 10, "needs a [query] protocol"),
         ("[ready]\ntimeout_s = 0\n", 9, "timeout_s must be"),
         ("[stop]\ngrace_s = 100\n", 10, "grace_s must be"),
+        // Readiness by a log line or a port.
+        ("[ready]\nby = \"socket\"\n", 10, "unknown variant `socket`"),
+        ("[ready]\nby = \"log\"\n", 10, "needs ready.log"),
+        ("[ready]\nby = \"log\"\nlog = \"a\\nb\"\n", 11, "printable ASCII"),
+        ("[ready]\nby = \"log\"\nlog = \"\"\n", 11, "printable ASCII"),
+        ("[ready]\nlog = \"up\"\n", 10, "only with ready.by = \"log\""),
+        // The health check's timing.
+        ("[health]\ninterval_s = 2\n", 9, "needs a [query] protocol"),
+        (
+            "[query]\nprotocol = \"q3\"\n[health]\ninterval_s = 0\n",
+            12,
+            "interval_s must be",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\n[health]\nunresponsive_after = 0\n",
+            12,
+            "unresponsive_after must be",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\n[health]\nunresponsive_after = 3\nkill_after = 2\n",
+            13,
+            "kill_after must be",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\n[health]\nkill_after = 101\n",
+            12,
+            "kill_after must be",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\n[health]\nretries = 2\n",
+            12,
+            "unknown field `retries`",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\n[ready]\nby = \"process\"\n[health]\ninterval_s = 1\n",
+            13,
+            "turns off",
+        ),
         ("[players]\nprotocol = \"q3\"\n", 9, "needs q3_protocol"),
         ("[players]\ndefault = 3\n", 10, "needs a player protocol"),
         (
@@ -247,6 +286,14 @@ fn the_annotated_example_in_the_docs_parses() {
     assert_eq!(d.files.len(), 1);
     assert_eq!(d.port, 26000);
     let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert_eq!(
+        spec.timing(),
+        HealthTiming {
+            interval_s: 2.0,
+            unresponsive_after: 2,
+            kill_after: 4
+        }
+    );
     assert!(
         spec.template().contains("+set sys_ticrate 0.0166667"),
         "{}",
@@ -269,4 +316,74 @@ fn the_stop_signal_and_grace_reach_the_launch_spec() {
     let json =
         serde_json::to_value(plain.server_spec(&GameSettings::defaults(&plain)).unwrap()).unwrap();
     assert!(json.get("stop").is_none(), "{json}");
+}
+
+#[test]
+fn readiness_by_a_log_line_or_a_port_reaches_the_launch_spec() {
+    let text = format!("{MINIMAL}[ready]\nby = \"log\"\nlog = \"Server listening on\"\n");
+    let d = GameDef::parse("x.toml", &text).unwrap();
+    assert_eq!(d.ready_by(), ReadyBy::Log);
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert_eq!(spec.ready, Ready::Log("Server listening on".into()));
+    assert_eq!(
+        spec.health,
+        Health::None,
+        "no query: the process and its log"
+    );
+    let text = format!(
+        "{}[ready]\nby = \"port\"\n",
+        MINIMAL.replacen("port = 7777\n", "port = 7777\ntransport = \"tcp\"\n", 1)
+    );
+    let d = GameDef::parse("x.toml", &text).unwrap();
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert_eq!(spec.ready, Ready::Port(Transport::Tcp));
+    // Recorded with the spec, and read back.
+    let json = serde_json::to_string(&spec).unwrap();
+    assert_eq!(
+        serde_json::from_str::<tickpack_game::ServerSpec>(&json).unwrap(),
+        spec
+    );
+}
+
+#[test]
+fn health_timing_defaults_to_todays_and_a_definition_can_set_it() {
+    let q3 = format!("{MINIMAL}[query]\nprotocol = \"q3\"\n");
+    let d = GameDef::parse("x.toml", &q3).unwrap();
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert_eq!(spec.health_timing, None, "the protocol's own");
+    let t = spec.timing();
+    assert_eq!(
+        (t.interval_s, t.unresponsive_after, t.kill_after),
+        (2.0, 2, 4)
+    );
+    let t = Health::TickpackStats.default_timing();
+    assert_eq!(
+        (t.interval_s, t.unresponsive_after, t.kill_after),
+        (1.0, 1, 4)
+    );
+    // Set in part: the rest stays the protocol's.
+    let d = GameDef::parse(
+        "x.toml",
+        &format!("{q3}[health]\ninterval_s = 5\nkill_after = 0\n"),
+    )
+    .unwrap();
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    assert_eq!(
+        spec.health_timing,
+        Some(HealthTiming {
+            interval_s: 5.0,
+            unresponsive_after: 2,
+            kill_after: 0
+        })
+    );
+    let json = serde_json::to_value(&spec).unwrap();
+    assert_eq!(json["health_timing"]["interval_s"], 5.0);
+    // A spec recorded before timing and readiness existed reads as today's.
+    let old: tickpack_game::ServerSpec =
+        serde_json::from_str(r#"{"command": "/opt/x {ip}", "health": "q3"}"#).unwrap();
+    assert_eq!(
+        (old.health_timing, old.ready.clone()),
+        (None, Ready::Health)
+    );
+    assert_eq!(old.timing(), Health::Q3.default_timing());
 }

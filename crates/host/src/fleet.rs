@@ -111,8 +111,6 @@ pub struct RestartPolicy {
     /// First restart delay; doubles per crash in the window.
     pub backoff_ms: u64,
     pub max_backoff_ms: u64,
-    /// An instance silent this long (with health checks) is killed and restarted.
-    pub unresponsive_s: f64,
     /// With a game query (`q3`, `a2s`): how long an instance may take to
     /// answer for the first time after a start (a game loads its map and
     /// bots first, slower when many start at once on few cores) before it
@@ -132,7 +130,6 @@ impl Default for RestartPolicy {
             window_s: 30.0,
             backoff_ms: 100,
             max_backoff_ms: 5_000,
-            unresponsive_s: 5.0,
             start_timeout_s: default_start_timeout_s(),
         }
     }

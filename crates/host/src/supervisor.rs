@@ -14,9 +14,10 @@
 //!
 //! Files: this one is the core (bring-up, spawning, reaping, status,
 //! teardown); `restart.rs` the restart policy as a pure tracker
-//! ([`RestartTracker`]); `health.rs` health checks and liveness, with each
-//! instance's game query (`q3`, `a2s`: a session of `tickpack_game::query`)
-//! in `probe.rs`; `usage.rs`
+//! ([`RestartTracker`]); `health.rs` health checks (a socket per
+//! instance), with the liveness rule in `liveness.rs`, readiness by a log
+//! line or a port in `ready.rs` and each instance's game query (`q3`,
+//! `a2s`: a session of `tickpack_game::query`) in `probe.rs`; `usage.rs`
 //! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
 //! the run directory, its records and [`recover`]; `config_files.rs` the
 //! server's config files, written into its directory before each start.
@@ -25,12 +26,14 @@ mod batch;
 mod config_files;
 mod control;
 mod health;
+mod liveness;
 mod probe;
+mod ready;
 mod restart;
 mod run_dir;
 mod usage;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -96,6 +99,19 @@ struct Instance {
     last_exit: Option<String>,
     started: Instant,
     last_heard: Option<Instant>,
+    /// Its ready condition held since the last start.
+    ready: bool,
+    /// Killed by the liveness rule, not reaped yet.
+    killed: bool,
+    /// Its own health-check socket, connected to `addr` (none without a
+    /// check).
+    check: Option<UdpSocket>,
+    /// The kernel's drop counter of `check` as last seen.
+    check_drops: u32,
+    /// Check windows and unanswered checks in a row.
+    liveness: liveness::Liveness,
+    /// Readiness by a log line: what it wrote since its start.
+    log_watch: Option<ready::LogWatch>,
     stats: Option<tickpack_wire::ServerStats>,
     /// The game query's state and findings (`q3`, `a2s` health).
     probe: probe::Probe,
@@ -117,10 +133,8 @@ pub struct Supervisor {
     events: VecDeque<String>,
     /// Events ever recorded (the deque keeps the last 50).
     events_total: u64,
-    health: Option<UdpSocket>,
-    /// Instance index by address, for health replies (addresses never change).
-    health_by_addr: HashMap<SocketAddr, usize>,
-    next_health: Instant,
+    /// When CPU and memory are sampled next.
+    next_usage: Instant,
     started: Instant,
     control: Option<UnixListener>,
     /// A `down` request waiting for its answer.
@@ -163,9 +177,7 @@ impl Supervisor {
             instances: vec![],
             events: VecDeque::new(),
             events_total: 0,
-            health: None,
-            health_by_addr: HashMap::new(),
-            next_health: Instant::now(),
+            next_usage: Instant::now(),
             started: Instant::now(),
             control: None,
             pending_down: None,
@@ -317,6 +329,7 @@ impl Supervisor {
                 }
                 None => None,
             };
+            let spec_timing = spec.server.timing();
             self.instances.push(Instance {
                 spec,
                 addr,
@@ -332,8 +345,14 @@ impl Supervisor {
                 last_exit: None,
                 started: Instant::now(),
                 last_heard: None,
+                ready: false,
+                killed: false,
+                check: None,
+                check_drops: 0,
+                liveness: liveness::Liveness::new(spec_timing, self.query_clock()),
+                log_watch: None,
                 stats: None,
-                probe: probe::Probe::new(self.cfg.health),
+                probe: probe::Probe::with_interval(self.cfg.health, spec_timing.interval()),
                 cpu_sample: None,
                 cpu_percent: None,
                 memory_bytes: None,
@@ -352,16 +371,13 @@ impl Supervisor {
                     })?;
                 }
             }
-            let s = UdpSocket::bind("0.0.0.0:0").map_err(io("binding the health-check socket"))?;
-            s.set_nonblocking(true).map_err(io("health-check socket"))?;
-            health::enable_timestamps(&s).map_err(io("health-check socket time stamps"))?;
-            self.health_by_addr = self
-                .instances
-                .iter()
-                .enumerate()
-                .map(|(k, i)| (i.addr, k))
-                .collect();
-            self.health = Some(s);
+            for i in &mut self.instances {
+                let s = health::check_socket(i.addr).map_err(io(format!(
+                    "the health-check socket of instance {}",
+                    i.spec.id
+                )))?;
+                i.check = Some(s);
+            }
         }
         for k in 0..self.instances.len() {
             self.start_instance(k)?;
@@ -425,12 +441,20 @@ impl Supervisor {
             },
             init_exe: self.exe.clone(),
         };
+        // What the server prints from this start on.
+        i.log_watch = match &i.spec.server.ready {
+            tickpack_game::launch::Ready::Log(text) => Some(ready::LogWatch::new(&spec.log, text)),
+            _ => None,
+        };
         let child = spawn::spawn(&spec).map_err(|err| HostError::Spawn { id: i.spec.id, err })?;
         let recorded = crate::leftover::RecordedProcess::of(child.id());
         i.child = Some(child);
         i.state = InstanceState::Starting;
         i.started = Instant::now();
         i.last_heard = None;
+        i.ready = false;
+        i.killed = false;
+        i.liveness = liveness::Liveness::new(i.spec.server.timing(), query_clock);
         i.stats = None;
         i.probe.reset(query_clock);
         i.cpu_sample = None;
@@ -445,13 +469,13 @@ impl Supervisor {
         let now = Instant::now();
         self.reap(now);
         self.restart_due(now);
-        if now >= self.next_health {
-            self.next_health = now + Duration::from_secs(1);
+        if now >= self.next_usage {
+            self.next_usage = now + Duration::from_secs(1);
             self.sample_usage(now);
-            self.send_health();
         }
         self.read_health(now);
-        self.send_queries();
+        self.check_readiness();
+        self.send_checks();
         self.check_liveness(now);
         self.batch_poll(now);
         self.serve_control()

@@ -371,13 +371,13 @@ impl Supervisor {
     /// The signals of one period.
     fn guard_signals(&mut self, batch: &mut Batch, now: Instant) -> Signals {
         let query = self.cfg.health.is_query();
-        let answer_within = if query {
-            super::QUERY_INTERVAL * 2 + PERIOD
-        } else {
-            PERIOD * 3
-        };
         let mut instances = vec![];
         for i in &mut self.instances {
+            let answer_within = if query {
+                i.spec.server.timing().interval() * 2 + PERIOD
+            } else {
+                PERIOD * 3
+            };
             let answered = i.state == InstanceState::Running
                 && i.last_heard
                     .is_some_and(|t| now.duration_since(t) <= answer_within);

@@ -2,13 +2,22 @@
 //! one line each way. `status` answers the status JSON; `down` is answered
 //! after the shutdown with `{"ok":..,"problems":[..]}`; anything else gets
 //! an `{"error":..}` line.
+//!
+//! No instance can reach it (the run dir is root's, mode 0700, and hidden
+//! inside every instance); still, one poll answers at most
+//! [`MAX_REQUESTS_PER_POLL`] connections, reads at most 4 KiB of each and
+//! waits at most 500 ms to read and to write each, so a stuck client cannot hold the supervisor's loop
+//! (and the health checks in it) for long.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::time::Duration;
 
 use super::{io, HostError, Supervisor};
+
+/// Connections answered per poll; the rest wait for the next.
+pub const MAX_REQUESTS_PER_POLL: usize = 8;
 
 /// Binds `RUN_DIR/control.sock` (replacing a stale one), non-blocking.
 pub(super) fn bind(run_dir: &Path) -> Result<UnixListener, HostError> {
@@ -29,11 +38,13 @@ impl Supervisor {
     pub(super) fn serve_control(&mut self) -> bool {
         let Some(l) = &self.control else { return false };
         let mut down = false;
-        while let Ok((mut s, _)) = l.accept() {
+        for _ in 0..MAX_REQUESTS_PER_POLL {
+            let Ok((mut s, _)) = l.accept() else { break };
             let _ = s.set_nonblocking(false);
             let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+            let _ = s.set_write_timeout(Some(Duration::from_millis(500)));
             let mut line = String::new();
-            let _ = BufReader::new(&s).read_line(&mut line);
+            let _ = BufReader::new((&s).take(4096)).read_line(&mut line);
             match line.trim() {
                 "status" => {
                     let body = serde_json::to_string(&self.status()).expect("status serializes");

@@ -1,19 +1,35 @@
-//! Health: every running instance is asked, the replies read, and the
-//! liveness rule applied.
+//! Health: every running instance is asked on its own socket, the replies
+//! read, and the liveness rule applied (`liveness.rs`); readiness by a log
+//! line or a bound port is `ready.rs`'s.
 //!
-//! - `tickpack`: a stats request over the tickpack protocol once a second;
-//!   the replies also carry the tick and frame figures shown in the status.
-//!   Silent for 2 s is `unresponsive`; silent for `unresponsive_s` (5 s by
-//!   default) is killed (and restarted by the restart policy).
-//! - `q3`, `a2s`: the game's own query every 2 s from each start
-//!   (`probe.rs`, over the game query layer; servers rate-limit queries),
-//!   its map, players and round trip in the status.
-//!   Silent for 5 s (one lost reply is tolerated) is `unresponsive`;
-//!   silent for 10 s (or `unresponsive_s` if longer) is killed. An
-//!   instance that has not answered since it started gets `start_timeout_s`
-//!   (15 s by default) before it is killed, reported with the last lines
-//!   of its log.
-//! - `none`: `running` once the process has lived 200 ms.
+//! - `tickpack`: a stats request over the tickpack protocol every check
+//!   interval (1 s by default); the replies also carry the tick and frame
+//!   figures shown in the status.
+//! - `q3`, `a2s`: the game's own query every interval (2 s by default)
+//!   from each start (`probe.rs`, over the game query layer; servers
+//!   rate-limit queries), its map, players and round trip in the status.
+//! - Unanswered checks in a row make an instance `unresponsive` and then
+//!   get it killed (and restarted by the restart policy): the spec's
+//!   [`HealthTiming`] (`[health]` in a game's definition), by default
+//!   `tickpack` at the 1st and the 4th (about 2 s and 5 s of silence),
+//!   `q3`/`a2s` at the 2nd and the 4th (about 6 s and 10 s).
+//! - An instance that is not ready yet (its check never answered, or its
+//!   log line or port not seen) gets its start time limit: `tickpack` as
+//!   long as its kill rule allows (5 s), the others `start_timeout_s` (15 s
+//!   by default, or its game's `[ready] timeout_s`) or the kill rule if
+//!   longer; then it is killed, reported with the last lines of its log.
+//! - `none`: `running` once the process has lived 200 ms (or its log line
+//!   or port was seen).
+//!
+//! One instance cannot starve the checks of another: every instance has
+//! its own UDP socket, connected to its address, so the kernel drops
+//! datagrams from any other source and a flood fills only the flooder's
+//! own receive queue; each poll reads at most [`READ_BUDGET`] datagrams
+//! per instance. The supervisor never blames an instance for its own full
+//! buffer: the kernel counts what it dropped on each socket
+//! (`SO_RXQ_OVFL`, a counter in every datagram's control message), and a
+//! check window in which datagrams of that instance were dropped is not
+//! judged (its answer may be among them): a restart needs evidence.
 //!
 //! Replies are read with the kernel's receive time stamp
 //! (`SO_TIMESTAMPNS`, wall clock), turned into the supervisor's monotonic
@@ -25,18 +41,22 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use tickpack_game::launch::{HealthTiming, Ready};
 use tickpack_wire::Packet;
 
-use super::{log_path, Supervisor};
+use super::liveness::Window;
+use super::{log_path, ready, Supervisor};
 use crate::launch::Health;
 use crate::status::InstanceState;
 
-/// A game query unanswered this long makes an instance `unresponsive`.
-pub const QUERY_UNRESPONSIVE: Duration = Duration::from_secs(5);
-/// ...and this long (or `unresponsive_s` if longer) gets it killed.
-pub const QUERY_KILL: Duration = Duration::from_secs(10);
 /// How many lines of an instance's log a message quotes.
 const LOG_LINES: usize = 3;
+/// The most datagrams read from one instance's socket per poll: a flood
+/// costs the supervisor this much and no more; the rest overflows that
+/// instance's own queue (counted, never held against anyone).
+pub const READ_BUDGET: usize = 64;
+/// `SO_RXQ_OVFL` (asm-generic/socket.h; the same on x86 and arm).
+const SO_RXQ_OVFL: libc::c_int = 40;
 
 /// The wall clock in nanoseconds (what `SO_TIMESTAMPNS` stamps with).
 fn wall_ns() -> i128 {
@@ -45,15 +65,14 @@ fn wall_ns() -> i128 {
         .map_or(0, |d| d.as_nanos() as i128)
 }
 
-/// Asks the kernel to stamp every datagram `sock` receives.
-pub(super) fn enable_timestamps(sock: &UdpSocket) -> std::io::Result<()> {
+fn set_flag(sock: &UdpSocket, option: libc::c_int) -> std::io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: setsockopt on a live socket with a c_int option value.
     let r = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
+            option,
             (&on as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
@@ -64,9 +83,36 @@ pub(super) fn enable_timestamps(sock: &UdpSocket) -> std::io::Result<()> {
     Ok(())
 }
 
-/// One datagram (non-blocking socket): its length, sender (IPv4) and
-/// receive time (the kernel's stamp; the wall clock now if it has none).
-fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr, i128)> {
+/// Asks the kernel to stamp every datagram `sock` receives, and to say in
+/// each how many it dropped so far on that socket.
+pub(super) fn enable_stamps_and_drops(sock: &UdpSocket) -> std::io::Result<()> {
+    set_flag(sock, libc::SO_TIMESTAMPNS)?;
+    set_flag(sock, SO_RXQ_OVFL)
+}
+
+/// One instance's check socket: non-blocking, connected to `addr` (the
+/// kernel delivers only what `addr` sends to it), stamped, drops counted.
+pub(super) fn check_socket(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    let s = UdpSocket::bind("0.0.0.0:0")?;
+    s.connect(addr)?;
+    s.set_nonblocking(true)?;
+    enable_stamps_and_drops(&s)?;
+    Ok(s)
+}
+
+/// One datagram read (non-blocking socket).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Received {
+    len: usize,
+    from: SocketAddr,
+    /// The kernel's receive stamp (the wall clock now if it has none).
+    at_ns: i128,
+    /// The socket's drop counter when it was queued (`SO_RXQ_OVFL`; the
+    /// kernel leaves it out while nothing was dropped).
+    drops: Option<u32>,
+}
+
+fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<Received> {
     let mut from = MaybeUninit::<libc::sockaddr_in>::zeroed();
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -86,7 +132,7 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr, 
     if n < 0 {
         return None;
     }
-    let mut at = None;
+    let (mut at, mut drops) = (None, None);
     // SAFETY: the CMSG macros walk the control buffer the kernel filled,
     // within `msg_controllen`.
     unsafe {
@@ -96,6 +142,9 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr, 
                 let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
                 at = Some(i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec));
             }
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == SO_RXQ_OVFL {
+                drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
+            }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
@@ -104,11 +153,16 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, SocketAddr, 
     if i32::from(from.sin_family) != libc::AF_INET {
         return None;
     }
-    let addr = SocketAddr::V4(SocketAddrV4::new(
+    let from = SocketAddr::V4(SocketAddrV4::new(
         Ipv4Addr::from(u32::from_be(from.sin_addr.s_addr)),
         u16::from_be(from.sin_port),
     ));
-    Some((n as usize, addr, at.unwrap_or_else(wall_ns)))
+    Some(Received {
+        len: n as usize,
+        from,
+        at_ns: at.unwrap_or_else(wall_ns),
+        drops,
+    })
 }
 
 /// The last `n` non-empty lines of `text`, joined with ` | `.
@@ -119,6 +173,22 @@ pub(super) fn last_lines(text: &str, n: usize) -> String {
         .filter(|l| !l.is_empty())
         .collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+/// How long an instance may take to be ready (see the module header);
+/// `None`: no limit (no check, ready when the process lived 200 ms).
+pub(super) fn start_limit(
+    health: Health,
+    ready: &Ready,
+    timing: HealthTiming,
+    start_timeout: Duration,
+) -> Option<Duration> {
+    let kill = (timing.kill_after > 0).then(|| timing.interval() * (timing.kill_after + 1));
+    match (ready, health) {
+        (Ready::Health, Health::None) => None,
+        (Ready::Health, Health::TickpackStats) => Some(kill.unwrap_or(start_timeout)),
+        _ => Some(kill.map_or(start_timeout, |k| k.max(start_timeout))),
+    }
 }
 
 impl Supervisor {
@@ -136,131 +206,188 @@ impl Supervisor {
         now.saturating_sub(Duration::from_nanos(age_ns))
     }
 
-    /// Asks every running instance for its stats (`tickpack` health; call
-    /// every second).
-    pub(super) fn send_health(&mut self) {
-        let Some(sock) = &self.health else { return };
-        if self.cfg.health == Health::TickpackStats {
-            let req = Packet::StatsRequest { nonce: 1 }.to_vec();
-            for i in &self.instances {
-                if i.child.is_some() {
-                    let _ = sock.send_to(&req, i.addr);
-                }
-            }
-        }
-    }
-
-    /// Sends every running instance's game query datagrams that are due
-    /// (a query every 2 s, an A2S query again with its challenge at once);
-    /// call after [`Self::read_health`] at every poll.
-    pub(super) fn send_queries(&mut self) {
-        let Some(sock) = &self.health else { return };
-        if !self.cfg.health.is_query() {
+    /// Sends every running instance what is due on its own socket: the
+    /// stats request of a new check window (`tickpack`), the game query
+    /// datagrams (a query every interval, an A2S query again with its
+    /// challenge at once); call after [`Self::read_health`] at every poll.
+    pub(super) fn send_checks(&mut self) {
+        let health = self.cfg.health;
+        if health == Health::None {
             return;
         }
         let now = self.query_clock();
+        let req = Packet::StatsRequest { nonce: 1 }.to_vec();
         let mut out = Vec::with_capacity(64);
         for i in &mut self.instances {
-            if i.child.is_some() {
-                while i.probe.poll_transmit(now, &mut out) {
-                    let _ = sock.send_to(&out, i.addr);
-                }
-            }
-        }
-    }
-
-    pub(super) fn read_health(&mut self, now: Instant) {
-        let Some(sock) = &self.health else {
-            // No health checks: running once the process has lived a moment.
-            for i in &mut self.instances {
-                if i.state == InstanceState::Starting
-                    && i.child.is_some()
-                    && i.started.elapsed() > Duration::from_millis(200)
-                {
-                    i.state = InstanceState::Running;
-                }
-            }
-            return;
-        };
-        let mut buf = [0u8; 2048];
-        for _ in 0..1024 {
-            let Some((n, from, at)) = recv_stamped(sock, &mut buf) else {
-                break;
-            };
-            let Some(&k) = self.health_by_addr.get(&from) else {
+            let (Some(_), Some(sock)) = (&i.child, &i.check) else {
                 continue;
             };
-            let at = self.stamp_on_query_clock(at);
-            let i = &mut self.instances[k];
-            let alive = match self.cfg.health {
-                Health::TickpackStats => match Packet::decode(&buf[..n]) {
-                    Ok(Packet::Stats(s)) => {
-                        i.stats = Some(s);
-                        true
-                    }
-                    _ => false,
-                },
-                // A challenge's query goes again in `send_queries`.
-                _ => i.probe.handle(at, &buf[..n]),
-            };
-            if alive {
-                i.last_heard = Some(now);
-                if matches!(
-                    i.state,
-                    InstanceState::Starting | InstanceState::Unresponsive
-                ) && i.child.is_some()
-                {
-                    i.state = InstanceState::Running;
+            let due = i.liveness.check_due();
+            if health == Health::TickpackStats {
+                if due {
+                    let _ = sock.send(&req);
+                }
+            } else {
+                while i.probe.poll_transmit(now, &mut out) {
+                    let _ = sock.send(&out);
                 }
             }
         }
     }
 
-    pub(super) fn check_liveness(&mut self, now: Instant) {
-        if self.health.is_none() {
-            return;
+    /// Reads what every instance sent its check socket (at most
+    /// [`READ_BUDGET`] datagrams each), and the drops the kernel counted.
+    pub(super) fn read_health(&mut self, now: Instant) {
+        let health = self.cfg.health;
+        let mut buf = [0u8; 2048];
+        let mut events = vec![];
+        for k in 0..self.instances.len() {
+            for _ in 0..READ_BUDGET {
+                let i = &self.instances[k];
+                let Some(sock) = &i.check else { break };
+                let Some(r) = recv_stamped(sock, &mut buf) else {
+                    break;
+                };
+                let at = self.stamp_on_query_clock(r.at_ns);
+                let i = &mut self.instances[k];
+                if let Some(d) = r.drops.filter(|&d| d != i.check_drops) {
+                    // A counter that moved: the supervisor lost datagrams
+                    // of this instance in this window.
+                    i.liveness.overflowed();
+                    if i.check_drops == 0 {
+                        events.push(format!(
+                            "instance {}: the host's check socket for it overflowed ({d} datagrams dropped; it sends more than it is asked for); its checks are not judged while that lasts",
+                            i.spec.id
+                        ));
+                    }
+                    i.check_drops = d;
+                }
+                if r.from != i.addr {
+                    continue;
+                }
+                let data = &buf[..r.len];
+                let alive = match health {
+                    Health::TickpackStats => match Packet::decode(data) {
+                        Ok(Packet::Stats(s)) => {
+                            i.stats = Some(s);
+                            true
+                        }
+                        _ => false,
+                    },
+                    Health::None => false,
+                    // A challenge's query goes again in `send_checks`.
+                    _ => i.probe.handle(at, data),
+                };
+                if alive {
+                    i.last_heard = Some(now);
+                    i.liveness.heard();
+                    if i.child.is_some()
+                        && i.spec.server.ready == Ready::Health
+                        && i.state == InstanceState::Starting
+                    {
+                        i.ready = true;
+                    }
+                    if i.ready && i.state == InstanceState::Unresponsive {
+                        i.state = InstanceState::Running;
+                    }
+                }
+            }
         }
-        let configured = Duration::from_secs_f64(self.cfg.restart.unresponsive_s);
-        let (unresponsive, limit, first) = if self.cfg.health.is_query() {
-            let limit = configured.max(QUERY_KILL);
-            let start = Duration::from_secs_f64(self.cfg.restart.start_timeout_s);
-            (QUERY_UNRESPONSIVE, limit, limit.max(start))
-        } else {
-            (Duration::from_secs(2), configured, configured)
-        };
-        let what = match self.cfg.health {
+        for e in events {
+            self.event(e);
+        }
+    }
+
+    /// Marks instances ready whose readiness shows: the process lived
+    /// 200 ms (no check), their log line, their port.
+    pub(super) fn check_readiness(&mut self) {
+        let health = self.cfg.health;
+        for i in &mut self.instances {
+            let Some(child) = &i.child else { continue };
+            if !i.ready {
+                i.ready = match &i.spec.server.ready {
+                    Ready::Health => {
+                        health == Health::None && i.started.elapsed() > Duration::from_millis(200)
+                    }
+                    Ready::Log(_) => i.log_watch.as_mut().is_some_and(|w| w.poll()),
+                    Ready::Port(t) => ready::port_bound(
+                        std::path::Path::new("/proc"),
+                        child.id(),
+                        *t,
+                        i.addr.port(),
+                    ),
+                };
+            }
+            let answered = health == Health::None || i.last_heard.is_some();
+            if i.ready && answered && i.state == InstanceState::Starting {
+                i.state = InstanceState::Running;
+            }
+        }
+    }
+
+    pub(super) fn check_liveness(&mut self, _now: Instant) {
+        let health = self.cfg.health;
+        let clock = self.query_clock();
+        let start_timeout = Duration::from_secs_f64(self.cfg.restart.start_timeout_s);
+        let what = match health {
             Health::TickpackStats => "health checks".to_string(),
             h => format!("its {h} query"),
         };
         let mut events = vec![];
         for i in &mut self.instances {
-            let Some(child) = i.child.as_mut() else {
+            let Some(child) = i.child.as_mut().filter(|_| !i.killed) else {
                 continue;
             };
-            let since = i.last_heard.unwrap_or(i.started);
-            if now.duration_since(since) > unresponsive && i.state == InstanceState::Running {
-                i.state = InstanceState::Unresponsive;
-                events.push(format!("instance {} stopped answering {what}", i.spec.id));
-            }
-            let limit = if i.last_heard.is_none() { first } else { limit };
-            if now.duration_since(since) > limit {
+            let timing = i.spec.server.timing();
+            let judged = i.liveness.judge(clock);
+            let answered = health == Health::None || i.last_heard.is_some();
+            if !(i.ready && answered) {
+                let limit = start_limit(health, &i.spec.server.ready, timing, start_timeout);
+                let Some(limit) = limit.filter(|l| i.started.elapsed() > *l) else {
+                    continue;
+                };
                 let _ = child.kill();
-                let secs = limit.as_secs_f64();
-                events.push(if i.last_heard.is_none() {
-                    let log = std::fs::read_to_string(log_path(&self.cfg.run_dir, i.spec.id))
-                        .unwrap_or_default();
-                    format!(
-                        "instance {} never answered {what} within {secs:.0} s of starting: killed, will restart; its last output: {}",
-                        i.spec.id,
-                        last_lines(&log, LOG_LINES)
-                    )
-                } else {
-                    format!(
-                        "instance {} silent for {secs:.0} s: killed, will restart",
+                i.killed = true;
+                let log = std::fs::read_to_string(log_path(&self.cfg.run_dir, i.spec.id))
+                    .unwrap_or_default();
+                let never = match (&i.spec.server.ready, i.ready) {
+                    (Ready::Log(l), false) => format!("never printed {l:?}"),
+                    (Ready::Port(t), false) => format!(
+                        "never bound its {} port {}",
+                        format!("{t:?}").to_uppercase(),
+                        i.addr.port()
+                    ),
+                    _ => format!("never answered {what}"),
+                };
+                events.push(format!(
+                    "instance {} {never} within {:.0} s of starting: killed, will restart; its last output: {}",
+                    i.spec.id,
+                    limit.as_secs_f64(),
+                    last_lines(&log, LOG_LINES)
+                ));
+                continue;
+            }
+            if health == Health::None {
+                continue;
+            }
+            for j in judged {
+                let Window::Unanswered(n) = j else { continue };
+                if n >= timing.unresponsive_after && i.state == InstanceState::Running {
+                    i.state = InstanceState::Unresponsive;
+                    events.push(format!(
+                        "instance {} stopped answering {what} ({n} unanswered in a row)",
                         i.spec.id
-                    )
-                });
-                i.last_heard = Some(now);
+                    ));
+                }
+                if timing.kill_after > 0 && n >= timing.kill_after {
+                    let _ = child.kill();
+                    i.killed = true;
+                    events.push(format!(
+                        "instance {} left {n} checks in a row unanswered ({:.0} s apart): killed, will restart",
+                        i.spec.id, timing.interval_s
+                    ));
+                    break;
+                }
             }
         }
         for e in events {
@@ -283,7 +410,7 @@ mod tests {
     #[test]
     fn a_received_datagram_carries_the_kernels_time_stamp() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        enable_timestamps(&rx).unwrap();
+        enable_stamps_and_drops(&rx).unwrap();
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         let before = wall_ns();
         tx.send_to(b"hello", rx.local_addr().unwrap()).unwrap();
@@ -296,9 +423,92 @@ mod tests {
             assert!(t0.elapsed() < Duration::from_secs(5), "nothing arrived");
             std::thread::sleep(Duration::from_millis(1));
         };
-        assert_eq!(&buf[..got.0], b"hello");
-        assert_eq!(got.1, tx.local_addr().unwrap());
-        assert!(got.2 >= before - 1_000_000_000, "a stamp near now");
+        assert_eq!(&buf[..got.len], b"hello");
+        assert_eq!(got.from, tx.local_addr().unwrap());
+        assert!(got.at_ns >= before - 1_000_000_000, "a stamp near now");
+        assert_eq!(got.drops, None, "nothing dropped yet");
         assert!(recv_stamped(&rx, &mut buf).is_none(), "nothing more");
+    }
+
+    #[test]
+    fn a_full_receive_queue_shows_its_drops_in_the_next_datagram() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        enable_stamps_and_drops(&rx).unwrap();
+        let small: libc::c_int = 4096;
+        // SAFETY: setsockopt on a live socket with a c_int option value.
+        let r = unsafe {
+            libc::setsockopt(
+                rx.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&small as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0);
+        let tx = check_socket(rx.local_addr().unwrap()).unwrap();
+        // Far more than a 4 KiB queue holds: the kernel drops the rest.
+        for _ in 0..200 {
+            let _ = tx.send(&[7u8; 200]);
+        }
+        let mut buf = [0u8; 512];
+        let first = recv_stamped(&rx, &mut buf).expect("the queue holds some");
+        assert_eq!(first.len, 200);
+        let mut last = first.drops;
+        while let Some(r) = recv_stamped(&rx, &mut buf) {
+            last = r.drops.or(last);
+        }
+        // Drained: what arrives now carries the count of what was lost.
+        tx.send(b"after").unwrap();
+        let t0 = Instant::now();
+        let after = loop {
+            if let Some(r) = recv_stamped(&rx, &mut buf) {
+                break r;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "nothing arrived");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert!(after.drops.is_some_and(|d| d > 0), "{after:?} {last:?}");
+    }
+
+    #[test]
+    fn a_connected_check_socket_takes_datagrams_only_from_its_instance() {
+        let instance = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let other = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let check = check_socket(instance.local_addr().unwrap()).unwrap();
+        // The check socket's own address as the instance would learn it.
+        check.send(b"ask").unwrap();
+        let mut buf = [0u8; 64];
+        let (_, sup) = instance.recv_from(&mut buf).unwrap();
+        let sup = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), sup.port());
+        other.send_to(b"flood", sup).unwrap();
+        instance.send_to(b"answer", sup).unwrap();
+        let t0 = Instant::now();
+        let got = loop {
+            if let Some(r) = recv_stamped(&check, &mut buf) {
+                break r;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "nothing arrived");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert_eq!(
+            &buf[..got.len],
+            b"answer",
+            "the other sender's datagram was dropped"
+        );
+        assert!(recv_stamped(&check, &mut buf).is_none());
+    }
+
+    #[test]
+    fn start_limits_keep_todays_defaults() {
+        let start = Duration::from_secs(15);
+        let limit = |h: Health, r: Ready| start_limit(h, &r, h.default_timing(), start);
+        assert_eq!(
+            limit(Health::TickpackStats, Ready::Health),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(limit(Health::Q3, Ready::Health), Some(start));
+        assert_eq!(limit(Health::None, Ready::Health), None);
+        assert_eq!(limit(Health::None, Ready::Log("up".into())), Some(start));
     }
 }

@@ -6,9 +6,10 @@
 //! trips in an HdrHistogram (microseconds) for the status and the guard.
 //! The socket, the clock and the liveness rules are `health.rs`'s.
 //!
-//! - Queries are due every [`QUERY_INTERVAL`] from the instance's start
-//!   (ioq3 answers one query a second per source address after a burst of
-//!   10, DarkPlaces one a second), and time out after as long.
+//! - Queries are due every check interval from the instance's start
+//!   ([`QUERY_INTERVAL`] unless its definition's `[health]` says
+//!   otherwise; ioq3 answers one query a second per source address after
+//!   a burst of 10, DarkPlaces one a second), and time out after as long.
 //! - Time is the supervisor's monotonic clock since it started; replies
 //!   are timed with the kernel's receive stamp (`health.rs` converts it),
 //!   so the supervisor's 50 ms poll does not blur them.
@@ -26,7 +27,7 @@ use tickpack_game::query::{Event, Facts, Query, Schedule, Session};
 
 use crate::launch::Health;
 
-/// How often an instance is asked (and how long a query waits).
+/// How often an instance is asked (and how long a query waits) by default.
 pub const QUERY_INTERVAL: Duration = Duration::from_secs(2);
 
 /// A round trip summary, as `host status --json` shows it.
@@ -43,6 +44,8 @@ pub struct LatencySummary {
 pub struct Probe {
     /// `None` for the health checks that are no game query.
     query: Option<Query>,
+    /// How often it is asked (and how long a query waits).
+    interval: Duration,
     /// The current run of the server's session (none before it started).
     session: Option<Session>,
     /// Round trips, microseconds.
@@ -58,9 +61,16 @@ pub struct Probe {
 }
 
 impl Probe {
+    #[cfg(test)]
     pub fn new(kind: Health) -> Probe {
+        Probe::with_interval(kind, QUERY_INTERVAL)
+    }
+
+    /// Asked every `interval` (the check's timing).
+    pub fn with_interval(kind: Health, interval: Duration) -> Probe {
         Probe {
             query: kind.query().map(|p| p.info()),
+            interval,
             session: None,
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"),
             map: None,
@@ -76,8 +86,8 @@ impl Probe {
     /// trips so far are kept).
     pub fn reset(&mut self, now: Duration) {
         let schedule = Schedule {
-            interval: QUERY_INTERVAL,
-            timeout: QUERY_INTERVAL,
+            interval: self.interval,
+            timeout: self.interval,
         };
         self.session = self.query.map(|q| Session::new(q, schedule, now));
         self.map = None;
