@@ -368,6 +368,11 @@ impl HostStepRunner<'_> {
                 per_cpu_percent: cpu,
                 steal_percent: steal,
                 load_generator_cpu_s: r.load_generator_cpu_s,
+                servers_own_percent: (!samples.servers_cpu.is_empty()).then(|| {
+                    let m =
+                        samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64;
+                    (m * 10.0).round() / 10.0
+                }),
             },
             power: watts.map(|w| Power {
                 watts: (w * 10.0).round() / 10.0,

@@ -352,6 +352,24 @@ impl Drop for GamedigDef {
     }
 }
 
+/// `probe --game DEF` of one target, a query a second for 3 s, its
+/// result in `json`.
+fn probe_for_3s(addr: &str, def: &str, json: &Path) -> std::process::Output {
+    run(&[
+        "probe",
+        "--target",
+        addr,
+        "--game",
+        def,
+        "--interval",
+        "1s",
+        "--duration",
+        "3s",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn probe_asks_the_reference_server_through_a_gamedig_definition() {
     let _g = serial();
@@ -359,19 +377,7 @@ fn probe_asks_the_reference_server_through_a_gamedig_definition() {
     let def = GamedigDef::write("valve", "valve");
     let json = json_file("gamedig");
     let addr = server.addr.to_string();
-    let out = run(&[
-        "probe",
-        "--target",
-        &addr,
-        "--game",
-        def.path(),
-        "--interval",
-        "1s",
-        "--duration",
-        "3s",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let out = probe_for_3s(&addr, def.path(), &json);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("gamedig valve queries"), "{stdout}");
@@ -399,19 +405,7 @@ fn probe_asks_openarena_with_gamedig_quake3_and_leaves_players_unknown() {
     let def = GamedigDef::write("quake3", "quake3");
     let json = json_file("gamedig-q3");
     let addr = oa.addr().to_string();
-    let out = run(&[
-        "probe",
-        "--target",
-        &addr,
-        "--game",
-        def.path(),
-        "--interval",
-        "1s",
-        "--duration",
-        "3s",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let out = probe_for_3s(&addr, def.path(), &json);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let v = read_json(&json);
     assert!(v["queries"]["answered"].as_u64().unwrap() > 0, "{v}");

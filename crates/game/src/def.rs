@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
-use crate::gamedig::GamedigProtocol;
 use crate::check::{HealthTiming, Ready};
+use crate::gamedig::GamedigProtocol;
 use crate::lines::line_of;
 
 /// The largest definition file read, in bytes.
@@ -524,6 +524,12 @@ impl GameDef {
                     "[health] times the query: it needs a [query] protocol".into(),
                 ));
             }
+            if self.query.protocol == QueryProtocol::Gamedig {
+                return Err((
+                    key(&["health"]),
+                    "[health] times the host's query, and the host checks a gamedig game by its process only".into(),
+                ));
+            }
             if self.ready.by == Some(ReadyBy::Process) {
                 return Err((
                     key(&["health"]),
@@ -653,7 +659,8 @@ impl GameDef {
             QueryProtocol::Q3 => crate::Health::Q3,
             QueryProtocol::A2s => crate::Health::A2s,
             QueryProtocol::Tickpack => crate::Health::TickpackStats,
-            QueryProtocol::None => crate::Health::None,
+            // Refused with [health] (checked by process only).
+            QueryProtocol::None | QueryProtocol::Gamedig => crate::Health::None,
         };
         let d = protocol.default_timing();
         Some(HealthTiming {

@@ -40,21 +40,30 @@ impl std::fmt::Display for Source {
     }
 }
 
+/// The built-in definitions, parsed once (the bench asks for them every
+/// step).
+fn parsed() -> &'static [(GameDef, Source)] {
+    static PARSED: std::sync::OnceLock<Vec<(GameDef, Source)>> = std::sync::OnceLock::new();
+    PARSED.get_or_init(|| {
+        BUILT_IN
+            .iter()
+            .map(|(file, text)| {
+                let def = GameDef::parse(file, text)
+                    .unwrap_or_else(|e| panic!("a built-in game definition is broken: {e}"));
+                (def, Source::BuiltIn(file))
+            })
+            .collect()
+    })
+}
+
 /// Every built-in definition, in the order of [`BUILT_IN`].
 pub fn built_in() -> Vec<(GameDef, Source)> {
-    BUILT_IN
-        .iter()
-        .map(|(file, text)| {
-            let def = GameDef::parse(file, text)
-                .unwrap_or_else(|e| panic!("a built-in game definition is broken: {e}"));
-            (def, Source::BuiltIn(file))
-        })
-        .collect()
+    parsed().to_vec()
 }
 
 /// The built-in game called `name`.
 pub fn find(name: &str) -> Option<(GameDef, Source)> {
-    built_in().into_iter().find(|(d, _)| d.name == name)
+    parsed().iter().find(|(d, _)| d.name == name).cloned()
 }
 
 /// Whether `--game` names a file rather than a built-in game.
@@ -64,7 +73,7 @@ pub fn is_path(arg: &str) -> bool {
 
 /// The names of the built-in games, for messages.
 pub fn names() -> Vec<String> {
-    built_in().into_iter().map(|(d, _)| d.name).collect()
+    parsed().iter().map(|(d, _)| d.name.clone()).collect()
 }
 
 /// A built-in game by name, or an error that lists them.

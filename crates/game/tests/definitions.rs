@@ -84,6 +84,11 @@ fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
         // The health check's timing.
         ("[health]\ninterval_s = 2\n", 9, "needs a [query] protocol"),
         (
+            "[query]\nprotocol = \"gamedig\"\ngamedig = \"unreal2\"\n[health]\ninterval_s = 2\n",
+            12,
+            "by its process only",
+        ),
+        (
             "[query]\nprotocol = \"q3\"\n[health]\ninterval_s = 0\n",
             12,
             "interval_s must be",

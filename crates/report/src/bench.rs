@@ -130,6 +130,15 @@ pub struct CpuUse {
     pub steal_percent: Vec<f64>,
     /// Load generator CPU time over the step, seconds.
     pub load_generator_cpu_s: f64,
+    /// The servers' own CPU over the measured window, summed over the
+    /// servers, in % of one core (100 = one core's worth): from their
+    /// cgroups (netns backends) or their processes (process backend),
+    /// sampled once a second. `servers_busy_percent` counts whatever ran
+    /// on the server cores; this counts only the servers. Absent in
+    /// results from before it was recorded, or when a second's sample
+    /// missed a server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers_own_percent: Option<f64>,
 }
 
 impl CpuUse {

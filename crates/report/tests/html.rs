@@ -74,6 +74,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             per_cpu_percent: vec![busy; 4],
             steal_percent: vec![0.0; 4],
             load_generator_cpu_s: 3.5,
+            servers_own_percent: Some(busy * 2.0),
         },
         power: Some(Power {
             watts: 60.0 + busy,
@@ -904,4 +905,13 @@ fn report_names_a_defined_game_not_the_reference_server() {
         "{row}"
     );
     assert!(!row.contains("reference server"), "{row}");
+}
+
+/// The servers' own CPU (from their cgroups) stands beside the cores'
+/// busy share, which counts whatever ran there.
+#[test]
+fn the_servers_own_cpu_is_shown_beside_the_cores_busy_share() {
+    let html = page(sample());
+    assert!(html.contains("the servers' own, % of a core"), "header");
+    assert!(html.contains(" (servers "), "a step's own share");
 }

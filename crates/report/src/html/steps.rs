@@ -69,7 +69,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
          <th class=\"num\" rowspan=\"2\">Outages</th>\
          <th class=\"num\" rowspan=\"2\">Reconnects</th>\
-         <th class=\"num\" rowspan=\"2\">CPU busy, %</th>{batch_head}\
+         <th class=\"num\" rowspan=\"2\">CPU busy, % (the servers' own, % of a core)</th>{batch_head}\
          <th class=\"num\" rowspan=\"2\">{watts_head}</th><th rowspan=\"2\">Failures</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
@@ -156,7 +156,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
              <td>{verdict}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{query}{run_delay}\
              <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td>{batch}<td class=\"num\">{watts}</td>\
+             <td class=\"num\">{}{}</td>{batch}<td class=\"num\">{watts}</td>\
              <td class=\"failures\">{failures}</td></tr>\n",
             if fail { " class=\"fail\"" } else { "" },
             st.index,
@@ -172,6 +172,10 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
             outages(&st.outages),
             fmt_int(st.reconnects),
             fmt_num(st.cpu.servers_busy_percent),
+            // The servers' own share, from their cgroups.
+            st.cpu
+                .servers_own_percent
+                .map_or(String::new(), |p| format!(" (servers {})", fmt_num(p))),
         );
     }
     out.push_str("</table></div>\n");
