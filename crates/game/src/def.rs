@@ -653,7 +653,9 @@ impl GameDef {
             QueryProtocol::Q3 => crate::Health::Q3,
             QueryProtocol::A2s => crate::Health::A2s,
             QueryProtocol::Tickpack => crate::Health::TickpackStats,
-            QueryProtocol::None => crate::Health::None,
+            // [health] is refused for a gamedig query at load; checked by
+            // process, it has no query timing of its own.
+            QueryProtocol::None | QueryProtocol::Gamedig => crate::Health::None,
         };
         let d = protocol.default_timing();
         Some(HealthTiming {
