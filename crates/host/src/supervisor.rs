@@ -56,7 +56,7 @@ pub use run_dir::{
     check_run_dir, live_supervisor, log_path, recover, remove_run_dir, RunDirState, StateRecord,
     MARKER,
 };
-use run_dir::{private_dir, real_dir, secure_run_dir, write_state};
+use run_dir::{empty_instances, private_dir, real_dir, secure_run_dir, write_state};
 use tickpack_sys::is_root;
 
 /// Instance N runs as uid and gid `USER_BASE + N` (netns backend).
@@ -675,6 +675,9 @@ impl Supervisor {
                 }
             }
         }
+        // Nothing of a tenant's survives it (its logs, in `logs/`, do).
+        let (_, gone_wrong) = empty_instances(&self.cfg.run_dir);
+        problems.extend(gone_wrong);
         if let Some(layout) = &self.layout {
             if let Err(e) = cgroup::remove_stale(layout, &format!("tp{}", self.cfg.name)) {
                 problems.push(format!("cgroups: {e}"));
