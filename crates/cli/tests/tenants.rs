@@ -113,5 +113,50 @@ fn root_next_tenant_cannot_read_the_last_ones_files() {
     let second = Host::up("tn6", &run, &b);
     let log = second.wait_log(1, "CLEAN\n");
     assert!(!log.contains("FOUND"), "{log}");
+}
 
+/// Finding 2: an instance writing to stdout put 4.6 GB into its log in 8 s,
+/// `--disk` notwithstanding. The log is capped and rotated now: here 20 MB
+/// of output leave at most two files of `--log-size` each.
+#[test]
+fn root_an_instance_flooding_stdout_cannot_fill_the_disk() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let tools = scratch.dir("t2");
+    let flood = tools.join("flood.sh");
+    script(
+        &flood,
+        "yes 0123456789abcdef0123456789abcdef | head -c 20000000; echo; echo flooded; exec sleep 600\n",
+    );
+    let run = scratch.dir("t2-run");
+    std::fs::remove_dir(&run).unwrap();
+    let cmd = format!("/bin/sh {}", flood.display());
+    let host = Host::up(
+        "tn2",
+        &run,
+        &[
+            "--range",
+            "198.19.67.0/24",
+            "--health",
+            "none",
+            "--log-size",
+            "4MiB",
+            "--command",
+            &cmd,
+        ],
+    );
+    host.wait_log(1, "flooded");
+    let logs = run.join("logs");
+    let mut total = 0;
+    for e in std::fs::read_dir(&logs).unwrap().flatten() {
+        let len = e.metadata().unwrap().len();
+        assert!(len <= 4 << 20, "{:?} holds {len} bytes", e.path());
+        total += len;
+    }
+    assert!(total <= 2 * (4 << 20), "logs hold {total} bytes");
+    assert!(
+        logs.join("1.log.1").exists(),
+        "the older output was rotated"
+    );
 }

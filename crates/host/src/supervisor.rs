@@ -425,6 +425,7 @@ impl Supervisor {
             env,
             workdir: i.dir.clone(),
             log: log_path(&self.cfg.run_dir, i.spec.id),
+            log_bytes: self.cfg.log_bytes,
             cpus: (!isolated && self.cfg.placement != placement::Policy::None)
                 .then(|| i.cpus.clone()),
             cgroup_procs,

@@ -140,6 +140,12 @@ pub struct UpArgs {
     /// of that size, emptied at every start, counted as the instance's memory.
     #[arg(long)]
     pub disk: Option<String>,
+    /// Cap of one instance log file (RUN_DIR/logs/ID.log), e.g. 8MiB; when
+    /// full it becomes ID.log.1 (replacing the older one), so an instance's
+    /// output never takes more than twice this on the host's disk
+    /// [default: 8MiB].
+    #[arg(long)]
+    pub log_size: Option<String>,
     /// Health check: tickpack (stats over the wire), q3 (getinfo), a2s
     /// (A2S_INFO) or none.
     #[arg(long)]
@@ -280,6 +286,7 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         cpu_quota,
         memory,
         disk,
+        log_size,
         name,
         run_dir
     );
