@@ -160,3 +160,82 @@ fn root_an_instance_flooding_stdout_cannot_fill_the_disk() {
         "the older output was rotated"
     );
 }
+
+/// The memory limit file of process `pid`'s cgroup (cgroup v2), if any.
+fn memory_max(pid: u64) -> Option<String> {
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = cg.lines().find_map(|l| l.strip_prefix("0::"))?;
+    std::fs::read_to_string(format!("/sys/fs/cgroup{path}/memory.max"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// A host of one `sleep` instance, named `name`, in a fresh run dir.
+fn sleeper(scratch: &mut Scratch, name: &str, range: &str) -> Host {
+    let run = scratch.dir(&format!("{name}-run"));
+    std::fs::remove_dir(&run).unwrap();
+    Host::up(
+        name,
+        &run,
+        &[
+            "--range",
+            range,
+            "--health",
+            "none",
+            "--command",
+            "/bin/sleep 600",
+        ],
+    )
+}
+
+/// Finding 5: without `--memory` an instance could take all memory (its
+/// cgroup unlimited). It gets a default limit of 1 GiB now.
+#[test]
+fn root_an_instance_without_memory_flag_has_a_memory_limit() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let host = sleeper(&mut scratch, "tn5", "198.19.68.0/24");
+    let st = host.status().expect("status");
+    let i = &st["instances"][0];
+    assert_eq!(i["memory_limit_bytes"], 1u64 << 30, "{st:#}");
+    let pid = i["pid"].as_u64().expect("pid");
+    if let Some(max) = memory_max(pid) {
+        assert_eq!(max, (1u64 << 30).to_string(), "the cgroup's memory.max");
+    }
+}
+
+/// Finding 5: the supervisor's `oom_score_adj` was 0, as every instance's:
+/// under pressure the OOM killer could pick the keeper of all. It is
+/// negative now, and the instances' is back at 0.
+#[test]
+fn root_supervisor_oom_score_adj_is_negative() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let host = sleeper(&mut scratch, "tn7", "198.19.69.0/24");
+    let st = host.status().expect("status");
+    let adj = |pid: u64| -> i32 {
+        std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let sup = st["supervisor_pid"].as_u64().expect("supervisor pid");
+    let pid = st["instances"][0]["pid"].as_u64().expect("pid");
+    assert!(adj(pid) >= 0, "instance oom_score_adj {}", adj(pid));
+    assert!(adj(sup) < adj(pid), "the supervisor is below its instances");
+    // Lowering needs CAP_SYS_RESOURCE (bit 24), which some containers drop.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    if cap_eff & (1 << 24) != 0 {
+        assert!(adj(sup) < 0, "supervisor oom_score_adj {}", adj(sup));
+    } else {
+        eprintln!("no CAP_SYS_RESOURCE here: checked the order only");
+    }
+}

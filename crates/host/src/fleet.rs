@@ -15,7 +15,7 @@
 //! reserved_cpus = "0"         # kept for the host and the load generator
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
 //! cpu_quota = 1.0             # cores per instance (cgroup), optional
-//! memory = "256MiB"           # per instance (cgroup), optional; 4 MiB to 64 TiB
+//! memory = "256MiB"           # per instance (cgroup); 4 MiB to 64 TiB; default 1 GiB (netns)
 //! disk = "64MiB"              # working directory size limit (netns), optional: a tmpfs,
 //!                             # emptied at every start and counted as the instance's memory
 //! log_size = "8MiB"           # cap of one instance log file (default 8 MiB, 4 MiB to 1 GiB);
@@ -337,6 +337,9 @@ impl From<tickpack_game::launch::LaunchError> for FleetError {
     }
 }
 
+/// The memory limit of an instance without `memory` (netns): 1 GiB.
+pub const DEFAULT_MEMORY_BYTES: u64 = 1 << 30;
+
 /// The reference server, the default command.
 pub const DEFAULT_COMMAND: &str = "{tickpack} server --bind {ip}:{port} --name tickpack-{id}";
 
@@ -469,7 +472,12 @@ impl FleetFile {
                 })?;
             }
         }
-        let memory = self.memory.as_deref().map(parse_bytes).transpose()?;
+        // An instance without `memory` still has a limit (netns): it may
+        // not take the machine's memory from its neighbours.
+        let memory = match self.memory.as_deref() {
+            Some(m) => Some(parse_bytes(m)?),
+            None => (backend == Backend::Netns).then_some(DEFAULT_MEMORY_BYTES),
+        };
         let log_bytes = match self.log_size.as_deref() {
             None => default_log_bytes(),
             Some(l) => {

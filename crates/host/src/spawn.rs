@@ -87,6 +87,9 @@ pub struct Spec {
     /// keep it in a directory the instance cannot write), rotated to
     /// `LOG.1` at `log_bytes`.
     pub log: PathBuf,
+    /// The instance's `oom_score_adj` (0 unless its supervisor could not
+    /// go below that).
+    pub oom_score_adj: i32,
     /// The cap of one log file ([`log::DEFAULT_LOG_BYTES`] by default).
     pub log_bytes: u64,
     /// CPUs to pin to with sched_setaffinity (the process backend).
@@ -200,6 +203,8 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
         None
     };
     let no_user_uid = !isolated && spec.isolation.user.is_some();
+    let oom_path = cstr("/proc/self/oom_score_adj", "the OOM score path")?;
+    let oom_value = format!("{}\n", spec.oom_score_adj).into_bytes();
     let user = spec.isolation.user;
 
     // SAFETY: the closure runs in the forked child before exec. It only
@@ -207,6 +212,14 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
     // as pre_exec requires.
     unsafe {
         cmd.pre_exec(move || {
+            // The supervisor keeps itself out of the OOM killer's way
+            // (OOM_SCORE_ADJ_SUPERVISOR); the instance goes back to 0 (or
+            // above the supervisor), so under pressure it dies first.
+            let oom = libc::open(oom_path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if oom < 0 || libc::write(oom, oom_value.as_ptr().cast(), oom_value.len()) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(oom);
             for &fd in &procs {
                 if libc::write(fd, b"0\n".as_ptr().cast(), 2) < 0 {
                     return Err(std::io::Error::last_os_error());

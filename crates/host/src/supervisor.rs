@@ -59,6 +59,13 @@ pub use run_dir::{
 use run_dir::{empty_instances, private_dir, real_dir, secure_run_dir, write_state};
 use tickpack_sys::is_root;
 
+/// The supervisor's `oom_score_adj` (as root): below every instance's 0.
+pub const OOM_SCORE_ADJ_SUPERVISOR: i32 = -500;
+
+/// The instances' `oom_score_adj` when the supervisor may not lower its own
+/// (no CAP_SYS_RESOURCE): above the supervisor's 0.
+pub const OOM_SCORE_ADJ_INSTANCE_FALLBACK: i32 = 500;
+
 /// Instance N runs as uid and gid `USER_BASE + N` (netns backend).
 pub const USER_BASE: u32 = 200_000;
 
@@ -145,6 +152,10 @@ pub struct Supervisor {
     /// The players' p99 transaction latency handed over since the guard's
     /// last period ([`Supervisor::set_players_transaction_p99`]).
     players_p99_us: Option<u32>,
+    /// The `oom_score_adj` each instance starts with: 0, or
+    /// [`OOM_SCORE_ADJ_INSTANCE_FALLBACK`] when the supervisor could not
+    /// go below it.
+    instance_oom_score_adj: i32,
 }
 
 impl Supervisor {
@@ -183,7 +194,20 @@ impl Supervisor {
             pending_down: None,
             batch: None,
             players_p99_us: None,
+            instance_oom_score_adj: 0,
         };
+        // Under memory pressure an instance dies before its keeper: the
+        // supervisor goes below 0; where it may not (no CAP_SYS_RESOURCE,
+        // as in some containers) the instances go above it instead.
+        if let Err(e) = std::fs::write(
+            "/proc/self/oom_score_adj",
+            format!("{OOM_SCORE_ADJ_SUPERVISOR}\n"),
+        ) {
+            sup.instance_oom_score_adj = OOM_SCORE_ADJ_INSTANCE_FALLBACK;
+            sup.event(format!(
+                "cannot lower the supervisor's oom_score_adj to {OOM_SCORE_ADJ_SUPERVISOR} ({e}); instances get {OOM_SCORE_ADJ_INSTANCE_FALLBACK} instead"
+            ));
+        }
         if !left.is_empty() {
             sup.event(format!(
                 "removed leftovers of an earlier run: {}",
@@ -426,6 +450,7 @@ impl Supervisor {
             workdir: i.dir.clone(),
             log: log_path(&self.cfg.run_dir, i.spec.id),
             log_bytes: self.cfg.log_bytes,
+            oom_score_adj: self.instance_oom_score_adj,
             cpus: (!isolated && self.cfg.placement != placement::Policy::None)
                 .then(|| i.cpus.clone()),
             cgroup_procs,

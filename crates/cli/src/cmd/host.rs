@@ -133,7 +133,7 @@ pub struct UpArgs {
     /// CPU quota per instance, in cores (netns).
     #[arg(long, allow_hyphen_values = true)]
     pub cpu_quota: Option<f64>,
-    /// Memory limit per instance, e.g. 256MiB (netns).
+    /// Memory limit per instance, e.g. 256MiB (netns) [default: 1GiB].
     #[arg(long, allow_hyphen_values = true)]
     pub memory: Option<String>,
     /// Working directory size limit per instance, e.g. 64MiB (netns): a tmpfs
