@@ -43,9 +43,8 @@ fn script(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-#[allow(dead_code)]
 /// Waits (at most 20 s) until `ok` holds.
-fn wait(what: &str, ok: impl Fn() -> bool) {
+fn wait(what: &str, mut ok: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !ok() {
         assert!(t0.elapsed() < Duration::from_secs(20), "timed out: {what}");
@@ -238,4 +237,40 @@ fn root_supervisor_oom_score_adj_is_negative() {
     } else {
         eprintln!("no CAP_SYS_RESOURCE here: checked the order only");
     }
+}
+
+/// The uid the server of a host's instance 1 runs as (the child of its
+/// init), once it has one.
+fn server_uid(host: &Host) -> u32 {
+    let st = host.status().expect("status");
+    let init = st["instances"][0]["pid"].as_u64().expect("pid");
+    let mut uid = None;
+    wait("the server under its init", || {
+        uid = support::children(init).first().and_then(|c| {
+            let s = std::fs::read_to_string(format!("/proc/{c}/status")).ok()?;
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        });
+        uid.is_some()
+    });
+    uid.unwrap()
+}
+
+/// Finding 4: instance N was uid 200000+N on every host, so one host's
+/// instance holding its 512 processes (RLIMIT_NPROC, counted per uid) made
+/// another host's instance fail to fork. Each host takes its own block.
+#[test]
+fn root_two_hosts_never_share_instance_uids() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let a = sleeper(&mut scratch, "tn4a", "198.19.71.0/24");
+    let b = sleeper(&mut scratch, "tn4b", "198.19.72.0/24");
+    let (ua, ub) = (server_uid(&a), server_uid(&b));
+    assert_ne!(ua, ub, "instance 1 of two hosts");
+    assert!(ua >= 200_001 && ub >= 200_001, "unprivileged: {ua} {ub}");
 }

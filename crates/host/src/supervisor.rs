@@ -31,6 +31,7 @@ mod probe;
 mod ready;
 mod restart;
 mod run_dir;
+mod uid_block;
 mod usage;
 
 use std::collections::VecDeque;
@@ -66,8 +67,10 @@ pub const OOM_SCORE_ADJ_SUPERVISOR: i32 = -500;
 /// (no CAP_SYS_RESOURCE): above the supervisor's 0.
 pub const OOM_SCORE_ADJ_INSTANCE_FALLBACK: i32 = 500;
 
-/// Instance N runs as uid and gid `USER_BASE + N` (netns backend).
+/// The batch's uid and gid; instance uids come from a block per host
+/// ([`uid_block`]: instance N is the block's base + N, netns backend).
 pub const USER_BASE: u32 = 200_000;
+pub use uid_block::{BLOCKS_BASE, BLOCK_DIR, BLOCK_SIZE};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -156,6 +159,10 @@ pub struct Supervisor {
     /// [`OOM_SCORE_ADJ_INSTANCE_FALLBACK`] when the supervisor could not
     /// go below it.
     instance_oom_score_adj: i32,
+    /// This host's block of instance uids (netns), given back at teardown.
+    uid_block: Option<uid_block::UidBlock>,
+    /// Instance N's uid is `uid_base + N`.
+    uid_base: u32,
 }
 
 impl Supervisor {
@@ -195,6 +202,8 @@ impl Supervisor {
             batch: None,
             players_p99_us: None,
             instance_oom_score_adj: 0,
+            uid_block: None,
+            uid_base: USER_BASE,
         };
         // Under memory pressure an instance dies before its keeper: the
         // supervisor goes below 0; where it may not (no CAP_SYS_RESOURCE,
@@ -264,6 +273,12 @@ impl Supervisor {
             private_dir(&d)?;
         }
         self.save()?;
+        if self.cfg.backend == Backend::Netns {
+            let block = uid_block::UidBlock::take(&dir)
+                .map_err(io(format!("taking a uid block in {BLOCK_DIR}")))?;
+            self.uid_base = block.base;
+            self.uid_block = Some(block);
+        }
 
         let topo = Topology::read(Path::new("/sys"))
             .map_err(|e| HostError::Isolation(format!("reading CPU topology: {e}")))?;
@@ -329,7 +344,7 @@ impl Supervisor {
             if self.cfg.backend == Backend::Netns {
                 // `instances/` is root's, so the instance cannot swap its
                 // directory for a link; lchown and the check hold anyway.
-                let uid = USER_BASE + spec.id;
+                let uid = self.uid_base + spec.id;
                 real_dir(&idir)?;
                 std::os::unix::fs::lchown(&idir, Some(uid), Some(uid))
                     .map_err(io(format!("chown {}", idir.display())))?;
@@ -430,7 +445,7 @@ impl Supervisor {
         let argv = i.spec.server.argv(&slot);
         let env = i.spec.server.env(&slot);
         let isolated = self.cfg.backend == Backend::Netns;
-        let owner = isolated.then_some(USER_BASE + i.spec.id);
+        let owner = isolated.then_some(self.uid_base + i.spec.id);
         for (rel, contents) in i.spec.server.files(&slot) {
             config_files::write_file(&i.dir, &rel, &contents, owner).map_err(io(format!(
                 "writing config file {} of instance {}",
@@ -458,7 +473,7 @@ impl Supervisor {
                 Isolation {
                     netns,
                     hostname: Some(format!("tp{}-{}", self.cfg.name, i.spec.id)),
-                    user: Some((USER_BASE + i.spec.id, USER_BASE + i.spec.id)),
+                    user: Some((self.uid_base + i.spec.id, self.uid_base + i.spec.id)),
                     hide: Some(self.cfg.run_dir.clone()),
                     disk_bytes: i.spec.disk_bytes,
                 }
@@ -715,6 +730,9 @@ impl Supervisor {
         };
         if let Err(e) = net {
             problems.push(format!("network: {e}"));
+        }
+        if let Some(b) = self.uid_block.take() {
+            b.release();
         }
         self.control = None;
         let _ = std::fs::remove_file(self.cfg.run_dir.join("control.sock"));
