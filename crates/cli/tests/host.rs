@@ -442,10 +442,10 @@ fn a_command_instance_sees_home_in_its_own_directory() {
         "HOME is the instance's own directory: {log}"
     );
     assert_eq!(seen("GAME_INSTANCE").as_deref(), Some("g1"), "{log}");
-    assert_eq!(
-        seen("OWNER").as_deref(),
-        Some("200001"),
-        "the config file belongs to the instance's user: {log}"
+    let owner: u32 = seen("OWNER").and_then(|o| o.parse().ok()).unwrap_or(0);
+    assert!(
+        owner > 200_000,
+        "the config file belongs to the instance's user (its host's uid block): {log}"
     );
     assert_eq!(seen("PORT").as_deref(), Some("27015"), "{log}");
 }

@@ -15,9 +15,11 @@
 //! reserved_cpus = "0"         # kept for the host and the load generator
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
 //! cpu_quota = 1.0             # cores per instance (cgroup), optional
-//! memory = "256MiB"           # per instance (cgroup), optional; 4 MiB to 64 TiB
+//! memory = "256MiB"           # per instance (cgroup); 4 MiB to 64 TiB; default 1 GiB (netns)
 //! disk = "64MiB"              # working directory size limit (netns), optional: a tmpfs,
 //!                             # emptied at every start and counted as the instance's memory
+//! log_size = "8MiB"           # cap of one instance log file (default 8 MiB, 4 MiB to 1 GiB);
+//!                             # when full it becomes ID.log.1, so at most twice this per instance
 //! health = "tickpack"         # tickpack (stats over the wire) | q3 (getinfo) | a2s (A2S_INFO)
 //!                             # | none; default: tickpack unless `command` runs something
 //!                             # other than `{tickpack} server`, q3 for game = "openarena"
@@ -168,6 +170,9 @@ pub struct FleetFile {
     pub range: Option<String>,
     /// Accept an instance range outside the private, shared and
     /// benchmarking ranges (routing it would hide real hosts).
+    /// The cap of one instance log file, e.g. 8MiB; one rotated file is
+    /// kept beside it (`ID.log.1`).
+    pub log_size: Option<String>,
     pub allow_public_range: Option<bool>,
     pub port: Option<u16>,
     pub placement: Option<Policy>,
@@ -309,6 +314,14 @@ pub struct FleetConfig {
     /// How the batch is held back.
     #[serde(default)]
     pub batch_control: BatchControl,
+    /// The cap of one instance log file in bytes (`log_size`); `ID.log.1`
+    /// holds the one before.
+    #[serde(default = "default_log_bytes")]
+    pub log_bytes: u64,
+}
+
+fn default_log_bytes() -> u64 {
+    crate::spawn::log::DEFAULT_LOG_BYTES
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -323,6 +336,9 @@ impl From<tickpack_game::launch::LaunchError> for FleetError {
         FleetError::Invalid(m)
     }
 }
+
+/// The memory limit of an instance without `memory` (netns): 1 GiB.
+pub const DEFAULT_MEMORY_BYTES: u64 = 1 << 30;
 
 /// The reference server, the default command.
 pub const DEFAULT_COMMAND: &str = "{tickpack} server --bind {ip}:{port} --name tickpack-{id}";
@@ -456,7 +472,30 @@ impl FleetFile {
                 })?;
             }
         }
-        let memory = self.memory.as_deref().map(parse_bytes).transpose()?;
+        // An instance without `memory` still has a limit (netns): it may
+        // not take the machine's memory from its neighbours.
+        let memory = match self.memory.as_deref() {
+            Some(m) => Some(parse_bytes(m)?),
+            None => (backend == Backend::Netns).then_some(DEFAULT_MEMORY_BYTES),
+        };
+        let log_bytes = match self.log_size.as_deref() {
+            None => default_log_bytes(),
+            Some(l) => {
+                let b = parse_bytes(l)?;
+                let (lo, hi) = (
+                    crate::spawn::log::MIN_LOG_BYTES,
+                    crate::spawn::log::MAX_LOG_BYTES,
+                );
+                if !(lo..=hi).contains(&b) {
+                    return bad(format!(
+                        "log_size (--log-size) must be {} MiB to {} MiB",
+                        lo >> 20,
+                        hi >> 20
+                    ));
+                }
+                b
+            }
+        };
         let disk = self
             .disk
             .as_deref()
@@ -593,6 +632,7 @@ impl FleetFile {
             batch,
             batch_cgroup: self.batch_cgroup,
             batch_control,
+            log_bytes,
         })
     }
 }

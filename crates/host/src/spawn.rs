@@ -30,8 +30,10 @@
 //! Without isolation (the `process` backend) only steps 1-2 apply and the
 //! command is `exec`ed directly.
 //!
-//! The log is opened by root with O_NOFOLLOW in a directory the instance
-//! cannot write (the supervisor keeps logs in `RUN_DIR/logs`, mode 0700).
+//! The instance's stdout and stderr are a pipe; a supervisor thread copies
+//! it into the log, capped and rotated ([`log`]), opened by root with
+//! O_NOFOLLOW in a directory the instance cannot write (the supervisor
+//! keeps logs in `RUN_DIR/logs`, mode 0700).
 
 use std::ffi::CString;
 use std::fs::File;
@@ -41,6 +43,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 mod init;
+pub mod log;
 mod mounts;
 
 use init::drop_privileges;
@@ -81,8 +84,14 @@ pub struct Spec {
     /// Working directory (created by the caller, writable by `user`).
     pub workdir: PathBuf,
     /// Standard output and error go here (appended; opened with O_NOFOLLOW,
-    /// keep it in a directory the instance cannot write).
+    /// keep it in a directory the instance cannot write), rotated to
+    /// `LOG.1` at `log_bytes`.
     pub log: PathBuf,
+    /// The instance's `oom_score_adj` (0 unless its supervisor could not
+    /// go below that).
+    pub oom_score_adj: i32,
+    /// The cap of one log file ([`log::DEFAULT_LOG_BYTES`] by default).
+    pub log_bytes: u64,
     /// CPUs to pin to with sched_setaffinity (the process backend).
     pub cpus: Option<Vec<usize>>,
     /// `cgroup.procs` files to join, opened by the caller.
@@ -118,19 +127,17 @@ fn cpath(p: &Path, what: &'static str) -> Result<CString, SpawnError> {
 /// Starts the instance described by `spec`; returns the child (the init
 /// when isolated, the command itself otherwise).
 pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let program = spec.argv.first().ok_or(SpawnError::EmptyCommand)?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&spec.log)
-        .map_err(|err| SpawnError::Open {
+    let capped =
+        log::CappedLog::open(&spec.log, spec.log_bytes).map_err(|err| SpawnError::Open {
             path: spec.log.clone(),
             err,
         })?;
-    let log_err = log.try_clone().map_err(|err| SpawnError::Open {
+    let (pipe_read, pipe_write) = std::io::pipe().map_err(|err| SpawnError::Open {
+        path: spec.log.clone(),
+        err,
+    })?;
+    let pipe_err = pipe_write.try_clone().map_err(|err| SpawnError::Open {
         path: spec.log.clone(),
         err,
     })?;
@@ -173,8 +180,8 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
     }
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::from(log_err))
+        .stdout(Stdio::from(pipe_write))
+        .stderr(Stdio::from(pipe_err))
         .current_dir(&spec.workdir);
 
     // Everything the child needs, prepared before fork.
@@ -196,6 +203,8 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
         None
     };
     let no_user_uid = !isolated && spec.isolation.user.is_some();
+    let oom_path = cstr("/proc/self/oom_score_adj", "the OOM score path")?;
+    let oom_value = format!("{}\n", spec.oom_score_adj).into_bytes();
     let user = spec.isolation.user;
 
     // SAFETY: the closure runs in the forked child before exec. It only
@@ -203,6 +212,14 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
     // as pre_exec requires.
     unsafe {
         cmd.pre_exec(move || {
+            // The supervisor keeps itself out of the OOM killer's way
+            // (OOM_SCORE_ADJ_SUPERVISOR); the instance goes back to 0 (or
+            // above the supervisor), so under pressure it dies first.
+            let oom = libc::open(oom_path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if oom < 0 || libc::write(oom, oom_value.as_ptr().cast(), oom_value.len()) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(oom);
             for &fd in &procs {
                 if libc::write(fd, b"0\n".as_ptr().cast(), 2) < 0 {
                     return Err(std::io::Error::last_os_error());
@@ -229,8 +246,16 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
             Ok(())
         });
     }
-    cmd.spawn().map_err(|err| SpawnError::Exec {
+    let child = cmd.spawn().map_err(|err| SpawnError::Exec {
         program: program.clone(),
         err,
-    })
+    })?;
+    // Our copies of the pipe's write end go with `cmd`: the copier sees
+    // end of file once the instance's last process is gone.
+    drop(cmd);
+    log::copy_in_background(pipe_read, capped).map_err(|err| SpawnError::Open {
+        path: spec.log.clone(),
+        err,
+    })?;
+    Ok(child)
 }

@@ -31,6 +31,7 @@ mod probe;
 mod ready;
 mod restart;
 mod run_dir;
+mod uid_block;
 mod usage;
 
 use std::collections::VecDeque;
@@ -56,11 +57,20 @@ pub use run_dir::{
     check_run_dir, live_supervisor, log_path, recover, remove_run_dir, RunDirState, StateRecord,
     MARKER,
 };
-use run_dir::{private_dir, real_dir, secure_run_dir, write_state};
+use run_dir::{empty_instances, private_dir, real_dir, secure_run_dir, write_state};
 use tickpack_sys::is_root;
 
-/// Instance N runs as uid and gid `USER_BASE + N` (netns backend).
+/// The supervisor's `oom_score_adj` (as root): below every instance's 0.
+pub const OOM_SCORE_ADJ_SUPERVISOR: i32 = -500;
+
+/// The instances' `oom_score_adj` when the supervisor may not lower its own
+/// (no CAP_SYS_RESOURCE): above the supervisor's 0.
+pub const OOM_SCORE_ADJ_INSTANCE_FALLBACK: i32 = 500;
+
+/// The batch's uid and gid; instance uids come from a block per host
+/// ([`uid_block`]: instance N is the block's base + N, netns backend).
 pub const USER_BASE: u32 = 200_000;
+pub use uid_block::{BLOCKS_BASE, BLOCK_DIR, BLOCK_SIZE};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -145,6 +155,14 @@ pub struct Supervisor {
     /// The players' p99 transaction latency handed over since the guard's
     /// last period ([`Supervisor::set_players_transaction_p99`]).
     players_p99_us: Option<u32>,
+    /// The `oom_score_adj` each instance starts with: 0, or
+    /// [`OOM_SCORE_ADJ_INSTANCE_FALLBACK`] when the supervisor could not
+    /// go below it.
+    instance_oom_score_adj: i32,
+    /// This host's block of instance uids (netns), given back at teardown.
+    uid_block: Option<uid_block::UidBlock>,
+    /// Instance N's uid is `uid_base + N`.
+    uid_base: u32,
 }
 
 impl Supervisor {
@@ -183,7 +201,22 @@ impl Supervisor {
             pending_down: None,
             batch: None,
             players_p99_us: None,
+            instance_oom_score_adj: 0,
+            uid_block: None,
+            uid_base: USER_BASE,
         };
+        // Under memory pressure an instance dies before its keeper: the
+        // supervisor goes below 0; where it may not (no CAP_SYS_RESOURCE,
+        // as in some containers) the instances go above it instead.
+        if let Err(e) = std::fs::write(
+            "/proc/self/oom_score_adj",
+            format!("{OOM_SCORE_ADJ_SUPERVISOR}\n"),
+        ) {
+            sup.instance_oom_score_adj = OOM_SCORE_ADJ_INSTANCE_FALLBACK;
+            sup.event(format!(
+                "cannot lower the supervisor's oom_score_adj to {OOM_SCORE_ADJ_SUPERVISOR} ({e}); instances get {OOM_SCORE_ADJ_INSTANCE_FALLBACK} instead"
+            ));
+        }
         if !left.is_empty() {
             sup.event(format!(
                 "removed leftovers of an earlier run: {}",
@@ -240,6 +273,12 @@ impl Supervisor {
             private_dir(&d)?;
         }
         self.save()?;
+        if self.cfg.backend == Backend::Netns {
+            let block = uid_block::UidBlock::take(&dir)
+                .map_err(io(format!("taking a uid block in {BLOCK_DIR}")))?;
+            self.uid_base = block.base;
+            self.uid_block = Some(block);
+        }
 
         let topo = Topology::read(Path::new("/sys"))
             .map_err(|e| HostError::Isolation(format!("reading CPU topology: {e}")))?;
@@ -305,7 +344,7 @@ impl Supervisor {
             if self.cfg.backend == Backend::Netns {
                 // `instances/` is root's, so the instance cannot swap its
                 // directory for a link; lchown and the check hold anyway.
-                let uid = USER_BASE + spec.id;
+                let uid = self.uid_base + spec.id;
                 real_dir(&idir)?;
                 std::os::unix::fs::lchown(&idir, Some(uid), Some(uid))
                     .map_err(io(format!("chown {}", idir.display())))?;
@@ -406,7 +445,7 @@ impl Supervisor {
         let argv = i.spec.server.argv(&slot);
         let env = i.spec.server.env(&slot);
         let isolated = self.cfg.backend == Backend::Netns;
-        let owner = isolated.then_some(USER_BASE + i.spec.id);
+        let owner = isolated.then_some(self.uid_base + i.spec.id);
         for (rel, contents) in i.spec.server.files(&slot) {
             config_files::write_file(&i.dir, &rel, &contents, owner).map_err(io(format!(
                 "writing config file {} of instance {}",
@@ -425,6 +464,8 @@ impl Supervisor {
             env,
             workdir: i.dir.clone(),
             log: log_path(&self.cfg.run_dir, i.spec.id),
+            log_bytes: self.cfg.log_bytes,
+            oom_score_adj: self.instance_oom_score_adj,
             cpus: (!isolated && self.cfg.placement != placement::Policy::None)
                 .then(|| i.cpus.clone()),
             cgroup_procs,
@@ -432,7 +473,7 @@ impl Supervisor {
                 Isolation {
                     netns,
                     hostname: Some(format!("tp{}-{}", self.cfg.name, i.spec.id)),
-                    user: Some((USER_BASE + i.spec.id, USER_BASE + i.spec.id)),
+                    user: Some((self.uid_base + i.spec.id, self.uid_base + i.spec.id)),
                     hide: Some(self.cfg.run_dir.clone()),
                     disk_bytes: i.spec.disk_bytes,
                 }
@@ -675,6 +716,9 @@ impl Supervisor {
                 }
             }
         }
+        // Nothing of a tenant's survives it (its logs, in `logs/`, do).
+        let (_, gone_wrong) = empty_instances(&self.cfg.run_dir);
+        problems.extend(gone_wrong);
         if let Some(layout) = &self.layout {
             if let Err(e) = cgroup::remove_stale(layout, &format!("tp{}", self.cfg.name)) {
                 problems.push(format!("cgroups: {e}"));
@@ -686,6 +730,9 @@ impl Supervisor {
         };
         if let Err(e) = net {
             problems.push(format!("network: {e}"));
+        }
+        if let Some(b) = self.uid_block.take() {
+            b.release();
         }
         self.control = None;
         let _ = std::fs::remove_file(self.cfg.run_dir.join("control.sock"));

@@ -26,6 +26,8 @@ fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
         env: vec![("OWN".into(), "spec".into())],
         workdir: dir.path().to_path_buf(),
         log: log.clone(),
+        log_bytes: tickpack_host::spawn::log::DEFAULT_LOG_BYTES,
+        oom_score_adj: 0,
         cpus: None,
         cgroup_procs: vec![],
         isolation: Isolation::default(),

@@ -133,13 +133,19 @@ pub struct UpArgs {
     /// CPU quota per instance, in cores (netns).
     #[arg(long, allow_hyphen_values = true)]
     pub cpu_quota: Option<f64>,
-    /// Memory limit per instance, e.g. 256MiB (netns).
+    /// Memory limit per instance, e.g. 256MiB (netns) [default: 1GiB].
     #[arg(long, allow_hyphen_values = true)]
     pub memory: Option<String>,
     /// Working directory size limit per instance, e.g. 64MiB (netns): a tmpfs
     /// of that size, emptied at every start, counted as the instance's memory.
     #[arg(long)]
     pub disk: Option<String>,
+    /// Cap of one instance log file (RUN_DIR/logs/ID.log), e.g. 8MiB; when
+    /// full it becomes ID.log.1 (replacing the older one), so an instance's
+    /// output never takes more than twice this on the host's disk
+    /// [default: 8MiB].
+    #[arg(long)]
+    pub log_size: Option<String>,
     /// Health check: tickpack (stats over the wire), q3 (getinfo), a2s
     /// (A2S_INFO) or none.
     #[arg(long)]
@@ -280,6 +286,7 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         cpu_quota,
         memory,
         disk,
+        log_size,
         name,
         run_dir
     );
@@ -465,7 +472,7 @@ pub fn status_text(st: &HostStatus) -> String {
     );
     put!(
         out,
-        "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5}  map",
+        "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5} {:>11} {:>4}  map",
         "id",
         "address",
         "pid",
@@ -476,6 +483,8 @@ pub fn status_text(st: &HostStatus) -> String {
         "tick p99 us",
         "players",
         "bots",
+        "mem MiB",
+        "oom",
     );
     for i in &st.instances {
         let cpus = i
@@ -487,7 +496,7 @@ pub fn status_text(st: &HostStatus) -> String {
         let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
         put!(
             out,
-            "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5}  {}",
+            "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5} {:>11} {:>4}  {}",
             i.id,
             escape(&i.address, SHORT),
             opt(i.pid.map(|p| p.to_string())),
@@ -498,6 +507,13 @@ pub fn status_text(st: &HostStatus) -> String {
             opt(i.tick_p99_us.map(|t| t.to_string())),
             opt(i.players.map(|p| p.to_string())),
             opt(i.bots.map(|b| b.to_string())),
+            // Used/limit; "-" where not sampled or unlimited.
+            format!(
+                "{}/{}",
+                opt(i.memory_bytes.map(|b| (b >> 20).to_string())),
+                opt(i.memory_limit_bytes.map(|b| (b >> 20).to_string()))
+            ),
+            i.oom_kills,
             i.map.as_deref().map_or("-".into(), |m| escape(m, SHORT)),
         );
         if let Some(q) = &i.query_latency_us {
@@ -818,6 +834,53 @@ mod tests {
         assert!(text.contains("dm1\\n"), "{text}");
         let row = text.lines().nth(2).unwrap();
         assert!(row.chars().count() < 200, "the map is cut: {row}");
+    }
+
+    /// Regression: the README promised memory and OOM kill columns that
+    /// `host status` did not print.
+    #[test]
+    fn status_shows_memory_and_oom_kills() {
+        let st = HostStatus {
+            schema: STATUS_SCHEMA.into(),
+            name: "h".into(),
+            backend: "netns".into(),
+            net: None,
+            placement: "spread".into(),
+            reserved_cpus: vec![],
+            supervisor_pid: 1,
+            uptime_s: 1.0,
+            instances: vec![InstanceStatus {
+                id: 1,
+                address: "198.18.0.3:27015".into(),
+                pid: Some(42),
+                cpus: vec![1],
+                state: InstanceState::Running,
+                restarts: 1,
+                cpu_percent: None,
+                tick_p99_us: None,
+                frame_p99_us: None,
+                players: None,
+                bots: None,
+                map: None,
+                query_latency_us: None,
+                memory_bytes: Some(12 << 20),
+                memory_limit_bytes: Some(1 << 30),
+                oom_kills: 3,
+                last_exit: Some("killed by the OOM killer".into()),
+            }],
+            events: vec![],
+            guard: None,
+        };
+        let text = status_text(&st);
+        let mut lines = text.lines().skip(1);
+        let head = lines.next().unwrap();
+        assert!(head.contains("mem MiB") && head.contains("oom"), "{text}");
+        let row = lines.next().unwrap();
+        assert!(row.contains("12/1024") && row.contains(" 3 "), "{row}");
+        assert!(
+            text.contains("last exit: killed by the OOM killer"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,0 +1,276 @@
+//! Tenants that cannot hurt each other: what one instance leaves, prints,
+//! or holds never reaches the host or the next tenant. Each test is named
+//! after the finding it guards against; all need root (namespaces, cgroups,
+//! instance uids) and clean up through [`Host`]'s drop and [`Scratch`].
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use support::host::Host;
+use support::{require_root, serial};
+
+const ROOT: &str = "instances in their own namespaces and cgroups as their own uids";
+
+/// Paths removed on drop, pass or fail.
+struct Scratch(Vec<PathBuf>);
+
+impl Scratch {
+    /// A fresh directory `/var/tmp/tp-tenants-TAG-PID` anyone may read
+    /// (instance uids run scripts from it).
+    fn dir(&mut self, tag: &str) -> PathBuf {
+        let d = PathBuf::from(format!("/var/tmp/tp-tenants-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self.0.push(d.clone());
+        d
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
+fn script(path: &Path, body: &str) {
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Waits (at most 20 s) until `ok` holds.
+fn wait(what: &str, mut ok: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Finding 6: instance directories survived `host down` and were reused by
+/// the next `host up` of the same name; the next tenant read the last
+/// one's `$HOME/secret.txt`. They are removed at `down` now, without
+/// following the tenant's links.
+#[test]
+fn root_next_tenant_cannot_read_the_last_ones_files() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let tools = scratch.dir("t6");
+    // Something root's removal must not reach through a tenant's link.
+    let canary = scratch.dir("t6-canary");
+    std::fs::write(canary.join("keep"), "keep").unwrap();
+    let leave = tools.join("leave.sh");
+    script(
+        &leave,
+        &format!(
+            "echo secret > \"$1/secret.txt\"; mkdir -p \"$1/sub\"; echo x > \"$1/sub/f\"; \
+             ln -s {} \"$1/link\"; echo written; exec sleep 600\n",
+            canary.display()
+        ),
+    );
+    let read = tools.join("read.sh");
+    script(
+        &read,
+        "if [ -e \"$1/secret.txt\" ]; then echo FOUND; else echo CLEAN; fi; exec sleep 600\n",
+    );
+    let run = scratch.dir("t6-run");
+    std::fs::remove_dir(&run).unwrap();
+    let args = |cmd: &Path| {
+        vec![
+            "--range".to_string(),
+            "198.19.66.0/24".into(),
+            "--health".into(),
+            "none".into(),
+            "--command".into(),
+            format!("/bin/sh {} {{dir}}", cmd.display()),
+        ]
+    };
+    let a = args(&leave);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let mut first = Host::up("tn6", &run, &a);
+    first.wait_log(1, "written");
+    assert!(first.instance_dir(1).join("secret.txt").exists());
+    let out = first.down();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        !first.instance_dir(1).exists(),
+        "the instance directory is gone after down"
+    );
+    assert!(
+        canary.join("keep").exists(),
+        "removal did not follow the tenant's link"
+    );
+    drop(first);
+    let b = args(&read);
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    let second = Host::up("tn6", &run, &b);
+    let log = second.wait_log(1, "CLEAN\n");
+    assert!(!log.contains("FOUND"), "{log}");
+}
+
+/// Finding 2: an instance writing to stdout put 4.6 GB into its log in 8 s,
+/// `--disk` notwithstanding. The log is capped and rotated now: here 20 MB
+/// of output leave at most two files of `--log-size` each.
+#[test]
+fn root_an_instance_flooding_stdout_cannot_fill_the_disk() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let tools = scratch.dir("t2");
+    let flood = tools.join("flood.sh");
+    script(
+        &flood,
+        "yes 0123456789abcdef0123456789abcdef | head -c 20000000; echo; echo flooded; exec sleep 600\n",
+    );
+    let run = scratch.dir("t2-run");
+    std::fs::remove_dir(&run).unwrap();
+    let cmd = format!("/bin/sh {}", flood.display());
+    let host = Host::up(
+        "tn2",
+        &run,
+        &[
+            "--range",
+            "198.19.67.0/24",
+            "--health",
+            "none",
+            "--log-size",
+            "4MiB",
+            "--command",
+            &cmd,
+        ],
+    );
+    host.wait_log(1, "flooded");
+    let logs = run.join("logs");
+    let mut total = 0;
+    for e in std::fs::read_dir(&logs).unwrap().flatten() {
+        let len = e.metadata().unwrap().len();
+        assert!(len <= 4 << 20, "{:?} holds {len} bytes", e.path());
+        total += len;
+    }
+    assert!(total <= 2 * (4 << 20), "logs hold {total} bytes");
+    assert!(
+        logs.join("1.log.1").exists(),
+        "the older output was rotated"
+    );
+}
+
+/// The memory limit file of process `pid`'s cgroup (cgroup v2), if any.
+fn memory_max(pid: u64) -> Option<String> {
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = cg.lines().find_map(|l| l.strip_prefix("0::"))?;
+    std::fs::read_to_string(format!("/sys/fs/cgroup{path}/memory.max"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// A host of one `sleep` instance, named `name`, in a fresh run dir.
+fn sleeper(scratch: &mut Scratch, name: &str, range: &str) -> Host {
+    let run = scratch.dir(&format!("{name}-run"));
+    std::fs::remove_dir(&run).unwrap();
+    Host::up(
+        name,
+        &run,
+        &[
+            "--range",
+            range,
+            "--health",
+            "none",
+            "--command",
+            "/bin/sleep 600",
+        ],
+    )
+}
+
+/// Finding 5: without `--memory` an instance could take all memory (its
+/// cgroup unlimited). It gets a default limit of 1 GiB now.
+#[test]
+fn root_an_instance_without_memory_flag_has_a_memory_limit() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let host = sleeper(&mut scratch, "tn5", "198.19.68.0/24");
+    let st = host.status().expect("status");
+    let i = &st["instances"][0];
+    assert_eq!(i["memory_limit_bytes"], 1u64 << 30, "{st:#}");
+    let pid = i["pid"].as_u64().expect("pid");
+    if let Some(max) = memory_max(pid) {
+        assert_eq!(max, (1u64 << 30).to_string(), "the cgroup's memory.max");
+    }
+}
+
+/// Finding 5: the supervisor's `oom_score_adj` was 0, as every instance's:
+/// under pressure the OOM killer could pick the keeper of all. It is
+/// negative now, and the instances' is back at 0.
+#[test]
+fn root_supervisor_oom_score_adj_is_negative() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let host = sleeper(&mut scratch, "tn7", "198.19.69.0/24");
+    let st = host.status().expect("status");
+    let adj = |pid: u64| -> i32 {
+        std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let sup = st["supervisor_pid"].as_u64().expect("supervisor pid");
+    let pid = st["instances"][0]["pid"].as_u64().expect("pid");
+    assert!(adj(pid) >= 0, "instance oom_score_adj {}", adj(pid));
+    assert!(adj(sup) < adj(pid), "the supervisor is below its instances");
+    // Lowering needs CAP_SYS_RESOURCE (bit 24), which some containers drop.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    if cap_eff & (1 << 24) != 0 {
+        assert!(adj(sup) < 0, "supervisor oom_score_adj {}", adj(sup));
+    } else {
+        eprintln!("no CAP_SYS_RESOURCE here: checked the order only");
+    }
+}
+
+/// The uid the server of a host's instance 1 runs as (the child of its
+/// init), once it has one.
+fn server_uid(host: &Host) -> u32 {
+    let st = host.status().expect("status");
+    let init = st["instances"][0]["pid"].as_u64().expect("pid");
+    let mut uid = None;
+    wait("the server under its init", || {
+        uid = support::children(init).first().and_then(|c| {
+            let s = std::fs::read_to_string(format!("/proc/{c}/status")).ok()?;
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        });
+        uid.is_some()
+    });
+    uid.unwrap()
+}
+
+/// Finding 4: instance N was uid 200000+N on every host, so one host's
+/// instance holding its 512 processes (RLIMIT_NPROC, counted per uid) made
+/// another host's instance fail to fork. Each host takes its own block.
+#[test]
+fn root_two_hosts_never_share_instance_uids() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let a = sleeper(&mut scratch, "tn4a", "198.19.71.0/24");
+    let b = sleeper(&mut scratch, "tn4b", "198.19.72.0/24");
+    let (ua, ub) = (server_uid(&a), server_uid(&b));
+    assert_ne!(ua, ub, "instance 1 of two hosts");
+    assert!(ua >= 200_001 && ub >= 200_001, "unprivileged: {ua} {ub}");
+}
