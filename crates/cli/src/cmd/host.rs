@@ -791,12 +791,15 @@ mod tests {
     use super::*;
     use tickpack_host::status::{InstanceState, InstanceStatus, STATUS_SCHEMA};
 
-    /// Regression: a query answer whose map name held a newline and
-    /// terminal escapes printed a fake row and raw escapes in `host status`.
-    #[test]
-    fn status_escapes_a_forged_map_name() {
-        let forged = "dm1\n   2 10.6.6.6:27015     666 0        running             0    0.0          1        0     0  x\x1b[2J\x1b]0;owned\x07";
-        let st = HostStatus {
+    /// A host's status with one running instance: its map, players, memory,
+    /// OOM kills, last exit and events as given.
+    fn one_instance(
+        map: Option<String>,
+        memory: (Option<u64>, Option<u64>, u64),
+        last_exit: &str,
+        events: Vec<String>,
+    ) -> HostStatus {
+        HostStatus {
             schema: STATUS_SCHEMA.into(),
             name: "h".into(),
             backend: "netns".into(),
@@ -817,16 +820,29 @@ mod tests {
                 frame_p99_us: None,
                 players: Some(1),
                 bots: Some(0),
-                map: Some(forged.into()),
+                map,
                 query_latency_us: None,
-                memory_bytes: None,
-                memory_limit_bytes: None,
-                oom_kills: 0,
-                last_exit: Some(format!("exited with code 1; last output: {forged}")),
+                memory_bytes: memory.0,
+                memory_limit_bytes: memory.1,
+                oom_kills: memory.2,
+                last_exit: Some(last_exit.into()),
             }],
-            events: vec![format!("instance 1 said {forged}")],
+            events,
             guard: None,
-        };
+        }
+    }
+
+    /// Regression: a query answer whose map name held a newline and
+    /// terminal escapes printed a fake row and raw escapes in `host status`.
+    #[test]
+    fn status_escapes_a_forged_map_name() {
+        let forged = "dm1\n   2 10.6.6.6:27015     666 0        running             0    0.0          1        0     0  x\x1b[2J\x1b]0;owned\x07";
+        let st = one_instance(
+            Some(forged.into()),
+            (None, None, 0),
+            &format!("exited with code 1; last output: {forged}"),
+            vec![format!("instance 1 said {forged}")],
+        );
         let text = status_text(&st);
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
         // Header, column names, one row, its last exit, "events:", one event.
@@ -840,37 +856,12 @@ mod tests {
     /// `host status` did not print.
     #[test]
     fn status_shows_memory_and_oom_kills() {
-        let st = HostStatus {
-            schema: STATUS_SCHEMA.into(),
-            name: "h".into(),
-            backend: "netns".into(),
-            net: None,
-            placement: "spread".into(),
-            reserved_cpus: vec![],
-            supervisor_pid: 1,
-            uptime_s: 1.0,
-            instances: vec![InstanceStatus {
-                id: 1,
-                address: "198.18.0.3:27015".into(),
-                pid: Some(42),
-                cpus: vec![1],
-                state: InstanceState::Running,
-                restarts: 1,
-                cpu_percent: None,
-                tick_p99_us: None,
-                frame_p99_us: None,
-                players: None,
-                bots: None,
-                map: None,
-                query_latency_us: None,
-                memory_bytes: Some(12 << 20),
-                memory_limit_bytes: Some(1 << 30),
-                oom_kills: 3,
-                last_exit: Some("killed by the OOM killer".into()),
-            }],
-            events: vec![],
-            guard: None,
-        };
+        let st = one_instance(
+            None,
+            (Some(12 << 20), Some(1 << 30), 3),
+            "killed by the OOM killer",
+            vec![],
+        );
         let text = status_text(&st);
         let mut lines = text.lines().skip(1);
         let head = lines.next().unwrap();
