@@ -20,6 +20,17 @@ pub struct TargetFigures {
 }
 
 impl TargetFigures {
+    /// A target nothing was asked of yet.
+    pub fn new(addr: SocketAddr) -> TargetFigures {
+        TargetFigures {
+            addr,
+            hist: tickpack_report::new_histogram(),
+            counts: QueryCounts::default(),
+            facts: None,
+            last_error: None,
+        }
+    }
+
     /// Round trips of answered queries, µs.
     pub fn histogram(&self) -> &Histogram<u64> {
         &self.hist

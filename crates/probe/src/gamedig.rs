@@ -14,14 +14,13 @@
 //! waking every few milliseconds while queries are in flight; the CPU
 //! time it reports leaves out the calls' own threads.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tickpack_game::GamedigProtocol;
 use tickpack_gamedig_query::{Driver, Pending, QueryError, MAX_RUNNING};
 use tickpack_net::clock::now_us;
-use tickpack_report::probe::{QueryCounts, ServerFacts};
+use tickpack_report::probe::ServerFacts;
 
 use crate::figures::TargetFigures;
 use crate::run::{thread_rusage_ns, INTERRUPT_DRAIN_US};
@@ -73,6 +72,10 @@ pub fn run(
     let interval = settings.interval_us.max(1);
     let timeout_us = settings.effective_timeout_us();
     let timeout = Duration::from_micros(timeout_us);
+    let schedule = tickpack_game::query::Schedule {
+        interval: Duration::from_micros(interval),
+        timeout,
+    };
     let start = now_us() + cfg.start_delay.as_micros() as u64;
     let mut stop_sending = start + cfg.duration.as_micros() as u64;
     let n = cfg.targets.len().max(1) as u64;
@@ -81,7 +84,7 @@ pub fn run(
         .iter()
         .enumerate()
         .map(|(i, &addr)| Target {
-            figures: figures(addr),
+            figures: TargetFigures::new(addr),
             due: start + interval * i as u64 / n,
             in_flight: None,
         })
@@ -105,8 +108,10 @@ pub fn run(
             if t.in_flight.is_some() || now < t.due || t.due >= stop_sending {
                 continue;
             }
-            // The next slot after now: no catch-up burst.
-            t.due += interval * ((now - t.due) / interval + 1);
+            // The query session's rule (no catch-up burst).
+            t.due = schedule
+                .next_due(Duration::from_micros(t.due), Duration::from_micros(now))
+                .as_micros() as u64;
             t.figures.counts.sent += 1;
             live.sent.fetch_add(1, Ordering::Relaxed);
             match driver.start(t.figures.addr, timeout) {
@@ -174,16 +179,6 @@ fn collect(t: &mut Target, live: &Live) {
             t.figures.last_error = None;
         }
         Err(e) => t.lose(&e, live),
-    }
-}
-
-fn figures(addr: SocketAddr) -> TargetFigures {
-    TargetFigures {
-        addr,
-        hist: tickpack_report::new_histogram(),
-        counts: QueryCounts::default(),
-        facts: None,
-        last_error: None,
     }
 }
 

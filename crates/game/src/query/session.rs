@@ -64,6 +64,18 @@ impl Schedule {
             .min(self.interval)
             .max(Duration::from_micros(1))
     }
+
+    /// The due time after a query due at `due` went out at `now`: one
+    /// interval later, or one interval after `now` when that has passed
+    /// already (no catch-up burst, so servers' rate limits hold).
+    pub fn next_due(&self, due: Duration, now: Duration) -> Duration {
+        let next = due.saturating_add(self.interval);
+        if next <= now {
+            now.saturating_add(self.interval)
+        } else {
+            next
+        }
+    }
 }
 
 /// What happened to one target's queries.
@@ -187,10 +199,7 @@ impl Session {
             challenges: 0,
             resend: false,
         });
-        self.next_due = self.next_due.saturating_add(self.schedule.interval);
-        if self.next_due <= now {
-            self.next_due = now.saturating_add(self.schedule.interval);
-        }
+        self.next_due = self.schedule.next_due(self.next_due, now);
         self.query
             .encode(&query_id(self.seq), self.a2s_challenge, out);
         true
