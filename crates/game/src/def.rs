@@ -653,7 +653,8 @@ impl GameDef {
             QueryProtocol::Q3 => crate::Health::Q3,
             QueryProtocol::A2s => crate::Health::A2s,
             QueryProtocol::Tickpack => crate::Health::TickpackStats,
-            QueryProtocol::None => crate::Health::None,
+            // [health] is refused for a gamedig query (checked at load).
+            QueryProtocol::None | QueryProtocol::Gamedig => crate::Health::None,
         };
         let d = protocol.default_timing();
         Some(HealthTiming {
