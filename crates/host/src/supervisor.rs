@@ -62,6 +62,12 @@ use tickpack_sys::is_root;
 /// Instance N runs as uid and gid `USER_BASE + N` (netns backend).
 pub const USER_BASE: u32 = 200_000;
 
+/// The uid and gid of tenant `id` (netns backend): instance N >= 1, or the
+/// host's batch work as 0 ([`crate::guard::batch::BATCH_UID`]).
+pub const fn tenant_uid(id: u32) -> u32 {
+    USER_BASE + id
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     #[error(transparent)]
@@ -305,7 +311,7 @@ impl Supervisor {
             if self.cfg.backend == Backend::Netns {
                 // `instances/` is root's, so the instance cannot swap its
                 // directory for a link; lchown and the check hold anyway.
-                let uid = USER_BASE + spec.id;
+                let uid = tenant_uid(spec.id);
                 real_dir(&idir)?;
                 std::os::unix::fs::lchown(&idir, Some(uid), Some(uid))
                     .map_err(io(format!("chown {}", idir.display())))?;
@@ -406,7 +412,7 @@ impl Supervisor {
         let argv = i.spec.server.argv(&slot);
         let env = i.spec.server.env(&slot);
         let isolated = self.cfg.backend == Backend::Netns;
-        let owner = isolated.then_some(USER_BASE + i.spec.id);
+        let owner = isolated.then_some(tenant_uid(i.spec.id));
         for (rel, contents) in i.spec.server.files(&slot) {
             config_files::write_file(&i.dir, &rel, &contents, owner).map_err(io(format!(
                 "writing config file {} of instance {}",
@@ -431,8 +437,9 @@ impl Supervisor {
             isolation: if isolated {
                 Isolation {
                     netns,
+                    own_netns: false,
                     hostname: Some(format!("tp{}-{}", self.cfg.name, i.spec.id)),
-                    user: Some((USER_BASE + i.spec.id, USER_BASE + i.spec.id)),
+                    user: Some((tenant_uid(i.spec.id), tenant_uid(i.spec.id))),
                     hide: Some(self.cfg.run_dir.clone()),
                     disk_bytes: i.spec.disk_bytes,
                 }
@@ -440,6 +447,8 @@ impl Supervisor {
                 Isolation::default()
             },
             init_exe: self.exe.clone(),
+            sched_idle: false,
+            own_session: false,
         };
         // What the server prints from this start on.
         i.log_watch = match &i.spec.server.ready {
