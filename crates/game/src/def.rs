@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
-use crate::gamedig::GamedigProtocol;
 use crate::check::{HealthTiming, Ready};
+use crate::gamedig::GamedigProtocol;
 use crate::lines::line_of;
 
 /// The largest definition file read, in bytes.

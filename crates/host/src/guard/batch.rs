@@ -141,7 +141,10 @@ mod tests {
             "",
         ] {
             let e = check_adopted_cgroup(Path::new(bad)).unwrap_err();
-            assert!(e.contains("tp-batch/NAME") && !e.contains('\n'), "{bad}: {e}");
+            assert!(
+                e.contains("tp-batch/NAME") && !e.contains('\n'),
+                "{bad}: {e}"
+            );
         }
         for good in ["tp-batch/runner", "tp-batch/ci/job1"] {
             check_adopted_cgroup(Path::new(good)).unwrap();

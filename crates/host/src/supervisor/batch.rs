@@ -19,8 +19,8 @@ use crate::cgroup::{self, Cgroup, CgroupVersion, Limits};
 use crate::fleet::{Backend, FleetConfig};
 use crate::guard::batch::{BatchSpec, BatchStatus, BATCH_UID};
 use crate::guard::controller::{plan_move, Controller, InstanceSignal, Signals, PERIOD};
-use crate::spawn::{self, Isolation, Spec};
 use crate::guard::{Action, BatchControl, CpuSampler, Decision, GuardStatus, QosLimits, Tuning};
+use crate::spawn::{self, Isolation, Spec};
 use crate::status::InstanceState;
 use tickpack_sys::is_root;
 
