@@ -94,7 +94,15 @@ fn root_batch_work_is_removed_after_kill_9_of_the_host() {
         |s| batch(s)["state"] == "running" && batch(s)["pid"].is_u64(),
         "the batch running",
     );
-    let pid = batch(&st)["pid"].as_u64().unwrap();
+    let init = batch(&st)["pid"].as_u64().unwrap();
+    // The status names the sandbox's init (root); the command is its child.
+    let t0 = Instant::now();
+    let mut command = children(init);
+    while command.is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+        command = children(init);
+    }
+    let pid = *command.first().expect("the init started the command");
     assert_eq!(uid_of(pid), Some(BATCH_UID), "runs as the batch user");
     let cpus = batch_cpus("gk9").expect("the batch has its own cgroup");
     assert!(
@@ -114,7 +122,7 @@ fn root_batch_work_is_removed_after_kill_9_of_the_host() {
     host.up.wait().unwrap();
     let out = host_down("gk9", &host.run_dir);
     assert!(out.status.success(), "{out:?}");
-    for p in std::iter::once(pid).chain(workers) {
+    for p in [init, pid].into_iter().chain(workers) {
         assert!(
             !alive(p),
             "batch process {p} outlived the host and its host down"
