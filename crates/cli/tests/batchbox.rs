@@ -87,14 +87,14 @@ fn root_batch_cannot_reach_an_instance_or_host_loopback() {
     let lport = listener.local_addr().unwrap().port();
     let (dir, script) = probe_dir(
         "net",
-        r#"d=$(dirname "$0")
+        &(r#"d=$(dirname "$0")
 for _ in $(seq 200); do [ -s "$d/target" ] && break; sleep 0.1; done
 read -r ip port < "$d/target"
 if timeout 3 bash -c "echo x > /dev/udp/$ip/$port" 2>/dev/null; then echo INSTANCE-REACHED; else echo INSTANCE-UNREACHABLE; fi"#
             .to_owned()
             + &format!(
                 "\nif timeout 3 bash -c 'echo x > /dev/tcp/127.0.0.1/{lport}' 2>/dev/null; then echo LOOPBACK-REACHED; else echo LOOPBACK-UNREACHABLE; fi"
-            ),
+            )),
     );
     let mut host = up_with_probe("bbnet", &script);
     let st = host.wait_for(support::host::all_running, "the instance running");
