@@ -19,8 +19,6 @@ use support::{require_root, serial};
 const ROOT: &str = "namespaces, cgroups, another user";
 /// Address range of these tests' hosts.
 const RANGE: &str = "198.19.100.0/24";
-/// The batch user (`tickpack_host::guard::batch::BATCH_UID`).
-const BATCH_UID: u32 = 200_000;
 
 fn batch(s: &Value) -> &Value {
     &s["guard"]["batch"][0]
@@ -32,6 +30,29 @@ fn alive(pid: u64) -> bool {
         .ok()
         .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_owned()))
         .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
+}
+
+fn comm_of(pid: u64) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// The command the sandbox's init `init` runs, once it has dropped its
+/// privileges (before that the init's child is still root) and, when
+/// `comm` is given, exec'd it.
+fn command_of(init: u64, comm: Option<&str>) -> Option<u64> {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        let ready =
+            |&p: &u64| uid_of(p).is_some_and(|u| u != 0) && comm.is_none_or(|c| comm_of(p) == c);
+        if let Some(p) = children(init).into_iter().find(ready) {
+            return Some(p);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
 }
 
 fn uid_of(pid: u64) -> Option<u32> {
@@ -94,8 +115,20 @@ fn root_batch_work_is_removed_after_kill_9_of_the_host() {
         |s| batch(s)["state"] == "running" && batch(s)["pid"].is_u64(),
         "the batch running",
     );
-    let pid = batch(&st)["pid"].as_u64().unwrap();
-    assert_eq!(uid_of(pid), Some(BATCH_UID), "runs as the batch user");
+    let init = batch(&st)["pid"].as_u64().unwrap();
+    // The status names the sandbox's init (root); the command is its child.
+    let pid = command_of(init, Some("stress-ng")).expect("the init started stress-ng");
+    // The host's own batch uid: its uid block's base, one below instance
+    // 1's (whose server is its init's child too).
+    let inst = st["instances"][0]["pid"].as_u64().unwrap();
+    let server = command_of(inst, None).expect("instance 1's server");
+    let server_uid = uid_of(server).expect("instance 1's uid");
+    assert!(server_uid > 200_000, "instance 1 in a block: {server_uid}");
+    assert_eq!(
+        uid_of(pid),
+        Some(server_uid - 1),
+        "runs as the host's batch user"
+    );
     let cpus = batch_cpus("gk9").expect("the batch has its own cgroup");
     assert!(
         !cpus.split(',').any(|c| c == "0"),
@@ -114,7 +147,7 @@ fn root_batch_work_is_removed_after_kill_9_of_the_host() {
     host.up.wait().unwrap();
     let out = host_down("gk9", &host.run_dir);
     assert!(out.status.success(), "{out:?}");
-    for p in std::iter::once(pid).chain(workers) {
+    for p in [init, pid].into_iter().chain(workers) {
         assert!(
             !alive(p),
             "batch process {p} outlived the host and its host down"
@@ -153,20 +186,24 @@ fn root_a_batch_command_that_exits_or_crashes_is_restarted_and_reported() {
         "{:#}",
         st["guard"]
     );
-    // `sleep` killed by SIGSEGV: a crash, restarted too.
+    // `sleep` killed: a crash, restarted too.
     let st = host.wait_for(
         |s| s["guard"]["batch"][1]["pid"].is_u64(),
         "the second batch command running",
     );
     let pid = st["guard"]["batch"][1]["pid"].as_u64().unwrap();
+    // The sandbox's init runs the command as PID 1 of its own PID
+    // namespace, where the kernel drops a signal it has no handler for
+    // unless it is SIGKILL (a real fault is forced): kill the command.
+    let sleep = command_of(pid, Some("sleep")).expect("the init runs sleep");
     // SAFETY: kill(2) on the batch process this test's host started.
-    unsafe { libc::kill(pid as i32, libc::SIGSEGV) };
+    unsafe { libc::kill(sleep as i32, libc::SIGKILL) };
     let st = host.wait_for(
         |s| s["guard"]["batch"][1]["restarts"].as_u64() >= Some(1),
         "the crashed batch command restarted",
     );
     let b = &st["guard"]["batch"][1];
-    assert_eq!(b["last_exit"], "was killed by signal 11", "{b:#}");
+    assert_eq!(b["last_exit"], "was killed by signal 9", "{b:#}");
     assert_ne!(b["pid"].as_u64(), Some(pid));
     let events = st["events"].to_string();
     assert!(
@@ -174,7 +211,7 @@ fn root_a_batch_command_that_exits_or_crashes_is_restarted_and_reported() {
         "{events}"
     );
     assert!(
-        events.contains("batch 2 (sleep 600) was killed by signal 11; restarting in"),
+        events.contains("batch 2 (sleep 600) was killed by signal 9; restarting in"),
         "{events}"
     );
     let out = host.down();

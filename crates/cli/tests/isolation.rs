@@ -211,7 +211,7 @@ fn an_instance_gets_nothing_the_host_did_not_give_it() {
             "{k}: a size-limited nosuid,nodev tmpfs: {show}"
         );
     }
-    // Its host's uid block (uid_block.rs): above the batch's 200000.
+    // Its host's uid block (uid_block.rs): above the process backend's 200000.
     let uid: u32 = get("uid").parse().unwrap_or(0);
     assert!(uid > 200_000, "runs as its own uid: {show}");
     assert_eq!(

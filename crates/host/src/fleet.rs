@@ -24,7 +24,7 @@
 //!                             # | none; default: tickpack unless `command` runs something
 //!                             # other than `{tickpack} server`, q3 for game = "openarena"
 //! batch = ["stress-ng --cpu 0"]  # best-effort work on the server CPUs (own cgroup, supervised)
-//! batch_cgroup = "ci/runner"  # or adopt an existing cgroup as the batch (netns)
+//! batch_cgroup = "tp-batch/runner"  # or adopt an existing cgroup as the batch (netns)
 //! batch_control = "guard"     # none | idle (SCHED_IDLE) | guard (the QoS guard; netns)
 //! allow_host_ports = [53]     # host TCP/UDP ports instances may connect to (netns);
 //!                             # default: none, instances only answer flows the host started
@@ -586,12 +586,7 @@ impl FleetFile {
             .map_err(FleetError::Invalid)?;
         let batch_control = self.batch_control.unwrap_or_default();
         if let Some(cg) = &self.batch_cgroup {
-            if cg.as_os_str().is_empty() || cg.components().any(|c| c.as_os_str() == "..") {
-                return bad(format!(
-                    "--batch-cgroup {:?}: a path below the cgroup root, without '..'",
-                    cg.display()
-                ));
-            }
+            crate::guard::batch::check_adopted_cgroup(cg).map_err(FleetError::Invalid)?;
             if backend == Backend::Process {
                 return bad("--batch-cgroup needs the netns backend (cgroups)".into());
             }

@@ -8,7 +8,8 @@
 //!    opened by the parent), so not one instruction runs outside its limits;
 //! 2. pins itself to the instance's CPUs (the process backend; cgroups do it
 //!    for netns);
-//! 3. enters the instance's network namespace (`setns` on /run/netns/NAME);
+//! 3. enters the instance's network namespace (`setns` on /run/netns/NAME),
+//!    or, for batch work, a new empty one (`unshare`: no network);
 //! 4. unshares mount, UTS and PID namespaces, sets the hostname, makes all
 //!    mounts private and every mount read-only, nosuid and nodev
 //!    (`mount_setattr` with AT_RECURSIVE; device nodes stay usable under
@@ -61,6 +62,9 @@ const AGONES_SDK_VARS: [&str; 2] = ["AGONES_SDK_HTTP_PORT", "AGONES_SDK_GRPC_POR
 pub struct Isolation {
     /// Network namespace to enter (`/run/netns/NAME`).
     pub netns: Option<PathBuf>,
+    /// A new, empty network namespace (loopback only, down) instead of
+    /// entering `netns`: no network at all (batch work).
+    pub own_netns: bool,
     /// New mount, UTS and PID namespaces with this hostname, `/` read-only,
     /// private `/tmp`, the working directory writable.
     pub hostname: Option<String>,
@@ -99,6 +103,11 @@ pub struct Spec {
     pub isolation: Isolation,
     /// The tickpack binary, run as the instance's init when isolated.
     pub init_exe: PathBuf,
+    /// Runs under SCHED_IDLE (batch work held back by the kernel).
+    pub sched_idle: bool,
+    /// Leads its own session (`setsid`, so its process group can be
+    /// signalled as one) and dies with the supervisor (batch work).
+    pub own_session: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -206,6 +215,9 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
     let oom_path = cstr("/proc/self/oom_score_adj", "the OOM score path")?;
     let oom_value = format!("{}\n", spec.oom_score_adj).into_bytes();
     let user = spec.isolation.user;
+    let own_netns = spec.isolation.own_netns;
+    let sched_idle = spec.sched_idle;
+    let own_session = spec.own_session;
 
     // SAFETY: the closure runs in the forked child before exec. It only
     // makes raw syscalls on data prepared above (no allocation, no locks),
@@ -230,10 +242,21 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
                     return Err(std::io::Error::last_os_error());
                 }
             }
+            if own_session {
+                libc::setsid();
+            }
+            if sched_idle {
+                let p = libc::sched_param { sched_priority: 0 };
+                if libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             if let Some(fd) = netns_fd {
                 if libc::setns(fd, libc::CLONE_NEWNET) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+            } else if own_netns && libc::unshare(libc::CLONE_NEWNET) < 0 {
+                return Err(std::io::Error::last_os_error());
             }
             if let Some(m) = &mounts {
                 m.apply()?;
@@ -242,6 +265,11 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
                 if let Some((uid, gid)) = user {
                     drop_privileges(uid, gid)?;
                 }
+            }
+            if own_session {
+                // After any credential change, which clears it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
             }
             Ok(())
         });

@@ -67,8 +67,9 @@ pub const OOM_SCORE_ADJ_SUPERVISOR: i32 = -500;
 /// (no CAP_SYS_RESOURCE): above the supervisor's 0.
 pub const OOM_SCORE_ADJ_INSTANCE_FALLBACK: i32 = 500;
 
-/// The batch's uid and gid; instance uids come from a block per host
-/// ([`uid_block`]: instance N is the block's base + N, netns backend).
+/// The uid base without a block (process backend, where nothing switches
+/// uid); as root a host takes a block ([`uid_block`]): instance N runs as
+/// the block's base + N, the host's batch work as the base itself.
 pub const USER_BASE: u32 = 200_000;
 pub use uid_block::{BLOCKS_BASE, BLOCK_DIR, BLOCK_SIZE};
 
@@ -472,6 +473,7 @@ impl Supervisor {
             isolation: if isolated {
                 Isolation {
                     netns,
+                    own_netns: false,
                     hostname: Some(format!("tp{}-{}", self.cfg.name, i.spec.id)),
                     user: Some((self.uid_base + i.spec.id, self.uid_base + i.spec.id)),
                     hide: Some(self.cfg.run_dir.clone()),
@@ -481,6 +483,8 @@ impl Supervisor {
                 Isolation::default()
             },
             init_exe: self.exe.clone(),
+            sched_idle: false,
+            own_session: false,
         };
         // What the server prints from this start on.
         i.log_watch = match &i.spec.server.ready {

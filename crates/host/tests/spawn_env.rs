@@ -32,6 +32,8 @@ fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
         cgroup_procs: vec![],
         isolation: Isolation::default(),
         init_exe: "/bin/false".into(),
+        sched_idle: false,
+        own_session: false,
     };
     let mut child = spawn(&spec).unwrap();
     let status =

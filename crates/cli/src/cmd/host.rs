@@ -175,12 +175,17 @@ pub struct UpArgs {
     pub allow_host_port: Vec<u16>,
     /// Best-effort batch work beside the servers, e.g. "stress-ng --cpu 0"
     /// (split on spaces, no shell; repeat for more): its own cgroup under
-    /// the host's, on the server CPUs, an unprivileged user, restarted with
-    /// backoff if it exits, removed with the host.
+    /// the host's, on the server CPUs, restarted with backoff if it exits,
+    /// removed with the host. As root (netns) it gets an instance's
+    /// sandbox: its own uid, no privileges, the seccomp filter, its own
+    /// PID and mount namespaces (private /tmp and /dev/shm, /proc of its
+    /// own processes) and a network namespace with no network at all.
     #[arg(long = "batch", value_name = "CMD")]
     pub batch: Vec<String>,
-    /// Treat this existing cgroup (a path below the cgroup root, e.g.
-    /// ci/runner) as batch work: tuned, never killed or removed (netns).
+    /// Treat this existing cgroup as batch work: tuned, never killed or
+    /// removed (netns). Only below tickpack's tree for adopted batch work,
+    /// tp-batch/NAME (create it and move the work there first); a host's
+    /// tp<host>/ tree or any other cgroup is refused (exit 2).
     #[arg(long, value_name = "PATH")]
     pub batch_cgroup: Option<PathBuf>,
     /// The QoS guard: the batch gets CPU only while every server has slack

@@ -3,8 +3,9 @@
 //!
 //! The command is split on whitespace (no shell, no quoting); its program
 //! is found on `PATH` when the host starts, so a typo is one line and exit
-//! 2 before anything is created. As root it runs as uid and gid
-//! [`BATCH_UID`] with no supplementary groups and no new privileges, in its
+//! 2 before anything is created. As root it runs as uid and gid of its
+//! host's uid block's base (instance N is the base + N, so no host shares
+//! it) in the instance's sandbox, with no network at all, in its
 //! own cgroup `tp<host>/tp<host>-batch` (so the host's clean-up, also after
 //! a `kill -9`, removes it with the instances'), on the server CPUs; it
 //! dies with the supervisor (parent-death signal). Its output goes to
@@ -15,9 +16,39 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The batch runs as this uid and gid as root (instance N is
-/// `USER_BASE + N`, N >= 1; this is `USER_BASE` itself).
-pub const BATCH_UID: u32 = crate::supervisor::USER_BASE;
+/// The cgroup tree tickpack reserves for adopted batch work
+/// (`--batch-cgroup tp-batch/NAME`): a host's own tree `tp<host>` holds its
+/// instances and is removed with it, and a host name has no `-`, so no
+/// host ever owns or removes this one.
+pub const ADOPTED_BATCH_ROOT: &str = "tp-batch";
+
+/// Checks a `--batch-cgroup` path: below [`ADOPTED_BATCH_ROOT`], plain
+/// names only. Anything else (another host's instance cgroup, a system
+/// service's) is refused: tickpack would tune its CPU and count it as
+/// batch work. The error is one line.
+pub fn check_adopted_cgroup(path: &Path) -> Result<(), String> {
+    use std::path::Component;
+    let parts: Vec<&std::ffi::OsStr> = path
+        .components()
+        .map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    let plain = parts.len() == path.components().count()
+        && parts.iter().all(|n| {
+            n.to_str()
+                .is_some_and(|s| !s.starts_with('.') && !s.contains(char::is_whitespace))
+        });
+    if plain && parts.len() >= 2 && parts[0] == ADOPTED_BATCH_ROOT {
+        return Ok(());
+    }
+    Err(format!(
+        "--batch-cgroup {:?}: must be a cgroup below tickpack's own tree for adopted batch work, {ADOPTED_BATCH_ROOT}/NAME (a relative path of plain names; never a host's tp<host>/ tree or a cgroup outside tickpack's)",
+        path.display().to_string()
+    ))
+}
 
 /// One batch command, checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +122,30 @@ mod tests {
     fn a_batch_program_not_on_path_is_refused_in_one_line() {
         let e = BatchSpec::parse("tickpack-no-such-program --x").unwrap_err();
         assert!(e.contains("not found") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn batch_cgroup_outside_tickpacks_tree_is_refused() {
+        for bad in [
+            "tpother/tpother-1",
+            "tph/tph-batch",
+            "system.slice/sshd.service",
+            "ci/runner",
+            "tp-batch",
+            "tp-batch/../tph/tph-1",
+            "/tp-batch/runner",
+            "tp-batch/.hidden",
+            "",
+        ] {
+            let e = check_adopted_cgroup(Path::new(bad)).unwrap_err();
+            assert!(
+                e.contains("tp-batch/NAME") && !e.contains('\n'),
+                "{bad}: {e}"
+            );
+        }
+        for good in ["tp-batch/runner", "tp-batch/ci/job1"] {
+            check_adopted_cgroup(Path::new(good)).unwrap();
+        }
     }
 
     #[test]

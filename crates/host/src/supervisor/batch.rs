@@ -8,9 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::OpenOptions;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use tickpack_wire::ServerStats;
@@ -18,9 +17,10 @@ use tickpack_wire::ServerStats;
 use super::{HostError, RestartDecision, RestartTracker, Supervisor};
 use crate::cgroup::{self, Cgroup, CgroupVersion, Limits};
 use crate::fleet::{Backend, FleetConfig};
-use crate::guard::batch::{BatchSpec, BatchStatus, BATCH_UID};
+use crate::guard::batch::{BatchSpec, BatchStatus};
 use crate::guard::controller::{plan_move, Controller, InstanceSignal, Signals, PERIOD};
 use crate::guard::{Action, BatchControl, CpuSampler, Decision, GuardStatus, QosLimits, Tuning};
+use crate::spawn::{self, Isolation, Spec};
 use crate::status::InstanceState;
 use tickpack_sys::is_root;
 
@@ -70,6 +70,9 @@ pub(super) struct Batch {
     /// Periods since the last instance move.
     since_move: u32,
 }
+
+/// How far above the instances' `oom_score_adj` a batch tenant's is.
+pub const BATCH_OOM_SCORE_ABOVE: i32 = 500;
 
 /// The log of batch tenant `k` (1-based).
 pub fn batch_log_path(run_dir: &Path, k: usize) -> PathBuf {
@@ -210,81 +213,61 @@ impl Supervisor {
         let root = is_root() && self.cfg.backend == Backend::Netns;
         if root {
             super::real_dir(&dir)?;
-            std::os::unix::fs::lchown(&dir, Some(BATCH_UID), Some(BATCH_UID))
+            std::os::unix::fs::lchown(&dir, Some(self.uid_base), Some(self.uid_base))
                 .map_err(super::io(format!("chown {}", dir.display())))?;
         }
         let log_path = batch_log_path(&self.cfg.run_dir, k + 1);
-        let log = OpenOptions::new()
-            .create(true)
-            .append(!first)
-            .write(true)
-            .truncate(first)
-            .open(&log_path)
-            .map_err(super::io(format!("opening {}", log_path.display())))?;
-        let err = log.try_clone().map_err(super::io("batch log"))?;
-        let t = &batch.tenants[k];
-        let mut cmd = Command::new(&t.spec.argv[0]);
-        cmd.args(&t.spec.argv[1..])
-            .current_dir(&dir)
-            .env("HOME", &dir)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err);
+        if first {
+            // A fresh log per `host up`; restarts append (spawn opens it).
+            OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .open(&log_path)
+                .map_err(super::io(format!("opening {}", log_path.display())))?;
+        }
         let procs = match &batch.cgroup {
             Some(cg) => cg
                 .open_procs()
                 .map_err(|e| HostError::Isolation(format!("batch cgroup: {e}")))?,
             None => vec![],
         };
-        let fds: Vec<i32> = procs.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
-        let idle = batch.control != BatchControl::None;
-        let affinity = (batch.cgroup.is_none()).then(|| batch.server_cpus.clone());
-        // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        if let Some(cpus) = &affinity {
-            for &c in cpus {
-                // SAFETY: CPU_SET on a zeroed set, c below CPU_SETSIZE.
-                unsafe { libc::CPU_SET(c, &mut set) };
-            }
-        }
-        // SAFETY: only async-signal-safe calls (write, setsid, prctl,
-        // sched_*, setgroups, setgid, setuid) between fork and exec, on
-        // data prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                if cgroup::join_from_child(&fds).is_err() {
-                    return Err(std::io::Error::last_os_error());
+        let t = &batch.tenants[k];
+        // The instance's sandbox (see spawn.rs), with a new empty network
+        // namespace in place of the instance's: no network at all.
+        let spec = Spec {
+            argv: t.spec.argv.clone(),
+            env: vec![("HOME".into(), dir.display().to_string())],
+            workdir: dir.clone(),
+            log: log_path,
+            log_bytes: self.cfg.log_bytes,
+            // Best-effort work is the first the kernel's OOM killer takes.
+            oom_score_adj: (self.instance_oom_score_adj + BATCH_OOM_SCORE_ABOVE).min(1000),
+            cpus: batch.cgroup.is_none().then(|| batch.server_cpus.clone()),
+            cgroup_procs: procs,
+            isolation: if root {
+                Isolation {
+                    netns: None,
+                    own_netns: true,
+                    hostname: Some(format!("tp{}-batch-{}", self.cfg.name, k + 1)),
+                    user: Some((self.uid_base, self.uid_base)),
+                    hide: Some(self.cfg.run_dir.clone()),
+                    disk_bytes: None,
                 }
-                libc::setsid();
-                if affinity.is_some()
-                    && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if idle {
-                    let p = libc::sched_param { sched_priority: 0 };
-                    if libc::sched_setscheduler(0, libc::SCHED_IDLE, &p) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if root
-                    && (libc::setgroups(0, std::ptr::null()) != 0
-                        || libc::setgid(BATCH_UID) != 0
-                        || libc::setuid(BATCH_UID) != 0)
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // After the credential change, which clears it.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().map_err(super::io(format!(
-            "starting batch command {:?}",
-            batch.tenants[k].spec.command
-        )))?;
-        drop(procs);
+            } else {
+                Isolation::default()
+            },
+            init_exe: self.exe.clone(),
+            sched_idle: batch.control != BatchControl::None,
+            own_session: true,
+        };
+        let child = spawn::spawn(&spec).map_err(|e| {
+            HostError::Isolation(format!(
+                "starting batch command {:?}: {e}",
+                batch.tenants[k].spec.command
+            ))
+        })?;
+        drop(spec);
         let recorded = crate::leftover::RecordedProcess::of(child.id());
         let t = &mut batch.tenants[k];
         t.child = Some(child);

@@ -4,7 +4,7 @@
 //! another's process budget.
 //!
 //! Block K holds uids `BLOCKS_BASE + K * BLOCK_SIZE + 1 ..= + 250`
-//! (instance N is the block's base + N). Blocks are handed out from records
+//! (instance N is the block's base + N, the host's batch work the base). Blocks are handed out from records
 //! in [`BLOCK_DIR`], one file per block naming its run dir and supervisor
 //! PID, under an exclusive `flock` on a lock file there. A block is free
 //! when it has no record, when its supervisor is gone, or when the record
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// Where block records are kept (root's own).
 pub const BLOCK_DIR: &str = "/run/tickpack/uid-blocks";
-/// The first block's base: above the batch's uid (200000).
+/// The first block's base (above the process backend's 200000).
 pub const BLOCKS_BASE: u32 = 201_000;
 /// uids per block (instances are 1..=250).
 pub const BLOCK_SIZE: u32 = 1_000;
