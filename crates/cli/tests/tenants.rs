@@ -274,3 +274,85 @@ fn root_two_hosts_never_share_instance_uids() {
     assert_ne!(ua, ub, "instance 1 of two hosts");
     assert!(ua >= 200_001 && ub >= 200_001, "unprivileged: {ua} {ub}");
 }
+
+/// Finding 5: without `--disk` an instance's files lived on the host's
+/// root file system, so one tenant could fill it. Every instance's
+/// directory is a tmpfs of its own now (256 MiB unless `--disk` says
+/// otherwise): writing past it fails inside the instance, the host's
+/// disk never sees the bytes, and the mount is gone at `down`.
+#[test]
+fn root_an_instance_without_disk_flag_cannot_fill_the_hosts_disk() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let tools = scratch.dir("t5d");
+    let fill = tools.join("fill.sh");
+    // 300 MiB into a 256 MiB file system: `head` fails with ENOSPC.
+    script(
+        &fill,
+        "stat -f -c 'FS=%T SIZE=%b*%S' \"$1\"; \
+         if head -c 314572800 /dev/zero > \"$1/big\" 2>/dev/null; then echo WROTE-ALL; else echo FULL; fi; \
+         exec sleep 600\n",
+    );
+    let run = scratch.dir("t5d-run");
+    std::fs::remove_dir(&run).unwrap();
+    let cmd = format!("/bin/sh {} {{dir}}", fill.display());
+    let mut host = Host::up(
+        "tn5d",
+        &run,
+        &[
+            "--range",
+            "198.19.70.0/24",
+            "--health",
+            "none",
+            "--memory",
+            "1GiB",
+            "--command",
+            &cmd,
+        ],
+    );
+    let log = host.wait_log(1, "FULL");
+    assert!(!log.contains("WROTE-ALL"), "{log}");
+    assert!(log.contains("FS=tmpfs"), "{log}");
+    let size = log
+        .lines()
+        .find_map(|l| l.split("SIZE=").nth(1))
+        .and_then(|e| e.split_once('*'))
+        .map(|(b, s)| b.trim().parse::<u64>().unwrap() * s.trim().parse::<u64>().unwrap())
+        .expect("the size line");
+    assert_eq!(size, 256 << 20, "{log}");
+    let dir = host.instance_dir(1);
+    assert!(mounted(&dir), "the instance's tmpfs is seen by the host");
+    let out = host.down();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!mounted(&dir), "unmounted at down");
+    assert!(!dir.exists(), "removed at down");
+}
+
+/// Whether a file system is mounted at `dir` in this mount namespace.
+fn mounted(dir: &Path) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == dir.to_str())
+}
+
+/// The instance's tmpfs (finding 5) outlives a `kill -9` of its supervisor
+/// only until the next `host down`, which unmounts it and removes the
+/// directory.
+#[test]
+fn root_an_instance_tmpfs_is_unmounted_after_kill_9_of_the_host() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let mut host = sleeper(&mut scratch, "tn5k", "198.19.71.0/24");
+    let dir = host.instance_dir(1);
+    assert!(mounted(&dir), "the instance's tmpfs");
+    host.up.kill().unwrap(); // SIGKILL: no clean-up happens
+    host.up.wait().unwrap();
+    assert!(mounted(&dir), "left behind by the kill");
+    let out = support::host::host_down("tn5k", &host.run_dir);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!mounted(&dir), "unmounted by host down");
+    assert!(!dir.exists(), "removed by host down");
+}

@@ -16,8 +16,9 @@
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
 //! cpu_quota = 1.0             # cores per instance (cgroup), optional
 //! memory = "256MiB"           # per instance (cgroup); 4 MiB to 64 TiB; default 1 GiB (netns)
-//! disk = "64MiB"              # working directory size limit (netns), optional: a tmpfs,
-//!                             # emptied at every start and counted as the instance's memory
+//! disk = "64MiB"              # size of the instance's files (netns): a tmpfs of its own,
+//!                             # kept across restarts, gone at down, counted as its memory;
+//!                             # default 256 MiB
 //! log_size = "8MiB"           # cap of one instance log file (default 8 MiB, 4 MiB to 1 GiB);
 //!                             # when full it becomes ID.log.1, so at most twice this per instance
 //! health = "tickpack"         # tickpack (stats over the wire) | q3 (getinfo) | a2s (A2S_INFO)
@@ -555,12 +556,6 @@ impl FleetFile {
                 inst.disk_bytes = Some(parse_bytes(&d).map_err(disk_size)?);
             }
         }
-        if instances
-            .iter()
-            .any(|i| i.disk_bytes.is_some() && !i.server.files.is_empty())
-        {
-            return bad("config files and a disk limit do not go together yet: the disk limit mounts an empty tmpfs over the working directory at start, hiding files written before".into());
-        }
         if backend == Backend::Process
             && instances.iter().any(|i| {
                 i.memory_bytes.is_some() || i.cpu_quota.is_some() || i.disk_bytes.is_some()
@@ -826,16 +821,17 @@ mod tests {
             .unwrap();
         assert_eq!(c.instances[0].server.files, spec.files);
         assert_eq!(c.health, Health::None, "a foreign server's own check");
-        for (f, needle) in [
-            (file(Some("16MiB"), None), "disk limit"),
-            (file(None, Some("/opt/game/run")), "not both"),
-        ] {
-            let e = f
-                .resolve(Path::new("/run/tickpack"))
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains(needle), "{e}");
-        }
+        // Config files live on the disk limit's tmpfs (mounted before
+        // they are written): both together are fine.
+        let c = file(Some("16MiB"), None)
+            .resolve(Path::new("/run/tickpack"))
+            .unwrap();
+        assert_eq!(c.instances[0].disk_bytes, Some(16 << 20));
+        let e = file(None, Some("/opt/game/run"))
+            .resolve(Path::new("/run/tickpack"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not both"), "{e}");
         let c = resolve(
             r#"
             command = "/opt/q3/ioq3ded +exec server.cfg"
@@ -949,7 +945,6 @@ mod tests {
             ("game = \"openarena\"\nbots = 13", "bots at start"),
             ("bots = 3", "--game openarena"),
             ("game = \"openarena\"\nmap = [\"a b\"]", "map name"),
-            ("game = \"openarena\"\ndisk = \"64MiB\"", "disk limit"),
         ] {
             let e = resolve(text).expect_err(text).to_string();
             assert!(e.contains(needle), "{text:?} gave {e:?}");

@@ -16,8 +16,8 @@
 //!    `/dev`), mounts private size-limited tmpfs on `/tmp` and `/dev/shm`,
 //!    and hides the run dir behind an empty tmpfs in which only the
 //!    instance's working directory is mounted again, writable, at its real
-//!    path (or a size-limited tmpfs there when a disk limit is set), so
-//!    `{dir}` means the same inside and outside;
+//!    path (as root the supervisor made it a size-limited tmpfs of its own,
+//!    `supervisor/disk.rs`), so `{dir}` means the same inside and outside;
 //! 5. `exec`s the tickpack binary as a small init (`__instance-init`) that
 //!    forks the real command as PID 1 of the new PID namespace, mounts
 //!    `/proc` for it, empties its capability bounding set, sets
@@ -73,9 +73,6 @@ pub struct Isolation {
     /// The run dir, hidden inside the instance behind an empty tmpfs in
     /// which only the working directory (below it) is mounted again.
     pub hide: Option<PathBuf>,
-    /// Size limit of the working directory: a tmpfs of this size (emptied
-    /// at every start) instead of the host directory.
-    pub disk_bytes: Option<u64>,
 }
 
 /// One instance to start.

@@ -25,6 +25,7 @@
 mod batch;
 mod config_files;
 mod control;
+mod disk;
 mod health;
 mod liveness;
 mod probe;
@@ -57,7 +58,7 @@ pub use run_dir::{
     check_run_dir, live_supervisor, log_path, recover, remove_run_dir, RunDirState, StateRecord,
     MARKER,
 };
-use run_dir::{empty_instances, private_dir, real_dir, secure_run_dir, write_state};
+use run_dir::{empty_tenant_dirs, private_dir, real_dir, secure_run_dir, write_state};
 use tickpack_sys::is_root;
 
 /// The supervisor's `oom_score_adj` (as root): below every instance's 0.
@@ -347,6 +348,11 @@ impl Supervisor {
                 // directory for a link; lchown and the check hold anyway.
                 let uid = self.uid_base + spec.id;
                 real_dir(&idir)?;
+                let bytes = spec.disk_bytes.unwrap_or(disk::DEFAULT_DISK_BYTES);
+                disk::mount(&idir, bytes, uid).map_err(io(format!(
+                    "mounting a {bytes}-byte tmpfs on {}",
+                    idir.display()
+                )))?;
                 std::os::unix::fs::lchown(&idir, Some(uid), Some(uid))
                     .map_err(io(format!("chown {}", idir.display())))?;
                 std::fs::set_permissions(&idir, std::fs::Permissions::from_mode(0o700))
@@ -477,7 +483,6 @@ impl Supervisor {
                     hostname: Some(format!("tp{}-{}", self.cfg.name, i.spec.id)),
                     user: Some((self.uid_base + i.spec.id, self.uid_base + i.spec.id)),
                     hide: Some(self.cfg.run_dir.clone()),
-                    disk_bytes: i.spec.disk_bytes,
                 }
             } else {
                 Isolation::default()
@@ -721,7 +726,7 @@ impl Supervisor {
             }
         }
         // Nothing of a tenant's survives it (its logs, in `logs/`, do).
-        let (_, gone_wrong) = empty_instances(&self.cfg.run_dir);
+        let (_, gone_wrong) = empty_tenant_dirs(&self.cfg.run_dir);
         problems.extend(gone_wrong);
         if let Some(layout) = &self.layout {
             if let Err(e) = cgroup::remove_stale(layout, &format!("tp{}", self.cfg.name)) {

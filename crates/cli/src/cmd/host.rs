@@ -136,8 +136,9 @@ pub struct UpArgs {
     /// Memory limit per instance, e.g. 256MiB (netns) [default: 1GiB].
     #[arg(long, allow_hyphen_values = true)]
     pub memory: Option<String>,
-    /// Working directory size limit per instance, e.g. 64MiB (netns): a tmpfs
-    /// of that size, emptied at every start, counted as the instance's memory.
+    /// Size of each instance's files, e.g. 64MiB (netns): its working
+    /// directory is a tmpfs of its own of that size, kept across restarts,
+    /// removed at down, counted as the instance's memory [default: 256MiB].
     #[arg(long)]
     pub disk: Option<String>,
     /// Cap of one instance log file (RUN_DIR/logs/ID.log), e.g. 8MiB; when

@@ -43,7 +43,6 @@ pub(super) struct MountPlan {
     hide: Option<(Vec<CString>, CString, CString)>,
     /// Directories between the hidden run dir and the working directory.
     inner: Vec<CString>,
-    disk_opts: Option<CString>,
 }
 
 /// Writes a fixed message to the log (fd 2) and returns the errno of the
@@ -128,14 +127,6 @@ impl MountPlan {
             }
             None => (None, vec![]),
         };
-        let disk_opts = match (iso.disk_bytes, iso.user) {
-            (Some(b), Some((u, g))) => Some(cstr(
-                &format!("mode=0700,uid={u},gid={g},size={b}"),
-                "mount options",
-            )?),
-            (Some(b), None) => Some(cstr(&format!("mode=0700,size={b}"), "mount options")?),
-            (None, _) => None,
-        };
         Ok(MountPlan {
             hostname: cstr(iso.hostname.as_deref().unwrap_or_default(), "hostname")?,
             root: cstr("/", "path")?,
@@ -153,7 +144,6 @@ impl MountPlan {
             workdir: cpath(&spec.workdir, "working directory")?,
             hide,
             inner,
-            disk_opts,
         })
     }
 
@@ -184,18 +174,13 @@ impl MountPlan {
             )?;
             // A detached copy of the working directory, attached again
             // below once the run dir (and maybe /tmp) hides its path.
-            let tree = if self.disk_opts.is_none() {
-                let fd = libc::syscall(
-                    libc::SYS_open_tree,
-                    libc::AT_FDCWD,
-                    self.workdir.as_ptr(),
-                    OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
-                ) as libc::c_int;
-                step(fd, b"open_tree of the working directory")?;
-                fd
-            } else {
-                -1
-            };
+            let tree = libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                self.workdir.as_ptr(),
+                OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+            ) as libc::c_int;
+            step(tree, b"open_tree of the working directory")?;
             // Every mount read-only, nosuid, nodev...
             step(
                 mount_setattr(
@@ -265,42 +250,28 @@ impl MountPlan {
                     )?;
                 }
             }
-            match &self.disk_opts {
-                Some(opts) => step(
-                    libc::mount(
-                        self.tmpfs.as_ptr(),
-                        self.workdir.as_ptr(),
-                        self.tmpfs.as_ptr(),
-                        nosuid_nodev,
-                        opts.as_ptr().cast(),
-                    ),
-                    b"size-limited working directory",
-                )?,
-                None => {
-                    step(
-                        mount_setattr(
-                            tree,
-                            self.empty.as_ptr(),
-                            libc::AT_EMPTY_PATH,
-                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                            MOUNT_ATTR_RDONLY,
-                        ),
-                        b"making the working directory writable, nosuid, nodev",
-                    )?;
-                    step(
-                        libc::syscall(
-                            libc::SYS_move_mount,
-                            tree,
-                            self.empty.as_ptr(),
-                            libc::AT_FDCWD,
-                            self.workdir.as_ptr(),
-                            MOVE_MOUNT_F_EMPTY_PATH,
-                        ) as libc::c_int,
-                        b"mounting the working directory",
-                    )?;
-                    libc::close(tree);
-                }
-            }
+            step(
+                mount_setattr(
+                    tree,
+                    self.empty.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                    MOUNT_ATTR_RDONLY,
+                ),
+                b"making the working directory writable, nosuid, nodev",
+            )?;
+            step(
+                libc::syscall(
+                    libc::SYS_move_mount,
+                    tree,
+                    self.empty.as_ptr(),
+                    libc::AT_FDCWD,
+                    self.workdir.as_ptr(),
+                    MOVE_MOUNT_F_EMPTY_PATH,
+                ) as libc::c_int,
+                b"mounting the working directory",
+            )?;
+            libc::close(tree);
             // The cwd still points below the old mount; enter the new one.
             step(
                 libc::chdir(self.workdir.as_ptr()),

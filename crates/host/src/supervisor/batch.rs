@@ -208,11 +208,20 @@ impl Supervisor {
     }
 
     fn start_tenant(&mut self, batch: &mut Batch, k: usize, first: bool) -> Result<(), HostError> {
-        let dir = self.cfg.run_dir.join("batch").join((k + 1).to_string());
+        let parent = self.cfg.run_dir.join("batch");
+        let dir = parent.join((k + 1).to_string());
         std::fs::create_dir_all(&dir).map_err(super::io(format!("creating {}", dir.display())))?;
         let root = is_root() && self.cfg.backend == Backend::Netns;
-        if root {
+        if root && first {
+            // Root's, 0700, as `instances/`: no tenant swaps a directory for a link.
+            super::private_dir(&parent)?;
             super::real_dir(&dir)?;
+            // Its files on a tmpfs of their own, kept across its restarts.
+            let bytes = super::disk::DEFAULT_DISK_BYTES;
+            super::disk::mount(&dir, bytes, self.uid_base).map_err(super::io(format!(
+                "mounting a {bytes}-byte tmpfs on {}",
+                dir.display()
+            )))?;
             std::os::unix::fs::lchown(&dir, Some(self.uid_base), Some(self.uid_base))
                 .map_err(super::io(format!("chown {}", dir.display())))?;
         }
@@ -252,7 +261,6 @@ impl Supervisor {
                     hostname: Some(format!("tp{}-batch-{}", self.cfg.name, k + 1)),
                     user: Some((self.uid_base, self.uid_base)),
                     hide: Some(self.cfg.run_dir.clone()),
-                    disk_bytes: None,
                 }
             } else {
                 Isolation::default()

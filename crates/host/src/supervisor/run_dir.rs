@@ -168,7 +168,7 @@ pub fn remove_run_dir(dir: &Path) {
     for f in ["state.json", "control.sock", ".state.json.tmp"] {
         let _ = std::fs::remove_file(dir.join(f));
     }
-    for d in ["instances", "logs"] {
+    for d in ["instances", "batch", "logs"] {
         let _ = std::fs::remove_dir(dir.join(d));
     }
     if !created {
@@ -264,7 +264,7 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     }
     if ours {
         // The processes are gone: their files go too.
-        let (gone, _) = empty_instances(&cfg.run_dir);
+        let (gone, _) = empty_tenant_dirs(&cfg.run_dir);
         removed.extend(gone);
         let _ = std::fs::remove_file(cfg.run_dir.join("control.sock"));
         let _ = std::fs::remove_file(&state_path);
@@ -272,28 +272,33 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     Ok(removed)
 }
 
-/// Removes every instance directory under `RUN_DIR/instances/` (what a
-/// tenant left there must never reach the next one). Removal never follows
-/// a link: `instances/` is root's (mode 0700, so no instance can swap its
-/// directory for a link), and [`std::fs::remove_dir_all`] walks each tree
-/// with `openat`/`unlinkat` and O_NOFOLLOW, removing a link itself rather
-/// than what it names (the fix of CVE-2022-21658). Returns the directories
-/// removed; errors name the directory that could not be removed.
-pub fn empty_instances(run_dir: &Path) -> (Vec<String>, Vec<String>) {
+/// Removes every tenant directory under `RUN_DIR/instances/` and
+/// `RUN_DIR/batch/` (what a tenant left there must never reach the next
+/// one), unmounting its tmpfs first ([`super::disk`]). Removal never follows
+/// a link: both parents are root's (mode 0700, so no tenant can swap its
+/// directory for a link), the unmount is UMOUNT_NOFOLLOW, and
+/// [`std::fs::remove_dir_all`] walks each tree with `openat`/`unlinkat`
+/// and O_NOFOLLOW, removing a link itself rather than what it names (the
+/// fix of CVE-2022-21658). Returns the directories removed; errors name
+/// the directory that could not be removed.
+pub fn empty_tenant_dirs(run_dir: &Path) -> (Vec<String>, Vec<String>) {
     let (mut removed, mut problems) = (vec![], vec![]);
-    let dir = run_dir.join("instances");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return (removed, problems);
-    };
-    for e in entries.flatten() {
-        let path = e.path();
-        let gone = match e.file_type() {
-            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
-            _ => std::fs::remove_file(&path),
+    for parent in ["instances", "batch"] {
+        let Ok(entries) = std::fs::read_dir(run_dir.join(parent)) else {
+            continue;
         };
-        match gone {
-            Ok(()) => removed.push(path.display().to_string()),
-            Err(err) => problems.push(format!("removing {}: {err}", path.display())),
+        for e in entries.flatten() {
+            let path = e.path();
+            let gone = match e.file_type() {
+                Ok(t) if t.is_dir() => {
+                    super::disk::unmount(&path).and_then(|()| std::fs::remove_dir_all(&path))
+                }
+                _ => std::fs::remove_file(&path),
+            };
+            match gone {
+                Ok(()) => removed.push(path.display().to_string()),
+                Err(err) => problems.push(format!("removing {}: {err}", path.display())),
+            }
         }
     }
     (removed, problems)
