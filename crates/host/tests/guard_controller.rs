@@ -46,7 +46,18 @@ fn parse_trace(trace: &str) -> Vec<Signals> {
 }
 
 fn run(trace: &str) -> Vec<(Action, f64, String)> {
-    run_with(Tuning::default(), trace)
+    run_with(measuring(), trace)
+}
+
+/// The controller that holds the batch at zero for its first periods to
+/// measure the servers alone (`measure_first`; the default starts the
+/// batch whole at once, as SCHED_IDLE alone): most traces here judge what
+/// it does from a measured baseline.
+fn measuring() -> Tuning {
+    Tuning {
+        measure_first: true,
+        ..Tuning::default()
+    }
 }
 
 /// The controller that always starts at the measured idle and grows a
@@ -55,7 +66,7 @@ fn run(trace: &str) -> Vec<(Action, f64, String)> {
 fn gradual() -> Tuning {
     Tuning {
         start_whole: false,
-        ..Tuning::default()
+        ..measuring()
     }
 }
 
@@ -149,7 +160,7 @@ fn never_oscillates_on_a_steady_signal() {
         assert!(!(up && down), "lag {lag}: {quotas:?}");
     }
     // In the band (slack 10-30%) nothing moves, from any allowance.
-    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1]);
+    let mut c = Controller::new(QosLimits::default(), measuring(), vec![1]);
     let quiet = &parse_trace(QUIET)[0];
     for k in 0..10 {
         c.decide(PERIOD * k, quiet);
@@ -195,7 +206,7 @@ fn a_psi_emergency_cuts_to_zero_whatever_the_servers_say() {
         psi_emergency: 50.0,
         ..QosLimits::default()
     };
-    let mut c = Controller::new(limits, Tuning::default(), vec![1]);
+    let mut c = Controller::new(limits, measuring(), vec![1]);
     let mut lines = vec![QUIET; 10];
     lines.push("0 1200 300 75.0");
     let out: Vec<_> = parse_trace(&lines.join("\n"))
@@ -396,7 +407,7 @@ fn repeated_crossings_shrink_the_allowance_to_zero_without_growing_between() {
 
 #[test]
 fn a_server_without_the_recent_window_is_judged_on_its_schedule() {
-    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1]);
+    let mut c = Controller::new(QosLimits::default(), measuring(), vec![1]);
     let s = |lag| Signals {
         instances: vec![sig(1, 1, lag)],
         psi_some_avg10: Ok(1.0),
@@ -585,7 +596,7 @@ fn guard_kept_cutting_a_batch_that_was_not_what_cost_the_servers() {
 /// Runs the controller against a plant: the servers' trace line as a
 /// function of the allowance the batch had during the period.
 fn run_plant(periods: u32, plant: impl Fn(f64) -> String) -> Vec<(Action, f64, String)> {
-    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1]);
+    let mut c = Controller::new(QosLimits::default(), measuring(), vec![1]);
     (0..periods)
         .map(|k| {
             let line = plant(c.quota_cores());
@@ -657,7 +668,7 @@ fn guard_started_the_batch_below_what_sched_idle_alone_gives() {
     let out = run(&["0 1200 300 2.0 0.6"; 6].join("\n"));
     assert_eq!((out[2].0, out[2].1), (Action::Grow, 1.0), "{out:?}");
     assert!(out[3..].iter().all(|o| o.1 == 1.0), "{out:?}");
-    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1, 2]);
+    let mut c = Controller::new(QosLimits::default(), measuring(), vec![1, 2]);
     let quiet = &parse_trace("0 1200 300 2.0 1.2")[0];
     let d = (0..3)
         .map(|k| c.decide(PERIOD * k, quiet))
@@ -759,4 +770,46 @@ fn guard_held_the_batch_at_zero_on_noise_around_the_servers_own_slack() {
     let lines: Vec<String> = [11_100, 11_000, 14_000].into_iter().map(players).collect();
     let out = run(&lines.join("\n"));
     assert_eq!((out[2].0, out[2].1), (Action::Hold, 0.0), "{:?}", out[2]);
+}
+
+/// On this VM the guard did 0.68x the batch work SCHED_IDLE alone did
+/// (and 0.72-0.88x when it held the batch whole for the whole step): it
+/// held the batch at zero for its first periods to measure the servers
+/// alone, on every start. By default it starts whole now, from the first
+/// period, exactly as SCHED_IDLE alone, and stays there on quiet servers.
+#[test]
+fn guard_held_the_batch_at_zero_while_sched_idle_alone_ran_it() {
+    let trace = vec![QUIET; 20].join("\n");
+    let out = run_with(Tuning::default(), &trace);
+    assert!(
+        out.iter().all(|o| o.1 == 1.0),
+        "the whole server core from the first period: {out:?}"
+    );
+    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1, 2]);
+    assert_eq!(c.quota_cores(), 2.0, "whole before any period");
+    let d = c.decide(Duration::ZERO, &parse_trace(QUIET)[0]);
+    assert_eq!(d.allowance.quota_cores, 2.0);
+}
+
+/// Starting whole, a steady signal (quiet, in the band, or past a limit)
+/// costs at most one trial cut, undone when it did not help: the
+/// allowance changes direction at most once and ends whole.
+#[test]
+fn starting_whole_a_steady_signal_costs_at_most_one_trial_cut() {
+    for lag in (0..=4_000).step_by(100) {
+        let line = format!("{lag} 1200 300 2.0");
+        let out = run_with(Tuning::default(), &vec![line.as_str(); 150].join("\n"));
+        let quotas: Vec<f64> = out.iter().map(|o| o.1).collect();
+        let moves: Vec<i8> = quotas
+            .windows(2)
+            .filter(|w| w[1] != w[0])
+            .map(|w| if w[1] > w[0] { 1 } else { -1 })
+            .collect();
+        let turns = moves.windows(2).filter(|m| m[0] != m[1]).count();
+        assert!(turns <= 1, "lag {lag}: {quotas:?}");
+        assert_eq!(quotas[149], 1.0, "lag {lag} ends whole: {quotas:?}");
+        if lag < 2_250 {
+            assert!(moves.is_empty(), "lag {lag}: no cut with slack: {quotas:?}");
+        }
+    }
 }

@@ -35,13 +35,14 @@
 //! is woken late). It holds for at most [`Tuning::steal_patience`] periods
 //! of steal in a row, then cuts as without steal.
 //!
-//! **Never worse than no batch.** The batch starts only after
-//! [`Tuning::baseline_periods`] periods at zero, which measure the servers'
-//! own slack. The thresholds above are absolute while
+//! **Never worse than SCHED_IDLE alone.** The batch runs whole from the
+//! first period (no quota, SCHED_IDLE: the kernel's own answer), and a cut
+//! must earn its keep (below). The thresholds above are absolute while
 //! the servers can meet them on their own. The controller also learns what
 //! the servers get *without* the batch: the median slack of the last
-//! [`Tuning::baseline_periods`] periods it spent at zero (at the start, and
-//! after any cut to zero). When that baseline is below the growth band
+//! [`Tuning::baseline_periods`] periods it spent at zero (after a cut to
+//! zero, or, with [`Tuning::measure_first`], at the start), or the slack a
+//! cut that did not help left. When that baseline is below the growth band
 //! (the servers miss the band with no batch at all: too many of them, or a
 //! noisy machine), a slack that low is not the batch's doing, so the
 //! thresholds follow the baseline: grow while the slack is at least the
@@ -174,6 +175,16 @@ pub struct Tuning {
     /// at a time (Heracles).
     #[serde(default = "default_start_whole")]
     pub start_whole: bool,
+    /// Hold the batch at zero for [`Tuning::baseline_periods`] at the
+    /// start, to measure the servers alone before it runs. `false` (the
+    /// default, with `start_whole`): the batch runs whole from the first
+    /// period, exactly as under SCHED_IDLE alone, and the servers' own
+    /// slack is learnt from the first cut's trial instead. Measuring first
+    /// cost the batch those periods' work on every start and judged the
+    /// servers in their own start-up (their worst seconds) as their
+    /// baseline.
+    #[serde(default)]
+    pub measure_first: bool,
     /// The share of the server cores' measured idle the allowance starts
     /// at from zero when it does not start whole.
     pub start_share: f64,
@@ -243,6 +254,7 @@ impl Default for Tuning {
             grow_step: 0.1,
             grow_gain: 0.5,
             start_whole: default_start_whole(),
+            measure_first: false,
             start_share: 1.0,
             cross_factor: 0.25,
             calm_periods: 3,
@@ -382,13 +394,16 @@ struct Thresholds {
 }
 
 impl Controller {
-    /// Starts at zero: the batch earns its CPU from measured slack.
+    /// Starts at the whole server cores (SCHED_IDLE alone) with
+    /// `start_whole` and without `measure_first`; else at zero, where the
+    /// batch earns its CPU from measured slack.
     pub fn new(limits: QosLimits, tuning: Tuning, server_cpus: Vec<usize>) -> Controller {
+        let whole = tuning.start_whole && !tuning.measure_first;
         Controller {
             limits,
             tuning,
+            quota: if whole { server_cpus.len() as f64 } else { 0.0 },
             server_cpus,
-            quota: 0.0,
             calm: tuning.calm_periods,
             zero_slack: VecDeque::new(),
             since_zero: 0,

@@ -66,6 +66,10 @@ pub(super) struct Batch {
     cpu_sample: Option<(u64, Instant)>,
     status: GuardStatus,
     last: VecDeque<Decision>,
+    /// The allowance last written to the cgroup (written again only when
+    /// it changes: every write of a CFS quota takes the kernel's CPU
+    /// hotplug lock and resets the group's runtime on every CPU).
+    applied: Option<crate::guard::controller::Allowance>,
     counts: BTreeMap<String, u64>,
     /// Periods since the last instance move.
     since_move: u32,
@@ -111,6 +115,7 @@ impl Batch {
             cpu_sample: None,
             status: GuardStatus::default(),
             last: VecDeque::new(),
+            applied: None,
             counts: BTreeMap::new(),
             since_move: MOVE_COOLDOWN,
         }
@@ -171,7 +176,11 @@ impl Supervisor {
                     }
                     BatchControl::Guard => {
                         cg.set_idle(true)?;
-                        cg.set_cpu_quota(Some(0.0))
+                        // The controller's first allowance: the whole
+                        // server cores (no quota) unless it measures first.
+                        let first = batch.controller.as_ref().map_or(0.0, |c| c.quota_cores());
+                        let whole = first >= batch.server_cpus.len() as f64;
+                        cg.set_cpu_quota((!whole).then_some(first))
                     }
                 }
             })();
@@ -474,13 +483,18 @@ impl Supervisor {
         let d = controller.decide(now.duration_since(batch.guard_started), &signals);
         let prev = batch.last.back().map(|p| (p.allowance.clone(), p.action));
         let mut applied = Ok(());
-        if let Some(cg) = &batch.cgroup {
+        if let Some(cg) = batch
+            .cgroup
+            .as_ref()
+            .filter(|_| batch.applied.as_ref() != Some(&d.allowance))
+        {
             // The whole server cores is no quota at all: a quota equal to
             // the cores still throttles in CFS slices, SCHED_IDLE alone not.
             let whole = d.allowance.quota_cores >= batch.server_cpus.len() as f64;
             applied = cg
                 .set_cpu_quota((!whole).then_some(d.allowance.quota_cores))
                 .and_then(|()| cg.set_cpus(&d.allowance.cpus));
+            batch.applied = applied.is_ok().then(|| d.allowance.clone());
         }
         batch.status.quota_cores = Some(d.allowance.quota_cores);
         batch.status.baseline_slack = controller.baseline();
