@@ -5,7 +5,7 @@
 //! name = "h1"                 # 1-8 of [a-z0-9]; prefixes everything created: tph1...
 //! instances = 8
 //! backend = "netns"           # or "process"
-//! net = "bridge"              # veth | bridge | macvlan | ipvlan (netns only)
+//! net = "veth"                # veth (default) | bridge | macvlan | ipvlan (netns only)
 //! range = "198.18.0.0/16"     # instance addresses (netns): inside 10/8, 172.16/12,
 //!                             # 192.168/16, 100.64/10 or 198.18/15 unless
 //! allow_public_range = false  # says otherwise (a routed public range hides real hosts)
@@ -395,6 +395,13 @@ pub fn parse_bytes(s: &str) -> Result<u64, FleetError> {
     Ok(v)
 }
 
+/// The network path when none is named: veth, for `host up` and `bench`
+/// alike. One rule, so a host runs on the path its density was measured
+/// on, and the strictest one: a routed point-to-point link per instance,
+/// no shared L2 segment, so instances cannot reach each other's ports
+/// (docs/design.md, what an instance can and cannot do).
+pub const DEFAULT_NET: NetKind = NetKind::Veth;
+
 impl FleetFile {
     /// Resolves and validates; `default_run_root` is /run/tickpack normally.
     pub fn resolve(self, default_run_root: &Path) -> Result<FleetConfig, FleetError> {
@@ -408,7 +415,7 @@ impl FleetFile {
             return bad(format!("instances must be 1..=250, got {n}"));
         }
         let backend = self.backend.unwrap_or(Backend::Netns);
-        let net = self.net.unwrap_or(NetKind::Bridge);
+        let net = self.net.unwrap_or(DEFAULT_NET);
         let placement = self.placement.unwrap_or(Policy::Spread);
         let reserved_cpus = match self.reserved_cpus.as_deref() {
             None => None,
@@ -654,6 +661,14 @@ mod tests {
         toml::from_str::<FleetFile>(toml_text)
             .map_err(|e| FleetError::Invalid(e.to_string()))?
             .resolve(Path::new("/run/tickpack"))
+    }
+
+    /// A bug: a host with no `net` ran on a bridge while `bench` measured
+    /// on veth. Both default to veth now.
+    #[test]
+    fn a_host_without_a_net_runs_on_veth_as_the_bench_measured() {
+        assert_eq!(resolve("").unwrap().net, NetKind::Veth);
+        assert_eq!(resolve("net = \"bridge\"").unwrap().net, NetKind::Bridge);
     }
 
     #[test]

@@ -2,11 +2,12 @@
 //! no URL) with, per mode, a grouped bar chart like the case study's
 //! figure (a group per size, a bar per path, the bar at the p50, a whisker
 //! from the lowest to the highest round p50, the overhead against native
-//! above each bar), then the full table.
+//! above each bar, in parentheses and grey when it rests on fewer than
+//! [`MIN_ROUNDS_FOR_RATIO`] rounds: not a finding), then the full table.
 
 use std::fmt::Write as _;
 
-use crate::result::{LatencyResult, Row};
+use crate::result::{LatencyResult, Row, MIN_ROUNDS_FOR_RATIO};
 use crate::settings::{Mode, PathName};
 
 const WIDTH: f64 = 720.0;
@@ -135,8 +136,13 @@ pub fn chart(doc: &LatencyResult, mode: Mode) -> Option<String> {
                 r.p50_max_us,
                 r.p99_us,
                 r.p999_us,
-                r.overhead_vs_native
-                    .map_or(String::new(), |o| format!(", {o:.2}x native"))
+                match r.overhead_vs_native {
+                    None => String::new(),
+                    Some(o) if doc.ratio_is_finding(r) => format!(", {o:.2}x native"),
+                    Some(o) => format!(
+                        ", {o:.2}x native from fewer than {MIN_ROUNDS_FOR_RATIO} rounds: not a finding"
+                    ),
+                }
             );
             let _ = write!(
                 s,
@@ -156,9 +162,15 @@ pub fn chart(doc: &LatencyResult, mode: Mode) -> Option<String> {
                 b = cx + 3.0
             );
             if let Some(o) = r.overhead_vs_native {
+                // Too few rounds: in parentheses and grey, not a finding.
+                let (label, fill) = if doc.ratio_is_finding(r) {
+                    (format!("{o:.2}x"), "#222")
+                } else {
+                    (format!("({o:.2}x)"), "#888")
+                };
                 let _ = write!(
                     s,
-                    r##"<text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="10" fill="#222">{o:.2}x</text>"##,
+                    r##"<text class="ratio" x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="10" fill="{fill}">{label}</text>"##,
                     ty = y1.min(y) - 4.0
                 );
             }
@@ -176,9 +188,17 @@ pub fn chart(doc: &LatencyResult, mode: Mode) -> Option<String> {
         );
         lx += 30.0 + p.as_str().len() as f64 * 7.0;
     }
+    let rows_have_few_rounds = rows
+        .iter()
+        .any(|r| r.overhead_vs_native.is_some() && !doc.ratio_is_finding(r));
     let _ = write!(
         s,
-        r##"<text x="{lx:.1}" y="{legend_y}" fill="#444">whiskers: lowest to highest round p50; labels: p50 / native p50</text>"##
+        r##"<text x="{lx:.1}" y="{legend_y}" fill="#444">whiskers: lowest to highest round p50; labels: p50 / native p50{few}</text>"##,
+        few = if rows_have_few_rounds {
+            "; (in parentheses): too few rounds"
+        } else {
+            ""
+        }
     );
     s.push_str("</svg>");
     Some(s)
@@ -248,8 +268,7 @@ pub fn render(doc: &LatencyResult) -> String {
                     r.p999_us,
                     r.p50_min_us,
                     r.p50_max_us,
-                    r.overhead_vs_native
-                        .map_or("-".to_string(), |o| format!("{o:.2}")),
+                    doc.ratio_words(r),
                     r.rounds,
                     r.round_trips_per_s,
                     r.lost
@@ -258,6 +277,9 @@ pub fn render(doc: &LatencyResult) -> String {
         }
     }
     h.push_str("</table>");
+    if let Some(note) = doc.few_rounds_note() {
+        let _ = write!(h, "<p class=\"note few-rounds\">{}.</p>", esc(&note));
+    }
     if !doc.unavailable.is_empty() {
         h.push_str("<h2>Unavailable paths</h2><ul>");
         for u in &doc.unavailable {
@@ -357,6 +379,32 @@ mod tests {
         assert!(page.contains("no &lt;ipvlan&gt; here"));
         assert!(!page.contains("http") && !page.contains("<script"));
         assert!(page.contains("game (40-200 B / 2000 B)"));
+    }
+
+    /// A bug: `latency --quick` showed one-round ratios ("0.56x" native) as
+    /// findings. Below three rounds they are in parentheses, and the page
+    /// and the table say why.
+    #[test]
+    fn a_one_round_ratio_is_marked_not_a_finding() {
+        let one = doc();
+        let page = render(&one);
+        assert!(page.contains(">(2.00x)</text>"), "the bar's label");
+        assert!(page.contains("<td>(2.00)</td>"), "the table's");
+        assert!(page.contains("class=\"note few-rounds\""), "{page}");
+        assert!(page.contains("not a finding"));
+        let table = one.table();
+        assert!(
+            table.contains("(2.00)") && table.contains("not a finding"),
+            "{table}"
+        );
+        let mut five = doc();
+        for r in &mut five.results {
+            r.rounds = 5;
+        }
+        let page = render(&five);
+        assert!(page.contains(">2.00x</text>") && !page.contains("(2.00x)"));
+        assert!(!page.contains("few-rounds") && !page.contains("too few rounds"));
+        assert!(!five.table().contains("not a finding"));
     }
 
     #[test]

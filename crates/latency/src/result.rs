@@ -9,7 +9,10 @@
 //! percentiles of all round trips together, and `histogram_ns` that merged
 //! histogram (HdrHistogram V2, base64, nanoseconds) so anything can be
 //! recomputed. `overhead_vs_native` is the row's `p50_us` over native's for
-//! the same size and mode.
+//! the same size and mode. A ratio from fewer than [`MIN_ROUNDS_FOR_RATIO`]
+//! rounds (of the row or of native's) is one moment, not a finding: the
+//! table and the page show it in parentheses and say so
+//! ([`LatencyResult::ratio_is_finding`]).
 
 use std::fmt::Write as _;
 
@@ -19,6 +22,11 @@ use tickpack_report::system::SystemInfo;
 use crate::measure::{new_ns_histogram, ns_to_us, Measurement};
 use crate::paths::{PathInfo, Unavailable};
 use crate::settings::{Mode, PathName, Settings, SizeSpec};
+
+/// Rounds a path and native both need before their ratio is a finding:
+/// with fewer (`--quick` runs one), one noisy moment of either sets it (a
+/// one-round macvlan read 0.56x native on a quiet machine).
+pub const MIN_ROUNDS_FOR_RATIO: u32 = 3;
 
 /// Schema id of `tickpack latency --json`.
 pub const LATENCY_SCHEMA: &str = "tickpack.latency/1";
@@ -330,6 +338,45 @@ fn row(path: PathName, size: SizeSpec, mode: Mode, mine: &[&Sample]) -> Row {
 }
 
 impl LatencyResult {
+    /// True when `r`'s ratio to native rests on at least
+    /// [`MIN_ROUNDS_FOR_RATIO`] rounds of both.
+    pub fn ratio_is_finding(&self, r: &Row) -> bool {
+        let native_rounds = self
+            .results
+            .iter()
+            .find(|n| n.path == PathName::Native && n.size == r.size && n.mode == r.mode)
+            .map_or(0, |n| n.rounds);
+        r.rounds.min(native_rounds) >= MIN_ROUNDS_FOR_RATIO
+    }
+
+    /// `r`'s ratio to native as the table and the page write it: `1.23`,
+    /// `(1.23)` from too few rounds to be a finding, `-` without one.
+    pub fn ratio_words(&self, r: &Row) -> String {
+        match r.overhead_vs_native {
+            None => "-".into(),
+            Some(o) if self.ratio_is_finding(r) => format!("{o:.2}"),
+            Some(o) => format!("({o:.2})"),
+        }
+    }
+
+    /// The sentence that says why some ratios are in parentheses, when
+    /// some are.
+    pub fn few_rounds_note(&self) -> Option<String> {
+        let few = self
+            .results
+            .iter()
+            .filter(|r| r.path != PathName::Native && r.overhead_vs_native.is_some())
+            .filter(|r| !self.ratio_is_finding(r))
+            .count();
+        (few > 0).then(|| {
+            format!(
+                "x native in (parentheses): from fewer than {MIN_ROUNDS_FOR_RATIO} rounds, one \
+                 moment of the machine, not a finding; compare paths over {MIN_ROUNDS_FOR_RATIO} \
+                 rounds or more (the default is 5; --quick runs 1)"
+            )
+        })
+    }
+
     /// The terminal table: one line per row, grouped by mode and size.
     pub fn table(&self) -> String {
         let mut t = String::new();
@@ -363,12 +410,14 @@ impl LatencyResult {
                         r.p99_us,
                         r.p999_us,
                         format!("{:.1}-{:.1}", r.p50_min_us, r.p50_max_us),
-                        r.overhead_vs_native
-                            .map_or("-".to_string(), |o| format!("{o:.2}")),
+                        self.ratio_words(r),
                         r.lost
                     );
                 }
             }
+        }
+        if let Some(note) = self.few_rounds_note() {
+            let _ = writeln!(t, "{note}");
         }
         for u in &self.unavailable {
             let _ = writeln!(t, "{}: unavailable: {}", u.path, u.reason);

@@ -268,8 +268,11 @@ pub struct Settings {
     /// Host name prefix: path `p` is host `<name><letter>` (`ltv`, `ltb`,
     /// ...), so its names are `tp<name><letter>...`. 1-7 of `a-z0-9`.
     pub name: String,
-    /// Split into `/24`s: veth gets the first, bridge the second, macvlan
-    /// the third, ipvlan the fourth. `/22` or wider.
+    /// Split into `/24`s, one per namespaced path asked, in the order of
+    /// [`PathName::ALL`] (all four: veth the first, bridge the second,
+    /// macvlan the third, ipvlan the fourth). As wide as the paths asked
+    /// need ([`Settings::range_prefix_needed`]): a `/24` for one path, a
+    /// `/22` for three or four.
     pub range: Ipv4Net,
     /// The port the echo servers bind in each namespace.
     pub port: u16,
@@ -326,9 +329,32 @@ impl Settings {
         p.letter().map(|l| format!("{}{l}", self.name))
     }
 
-    /// The `/24` of `kind` inside [`Settings::range`].
+    /// The namespaced paths asked, in the order of [`PathName::ALL`]: the
+    /// order their `/24`s take in [`Settings::range`].
+    fn net_paths(&self) -> Vec<PathName> {
+        PathName::ALL
+            .into_iter()
+            .filter(|p| *p != PathName::Native && self.paths.contains(p))
+            .collect()
+    }
+
+    /// The longest prefix a range may have for the paths asked: one `/24`
+    /// per namespaced path (`/24` for one, `/23` for two, `/22` for three
+    /// or four; native needs none).
+    pub fn range_prefix_needed(&self) -> u8 {
+        let n = self.net_paths().len().max(1);
+        24 - n.next_power_of_two().trailing_zeros() as u8
+    }
+
+    /// The `/24` of `kind` inside [`Settings::range`]: the next one for
+    /// each path asked.
     pub fn plan(&self, kind: NetKind) -> Result<AddrPlan, LatencyError> {
-        let slot = PathName::Net(kind).index() as u32 - 1;
+        let slot = self
+            .net_paths()
+            .iter()
+            .position(|p| *p == PathName::Net(kind))
+            .ok_or_else(|| self.bad(format!("path {} was not asked for", PathName::Net(kind))))?
+            as u32;
         let base = u32::from(self.range.addr()) + slot * 256;
         let net = Ipv4Net::new(base.into(), 24).map_err(|e| self.bad(format!("--range: {e}")))?;
         AddrPlan::new(net).map_err(|e| self.bad(format!("--range: {e}")))
@@ -391,10 +417,14 @@ impl Settings {
         }
         validate_host_name(&format!("{}v", self.name))
             .map_err(|e| LatencyError::Config(format!("--name: {e}")))?;
-        if self.range.prefix() > 22 {
+        let need = self.range_prefix_needed();
+        if self.needs_namespaces() && self.range.prefix() > need {
+            let n = self.net_paths().len();
             return bad(format!(
-                "--range {} is too narrow: it must be a /22 or wider (one /24 per path)",
-                self.range
+                "--range {} is too narrow: {n} namespaced path{} need{} a /{need} or wider (one /24 per path)",
+                self.range,
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "s" } else { "" },
             ));
         }
         for p in &self.paths {
@@ -506,6 +536,41 @@ mod tests {
         assert_eq!(s.host_name(PathName::Native), None);
     }
 
+    /// A bug: `--range` had to be a /22 even for one path. The need is
+    /// sized by the paths asked: a /24 per namespaced path.
+    #[test]
+    fn one_path_needs_only_a_slash_24() {
+        let mut s = Settings::quick();
+        s.paths = vec![PathName::Native, PathName::Net(NetKind::Macvlan)];
+        s.range = "10.9.8.0/24".parse().unwrap();
+        s.validate().unwrap();
+        assert_eq!(s.range_prefix_needed(), 24);
+        let plan = s.plan(NetKind::Macvlan).unwrap();
+        assert_eq!(plan.range().to_string(), "10.9.8.0/24");
+        assert!(s.plan(NetKind::Veth).is_err(), "not asked: no /24");
+        // Two paths: a /23, in the order of ALL whatever the order asked.
+        s.paths = vec![
+            PathName::Native,
+            PathName::Net(NetKind::Macvlan),
+            PathName::Net(NetKind::Veth),
+        ];
+        s.range = "10.9.8.0/23".parse().unwrap();
+        s.validate().unwrap();
+        assert_eq!(
+            s.plan(NetKind::Veth).unwrap().range().to_string(),
+            "10.9.8.0/24"
+        );
+        assert_eq!(
+            s.plan(NetKind::Macvlan).unwrap().range().to_string(),
+            "10.9.9.0/24"
+        );
+        // Native alone creates nothing: any range will do.
+        s.paths = vec![PathName::Native];
+        s.range = "10.9.8.0/30".parse().unwrap();
+        s.validate().unwrap();
+        assert_eq!(Settings::default().range_prefix_needed(), 22);
+    }
+
     #[test]
     fn bad_settings_are_refused_naming_the_flag() {
         let check = |f: &dyn Fn(&mut Settings), word: &str| {
@@ -525,6 +590,17 @@ mod tests {
         check(&|s| s.name = "Lt".into(), "--name");
         check(&|s| s.name = "abcdefgh".into(), "--name");
         check(&|s| s.range = "198.19.240.0/24".parse().unwrap(), "/22");
+        check(
+            &|s| {
+                s.paths = vec![
+                    PathName::Native,
+                    PathName::Net(NetKind::Veth),
+                    PathName::Net(NetKind::Bridge),
+                ];
+                s.range = "198.19.240.0/24".parse().unwrap();
+            },
+            "2 namespaced paths need a /23",
+        );
         check(&|s| s.range = "127.0.0.0/16".parse().unwrap(), "--range");
     }
 

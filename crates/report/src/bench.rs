@@ -287,6 +287,29 @@ pub struct StepBatch {
     pub guard_last: Vec<String>,
 }
 
+impl Step {
+    /// The figures the verdict read, as far as the step kept them, to ask
+    /// which rules had something to judge ([`crate::qos::Rule::judged`]).
+    /// A step does not record how many players connected (its `failures`
+    /// say when fewer did), so `connected` is `players` here: these
+    /// figures answer what was judged, they do not judge the step again.
+    pub fn figures(&self, tick_hz: u32) -> crate::qos::StepFigures<'_> {
+        crate::qos::StepFigures {
+            players: self.players,
+            connected: self.players,
+            tick_hz,
+            transaction_latency_us: &self.measured.transaction_latency_us,
+            tick_lateness_us: &self.measured.tick_lateness_us,
+            server_frame_us: &self.measured.server_frame_us,
+            snapshots: &self.measured.snapshots,
+            commands: &self.measured.commands,
+            outages: &self.measured.outages,
+            query_latency_us: self.query_latency_us.as_ref(),
+            run_delay_us: self.run_delay_us.as_ref(),
+        }
+    }
+}
+
 /// The figures read as the step's own (`step.rtt_us`), as in the JSON.
 impl std::ops::Deref for Step {
     type Target = Measurements;
@@ -356,6 +379,11 @@ impl Ladder {
     /// The QoS limits this ladder's steps were judged by.
     pub fn qos<'a>(&'a self, settings: &'a BenchSettings) -> &'a QosLimits {
         self.game.as_ref().map_or(&settings.qos, |g| &g.qos)
+    }
+
+    /// The tick rate this ladder's servers ran at.
+    pub fn tick_hz(&self, settings: &BenchSettings) -> u32 {
+        self.game.as_ref().map_or(settings.tick_hz, |g| g.tick_hz)
     }
 
     /// True when the ladder was interrupted before any step failed QoS:

@@ -19,19 +19,23 @@
 //! density, headroom target, consolidation ratio, comparison ratios with
 //! their ranges and whether the variants can be told apart); the run
 //! (version, date, system, cores, settings, QoS limits: every rule of
-//! [`crate::qos::RULES`]); the variants' medians and ranges (comparisons);
-//! the ladders; the charts (latency, CPU, power vs
-//! servers, and the first ladder's latency distribution per step); one table
-//! of steps per ladder (with outages and reconnects beside loss); the cost
-//! figures. With two or more results a comparison table comes first.
+//! [`crate::qos::RULES`] that judged a step, and apart those set but never
+//! judged); the variants' medians and ranges (comparisons); the ladders;
+//! the charts (latency; one per judged limit with its line, so what a step
+//! failed on is drawn above it; CPU, power vs servers; the first ladder's
+//! latency distribution per step); one table of steps per ladder (with
+//! outages and reconnects beside loss); the cost figures. With two or more
+//! results a comparison comes first: a table naming each result's game,
+//! and one chart of every result on one axis.
 //! A players result (`players`): its run, latency summaries, what the
 //! schedule promised against what arrived, traffic, and, if merged, a
 //! "merged from N sources" mark and one row per source.
 //!
 //! One file per section: `input` (reading files), `style`, `format` (how
 //! values read), `comparison`, `section` (one result), `summary` (the
-//! verdict in words), `run`, `limits`, `variants` (a comparison over its
-//! repetitions), `ladders`, `steps`, `cost`, `players`.
+//! verdict in words), `run`, `limits`, `limit_charts` (a chart per judged
+//! limit), `variants` (a comparison over its repetitions), `ladders`,
+//! `steps`, `cost`, `players`.
 //!
 //! What it deliberately does not do: judge QoS or recompute densities. The
 //! verdicts, densities and ratios are the bench's and are shown as recorded;
@@ -57,6 +61,7 @@ mod cost;
 mod format;
 mod input;
 mod ladders;
+mod limit_charts;
 mod limits;
 mod players;
 mod run;

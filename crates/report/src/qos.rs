@@ -18,7 +18,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::QosLimits;
+use crate::bench::{BenchResult, QosLimits};
 use crate::html::fmt_num as num;
 use crate::{CommandCounts, Outages, Percentiles, SnapshotCounts};
 
@@ -375,6 +375,12 @@ pub struct Rule {
     pub players: bool,
     /// The limit in words for these limits and tick rate.
     pub limit: fn(&QosLimits, u32) -> LimitText,
+    /// True when the rule had something to judge in a step with these
+    /// figures: its limit is set and the figure it reads was measured.
+    /// A figure no server reports (OpenArena reports no tick lateness or
+    /// frame time: their count is 0) passes [`Rule::check`] without being
+    /// judged, and the report must not list its limit as one the step met.
+    pub judged: fn(&StepFigures<'_>, &QosLimits) -> bool,
     /// The miss, if `figures` miss this rule; `baseline_p99_us` is the
     /// ladder's first step's p99 transaction latency (None for that step).
     pub check: fn(&StepFigures<'_>, Option<u64>, &QosLimits) -> Option<Miss>,
@@ -402,6 +408,7 @@ pub const RULES: [Rule; 12] = [
         name: "players connected",
         description: "every player the step started is connected",
         limit: |_, _| LimitText::Must("every player connects".into()),
+        judged: |s, _| s.players > 0,
         check: |s, _, _| {
             (s.connected < s.players).then_some(Miss::PlayersConnected {
                 connected: s.connected,
@@ -417,6 +424,7 @@ pub const RULES: [Rule; 12] = [
         limit: |_, _| {
             LimitText::Must("no outage (200 ms or more without snapshots for a player)".into())
         },
+        judged: |s, _| s.players > 0,
         check: |s, _, _| {
             (s.outages.count > 0).then_some(Miss::Outage {
                 count: s.outages.count,
@@ -431,6 +439,7 @@ pub const RULES: [Rule; 12] = [
         name: "transactions measured",
         description: "the step measured at least one transaction",
         limit: |_, _| LimitText::Must("at least one transaction measured".into()),
+        judged: |s, _| s.players > 0,
         check: |s, _, _| {
             (s.transaction_latency_us.count == 0).then_some(Miss::TransactionsMeasured)
         },
@@ -444,6 +453,7 @@ pub const RULES: [Rule; 12] = [
             measure: "p99 transaction latency",
             bound: format!("{} ms", num(ms(q.p99_transaction_us))),
         },
+        judged: |s, _| s.transaction_latency_us.count > 0,
         check: |s, _, q| {
             let p99 = s.transaction_latency_us.p99;
             (p99 > q.p99_transaction_us).then_some(Miss::P99Transaction {
@@ -461,6 +471,7 @@ pub const RULES: [Rule; 12] = [
             measure: "p99 transaction latency",
             bound: format!("{}x the ladder's first step", num(q.p99_relative_to_baseline)),
         },
+        judged: |s, _| s.transaction_latency_us.count > 0,
         check: |s, baseline, q| {
             let base = baseline.filter(|&b| b > 0)?;
             let p99 = s.transaction_latency_us.p99;
@@ -481,6 +492,7 @@ pub const RULES: [Rule; 12] = [
             measure: "p99 tick lateness",
             bound: format!("{} ms", num(ms(q.p99_tick_lateness_us))),
         },
+        judged: |s, _| s.tick_lateness_us.count > 0,
         check: |s, _, q| {
             (s.tick_lateness_us.p99 > q.p99_tick_lateness_us).then_some(Miss::P99TickLateness {
                 p99_us: s.tick_lateness_us.p99,
@@ -497,6 +509,7 @@ pub const RULES: [Rule; 12] = [
             measure: "snapshots lost",
             bound: format!("{} %", num(q.max_snapshot_loss * 100.0)),
         },
+        judged: |s, _| s.snapshots.expected > 0,
         check: |s, _, q| {
             let lost = s.snapshots.lost as f64 / (s.snapshots.expected.max(1)) as f64;
             (lost > q.max_snapshot_loss).then_some(Miss::SnapshotLoss {
@@ -514,6 +527,7 @@ pub const RULES: [Rule; 12] = [
             measure: "commands lost",
             bound: format!("{} % of those due", num(q.max_snapshot_loss * 100.0)),
         },
+        judged: |s, _| s.commands.due() > 0,
         check: |s, _, q| {
             // Against every command due, sent or not (a dead server sends none).
             let (lost, due) = (s.commands.lost, s.commands.due());
@@ -548,6 +562,7 @@ pub const RULES: [Rule; 12] = [
                 ),
             }
         },
+        judged: |s, _| s.server_frame_us.count > 0,
         check: |s, _, q| {
             let limit_us = frame_limit_us(q, s.tick_hz);
             (s.server_frame_us.p99 > limit_us).then_some(Miss::P99ServerFrame {
@@ -569,6 +584,7 @@ pub const RULES: [Rule; 12] = [
             },
             None => LimitText::Off,
         },
+        judged: |_, q| q.p99_query_us.is_some(),
         check: |s, _, q| {
             let limit_us = q.p99_query_us?;
             match s.query_latency_us.filter(|p| p.count > 0) {
@@ -595,6 +611,7 @@ pub const RULES: [Rule; 12] = [
             },
             None => LimitText::Off,
         },
+        judged: |_, q| q.p99_run_delay_us.is_some(),
         check: |s, _, q| {
             let limit_us = q.p99_run_delay_us?;
             match s.run_delay_us.filter(|p| p.count > 0) {
@@ -625,6 +642,7 @@ pub const RULES: [Rule; 12] = [
             },
             None => LimitText::Off,
         },
+        judged: |s, q| q.p99_run_delay_us.is_some() && s.players == 0 && s.run_delay_us.is_some(),
         check: |s, baseline, q| {
             q.p99_run_delay_us?;
             if s.players > 0 {
@@ -643,6 +661,30 @@ pub const RULES: [Rule; 12] = [
         },
     },
 ];
+
+impl Rule {
+    /// True when [`failures`] runs this rule on `s` and it has something
+    /// to judge there ([`Rule::judged`]).
+    pub fn judges(&self, s: &StepFigures<'_>, q: &QosLimits) -> bool {
+        (s.players > 0 || !self.players) && (self.judged)(s, q)
+    }
+}
+
+/// The rules that judged at least one step of `r` (each ladder by its own
+/// limits and tick), in [`RULES`] order: what the report lists as the
+/// limits a step had to meet and draws a chart for.
+pub fn judged_rules(r: &BenchResult) -> Vec<RuleId> {
+    RULES
+        .iter()
+        .filter(|rule| {
+            r.ladders.iter().any(|l| {
+                let (q, tick) = (l.qos(&r.settings), l.tick_hz(&r.settings));
+                l.steps.iter().any(|s| rule.judges(&s.figures(tick), q))
+            })
+        })
+        .map(|rule| rule.id)
+        .collect()
+}
 
 /// Every rule `s` misses, in [`RULES`] order; empty means pass. A step
 /// with no players is judged only by the rules that need none.

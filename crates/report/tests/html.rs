@@ -237,9 +237,10 @@ fn page_opens_offline() {
 #[test]
 fn each_chart_is_one_inline_svg() {
     let p = page(sample());
-    // Latency, CPU, power, latency distribution.
-    assert_eq!(p.matches("<svg").count(), 4);
-    assert_eq!(p.matches("<figure>").count(), 4);
+    // Latency, one per judged limit (tick lateness, server frame, loss),
+    // CPU, power, latency distribution.
+    assert_eq!(p.matches("<svg").count(), 7);
+    assert_eq!(p.matches("<figure>").count(), 7);
     // Two variants: their p99 side by side, first; one ladder: p50, p99
     // and p99.9 of that ladder.
     assert!(p.contains("p99 transaction latency vs servers"));
@@ -371,8 +372,8 @@ fn missing_values_are_not_reached_or_na_never_zero() {
     assert!(p.contains("no power source"));
     assert!(!p.contains("0 servers<"), "a missing density shows as 0");
     assert!(!p.contains(">0x<"));
-    // No power: three charts, no power chart.
-    assert_eq!(p.matches("<svg").count(), 3);
+    // No power: six charts, no power chart.
+    assert_eq!(p.matches("<svg").count(), 6);
     // No result at all: a page that says so.
     let empty = html::render(&[]);
     assert!(empty.contains("No results to show") && !empty.contains("<svg"));
@@ -392,7 +393,8 @@ fn two_results_get_a_comparison_table() {
         table.contains("<strong>9 servers</strong>")
             && table.contains("<strong>6 servers</strong>")
     );
-    assert_eq!(p.matches("<svg").count(), 8);
+    // Seven charts per result and one shared by both.
+    assert_eq!(p.matches("<svg").count(), 15);
     assert!(page(sample()).find("<h2>Comparison</h2>").is_none());
 }
 
@@ -402,7 +404,7 @@ fn unreadable_histogram_is_named_not_fatal() {
     r.ladders[0].steps[1].histograms.transaction_latency_us = "not base64!".into();
     let p = page(r);
     assert!(p.contains("step 1: histogram unreadable"));
-    assert_eq!(p.matches("<svg").count(), 4);
+    assert_eq!(p.matches("<svg").count(), 7);
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -808,8 +810,9 @@ fn repetitions_are_drawn_as_one_line_per_variant_with_a_band() {
         &[6, 9, 9],
         Separation::CannotTellApart,
     ));
-    // p99, CPU, power, distribution: still four charts, not one per ladder.
-    assert_eq!(p.matches("<svg").count(), 4);
+    // p99, three limits, CPU, power, distribution: still seven charts,
+    // not seven per ladder.
+    assert_eq!(p.matches("<svg").count(), 7);
     let latency = &p[p.find("<svg").unwrap()..];
     let latency = &latency[..latency.find("</svg>").unwrap()];
     assert!(latency.contains("p99 transaction latency vs servers"));
@@ -914,4 +917,159 @@ fn the_servers_own_cpu_is_shown_beside_the_cores_busy_share() {
     let html = page(sample());
     assert!(html.contains("the servers' own, % of a core"), "header");
     assert!(html.contains(" (servers "), "a step's own share");
+}
+
+/// The `<svg>` whose title is `title`.
+fn svg_titled<'a>(page: &'a str, title: &str) -> Option<&'a str> {
+    let at = page.find(&format!("<title>{title}</title>"))?;
+    let start = page[..at].rfind("<svg")?;
+    let end = at + page[at..].find("</svg>")?;
+    Some(&page[start..end])
+}
+
+/// The value of attribute `name` in the first element at `from` in `svg`.
+fn attr(svg: &str, from: usize, name: &str) -> f64 {
+    let rest = &svg[from..];
+    let v = &rest[rest.find(&format!(" {name}=\"")).unwrap() + name.len() + 3..];
+    v[..v.find('"').unwrap()].parse().unwrap()
+}
+
+/// A bug: a step that failed on tick lateness had no chart of it, so on
+/// the latency and CPU charts it looked better than the passing steps. Now
+/// each judged limit has a chart with its line, and the failing step sits
+/// above it there.
+#[test]
+fn a_step_that_failed_on_tick_lateness_is_drawn_above_its_limit() {
+    let mut r = sample();
+    let st = &mut r.ladders[1].steps[2];
+    st.failures = vec!["p99 tick lateness 2.40 ms > 2.00 ms".into()];
+    // Good transactions, low CPU: the other charts flatter this step.
+    st.measured.transaction_latency_us.p99 = 4_000;
+    st.cpu.servers_busy_percent = 10.0;
+    st.measured.tick_lateness_us = Percentiles {
+        p99: 2_400,
+        count: 500,
+        ..Default::default()
+    };
+    let p = page(r);
+    let chart = svg_titled(&p, "p99 tick lateness vs servers").expect("a tick lateness chart");
+    assert!(chart.contains("QoS limit: ≤ 2 ms"), "{chart}");
+    let line = chart.find("class=\"limit\"").expect("the limit line");
+    let limit_y = attr(chart, line, "y1");
+    let dot = chart
+        .find("class=\"failed-point\"")
+        .expect("the failed step");
+    assert!(chart[dot..].contains("p99 tick lateness 2.4 ms"), "{chart}");
+    // SVG y grows downwards: above the line is a smaller y.
+    assert!(attr(chart, dot, "cy") < limit_y, "{chart}");
+    // The frame and loss limits were judged too, each with a chart.
+    for title in ["p99 server frame vs servers", "Loss vs servers"] {
+        let c = svg_titled(&p, title).unwrap_or_else(|| panic!("no {title}"));
+        assert!(c.contains("class=\"limit\""), "{title} has its limit line");
+    }
+    // Query latency and run delay were not judged: no chart of them.
+    assert!(svg_titled(&p, "p99 query latency vs servers").is_none());
+    assert!(svg_titled(&p, "p99 run delay vs servers").is_none());
+}
+
+/// Query latency and run delay get a chart with their line where judged.
+#[test]
+fn query_and_run_delay_are_charted_where_they_were_judged() {
+    let mut r = sample();
+    r.settings.qos.p99_query_us = Some(30_000);
+    r.settings.qos.p99_run_delay_us = Some(4_000);
+    for l in &mut r.ladders {
+        for s in &mut l.steps {
+            let p = Percentiles {
+                p99: 1_500 + 100 * u64::from(s.index),
+                count: 40,
+                ..Default::default()
+            };
+            s.query_latency_us = Some(p);
+            s.run_delay_us = Some(p);
+        }
+    }
+    let p = page(r);
+    let q = svg_titled(&p, "p99 query latency vs servers").expect("a query chart");
+    assert!(q.contains("QoS limit: ≤ 30 ms"), "{q}");
+    let d = svg_titled(&p, "p99 run delay vs servers").expect("a run delay chart");
+    assert!(d.contains("QoS limit: ≤ 4 ms"), "{d}");
+}
+
+/// A bug: OpenArena's list of QoS limits named tick lateness and frame
+/// time, which its servers never report, so no step was ever judged on
+/// them. Only the limits that judged a step are listed; the others are
+/// named apart as not judged, and get no chart.
+#[test]
+fn openarena_lists_only_the_limits_that_judged_it() {
+    let mut r = sample();
+    r.settings.game = "openarena".into();
+    for l in &mut r.ladders {
+        for s in &mut l.steps {
+            s.measured.tick_lateness_us = Percentiles::default();
+            s.measured.server_frame_us = Percentiles::default();
+        }
+    }
+    let p = page(r);
+    let limits = &p[p.find("<dt>QoS limits</dt>").unwrap()..];
+    let limits = &limits[..limits.find("</dd>").unwrap()];
+    assert!(!limits.contains("tick lateness"), "{limits}");
+    assert!(!limits.contains("server frame"), "{limits}");
+    assert!(
+        limits.contains("p99 transaction latency &le; 50 ms"),
+        "{limits}"
+    );
+    assert!(limits.contains("snapshots lost &le; 0.1 %"), "{limits}");
+    let unjudged = &p[p.find("<dt>not judged</dt>").expect("a not-judged list")..];
+    let unjudged = &unjudged[..unjudged.find("</dd>").unwrap()];
+    assert!(
+        unjudged.contains("<li>p99 tick lateness</li>")
+            && unjudged.contains("<li>p99 server frame</li>"),
+        "{unjudged}"
+    );
+    assert_eq!(unjudged.matches("<li>").count(), 2, "{unjudged}");
+    assert!(svg_titled(&p, "p99 tick lateness vs servers").is_none());
+    assert!(svg_titled(&p, "p99 server frame vs servers").is_none());
+    // The reference server reports both: nothing is set apart.
+    assert!(!page(sample()).contains("<dt>not judged</dt>"));
+}
+
+/// A bug: comparing the results of two games showed no Game row, so the
+/// columns read as two runs of one game. Now the table names each game
+/// and one chart draws every result on one axis.
+#[test]
+fn comparing_two_games_shows_a_game_row_and_one_shared_chart() {
+    let mut oa = sample();
+    oa.settings.game = "openarena".into();
+    oa.cores.servers = vec![2, 3, 4];
+    let p = html::render(&[("ref.json".into(), sample()), ("oa.json".into(), oa)]);
+    let comparison = &p[p.find("<h2>Comparison</h2>").unwrap()..p.find("<section").unwrap()];
+    let row = comparison
+        .lines()
+        .find(|l| l.starts_with("<tr><th>Game</th>"))
+        .expect("a Game row");
+    assert!(row.contains("the reference server"), "{row}");
+    assert!(
+        row.contains("OpenArena (the real ioquake3 server)"),
+        "{row}"
+    );
+    assert_eq!(comparison.matches("<svg").count(), 1, "one shared chart");
+    let chart = svg_titled(
+        comparison,
+        "All results: CPU busy vs servers per server core",
+    )
+    .expect("the shared chart");
+    for legend in [
+        "1: ref.json, netns/bridge, placement spread",
+        "2: oa.json, netns/bridge, kernel scheduling",
+    ] {
+        assert!(chart.contains(&format!(">{legend}</text>")), "{legend}");
+    }
+    // Per server core: 9 servers on 3 server cores are drawn at 3, with
+    // the step's servers and cores in its tooltip.
+    assert!(chart.contains("9 servers on 3 server cores"), "{chart}");
+    assert!(
+        chart.contains("class=\"failed-point\""),
+        "failed steps are red"
+    );
 }

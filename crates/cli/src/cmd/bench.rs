@@ -79,7 +79,8 @@ pub struct Args {
     /// OpenArena: any cvar, CVAR=VALUE (repeatable), set after tickpack's.
     #[arg(long = "game-arg", value_name = "CVAR=VALUE")]
     pub game_arg: Vec<String>,
-    /// Servers added per step (the case study's VM held 3).
+    /// Servers added per step (the case study's VM held 3) [default:
+    /// chosen from the server cores].
     #[arg(long)]
     pub tile_servers: Option<u32>,
     /// Emulated players per server [default: 12; openarena: 4, so their
@@ -98,13 +99,14 @@ pub struct Args {
     /// sv_fps, 20, the engine's default].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub tick_hz: Option<u32>,
-    /// Measured time per step.
+    /// Measured time per step [default: 6s; --quick: 2s].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub step_duration: Option<Duration>,
-    /// Unmeasured time at the start of each step.
+    /// Unmeasured time at the start of each step [default: 1s; --quick:
+    /// 0.5s; openarena: 2s; a defined game: its definition's warm-up].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
-    /// Most steps per ladder.
+    /// Most steps per ladder [default: 12; --quick: 2].
     #[arg(long)]
     pub max_steps: Option<u32>,
     /// Steps to run past the first failure, to show the knee.
@@ -154,7 +156,9 @@ pub struct Args {
     /// Isolation backend: netns or process [default: netns as root, else process].
     #[arg(long)]
     pub backend: Option<String>,
-    /// Network path for netns.
+    /// Network path for netns: veth (routed), bridge (software switch),
+    /// macvlan or ipvlan (bypass); the default is `host up`'s too, so a host
+    /// runs on the path its density was measured on.
     #[arg(long, default_value = "veth")]
     pub net: String,
     /// CPUs for the load generator [default: CPU 0 when there are 2+].
@@ -190,11 +194,14 @@ pub struct Args {
     #[arg(long, hide = true)]
     pub run_dir: Option<PathBuf>,
     /// Host name of the steps' hosts (1-8 of a-z0-9): `host down --name`
-    /// with it removes what a killed bench left.
-    #[arg(long, hide = true, default_value = "bn")]
+    /// with it removes what a killed bench left; give two benches at once
+    /// different names.
+    #[arg(long, default_value = "bn")]
     pub name: String,
-    /// Instance address range of the steps' hosts (netns).
-    #[arg(long, hide = true)]
+    /// Instance address range of the steps' hosts (netns) [default:
+    /// 198.18.0.0/16, as `host up`]: a local-use range (`host up --help`);
+    /// give another when a host of yours already uses that one.
+    #[arg(long)]
     pub range: Option<String>,
 }
 

@@ -68,7 +68,10 @@ pub struct UpArgs {
     /// netns (own IP, files, PIDs, hostname, user, cgroup) or process (native baseline).
     #[arg(long)]
     pub backend: Option<String>,
-    /// Network path for netns: veth (routed), bridge (software switch), macvlan or ipvlan (bypass).
+    /// Network path for netns: veth (routed), bridge (software switch),
+    /// macvlan or ipvlan (bypass) [default: veth, as `bench`: a host runs
+    /// on the path its density was measured on, and instances on veth
+    /// share no L2 segment, so they cannot reach each other's ports].
     #[arg(long)]
     pub net: Option<String>,
     /// Instance address range (netns) [default: 198.18.0.0/16]: inside

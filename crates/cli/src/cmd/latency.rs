@@ -22,7 +22,9 @@ use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A first look (under 20 s): 1 round of 300 ms per measurement, 2 streams.
+    /// A first look (under 20 s): 1 round of 300 ms per measurement, 2
+    /// streams. Its ratios to native are one round's, shown in parentheses:
+    /// not findings (a ratio needs 3 rounds or more).
     #[arg(long)]
     pub quick: bool,
     /// Paths to measure, comma separated: native, veth, bridge, macvlan, ipvlan
@@ -66,8 +68,9 @@ pub struct Args {
     /// (bridge), tp<name>m (macvlan), tp<name>i (ipvlan); 1-7 of a-z0-9.
     #[arg(long, default_value = DEFAULT_NAME)]
     pub name: String,
-    /// Address range, /22 or wider: one /24 per path (veth, bridge,
-    /// macvlan, ipvlan), guarded by an `unreachable` route while in use.
+    /// Address range: one /24 per namespaced path asked (veth, bridge,
+    /// macvlan, ipvlan), so a /24 for one path, a /23 for two, a /22 for
+    /// three or four; guarded by an `unreachable` route while in use.
     #[arg(long, default_value = DEFAULT_RANGE)]
     pub range: String,
     /// Write the result document (tickpack.latency/1) here, rewritten after

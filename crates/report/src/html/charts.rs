@@ -18,7 +18,7 @@ const PALETTE: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
 ];
 /// Colour of the headroom target line.
-const TARGET: &str = "#b26a00";
+pub(super) const TARGET: &str = "#b26a00";
 
 pub(super) fn ladder_color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
@@ -32,7 +32,7 @@ pub(super) struct Figure {
     pub empty: String,
 }
 
-fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
+pub(super) fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
     let mut t = format!(
         "{}: step {}, {} servers, {what}",
         ladder.label, step.index, step.servers
@@ -47,12 +47,12 @@ fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
     t
 }
 
-fn failed(step: &Step) -> bool {
+pub(super) fn failed(step: &Step) -> bool {
     step.verdict.is_fail()
 }
 
 /// Series name: the ladder's label, or only `what` when there is one ladder.
-fn name(r: &BenchResult, ladder: &Ladder, what: &str) -> String {
+pub(super) fn name(r: &BenchResult, ladder: &Ladder, what: &str) -> String {
     match (r.ladders.len() > 1, what.is_empty()) {
         (true, true) => ladder.label.clone(),
         (true, false) => format!("{} {what}", ladder.label),
@@ -93,7 +93,7 @@ pub(super) fn by_variant(r: &BenchResult) -> bool {
 /// One series per variant of `get` against servers: at each step, the
 /// median over the repetitions that ran it, their range as a band; a
 /// step that failed in any repetition is marked.
-fn variant_series(
+pub(super) fn variant_series(
     r: &BenchResult,
     what: &str,
     get: &dyn Fn(&Step) -> Option<f64>,
@@ -148,7 +148,7 @@ fn variant_series(
 }
 
 /// The caption's words on the lines and bands of a by-variant chart.
-fn by_variant_words(r: &BenchResult) -> &'static str {
+pub(super) fn by_variant_words(r: &BenchResult) -> &'static str {
     if variants(r).iter().any(|(_, ls)| ls.len() > 1) {
         "One line per variant: the median over the repetitions that ran the step;          the shaded band is their range (lowest to highest). Red dots: a step that          failed in at least one repetition."
     } else {

@@ -1,9 +1,13 @@
-//! The comparison table that opens a page of two or more results: one
-//! column per result.
+//! The comparison that opens a page of two or more results: a table with
+//! one column per result (the game first among the settings, so results of
+//! different games are told apart), then one chart shared by all of them.
 
 use std::fmt::Write as _;
 
 use crate::bench::BenchResult;
+
+use super::charts::{failed, ladder_color, Figure, TARGET};
+use super::svg::{Chart, Limit, Point, Series};
 
 use super::format::{
     cpu_list, esc, fmt_ms, fmt_num, fmt_ratio, max_density, or_na, recommended_step, servers, utc,
@@ -54,6 +58,20 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
             cpu_list(&r.cores.load_generator),
             cpu_list(&r.cores.servers)
         )
+    });
+    row(out, "Game", &|r| {
+        let mut games: Vec<&str> = Vec::new();
+        for l in &r.ladders {
+            let g = l.game_name(&r.settings);
+            if !games.contains(&g) {
+                games.push(g);
+            }
+        }
+        if r.ladders.iter().any(|l| l.game.is_some()) && games.len() > 1 {
+            format!("{} (one per ladder)", esc(&games.join(", ")))
+        } else {
+            super::run::game_words(&r.settings)
+        }
     });
     row(out, "Tile, players, tick", &|r| {
         format!(
@@ -137,4 +155,74 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
         })
     });
     out.push_str("</table></div>\n");
+    out.push_str("<div class=\"charts\">\n");
+    super::section::figure(out, shared_chart(results));
+    out.push_str("</div>\n");
+}
+
+/// One chart for every result: the server cores' busy share against
+/// servers per server core, one line per ladder of each result, failed
+/// steps in red, with each result's headroom target. Per server core, so
+/// results from machines of different sizes share an axis; busy share,
+/// because every game has it (a game without players has no transaction
+/// latency).
+fn shared_chart(results: &[(String, BenchResult)]) -> Figure {
+    let mut c = Chart::new(
+        "All results: CPU busy vs servers per server core",
+        "servers per server core",
+        "server cores busy (%)",
+    );
+    c.y_max = Some(100.0);
+    let mut colour = 0;
+    for (i, (label, r)) in results.iter().enumerate() {
+        let cores = r.cores.servers.len().max(1) as f64;
+        for ladder in &r.ladders {
+            let name = if r.ladders.len() > 1 {
+                format!("{}: {label}, {}", i + 1, ladder.label)
+            } else {
+                format!("{}: {label} ({})", i + 1, ladder.game_name(&r.settings))
+            };
+            let mut s = Series::new(name, ladder_color(colour));
+            colour += 1;
+            s.points = ladder
+                .steps
+                .iter()
+                .map(|st| Point {
+                    x: f64::from(st.servers) / cores,
+                    y: st.cpu.servers_busy_percent,
+                    failed: failed(st),
+                    tip: format!(
+                        "{label}: {}, {} servers on {} server cores, {} % busy{}",
+                        ladder.label,
+                        st.servers,
+                        r.cores.servers.len(),
+                        fmt_num(st.cpu.servers_busy_percent),
+                        if failed(st) {
+                            format!(" - FAIL: {}", st.failures.join("; "))
+                        } else {
+                            String::new()
+                        }
+                    ),
+                })
+                .collect();
+            c.series.push(s);
+        }
+        let target = r.settings.headroom_target * 100.0;
+        if !c.limits.iter().any(|l| (l.y - target).abs() < 1e-9) {
+            c.limits.push(Limit {
+                y: target,
+                label: format!("headroom target {} %", fmt_num(target)),
+                color: TARGET,
+            });
+        }
+    }
+    Figure {
+        chart: c,
+        caption: "Every result on one axis: how busy the server cores were at each step, \
+                  against the servers each server core held (so machines of different sizes \
+                  compare). A line that rises more slowly packs more servers per core; red \
+                  dots: failed steps (hover for why); dashed: the headroom target."
+            .into(),
+        empty: "No result has a finished step: nothing to compare on one chart.".into(),
+    }
 }

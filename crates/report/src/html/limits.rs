@@ -1,17 +1,38 @@
 //! The QoS limits a result was judged by, listed from the verdict's own rule
 //! table ([`crate::qos::RULES`]), so the page never restates a rule by hand.
+//!
+//! Only the rules that judged a step are listed as limits: a rule whose
+//! figure no step measured (OpenArena's servers report no tick lateness or
+//! frame time) passed every step without looking at anything, and listing
+//! it would claim a check that never happened. Such rules are named apart,
+//! as "not judged", and a game's player rules as "not applicable".
 
 use std::fmt::Write as _;
 
-use crate::bench::QosLimits;
-use crate::qos::{LimitText, RULES};
+use crate::bench::BenchResult;
+use crate::qos::{judged_rules, LimitText, RULES};
 
-/// One `<dt>`/`<dd>` pair: every rule of the table that judged the run,
-/// with its limit; for a game without players (`with_players` false), a
-/// second pair lists the player rules as not applicable.
-pub(super) fn qos_limits(out: &mut String, q: &QosLimits, tick_hz: u32, with_players: bool) {
-    out.push_str("<dt>QoS limits</dt><dd>a step fails if it misses any of:<ul>");
-    for rule in RULES.iter().filter(|r| with_players || !r.players) {
+/// The `<dt>`/`<dd>` pairs of the limits: every rule of the table that
+/// judged a step of `r`, with its limit; for a game without players, the
+/// player rules as not applicable; rules set but never judged apart.
+pub(super) fn qos_limits(out: &mut String, r: &BenchResult) {
+    let (q, tick_hz) = (&r.settings.qos, r.settings.tick_hz);
+    let with_players = r.settings.players_per_server > 0;
+    let any_step = r.ladders.iter().any(|l| !l.steps.is_empty());
+    let judged = judged_rules(r);
+    let applies = |players: bool| with_players || !players;
+    let set = |rule: &crate::qos::Rule| (rule.limit)(q, tick_hz) != LimitText::Off;
+    if any_step {
+        out.push_str("<dt>QoS limits</dt><dd>a step fails if it misses any of:<ul>");
+    } else {
+        out.push_str(
+            "<dt>QoS limits</dt><dd>no step ran; a step would have failed if it missed any of:<ul>",
+        );
+    }
+    for rule in RULES.iter().filter(|r| applies(r.players)) {
+        if any_step && !judged.contains(&rule.id) {
+            continue;
+        }
         match (rule.limit)(q, tick_hz) {
             // tickpack's own words and numbers, nothing from the file.
             LimitText::AtMost { measure, bound } => w!(out, "<li>{measure} &le; {bound}</li>"),
@@ -20,6 +41,21 @@ pub(super) fn qos_limits(out: &mut String, q: &QosLimits, tick_hz: u32, with_pla
         }
     }
     out.push_str("</ul></dd>\n");
+    let unjudged: Vec<&str> = RULES
+        .iter()
+        .filter(|r| any_step && applies(r.players) && set(r) && !judged.contains(&r.id))
+        .map(|r| r.name)
+        .collect();
+    if !unjudged.is_empty() {
+        out.push_str(
+            "<dt>not judged</dt><dd>no step measured what these rules read (the game's servers \
+             do not report it), so no step was judged on<ul>",
+        );
+        for name in unjudged {
+            w!(out, "<li>{name}</li>");
+        }
+        out.push_str("</ul></dd>\n");
+    }
     if !with_players {
         out.push_str(
             "<dt>not applicable</dt><dd>no players: tickpack cannot play this game, so it was judged on run delay and query latency, not on<ul>",

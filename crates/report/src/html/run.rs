@@ -3,14 +3,13 @@
 
 use std::fmt::Write as _;
 
-use crate::bench::BenchResult;
+use crate::bench::{BenchResult, BenchSettings};
 
 use super::format::{cpu_list, fmt_duration, fmt_num, or_na, system, utc, NA};
 use super::limits;
 
 pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
     let s = &r.settings;
-    let q = &s.qos;
     out.push_str("<h3>Run</h3>\n<dl class=\"facts\">\n");
     w!(
         out,
@@ -44,22 +43,7 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
         cpu_list(&r.cores.load_generator),
         cpu_list(&r.cores.servers)
     );
-    let settings = s.game_settings.lines().join(", ");
-    let game = match s.game.as_str() {
-        "reference" => "the reference server (tickpack's own)".to_string(),
-        "openarena" => format!(
-            "OpenArena (the real ioquake3 server); {}",
-            super::format::esc(&settings)
-        ),
-        name if settings.is_empty() => {
-            format!("{} (from its definition)", super::format::esc(name))
-        }
-        name => format!(
-            "{} (from its definition); {}",
-            super::format::esc(name),
-            super::format::esc(&settings)
-        ),
-    };
+    let game = game_words(s);
     w!(out, "<dt>Game</dt><dd>{game}</dd>\n");
     w!(
         out,
@@ -87,6 +71,27 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
         fmt_num(s.headroom_target * 100.0)
     );
     w!(out, "<dt>Compare</dt><dd>{}</dd>\n", or_na(&s.compare));
-    limits::qos_limits(out, q, s.tick_hz, s.players_per_server > 0);
+    limits::qos_limits(out, r);
     out.push_str("</dl>\n");
+}
+
+/// The game a run's settings name, in words (HTML, escaped): the reference
+/// server, OpenArena or a defined game, with its recorded settings.
+pub(super) fn game_words(s: &BenchSettings) -> String {
+    let settings = s.game_settings.lines().join(", ");
+    match s.game.as_str() {
+        "reference" => "the reference server (tickpack's own)".to_string(),
+        "openarena" => format!(
+            "OpenArena (the real ioquake3 server); {}",
+            super::format::esc(&settings)
+        ),
+        name if settings.is_empty() => {
+            format!("{} (from its definition)", super::format::esc(name))
+        }
+        name => format!(
+            "{} (from its definition); {}",
+            super::format::esc(name),
+            super::format::esc(&settings)
+        ),
+    }
 }

@@ -37,6 +37,9 @@ pub(super) fn result_section(out: &mut String, i: usize, n: usize, label: &str, 
 
     out.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
     figure(out, charts::latency(r));
+    for f in super::limit_charts::limit_charts(r) {
+        figure(out, f);
+    }
     if let Some(f) = charts::batch(r) {
         figure(out, f);
     }

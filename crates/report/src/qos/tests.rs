@@ -359,3 +359,21 @@ fn a_step_with_players_is_not_judged_on_run_delay_by_default() {
     fig.run_delay_us = Some(&slow);
     assert!(failures(&fig, None, &default_limits(100)).is_empty());
 }
+
+/// A figure no server reports (count 0, as OpenArena's tick lateness and
+/// frame time) passes its rule without being judged by it.
+#[test]
+fn a_figure_no_server_reports_is_not_judged() {
+    let mut f = Fixture::good();
+    let q = default_limits(100);
+    let rule = |id| RULES.iter().find(|r| r.id == id).unwrap();
+    assert!(rule(RuleId::P99TickLateness).judges(&f.figures(), &q));
+    f.late = Percentiles::default();
+    f.frame = Percentiles::default();
+    assert!(failures(&f.figures(), None, &q).is_empty(), "it passes");
+    assert!(!rule(RuleId::P99TickLateness).judges(&f.figures(), &q));
+    assert!(!rule(RuleId::P99ServerFrame).judges(&f.figures(), &q));
+    assert!(rule(RuleId::P99Transaction).judges(&f.figures(), &q));
+    // Unset optional limits judge nothing either.
+    assert!(!rule(RuleId::P99Query).judges(&f.figures(), &q));
+}
