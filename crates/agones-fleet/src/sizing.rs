@@ -129,9 +129,11 @@ pub struct Sizing {
 }
 
 impl Sizing {
-    /// Measured servers per core, e.g. 3.5.
+    /// Measured servers per server core, e.g. 3.5: the bench's headline,
+    /// from the same function ([`tickpack_report::headline`]).
     pub fn servers_per_core(&self) -> f64 {
-        f64::from(self.recommended_servers) / f64::from(self.server_cores)
+        tickpack_report::headline::servers_per_core(self.recommended_servers, self.server_cores)
+            .unwrap_or(0.0)
     }
 }
 

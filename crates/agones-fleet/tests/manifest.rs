@@ -48,6 +48,7 @@ fn ladder(label: &str, rss: &[Option<u64>]) -> Ladder {
         max_servers: Some(rss.len() as u32),
         recommended_servers: Some(rss.len() as u32),
         stopped: "done".into(),
+        limit_found: Some(true),
         repetition: None,
         game: None,
     }
@@ -99,6 +100,7 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
             },
             compare: "none".into(),
             probe: None,
+            project_cores: None,
         },
         cores: CoreUse {
             total: 4,
@@ -106,6 +108,8 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
             servers: vec![2, 3],
         },
         ladders: vec![ladder("tickpack", &[Some(40 << 20), Some(60 << 20)])],
+        servers_per_core: None,
+        limit_found: Some(true),
         recommended_servers: recommended,
         max_servers: recommended,
         comparison_ratio: None,

@@ -295,6 +295,7 @@ impl<'a> Climb<'a> {
                 max_servers: None,
                 recommended_servers: None,
                 stopped: String::new(),
+                limit_found: Some(false),
                 repetition: Some(repetition),
                 game: spec.ladder_game(),
             },
@@ -358,6 +359,7 @@ impl<'a> Climb<'a> {
         }
         if !pass && self.first_fail.is_none() {
             self.first_fail = Some(index);
+            self.ladder.limit_found = Some(true);
         }
         self.ladder.steps.push(step);
         obs.step_finished(&self.ladder);
@@ -419,6 +421,7 @@ mod tests {
             max_servers: max,
             recommended_servers: None,
             stopped: String::new(),
+            limit_found: None,
             repetition: None,
             game: None,
         }
@@ -556,6 +559,32 @@ mod tests {
         assert_eq!(l.stopped, "step 3 (9 servers) failed QoS");
         // A pass after the first failure does not raise the maximum.
         assert_eq!(l.max_servers, Some(6));
+    }
+
+    #[test]
+    fn a_ladder_that_reached_max_steps_with_every_step_passing_did_not_find_its_limit() {
+        // bench_claimed_a_maximum_without_a_failure: a ladder stopped by
+        // --max-steps said "maximum density 6 servers".
+        let mut r = Scripted::new(&[OK, OK]);
+        let (l, _) = climb_script(&settings(2, 0, false), &mut r);
+        assert_eq!(l.limit_found, Some(false));
+        assert_eq!(l.max_servers, Some(6));
+        assert_eq!(
+            l.max_density_words(),
+            "at least 6 servers (the last step, --max-steps, passed)"
+        );
+        let mut r = Scripted::new(&[OK, Outcome::Fail]);
+        let (l, _) = climb_script(&settings(2, 0, false), &mut r);
+        assert_eq!(l.limit_found, Some(true));
+        assert_eq!(l.max_density_words(), "3 servers");
+        // Interrupted with every step passing: also not found.
+        let mut r = Scripted::new(&[OK, Outcome::Interrupted]);
+        let (l, _) = climb_script(&settings(5, 0, false), &mut r);
+        assert_eq!(l.limit_found, Some(false));
+        assert_eq!(
+            l.max_density_words(),
+            "at least 3 servers (interrupted before a step failed)"
+        );
     }
 
     #[test]

@@ -98,14 +98,28 @@ pub struct ComparisonPlan {
     pub ratios: Vec<(usize, usize)>,
 }
 
-/// Cost inputs besides the measured density and watts.
+/// What one of the user's machines ran and drew before consolidating: the
+/// consolidation ratio exists only with it, the cost figures only with
+/// every cost input too. Nothing here has a default: a figure the user did
+/// not give is not made up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Before {
+    /// Servers one machine ran before consolidating (`--before-servers`).
+    pub servers: u32,
+    /// The cost inputs, when the user gave them.
+    pub cost: Option<CostInputs>,
+}
+
+/// Cost inputs besides the measured density and watts, all given by the
+/// user.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostInputs {
+    /// Watts of one machine before (`--before-watts`).
     pub before_watts: f64,
-    /// Servers one machine ran before consolidating (the case study: 108
-    /// servers replaced 18 machines, 6 each).
-    pub before_servers: u32,
+    /// Machines before (`--machines`).
     pub machines: u64,
+    /// The currency the costs are in (`--currency`).
+    pub currency: String,
     pub price_per_kwh: f64,
     pub currency_rate: f64,
     pub hours_per_year: f64,
@@ -122,7 +136,8 @@ pub struct BenchConfig {
     pub net: NetKind,
     pub load_generator_cpus: Vec<usize>,
     pub power: power::PowerConfig,
-    pub cost: CostInputs,
+    /// `None`: the user gave no "before", so no ratio and no cost.
+    pub before: Option<Before>,
     pub exe: PathBuf,
     /// Run dir of the steps' hosts: keep it stable per host name (the
     /// default `/run/tickpack/bn`) so a run killed with -9 is found and
@@ -213,22 +228,31 @@ impl BenchConfig {
             }
             _ => {}
         }
-        let c = &self.cost;
-        if c.before_servers == 0 || c.machines == 0 {
-            return bad("--before-servers and --machines must be 1 or more".into());
+        if let Some(b) = &self.before {
+            if b.servers == 0 {
+                return bad("--before-servers must be 1 or more".into());
+            }
+            if let Some(c) = &b.cost {
+                if c.currency.trim().is_empty() || c.currency.len() > 16 {
+                    return bad(
+                        "--currency must name the currency, e.g. EUR (1-16 characters)".into(),
+                    );
+                }
+                // The cost figures are computed at the end: check their
+                // inputs now (the measured side is stood in by the before
+                // side).
+                tco::validate(&tickpack_report::bench::TcoInputs {
+                    before_watts: c.before_watts,
+                    after_watts: c.before_watts,
+                    ratio: 1.0,
+                    machines: c.machines,
+                    price_per_kwh: c.price_per_kwh,
+                    currency_rate: c.currency_rate,
+                    hours_per_year: c.hours_per_year,
+                })
+                .map_err(|e| BenchError::Config(format!("cost: {e}")))?;
+            }
         }
-        // The cost figures are computed at the end: check their inputs now
-        // (the measured side is stood in by the before side).
-        tco::validate(&tickpack_report::bench::TcoInputs {
-            before_watts: c.before_watts,
-            after_watts: c.before_watts,
-            ratio: 1.0,
-            machines: c.machines,
-            price_per_kwh: c.price_per_kwh,
-            currency_rate: c.currency_rate,
-            hours_per_year: c.hours_per_year,
-        })
-        .map_err(|e| BenchError::Config(format!("cost: {e}")))?;
         if !(s.step_duration_s >= 0.5 && s.step_duration_s <= 3600.0) {
             return bad("--step-duration must be 500ms..1h".into());
         }
@@ -462,12 +486,14 @@ pub fn run(
             servers: plan.server_cpus.clone(),
         },
         ladders: vec![],
+        servers_per_core: None,
+        limit_found: None,
         recommended_servers: None,
         max_servers: None,
         comparison_ratio: None,
         comparison: None,
         consolidation_ratio: None,
-        before_servers: Some(cfg.cost.before_servers),
+        before_servers: cfg.before.as_ref().map(|b| b.servers),
         tco: None,
         complete: false,
         started_unix: now,
@@ -531,7 +557,7 @@ pub fn run(
                 &comparison,
                 cfg.compare,
                 cfg.repeat,
-                &cfg.cost,
+                cfg.before.as_ref(),
             )
             .comparison;
             tickpack_report::write_json_atomic(&path, &result)?;
@@ -545,7 +571,7 @@ pub fn run(
         &comparison,
         cfg.compare,
         cfg.repeat,
-        &cfg.cost,
+        cfg.before.as_ref(),
     )
     .apply(&mut result);
     result.complete = true;

@@ -2,17 +2,21 @@
 //! of the first variant (tickpack's own settings; over repetitions, the
 //! lower median, a value one repetition measured), the comparison over the
 //! repetitions (per variant the median and range of its densities, every
-//! ratio with its range and whether the variants can be told apart), the
-//! consolidation ratio and the cost figures.
+//! ratio with its range and whether the variants can be told apart),
+//! whether the ladders found their limit, the headline (servers per server
+//! core, [`tickpack_report::headline`]) and, only against a "before" the
+//! user gave, the consolidation ratio and the cost figures.
 
 use tickpack_report::bench::{BenchResult, Ladder, Tco, TcoInputs};
 use tickpack_report::comparison::{Comparison, DensityRatio, Separation, Spread, VariantSummary};
 
-use crate::{tco, Compare, ComparisonPlan, CostInputs};
+use crate::{tco, Before, Compare, ComparisonPlan};
 
 /// What [`summarize`] fills into the result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// Every ladder of the first variant found its limit.
+    pub limit_found: Option<bool>,
     pub recommended_servers: Option<u32>,
     pub max_servers: Option<u32>,
     pub comparison_ratio: Option<f64>,
@@ -22,8 +26,14 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Writes the summary's fields into `result`.
+    /// Writes the summary's fields into `result`, with the headline over
+    /// the result's server cores.
     pub fn apply(self, result: &mut BenchResult) {
+        let server_cores = u32::try_from(result.cores.servers.len()).unwrap_or(0);
+        result.servers_per_core = self
+            .recommended_servers
+            .and_then(|n| tickpack_report::headline::stored_per_core(n, server_cores));
+        result.limit_found = self.limit_found;
         result.recommended_servers = self.recommended_servers;
         result.max_servers = self.max_servers;
         result.comparison_ratio = self.comparison_ratio;
@@ -142,9 +152,10 @@ pub fn summarize(
     plan: &ComparisonPlan,
     compare: Compare,
     repeat: u32,
-    cost: &CostInputs,
+    before: Option<&Before>,
 ) -> Summary {
     let mut out = Summary {
+        limit_found: None,
         recommended_servers: None,
         max_servers: None,
         comparison_ratio: None,
@@ -156,6 +167,12 @@ pub fn summarize(
         return out;
     };
     let c = comparison(ladders, plan, compare, repeat);
+    out.limit_found = Some(
+        ladders
+            .iter()
+            .filter(|l| l.label == first.label)
+            .all(Ladder::limit_found),
+    );
     // The first variant's densities: over repetitions the lower median (a
     // value a repetition measured); run once, the ladder's own.
     let first_variant = c.variant(&first.label).filter(|_| repeat > 1);
@@ -179,8 +196,9 @@ pub fn summarize(
     if repeat > 1 || !plan.ratios.is_empty() {
         out.comparison = Some(c);
     }
-    if let Some(rec) = out.recommended_servers {
-        let ratio = f64::from(rec) / f64::from(cost.before_servers.max(1));
+    // The ratio and the cost only against a "before" the user gave.
+    if let (Some(rec), Some(before)) = (out.recommended_servers, before) {
+        let ratio = f64::from(rec) / f64::from(before.servers.max(1));
         out.consolidation_ratio = Some(two_decimals(ratio));
         // The watts of the recommended step, from a ladder of the first
         // variant that recommended it.
@@ -191,7 +209,10 @@ pub fn summarize(
         let after_watts = step
             .and_then(|s| s.power.as_ref())
             .map(|p| (p.watts, p.source));
-        if let Some((watts, source)) = after_watts.filter(|_| ratio >= 1.0) {
+        // Below 1 there is no consolidation to cost (the summary says why;
+        // `tickpack tco` computes it when asked).
+        let cost = before.cost.as_ref().filter(|_| ratio >= 1.0);
+        if let (Some((watts, source)), Some(cost)) = (after_watts, cost) {
             let inputs = TcoInputs {
                 before_watts: cost.before_watts,
                 after_watts: watts,
@@ -201,7 +222,12 @@ pub fn summarize(
                 currency_rate: cost.currency_rate,
                 hours_per_year: cost.hours_per_year,
             };
-            out.tco = tco::compute(&inputs, tco::watts_source_label(source)).ok();
+            out.tco = tco::compute(&inputs, tco::watts_source_label(source))
+                .ok()
+                .map(|t| Tco {
+                    currency: Some(cost.currency.clone()),
+                    ..t
+                });
         }
     }
     out
@@ -258,13 +284,19 @@ mod tests {
     }
 
     /// The summary of ladders run once.
-    fn once(ladders: &[Ladder], compare: Compare, cost: &CostInputs) -> Summary {
-        summarize(ladders, &plan(ladders, compare), compare, 1, cost)
+    fn once(ladders: &[Ladder], compare: Compare, before: &Before) -> Summary {
+        summarize(ladders, &plan(ladders, compare), compare, 1, Some(before))
     }
 
     /// The summary of ladders over `repeat` repetitions.
     fn repeated(ladders: &[Ladder], compare: Compare, repeat: u32) -> Summary {
-        summarize(ladders, &plan(ladders, compare), compare, repeat, &cost(6))
+        summarize(
+            ladders,
+            &plan(ladders, compare),
+            compare,
+            repeat,
+            Some(&cost(6)),
+        )
     }
 
     /// A ladder of `label` in repetition `rep` with maximum `max`.
@@ -406,14 +438,17 @@ mod tests {
         assert_eq!(s.max_servers, Some(6), "the lower median");
     }
 
-    fn cost(before_servers: u32) -> CostInputs {
-        CostInputs {
-            before_watts: 300.0,
-            before_servers,
-            machines: 18,
-            price_per_kwh: 0.2,
-            currency_rate: 1.0,
-            hours_per_year: 8760.0,
+    fn cost(before_servers: u32) -> Before {
+        Before {
+            servers: before_servers,
+            cost: Some(crate::CostInputs {
+                before_watts: 300.0,
+                machines: 18,
+                price_per_kwh: 0.2,
+                currency: "EUR".into(),
+                currency_rate: 1.0,
+                hours_per_year: 8760.0,
+            }),
         }
     }
 
@@ -453,6 +488,7 @@ mod tests {
             max_servers: max,
             recommended_servers: rec,
             stopped: "x".into(),
+            limit_found: Some(true),
             repetition: None,
             game: None,
         }
@@ -538,6 +574,49 @@ mod tests {
         );
         assert_eq!(s.consolidation_ratio, Some(0.5));
         assert_eq!(s.tco, None);
+    }
+
+    #[test]
+    fn no_ratio_and_no_cost_without_a_before() {
+        // bench_invented_a_before_of_6_servers: with no --before-servers the
+        // ratio was computed against a hidden default of 6.
+        let ls = [ladder("a", Some(12), Some(18), Some((150.0, "rapl")))];
+        let s = summarize(&ls, &plan(&ls, Compare::None), Compare::None, 1, None);
+        assert_eq!(s.recommended_servers, Some(12));
+        assert_eq!((s.consolidation_ratio, s.tco), (None, None));
+        // The servers before alone: a ratio, no cost.
+        let servers_only = Before {
+            servers: 6,
+            cost: None,
+        };
+        let s = once(&ls, Compare::None, &servers_only);
+        assert_eq!((s.consolidation_ratio, s.tco), (Some(2.0), None));
+        // Everything given: the cost names its currency.
+        let s = once(&ls, Compare::None, &cost(6));
+        assert_eq!(s.tco.unwrap().currency.as_deref(), Some("EUR"));
+    }
+
+    #[test]
+    fn the_headline_is_the_recommended_density_over_the_server_cores() {
+        let ls = [ladder("a", Some(3), Some(6), None)];
+        let s = summarize(&ls, &plan(&ls, Compare::None), Compare::None, 1, None);
+        let mut r: BenchResult =
+            serde_json::from_str(include_str!("../../report/tests/fixtures/result-v1.json"))
+                .unwrap();
+        r.cores.servers = vec![1, 2];
+        r.cores.load_generator = vec![0];
+        s.apply(&mut r);
+        assert_eq!(r.servers_per_core, Some(1.5));
+        assert_eq!(r.limit_found, Some(true));
+        // A ladder that never failed: a lower bound, said so.
+        let mut l = ladder("a", Some(6), Some(6), None);
+        l.limit_found = Some(false);
+        let ls = [l];
+        summarize(&ls, &plan(&ls, Compare::None), Compare::None, 1, None).apply(&mut r);
+        assert_eq!(r.limit_found, Some(false));
+        assert!(r.recommended_is_lower_bound());
+        let h = tickpack_report::headline::Headline::of(&r).unwrap();
+        assert_eq!(h.per_core_words(), "at least 3.00 servers per server core");
     }
 
     #[test]

@@ -20,7 +20,10 @@
 //! ```
 //!
 //! Savings come out negative when the new machines draw more than the ones
-//! they replace; that is reported, not refused.
+//! they replace; that is reported, not refused. So is a ratio below 1 (one
+//! new machine holds fewer servers than one of today's): it is no
+//! consolidation, the fleet after has more machines than before, and
+//! [`below_one_words`] says so beside the figures.
 //!
 //! `price_per_kwh` is in the currency the electricity bill is in;
 //! `currency_rate` converts that currency into the one you report in
@@ -102,13 +105,6 @@ pub enum TcoError {
     /// A number that must be positive and finite was not.
     #[error("{field} must be a positive, finite number, got {value}")]
     NotPositive { field: &'static str, value: f64 },
-    /// `ratio` below 1.
-    #[error(
-        "ratio must be at least 1, got {value}: it is how many of today's machines' \
-         server groups fit on one new machine, and a ratio below 1 would need more \
-         machines after consolidating than before"
-    )]
-    RatioBelowOne { value: f64 },
     /// `machines` is 0.
     #[error("machines must be at least 1 (today's machine count), got {value}")]
     NoMachines { value: u64 },
@@ -125,7 +121,6 @@ impl TcoError {
     pub fn field(&self) -> &'static str {
         match self {
             TcoError::NotPositive { field, .. } => field,
-            TcoError::RatioBelowOne { .. } => "ratio",
             TcoError::NoMachines { .. } => "machines",
             TcoError::Hours { .. } => "hours_per_year",
         }
@@ -147,11 +142,6 @@ pub fn validate(inputs: &TcoInputs) -> Result<(), TcoError> {
             return Err(TcoError::NotPositive { field, value });
         }
     }
-    if inputs.ratio < 1.0 {
-        return Err(TcoError::RatioBelowOne {
-            value: inputs.ratio,
-        });
-    }
     if inputs.machines == 0 {
         return Err(TcoError::NoMachines {
             value: inputs.machines,
@@ -165,9 +155,26 @@ pub fn validate(inputs: &TcoInputs) -> Result<(), TcoError> {
     Ok(())
 }
 
+/// What a ratio below 1 means, in words (`None` from 1 up): one new machine
+/// holds fewer server groups than one of today's, so the same servers need
+/// more machines; the figures are what that would cost, not a saving.
+pub fn below_one_words(inputs: &TcoInputs) -> Option<String> {
+    (inputs.ratio < 1.0).then(|| {
+        format!(
+            "ratio {} is below 1: one new machine holds fewer servers than one of today's, so \
+             the same servers need {} machines instead of {}; this is no consolidation, and the \
+             figures below are what it would cost, not a saving",
+            inputs.ratio,
+            machines_after(inputs.machines, inputs.ratio),
+            inputs.machines
+        )
+    })
+}
+
 /// Machines needed after consolidating: `ceil(machines / ratio)`, never
 /// rounding an exact quotient up because of floating-point noise
-/// (e.g. 3 / 1.5 is 2 machines, not 3).
+/// (e.g. 3 / 1.5 is 2 machines, not 3). More than `machines` for a ratio
+/// below 1.
 pub fn machines_after(machines: u64, ratio: f64) -> u64 {
     let q = machines as f64 / ratio;
     let nearest = q.round();
@@ -176,7 +183,8 @@ pub fn machines_after(machines: u64, ratio: f64) -> u64 {
     } else {
         q.ceil()
     };
-    (whole as u64).clamp(1, machines)
+    // `as` saturates: a tiny ratio cannot wrap around.
+    (whole as u64).max(1)
 }
 
 /// Validates `inputs` and computes the before, after and savings figures.
@@ -201,7 +209,9 @@ pub fn compute(inputs: &TcoInputs, watts_source: WattsSource) -> Result<Tco, Tco
     );
     let annual = before.annual_cost - after.annual_cost;
     let savings = TcoSavings {
-        machines: before.machines - after.machines,
+        machines: i64::try_from(before.machines)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(after.machines).unwrap_or(i64::MAX)),
         annual_kwh: before.annual_kwh - after.annual_kwh,
         annual,
         percent: annual / before.annual_cost * 100.0,
@@ -212,6 +222,7 @@ pub fn compute(inputs: &TcoInputs, watts_source: WattsSource) -> Result<Tco, Tco
         after,
         savings,
         watts_source,
+        currency: None,
     })
 }
 
@@ -227,5 +238,11 @@ mod tests {
         assert_eq!(machines_after(1, 18.0), 1);
         assert_eq!(machines_after(7, 1.0), 7);
         assert_eq!(machines_after(10, 0.1 * 30.0), 4);
+        assert_eq!(
+            machines_after(1000, 0.5),
+            2000,
+            "a ratio below 1 needs more"
+        );
+        assert_eq!(machines_after(3, 1e-300), u64::MAX, "saturates");
     }
 }

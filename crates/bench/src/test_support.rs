@@ -72,5 +72,6 @@ pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
         },
         compare: "none".into(),
         probe: None,
+        project_cores: None,
     }
 }

@@ -153,24 +153,37 @@ fn every_watt_price_and_rate_must_be_positive_and_finite() {
 }
 
 #[test]
-fn a_ratio_below_one_is_refused_with_the_reason() {
-    let (e, msg) = refused(TcoInputs {
+fn a_ratio_below_one_is_computed_and_explained_not_refused() {
+    // tickpack_tco_refused_a_ratio_below_one: `tco --ratio 0.5` said only
+    // "ratio must be at least 1".
+    let inputs = TcoInputs {
         ratio: 0.5,
         ..case_study()
+    };
+    let tco = compute(&inputs, WATTS_GIVEN).unwrap();
+    assert_eq!(tco.after.machines, 2000);
+    assert_eq!(tco.savings.machines, -1000);
+    assert!(tco.savings.annual < 0.0);
+    let words = tickpack_bench::tco::below_one_words(&inputs).unwrap();
+    assert!(words.contains("ratio 0.5 is below 1"), "{words}");
+    assert!(
+        words.contains("need 2000 machines instead of 1000"),
+        "{words}"
+    );
+    assert!(words.contains("not a saving"), "{words}");
+    // Exactly 1 is a ratio: nothing consolidated, only the watts change.
+    let one = TcoInputs {
+        ratio: 1.0,
+        ..case_study()
+    };
+    assert_eq!(tickpack_bench::tco::below_one_words(&one), None);
+    assert_eq!(compute(&one, WATTS_GIVEN).unwrap().after.machines, 1000);
+    // 0 and below are still refused.
+    let (e, _) = refused(TcoInputs {
+        ratio: 0.0,
+        ..case_study()
     });
-    assert_eq!(e, TcoError::RatioBelowOne { value: 0.5 });
-    assert!(msg.contains("ratio must be at least 1, got 0.5"), "{msg}");
-    assert!(msg.contains("more machines after consolidating"), "{msg}");
-    // Exactly 1 is allowed: nothing consolidated, only the watts change.
-    let tco = compute(
-        &TcoInputs {
-            ratio: 1.0,
-            ..case_study()
-        },
-        WATTS_GIVEN,
-    )
-    .unwrap();
-    assert_eq!(tco.after.machines, 1000);
+    assert_eq!(e.field(), "ratio");
 }
 
 #[test]

@@ -168,6 +168,22 @@ fn bench_cost_inputs_are_checked_before_the_ladder() {
 }
 
 #[test]
+fn bench_cost_flags_without_the_rest_exit_2_naming_the_missing_ones() {
+    // bench_used_hidden_cost_defaults: --before-watts alone costed against
+    // 6 servers, 1000 machines and 0.16 per kWh nobody gave.
+    rejected(
+        "costpart",
+        &["bench", "--quick", "--out", "out", "--before-watts", "300"],
+        &[
+            "--before-watts given",
+            "--before-servers",
+            "--machines",
+            "--currency",
+        ],
+    );
+}
+
+#[test]
 fn bench_load_cpus_that_do_not_exist_exit_2_and_leave_nothing() {
     let before = host_objects("tpbn");
     rejected(
@@ -417,6 +433,8 @@ fn tco_negative_numbers_name_the_flag() {
             "10",
             "--price-per-kwh",
             "0.1",
+            "--currency",
+            "EUR",
         ],
         &["--before-watts", "-5"],
     );

@@ -107,6 +107,21 @@ fn quick_ladder_writes_a_result_that_report_renders() {
         "{text}"
     );
     assert!(text.contains("maximum density"), "terminal summary: {text}");
+    // The headline: servers per server core, first, no ratio without a before.
+    if !first_failed {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.trim_start().contains("SERVERS PER SERVER CORE"),
+            "{stdout}"
+        );
+        assert!(r["servers_per_core"].as_f64().is_some() || r["recommended_servers"].is_null());
+        assert!(r["limit_found"].is_boolean(), "{r}");
+    }
+    assert!(
+        r["consolidation_ratio"].is_null(),
+        "no --before-servers, no ratio"
+    );
+    assert!(r["tco"].is_null());
     assert!(out_dir.join("report.html").exists());
 
     // `report` rebuilds the page from the file, and compares two side by side.
@@ -264,7 +279,7 @@ fn an_interrupted_run_keeps_its_finished_steps() {
             );
             assert!(
                 stdout.contains(&format!(
-                    "maximum density not found (interrupted before its limit: at least {passed} servers passed)"
+                    "maximum density at least {passed} servers (interrupted before a step failed)"
                 )),
                 "{stdout}"
             );
@@ -297,6 +312,8 @@ fn tco_reproduces_the_case_study_table() {
             "0.16",
             "--currency-rate",
             "1.49",
+            "--currency",
+            "USD",
             "--json",
         ])
         .output()
@@ -310,7 +327,9 @@ fn tco_reproduces_the_case_study_table() {
     assert!(close(&t["after"]["annual_cost"], 83_034.15), "{t}");
     assert!(close(&t["savings"]["annual"], 647_900.25), "{t}");
     assert_eq!(t["after"]["machines"], 56);
-    let bad = Command::new(exe())
+    assert_eq!(t["currency"], "USD");
+    // A ratio below 1 is computed and said to be no consolidation.
+    let below = Command::new(exe())
         .args([
             "tco",
             "--before-watts",
@@ -323,11 +342,15 @@ fn tco_reproduces_the_case_study_table() {
             "10",
             "--price-per-kwh",
             "0.1",
+            "--currency",
+            "EUR",
         ])
         .output()
         .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("ratio"));
+    assert_success(&below);
+    let table = String::from_utf8_lossy(&below.stdout);
+    assert!(table.starts_with("ratio 0.5 is below 1"), "{table}");
+    assert!(table.contains("need 20 machines instead of 10"), "{table}");
 }
 
 #[test]

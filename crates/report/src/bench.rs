@@ -90,6 +90,10 @@ pub struct BenchSettings {
     /// "a2s"); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,
+    /// A machine size the headline is projected to (`--project-cores`):
+    /// its server cores. Absent: this machine only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_cores: Option<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -327,12 +331,20 @@ pub struct Ladder {
     pub net: Option<String>,
     pub placement: String,
     pub steps: Vec<Step>,
-    /// Largest step that passed before the first failure.
+    /// Largest step that passed before the first failure (or the last
+    /// step that passed, when none failed: see `limit_found`).
     pub max_servers: Option<u32>,
     /// Largest passing step whose server-core busy share is within the headroom target.
     pub recommended_servers: Option<u32>,
     /// Why the ladder stopped, in words.
     pub stopped: String,
+    /// True when a step failed QoS (the ladder found its limit); false when
+    /// it stopped at `--max-steps` or was interrupted with every step
+    /// passing, so `max_servers` is only a lower bound. Absent in results
+    /// written before it was recorded ([`Ladder::limit_found`] reads the
+    /// steps then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_found: Option<bool>,
     /// Which repetition of the comparison (`--repeat`) this ladder is,
     /// from 1; absent in results written before repetitions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -386,6 +398,13 @@ impl Ladder {
         self.game.as_ref().map_or(settings.tick_hz, |g| g.tick_hz)
     }
 
+    /// True when a step of the ladder failed QoS: its maximum density is
+    /// its limit, not a lower bound.
+    pub fn limit_found(&self) -> bool {
+        self.limit_found
+            .unwrap_or_else(|| self.steps.iter().any(|s| s.verdict.is_fail()))
+    }
+
     /// True when the ladder was interrupted before any step failed QoS:
     /// it never found its limit, and `max_servers` is only a lower bound.
     pub fn interrupted_before_limit(&self) -> bool {
@@ -393,16 +412,23 @@ impl Ladder {
     }
 
     /// The maximum density in words: `4 servers`, `not reached` (the first
-    /// step failed), or, for a ladder interrupted before its limit,
-    /// `not found (interrupted before its limit: at least 4 servers passed)`.
+    /// step failed), or, for a ladder that never failed a step,
+    /// `at least 4 servers (interrupted before a step failed)` or
+    /// `at least 4 servers (the last step, --max-steps, passed)`.
     pub fn max_density_words(&self) -> String {
-        match (self.interrupted_before_limit(), self.max_servers) {
-            (true, Some(n)) => {
-                format!("not found (interrupted before its limit: at least {n} servers passed)")
+        let why = if self.stopped.starts_with("interrupted") {
+            "interrupted before a step failed"
+        } else {
+            "the last step, --max-steps, passed"
+        };
+        match (self.limit_found(), self.max_servers) {
+            (false, Some(n)) => format!("at least {n} servers ({why})"),
+            (false, None) if self.steps.is_empty() => {
+                "not found (interrupted before a step finished)".into()
             }
-            (true, None) => "not found (interrupted before a step finished)".into(),
-            (false, Some(n)) => format!("{n} servers"),
-            (false, None) => "not reached".into(),
+            (false, None) => "not found".into(),
+            (true, Some(n)) => format!("{n} servers"),
+            (true, None) => "not reached".into(),
         }
     }
 }
@@ -415,6 +441,11 @@ pub struct Tco {
     pub after: TcoSide,
     pub savings: TcoSavings,
     pub watts_source: WattsSource,
+    /// The currency the costs are in (`--currency`: the bill's, or the one
+    /// `currency_rate` converts to); absent in results written before it
+    /// was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
 }
 
 /// Where a cost's watts came from; stored as `"given"` (typed in),
@@ -491,7 +522,9 @@ pub struct TcoSide {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TcoSavings {
-    pub machines: u64,
+    /// Machines saved: negative when consolidating needs more (a ratio
+    /// below 1).
+    pub machines: i64,
     pub annual_kwh: f64,
     pub annual: f64,
     /// Savings as a share of the before cost, 0-100 %.
@@ -507,6 +540,19 @@ pub struct BenchResult {
     pub settings: BenchSettings,
     pub cores: CoreUse,
     pub ladders: Vec<Ladder>,
+    /// The headline: the recommended density over the server cores (the
+    /// load generator's excluded), to three decimals
+    /// ([`crate::headline`]). Absent when nothing was recommended, and in
+    /// results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers_per_core: Option<f64>,
+    /// True when every ladder of the first variant found its limit (a step
+    /// failed QoS); false when one stopped with every step passing: its
+    /// densities are lower bounds ("at least"). Absent in results written
+    /// before it was recorded ([`BenchResult::limit_found`] reads the
+    /// ladders then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_found: Option<bool>,
     /// Recommended density of the first ladder (tickpack's own settings).
     pub recommended_servers: Option<u32>,
     pub max_servers: Option<u32>,
@@ -521,10 +567,13 @@ pub struct BenchResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<crate::comparison::Comparison>,
     /// Recommended servers per machine over `before_servers` (the servers
-    /// one machine ran before consolidating, `--before-servers`).
+    /// one machine ran before consolidating, `--before-servers`); absent
+    /// when the user gave no "before". Below 1 it is no consolidation
+    /// ([`crate::headline::consolidation_words`] says so).
     pub consolidation_ratio: Option<f64>,
-    /// The consolidation ratio's baseline: servers per machine before
-    /// (absent in results written before it was recorded).
+    /// The consolidation ratio's baseline: servers per machine before, as
+    /// the user gave it (absent when not given; results written before
+    /// 2026-11 recorded a default of 6 here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_servers: Option<u32>,
     pub tco: Option<Tco>,
@@ -532,6 +581,31 @@ pub struct BenchResult {
     pub complete: bool,
     pub started_unix: u64,
     pub finished_unix: Option<u64>,
+}
+
+impl BenchResult {
+    /// Whether the first variant's ladders all found their limit (see
+    /// `limit_found`).
+    pub fn limit_found(&self) -> bool {
+        self.limit_found.unwrap_or_else(|| {
+            let Some(first) = self.ladders.first() else {
+                return false;
+            };
+            self.ladders
+                .iter()
+                .filter(|l| l.label == first.label)
+                .all(Ladder::limit_found)
+        })
+    }
+
+    /// True when the recommended density is only a lower bound: no step
+    /// failed and the recommended step is the last that passed (the
+    /// headroom target did not stop it either).
+    pub fn recommended_is_lower_bound(&self) -> bool {
+        !self.limit_found()
+            && self.recommended_servers.is_some()
+            && self.recommended_servers == self.max_servers
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 pub mod bench;
 pub mod comparison;
 pub mod game_settings;
+pub mod headline;
 pub mod html;
 pub mod merge;
 pub mod probe;

@@ -112,7 +112,8 @@ fn sample() -> BenchResult {
         ],
         max_servers: Some(9),
         recommended_servers: Some(9),
-        stopped: "max steps reached".into(),
+        stopped: "step 4 (12 servers) failed QoS".into(),
+        limit_found: Some(true),
         repetition: None,
         game: None,
     };
@@ -129,6 +130,7 @@ fn sample() -> BenchResult {
         max_servers: Some(6),
         recommended_servers: Some(6),
         stopped: "QoS failed at 9 servers".into(),
+        limit_found: None,
         repetition: None,
         game: None,
     };
@@ -168,6 +170,7 @@ fn sample() -> BenchResult {
             },
             compare: "placement".into(),
             probe: None,
+            project_cores: None,
         },
         cores: CoreUse {
             total: 8,
@@ -175,6 +178,8 @@ fn sample() -> BenchResult {
             servers: vec![2, 3, 4, 5, 6, 7],
         },
         ladders: vec![tickpack, kernel],
+        servers_per_core: Some(1.5),
+        limit_found: None,
         recommended_servers: Some(9),
         max_servers: Some(9),
         comparison_ratio: Some(1.5),
@@ -210,6 +215,7 @@ fn sample() -> BenchResult {
                 percent: 77.8,
             },
             watts_source: WattsSource::Source(PowerSourceKind::Modeled),
+            currency: Some("EUR".into()),
         }),
         complete: true,
         started_unix: 1_735_689_600,
@@ -267,7 +273,7 @@ fn verdict_is_said_in_words_at_the_top() {
     assert!(verdict.contains("maximum density: <strong>9 servers</strong>"));
     assert!(verdict.contains("(3 tiles of 3)"));
     assert!(verdict.contains("75 %"));
-    assert!(verdict.contains("Consolidation ratio: <strong>9x</strong>"));
+    assert!(verdict.contains("Consolidation ratio: <strong>9.00:1</strong>"));
     assert!(verdict.contains(
         "tickpack's placement (netns/bridge, placement spread) fits <strong>1.50x</strong> \
          the servers the kernel's scheduling (netns/bridge, kernel scheduling) fits at the same QoS"
@@ -314,7 +320,7 @@ fn modeled_power_says_so() {
     assert!(p.contains("Power vs servers (modeled, not measured)"));
     assert!(p.contains("watts (modeled)"));
     assert!(p.contains("Watts (modeled)"));
-    assert!(p.contains("Watts: <strong>modeled</strong>"));
+    assert!(p.contains("Watts after: <strong>modeled</strong>"));
     assert!(p.contains("99,645"), "annual savings missing");
     assert!(p.contains("77.8 %"));
 }
@@ -368,7 +374,7 @@ fn missing_values_are_not_reached_or_na_never_zero() {
     assert!(p.contains("maximum density: <strong><span class=\"na\">not reached</span>"));
     assert!(p.contains("Consolidation ratio: <span class=\"na\">n/a</span>"));
     assert!(p.contains("Comparison ratio (placement): <span class=\"na\">n/a</span>"));
-    assert!(p.contains("No cost figures in this result"));
+    assert!(p.contains("No cost figures: no step was recommended"));
     assert!(p.contains("no power source"));
     assert!(!p.contains("0 servers<"), "a missing density shows as 0");
     assert!(!p.contains(">0x<"));
@@ -516,15 +522,19 @@ fn consolidation_ratio_names_its_baseline_not_one_server_per_machine() {
         "wrong baseline named"
     );
     assert!(
-        p.contains("against <strong>6 servers</strong> per machine before consolidating"),
+        p.contains(
+            "Consolidation ratio: <strong>1.50:1</strong> (9 servers per machine at the \
+             recommended density on this machine / 6 per machine before (--before-servers))"
+        ),
         "the baseline --before-servers is said"
     );
-    assert!(p.contains("<code>--before-servers</code>"));
-    // Results written before the baseline was recorded still name the flag.
+    // Results written before the baseline was recorded say it is missing.
     r.before_servers = None;
     let p = page(r);
     assert!(!p.contains("one server per machine"));
-    assert!(p.contains("against the servers per machine before consolidating"));
+    assert!(
+        p.contains("Consolidation ratio: <strong>1.50x</strong> (its baseline was not recorded)")
+    );
 }
 
 /// The first ladder of `sample()`, interrupted after `passed` passing steps,
@@ -544,6 +554,7 @@ fn interrupted_after(passed: usize, stopped: &str) -> BenchResult {
     l.max_servers = l.steps.last().map(|s| s.servers);
     l.recommended_servers = l.max_servers;
     l.stopped = stopped.into();
+    l.limit_found = None;
     r
 }
 
@@ -558,18 +569,19 @@ fn an_interrupted_ladder_does_not_claim_a_maximum_density() {
         assert!(r.ladders[0].interrupted_before_limit());
         assert_eq!(
             r.ladders[0].max_density_words(),
-            "not found (interrupted before its limit: at least 3 servers passed)"
+            "at least 3 servers (interrupted before a step failed)"
         );
         let p = page(r);
         let verdict = &p[p.find("class=\"verdict\"").unwrap()..p.find("<h3>Run</h3>").unwrap()];
         assert!(
-            verdict.contains("Maximum: not found</strong>: the run was interrupted before the ladder found its limit; at least <strong>3 servers</strong> met every QoS limit"),
+            verdict.contains("Maximum: at least 3 servers</strong>: no step failed, so the ladder did not find its limit (the run was interrupted); <strong>3 servers</strong> met every QoS limit"),
             "{verdict}"
         );
         assert!(
-            verdict.contains("maximum density: <strong><span class=\"na\">not found (interrupted before its limit: at least 3 servers passed)"),
+            verdict.contains("maximum density: <strong><span class=\"na\">at least 3 servers (interrupted before a step failed)"),
             "{verdict}"
         );
+        assert!(!verdict.contains("before the first failure"), "{verdict}");
         assert!(!verdict.contains("no step met the QoS limits"), "{verdict}");
         assert!(!p.contains("<td class=\"num\">3 servers</td><td>interrupted"));
     }
@@ -1072,4 +1084,82 @@ fn comparing_two_games_shows_a_game_row_and_one_shared_chart() {
         chart.contains("class=\"failed-point\""),
         "failed steps are red"
     );
+}
+
+#[test]
+fn the_headline_is_servers_per_server_core_first_in_the_verdict() {
+    let mut r = sample();
+    r.settings.project_cores = Some(64);
+    let p = page(r);
+    let verdict = &p[p.find("class=\"verdict\"").unwrap()..p.find("<h3>Run</h3>").unwrap()];
+    // 9 recommended servers on 6 server cores (2 of 8 kept for the load generator).
+    let head = verdict.find("1.50 servers per server core").expect(verdict);
+    assert!(head < verdict.find("Recommended density").unwrap(), "first");
+    assert!(verdict.contains("this machine, on 6 server cores: 9 servers"));
+    assert!(verdict.contains("projected, on 64 server cores: 96 servers"));
+    assert!(verdict.contains("the load generator&#39;s 2 cores of 8 excluded"));
+    assert!(verdict.contains("at most 75 % of the server cores busy"));
+    // Two results: the comparison table opens with it.
+    let p = html::render(&[("a".into(), sample()), ("b".into(), sample())]);
+    let table = &p[p.find("class=\"comparison\"").unwrap()..];
+    let row = table.find("Servers per server core").unwrap();
+    assert!(row < table.find(">Run<").unwrap());
+}
+
+#[test]
+fn a_ladder_that_never_failed_says_at_least_and_never_before_the_first_failure() {
+    let mut r = sample();
+    r.ladders[0].limit_found = Some(false);
+    r.ladders[0].stopped = "reached the last step (9 servers) without a QoS failure".into();
+    r.limit_found = Some(false);
+    let p = page(r);
+    let verdict = &p[p.find("class=\"verdict\"").unwrap()..p.find("<h3>Run</h3>").unwrap()];
+    assert!(
+        verdict.contains("at least 1.50 servers per server core"),
+        "{verdict}"
+    );
+    assert!(verdict.contains("on 6 server cores: at least 9 servers"));
+    assert!(verdict.contains("Recommended density: <strong>at least 9 servers</strong>"));
+    assert!(verdict.contains("Maximum: at least 9 servers</strong>"));
+    assert!(verdict.contains("raise it to find the limit"));
+    assert!(!verdict.contains("before the first failure"), "{verdict}");
+}
+
+#[test]
+fn no_cost_figures_say_what_to_pass_and_a_ratio_below_one_is_explained() {
+    let mut r = sample();
+    r.tco = None;
+    r.consolidation_ratio = None;
+    r.before_servers = None;
+    let p = page(r.clone());
+    assert!(p.contains("Consolidation ratio: not computed"));
+    assert!(p.contains(
+        "--before-servers N --before-watts W --machines N --price-per-kwh P --currency CODE"
+    ));
+    assert!(!p.contains("(n/a)"));
+    // 9 servers here where 18 ran before: no consolidation, said in words.
+    r.consolidation_ratio = Some(0.5);
+    r.before_servers = Some(18);
+    let p = page(r);
+    let verdict = &p[p.find("class=\"verdict\"").unwrap()..p.find("<h3>Run</h3>").unwrap()];
+    assert!(verdict.contains("<strong>No consolidation</strong>: this machine holds 9 servers"));
+    assert!(
+        verdict.contains("2.00 of these machines for each of today"),
+        "{verdict}"
+    );
+    assert!(
+        !verdict.contains("0.50:1") && !verdict.contains("0.5x"),
+        "{verdict}"
+    );
+    assert!(p.contains("would need more machines than today"));
+    assert!(p.contains("tickpack tco --ratio 0.5"));
+}
+
+#[test]
+fn cost_figures_name_their_currency_and_where_each_number_came_from() {
+    let p = page(sample());
+    assert!(p.contains("Annual cost (EUR)"));
+    assert!(p.contains("99,645 EUR"));
+    assert!(p.contains("(given, <code>--before-watts</code>)"));
+    assert!(p.contains("130 W each after (modeled at the recommended step)"));
 }

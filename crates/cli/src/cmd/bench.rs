@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use tickpack_bench::{BenchConfig, Compare, CostInputs, Observer};
+use tickpack_bench::{Before, BenchConfig, Compare, CostInputs, Observer};
 use tickpack_report::bench::{BenchResult, BenchSettings, Ladder};
 
 use tickpack_host::supervisor::HostError;
@@ -79,8 +79,10 @@ pub struct Args {
     /// OpenArena: any cvar, CVAR=VALUE (repeatable), set after tickpack's.
     #[arg(long = "game-arg", value_name = "CVAR=VALUE")]
     pub game_arg: Vec<String>,
-    /// Servers added per step (the case study's VM held 3) [default:
-    /// chosen from the server cores].
+    /// Servers added per step [default: half the server cores, rounded
+    /// up, at most 20: 1 on 1-2 server cores, 2 on 3-4, 4 on 8, 8 on 16,
+    /// 20 from 39; --quick: 1]. The server cores are the CPUs not kept for
+    /// the load generator (--load-cpus).
     #[arg(long)]
     pub tile_servers: Option<u32>,
     /// Emulated players per server [default: 12; openarena: 4, so their
@@ -173,19 +175,33 @@ pub struct Args {
     /// Power model: watts with every core busy.
     #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_MAX_WATTS, allow_hyphen_values = true, value_parser = parse_positive)]
     pub max_watts: f64,
-    /// Cost: watts of one machine before consolidating.
-    #[arg(long, default_value_t = 350.0, allow_hyphen_values = true, value_parser = parse_positive)]
-    pub before_watts: f64,
-    /// Cost: servers one machine ran before consolidating (case study: 6).
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..))]
-    pub before_servers: u32,
-    /// Cost: machines before consolidating.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub machines: u64,
-    /// Cost: electricity price per kWh.
-    #[arg(long, default_value_t = 0.16, allow_hyphen_values = true, value_parser = parse_positive)]
-    pub price_per_kwh: f64,
-    /// Converts the price's currency to the reporting currency.
+    /// Also project the headline (servers per server core) to a machine
+    /// with this many server cores: "on 64 server cores: M servers"
+    /// (linear, rounded down, cores as fast as these).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub project_cores: Option<u32>,
+    /// Before: servers one of your machines runs today. With it the result
+    /// has a consolidation ratio (servers per machine here / this); without
+    /// it, none [default: none].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub before_servers: Option<u32>,
+    /// Cost: watts one of your machines draws today. The cost figures need
+    /// --before-servers, --before-watts, --machines, --price-per-kwh and
+    /// --currency, all given [default: none, no cost figures].
+    #[arg(long, value_name = "W", allow_hyphen_values = true, value_parser = parse_positive)]
+    pub before_watts: Option<f64>,
+    /// Cost: machines you run today.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub machines: Option<u64>,
+    /// Cost: electricity price per kWh, in the bill's currency.
+    #[arg(long, value_name = "P", allow_hyphen_values = true, value_parser = parse_positive)]
+    pub price_per_kwh: Option<f64>,
+    /// Cost: the currency the costs are in, e.g. EUR (the bill's, or the
+    /// one --currency-rate converts to).
+    #[arg(long, value_name = "CODE")]
+    pub currency: Option<String>,
+    /// Cost: converts the bill's currency into --currency (1.49 turns EUR
+    /// into USD at 1.49 USD per EUR).
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = parse_positive)]
     pub currency_rate: f64,
     /// Run dir of the temporary hosts the steps bring up [default:
@@ -287,10 +303,29 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     };
     let (tick_hz, players_per_server, bots) =
         (defaults.tick_hz, defaults.players_per_server, defaults.bots);
+    let online = tickpack_net::cpu::online_cpus();
+    let load = match &a.load_cpus {
+        Some(c) => {
+            check_cpus("--load-cpus", &c.0)?;
+            c.0.clone()
+        }
+        None if online.len() >= 2 => vec![online[0]],
+        None => online.clone(),
+    };
+    // The servers run on every online CPU the load generator does not
+    // (all of them on a machine of one CPU).
+    let server_cores = match online.iter().filter(|c| !load.contains(c)).count() {
+        0 => online.len(),
+        n => n,
+    };
     let settings = BenchSettings {
         game: game.name().into(),
         game_settings: game_settings(&game),
-        tile_servers: a.tile_servers.unwrap_or(if a.quick { 1 } else { 3 }),
+        tile_servers: a.tile_servers.unwrap_or(if a.quick {
+            1
+        } else {
+            default_tile_servers(server_cores)
+        }),
         players_per_server,
         bots_per_server: bots,
         tick_hz,
@@ -307,6 +342,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         headroom_target: a.headroom / 100.0,
         qos,
         compare: compare_of(a.compare).as_str().into(),
+        project_cores: a.project_cores,
         probe: a
             .probe
             .map(|p| p.to_string())
@@ -339,7 +375,6 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         &format!("the last step's {most_players} players (--max-steps x --tile-servers x --players-per-server)"),
         usize::try_from(most_players).unwrap_or(usize::MAX),
     )?;
-    let online = tickpack_net::cpu::online_cpus();
     check_dir_flag("--out", &a.out)?;
     if let Some(d) = &a.run_dir {
         check_dir_flag("--run-dir", d)?;
@@ -349,14 +384,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             return Err(fail(Code::Config, "--warmup must be at most 1h"));
         }
     }
-    let load = match &a.load_cpus {
-        Some(c) => {
-            check_cpus("--load-cpus", &c.0)?;
-            c.0.clone()
-        }
-        None if online.len() >= 2 => vec![online[0]],
-        None => online.clone(),
-    };
+    let before = before(a)?;
     Ok(BenchConfig {
         settings,
         out_dir: a.out.clone(),
@@ -370,14 +398,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             max_watts: a.max_watts,
             ..Default::default()
         },
-        cost: CostInputs {
-            before_watts: a.before_watts,
-            before_servers: a.before_servers,
-            machines: a.machines,
-            price_per_kwh: a.price_per_kwh,
-            currency_rate: a.currency_rate,
-            hours_per_year: 8760.0,
-        },
+        before,
         exe: std::env::current_exe().context("finding the tickpack binary")?,
         run_dir: a
             .run_dir
@@ -394,6 +415,67 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
             1
         }),
     })
+}
+
+/// The most servers a default tile has: 12 default steps of it stay within
+/// the 250 servers a ladder may run.
+pub const MAX_DEFAULT_TILE: u32 = 20;
+const _: () = assert!(12 * MAX_DEFAULT_TILE <= 250);
+
+/// The default `--tile-servers` on `server_cores` server cores: half of
+/// them, rounded up, at most [`MAX_DEFAULT_TILE`]. One server per step on
+/// a small machine (a first tile of 3 on one server core failed QoS on a
+/// busy 2-vCPU machine before the ladder could say anything), and a ladder
+/// of 12 steps that can still reach the limit of a big one.
+pub fn default_tile_servers(server_cores: usize) -> u32 {
+    u32::try_from(server_cores.div_ceil(2))
+        .unwrap_or(u32::MAX)
+        .clamp(1, MAX_DEFAULT_TILE)
+}
+
+/// The "before" from the flags: none, the servers alone (a ratio), or
+/// with every cost input (a ratio and the cost). Some cost flags without
+/// the rest is a configuration error naming the missing ones: a figure the
+/// user did not give is never made up.
+fn before(a: &Args) -> Result<Option<Before>, Failure> {
+    let cost_flags = [
+        ("--before-watts", a.before_watts.is_some()),
+        ("--machines", a.machines.is_some()),
+        ("--price-per-kwh", a.price_per_kwh.is_some()),
+        ("--currency", a.currency.is_some()),
+    ];
+    let given: Vec<&str> = cost_flags.iter().filter(|f| f.1).map(|f| f.0).collect();
+    let mut missing: Vec<&str> = cost_flags.iter().filter(|f| !f.1).map(|f| f.0).collect();
+    if a.before_servers.is_none() {
+        missing.insert(0, "--before-servers");
+    }
+    if !given.is_empty() && !missing.is_empty() {
+        return Err(fail(
+            Code::Config,
+            format!(
+                "the cost figures need what your machines run and draw today: {} given, {} missing",
+                given.join(", "),
+                missing.join(", ")
+            ),
+        ));
+    }
+    let Some(servers) = a.before_servers else {
+        return Ok(None);
+    };
+    let cost = match (a.before_watts, a.machines, a.price_per_kwh, &a.currency) {
+        (Some(before_watts), Some(machines), Some(price_per_kwh), Some(currency)) => {
+            Some(CostInputs {
+                before_watts,
+                machines,
+                price_per_kwh,
+                currency: currency.clone(),
+                currency_rate: a.currency_rate,
+                hours_per_year: 8760.0,
+            })
+        }
+        _ => None,
+    };
+    Ok(Some(Before { servers, cost }))
 }
 
 fn compare_of(c: Option<CompareArg>) -> Compare {
@@ -816,12 +898,49 @@ pub fn run(a: Args) -> Result<(), Failure> {
         ));
     }
     if first_step_always_failed(&result) {
-        return Err(fail(
-            Code::QosFailed,
-            "QoS failed already at the first step: this machine cannot hold even one tile at these limits",
-        ));
+        return Err(fail(Code::QosFailed, first_step_failed_words(&result)));
     }
     Ok(())
+}
+
+/// What a failed first step means and what to try next: the settings that
+/// made the tile, and the flags that shrink it, in the order worth trying.
+fn first_step_failed_words(r: &BenchResult) -> String {
+    let s = &r.settings;
+    let first = r.ladders.first().and_then(|l| l.steps.first());
+    let mut tries = vec![];
+    if s.tile_servers > 1 {
+        tries.push(format!(
+            "--tile-servers 1 (the first step ran {} servers at once)",
+            s.tile_servers
+        ));
+    }
+    if first.is_some_and(|st| st.cpu.worst_steal() >= 1.0) {
+        tries.push("a quieter machine: the hypervisor ran other guests during the step".into());
+    } else {
+        tries.push(
+            "a quieter machine: stop other work on it (a package install, a build) and run again"
+                .into(),
+        );
+    }
+    if s.players_per_server > 1 {
+        tries.push(format!(
+            "fewer players (--players-per-server {})",
+            (s.players_per_server / 2).max(1)
+        ));
+    }
+    tries.push("looser limits, if yours allow it (--qos-p99-ms, --qos-tick-lateness-ms)".into());
+    let missed = first
+        .map(|st| st.failures.join("; "))
+        .filter(|f| !f.is_empty())
+        .map_or(String::new(), |f| format!(" ({f})"));
+    format!(
+        "QoS failed already at the first step, {} server{}{missed}: this machine could not hold \
+         one tile at these limits. Try: {}",
+        s.tile_servers,
+        if s.tile_servers == 1 { "" } else { "s" },
+        tries.join("; ")
+    )
 }
 
 /// The first variant's first step failed in every repetition: the machine
@@ -850,13 +969,41 @@ fn bench_failure(e: tickpack_bench::BenchError) -> Failure {
     }
 }
 
-/// The consolidation ratio and what it is computed against.
-fn consolidation_line(ratio: f64, recommended: Option<u32>, before: Option<u32>) -> String {
-    let rec = recommended.map_or("the recommended".to_string(), |n| n.to_string());
-    let before = before.map_or("the servers".to_string(), |n| n.to_string());
-    format!(
-        "consolidation ratio {ratio:.2}:1 ({rec} servers per machine at the recommended density / {before} per machine before, --before-servers)"
-    )
+/// The consolidation ratio and what it is computed against, in words
+/// below 1; what to pass when the result has none.
+fn consolidation_line(ratio: Option<f64>, recommended: Option<u32>, before: Option<u32>) -> String {
+    match (ratio, recommended, before) {
+        (Some(_), Some(rec), Some(before)) => {
+            tickpack_report::headline::consolidation_words(rec, before)
+        }
+        (Some(c), _, _) => format!("consolidation ratio {c:.2}:1 (its baseline was not recorded)"),
+        (None, None, _) => "consolidation ratio: n/a (no recommended density)".into(),
+        (None, Some(_), _) => "consolidation ratio: not computed; give the servers one of your \
+             machines runs today (--before-servers N)"
+            .into(),
+    }
+}
+
+/// The headline: servers per server core, what it means for this machine
+/// and the projected one, and its assumptions.
+fn headline_lines(r: &BenchResult) -> String {
+    match tickpack_report::headline::Headline::of(r) {
+        Some(h) => {
+            let mut s = format!(
+                "{} at QoS within the headroom target\n",
+                h.per_core_words().to_uppercase()
+            );
+            for line in h.machine_lines() {
+                s += &format!("  {line}\n");
+            }
+            s += &format!("  assumptions: {}\n", h.assumptions());
+            s
+        }
+        None => {
+            "servers per server core: not reached (no step passed within the headroom target)\n"
+                .into()
+        }
+    }
 }
 
 /// A ladder's heading: its label, and its repetition when the run had
@@ -921,8 +1068,11 @@ fn comparison_lines(c: &tickpack_report::comparison::Comparison) -> String {
     out
 }
 
-/// The terminal summary.
+/// The terminal summary: the headline first, then the ladders, the
+/// comparison, the consolidation and the cost, the headline again last
+/// (under a long table of steps).
 pub fn print_summary(r: &BenchResult) {
+    print!("{}", headline_lines(r));
     let repeated = r.comparison.as_ref().is_some_and(|c| c.repetitions > 1);
     for l in &r.ladders {
         println!("\n{} ({})", ladder_title(l, repeated), l.stopped);
@@ -1020,23 +1170,47 @@ pub fn print_summary(r: &BenchResult) {
             }
         }
     }
-    if let Some(c) = r.consolidation_ratio {
-        println!(
-            "{}",
-            consolidation_line(c, r.recommended_servers, r.before_servers)
-        );
+    println!(
+        "\n{}",
+        consolidation_line(
+            r.consolidation_ratio,
+            r.recommended_servers,
+            r.before_servers
+        )
+    );
+    match &r.tco {
+        Some(t) => {
+            let cur = t.currency.as_deref().unwrap_or("(currency not recorded)");
+            let i = &t.inputs;
+            println!(
+                "cost per year: {} machines -> {}, {:.0} -> {:.0} {cur}, saving {:.0} {cur} ({:.0}%)",
+                t.before.machines,
+                t.after.machines,
+                t.before.annual_cost,
+                t.after.annual_cost,
+                t.savings.annual,
+                t.savings.percent
+            );
+            println!(
+                "  from: {} machines, {:.0} W each before, {:.2} {cur}/kWh x rate {} (given); \
+                 {:.0} W each after ({} at the recommended step); ratio {:.2} (measured); \
+                 8760 h a year; electricity only",
+                i.machines,
+                i.before_watts,
+                i.price_per_kwh,
+                i.currency_rate,
+                i.after_watts,
+                t.watts_source,
+                i.ratio
+            );
+        }
+        None => println!(
+            "no cost figures: {}",
+            tickpack_report::headline::why_no_cost(r)
+        ),
     }
-    if let Some(t) = &r.tco {
-        println!(
-            "cost ({} watts): {} machines -> {}, {:.0} -> {:.0} per year, saving {:.0} ({:.0}%)",
-            t.watts_source,
-            t.before.machines,
-            t.after.machines,
-            t.before.annual_cost,
-            t.after.annual_cost,
-            t.savings.annual,
-            t.savings.percent
-        );
+    if tickpack_report::headline::Headline::of(r).is_some() {
+        print!("\n{}", headline_lines(r));
     }
     if r.ladders
         .iter()
@@ -1104,10 +1278,72 @@ mod tests {
 
     #[test]
     fn consolidation_summary_names_before_servers_as_its_baseline() {
-        let line = consolidation_line(0.67, Some(4), Some(6));
+        let line = consolidation_line(Some(2.0), Some(12), Some(6));
         assert_eq!(
             line,
-            "consolidation ratio 0.67:1 (4 servers per machine at the recommended density / 6 per machine before, --before-servers)"
+            "consolidation ratio 2.00:1 (12 servers per machine at the recommended density on this machine / 6 per machine before (--before-servers))"
+        );
+        // bench_printed_a_consolidation_ratio_below_one: 3 servers against
+        // a hidden 6 printed "consolidation ratio 0.50:1".
+        let line = consolidation_line(Some(0.5), Some(3), Some(6));
+        assert!(line.starts_with("no consolidation:"), "{line}");
+        assert!(!line.contains("0.50:1"), "{line}");
+        // No before given: no ratio, and what to pass.
+        let line = consolidation_line(None, Some(3), None);
+        assert!(line.contains("--before-servers N"), "{line}");
+    }
+
+    #[test]
+    fn the_default_tile_is_one_server_on_one_or_two_server_cores_and_grows_with_them() {
+        // bench_default_tile_of_3_failed_on_a_small_machine.
+        let tiles: Vec<u32> = [1, 2, 3, 4, 7, 8, 16, 39, 40, 255]
+            .into_iter()
+            .map(super::default_tile_servers)
+            .collect();
+        assert_eq!(tiles, [1, 1, 2, 2, 4, 4, 8, 20, 20, 20]);
+        assert_eq!(super::default_tile_servers(0), 1);
+    }
+
+    #[test]
+    fn a_failed_first_step_says_what_to_try_next() {
+        let mut r: BenchResult = serde_json::from_str(include_str!(
+            "../../../report/tests/fixtures/result-v1.json"
+        ))
+        .unwrap();
+        r.settings.tile_servers = 3;
+        r.settings.players_per_server = 12;
+        let words = super::first_step_failed_words(&r);
+        assert!(words.contains("Try: --tile-servers 1"), "{words}");
+        assert!(words.contains("a quieter machine"), "{words}");
+        assert!(words.contains("--players-per-server 6"), "{words}");
+        r.settings.tile_servers = 1;
+        let words = super::first_step_failed_words(&r);
+        assert!(!words.contains("--tile-servers 1"), "{words}");
+        assert!(words.contains("first step, 1 server"), "{words}");
+    }
+
+    #[test]
+    fn the_terminal_summary_opens_with_servers_per_server_core() {
+        let mut r: BenchResult = serde_json::from_str(include_str!(
+            "../../../report/tests/fixtures/result-v1.json"
+        ))
+        .unwrap();
+        r.recommended_servers = Some(3);
+        r.cores.servers = vec![1];
+        r.cores.load_generator = vec![0];
+        r.cores.total = 2;
+        r.settings.project_cores = Some(64);
+        let text = super::headline_lines(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("3.00 SERVERS PER SERVER CORE"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "  this machine, on 1 server core: 3 servers");
+        assert_eq!(lines[2], "  projected, on 64 server cores: 192 servers");
+        assert!(
+            lines[3].contains("load generator's 1 core of 2 excluded"),
+            "{text}"
         );
     }
 }

@@ -12,9 +12,11 @@ const AFTER_HELP: &str = concat!(
     "\
 Example (1000 servers at 350 W, 18:1 onto 710 W machines, 0.16 EUR/kWh, in USD):
   tickpack tco --before-watts 350 --after-watts 710 --ratio 18 --machines 1000 \\
-    --price-per-kwh 0.16 --currency-rate 1.49
+    --price-per-kwh 0.16 --currency-rate 1.49 --currency USD
 saves 647,900.25 USD a year. Electricity only: multiply the watts by your PUE
-to include cooling.",
+to include cooling. A ratio below 1 (one new machine holds fewer servers than
+one of today's) is computed and said to be no consolidation: more machines
+after than before, and a cost, not a saving.",
     "\n\n",
     exit_codes!()
 );
@@ -31,8 +33,9 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true)]
     pub after_watts: f64,
     /// Consolidation ratio: how many of today's machines fit on one new
-    /// machine (18 means 18:1; at least 1). `tickpack bench` reports it as
-    /// consolidation_ratio.
+    /// machine (18 means 18:1). `tickpack bench` reports it as
+    /// consolidation_ratio when given --before-servers. Below 1 is no
+    /// consolidation: the figures are what it would cost, and say so.
     #[arg(long, allow_hyphen_values = true)]
     pub ratio: f64,
     /// How many machines you run today, one server group each (e.g. 1000).
@@ -47,6 +50,10 @@ pub struct Args {
     /// EUR into USD at 1.49 USD per EUR). 1 when they are the same.
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub currency_rate: f64,
+    /// The currency the costs are reported in, e.g. USD (the bill's, or
+    /// the one --currency-rate converts to).
+    #[arg(long, value_name = "CODE")]
+    pub currency: String,
     /// Hours a year the machines run: 8760 is 24×7×365, at most 8784.
     #[arg(long, default_value_t = HOURS_PER_YEAR, allow_hyphen_values = true)]
     pub hours: f64,
@@ -80,8 +87,19 @@ fn flag(e: &TcoError) -> String {
 
 /// Validates the flags and computes; bad values are [`Code::Config`].
 fn compute(a: &Args) -> Result<Tco, Failure> {
-    tco::compute(&a.inputs(), WATTS_GIVEN)
-        .map_err(|e| fail(Code::Config, format!("{}: {e}", flag(&e))))
+    let currency = a.currency.trim();
+    if currency.is_empty() || currency.len() > 16 {
+        return Err(fail(
+            Code::Config,
+            "--currency: name the currency, e.g. EUR (1-16 characters)",
+        ));
+    }
+    let t = tco::compute(&a.inputs(), WATTS_GIVEN)
+        .map_err(|e| fail(Code::Config, format!("{}: {e}", flag(&e))))?;
+    Ok(Tco {
+        currency: Some(currency.to_string()),
+        ..t
+    })
 }
 
 pub fn run(a: Args) -> Result<(), Failure> {
@@ -127,13 +145,22 @@ fn render_table(t: &Tco) -> String {
     } else {
         format!(" × currency rate {}", i.currency_rate)
     };
-    let mut s = format!(
+    let cur = t.currency.as_deref().unwrap_or("");
+    let mut s = String::new();
+    if let Some(why) = tco::below_one_words(i) {
+        s += &format!("{why}\n");
+    }
+    s += &format!(
         "electricity per year: {} h at {} per kWh{rate}; watts {}\n",
         i.hours_per_year, i.price_per_kwh, t.watts_source
     );
     s += &format!(
         "{:<8} {:>10} {:>11} {:>15} {:>15}\n",
-        "", "machines", "watts each", "kWh per year", "cost per year"
+        "",
+        "machines",
+        "watts each",
+        "kWh per year",
+        format!("{cur} per year").trim()
     );
     for (label, side) in [("before", &t.before), ("after", &t.after)] {
         s += &format!(
@@ -147,7 +174,7 @@ fn render_table(t: &Tco) -> String {
     }
     s += &format!(
         "{:<8} {:>10} {:>11} {:>15} {:>15}  ({:.1} %)\n",
-        "savings",
+        if i.ratio < 1.0 { "extra" } else { "savings" },
         grouped(t.savings.machines as f64, 0),
         "",
         grouped(t.savings.annual_kwh, 1),
@@ -175,6 +202,7 @@ mod tests {
             price_per_kwh: c.price_per_kwh,
             currency_rate: c.currency_rate,
             hours: c.hours_per_year,
+            currency: "USD".into(),
             json: false,
         }
     }
@@ -183,6 +211,7 @@ mod tests {
     fn the_case_study_table_shows_647_900_25_saved() {
         let table = render_table(&compute(&case_study()).unwrap());
         let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[1].ends_with("USD per year"), "{table}");
         assert!(
             lines[0].contains("8760 h at 0.16 per kWh × currency rate 1.49"),
             "{table}"
@@ -222,10 +251,17 @@ mod tests {
         let cases = [
             (
                 Args {
-                    ratio: 0.5,
+                    ratio: 0.0,
                     ..case_study()
                 },
-                "--ratio: ratio must be at least 1, got 0.5",
+                "--ratio: ratio must be a positive, finite number, got 0",
+            ),
+            (
+                Args {
+                    currency: " ".into(),
+                    ..case_study()
+                },
+                "--currency: name the currency",
             ),
             (
                 Args {
@@ -262,6 +298,31 @@ mod tests {
             let msg = format!("{:#}", f.error);
             assert!(msg.starts_with(want), "{msg}");
         }
+    }
+
+    #[test]
+    fn a_ratio_below_one_is_computed_and_said_to_be_no_consolidation() {
+        // tco_refused_a_ratio_below_one: `tco --ratio 0.5` only said "ratio
+        // must be at least 1" while bench printed 0.50:1.
+        let table = render_table(
+            &compute(&Args {
+                ratio: 0.5,
+                ..case_study()
+            })
+            .unwrap(),
+        );
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("ratio 0.5 is below 1"), "{table}");
+        assert!(
+            lines[0].contains("need 2000 machines instead of 1000"),
+            "{table}"
+        );
+        assert!(table.contains("\nextra "), "{table}");
+        assert!(table.contains("-1,000"), "{table}");
+        assert_eq!(
+            serde_json::to_value(compute(&case_study()).unwrap()).unwrap()["currency"],
+            "USD"
+        );
     }
 
     #[test]

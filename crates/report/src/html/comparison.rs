@@ -35,6 +35,11 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
         }
         out.push_str("</tr>\n");
     };
+    row(out, "<strong>Servers per server core</strong>", &|r| {
+        crate::headline::Headline::of(r).map_or(NA.into(), |h| {
+            format!("<strong>{}</strong>", esc(&h.per_core_words()))
+        })
+    });
     row(out, "Run", &|r| {
         if r.complete {
             "complete".into()
@@ -102,9 +107,17 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
             fmt_num(r.settings.headroom_target * 100.0)
         )
     });
-    row(out, "Consolidation ratio", &|r| {
-        r.consolidation_ratio.map_or(NA.into(), fmt_ratio)
-    });
+    row(
+        out,
+        "Consolidation ratio",
+        &|r| match r.consolidation_ratio {
+            Some(c) if c < 1.0 => {
+                "<span class=\"na\">none: fewer servers per machine than before</span>".into()
+            }
+            Some(c) => fmt_ratio(c),
+            None => NA.into(),
+        },
+    );
     row(out, "Comparison ratio", &|r| match (
         &r.comparison,
         r.comparison_ratio,
@@ -147,8 +160,11 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
     row(out, "Annual savings", &|r| {
         r.tco.as_ref().map_or(NA.into(), |t| {
             format!(
-                "{} ({} %), {} kWh",
+                "{}{} ({} %), {} kWh",
                 fmt_num(t.savings.annual),
+                t.currency
+                    .as_deref()
+                    .map_or(String::new(), |c| format!(" {}", esc(c))),
                 fmt_num(t.savings.percent),
                 fmt_num(t.savings.annual_kwh)
             )

@@ -184,20 +184,20 @@ pub(super) fn servers(n: Option<u32>) -> String {
     }
 }
 
-/// A ladder's maximum density; "not found" when it was interrupted before
-/// its limit (its largest passing step is only a lower bound).
+/// A ladder's maximum density; "at least" when no step failed (its largest
+/// passing step is only a lower bound).
 pub(super) fn ladder_max(l: &Ladder) -> String {
-    if l.interrupted_before_limit() {
+    if !l.limit_found() && !l.steps.is_empty() {
         return format!("<span class=\"na\">{}</span>", esc(&l.max_density_words()));
     }
     servers(l.max_servers)
 }
 
-/// A result's maximum density, from its first ladder when that one was
-/// interrupted before its limit.
+/// A result's maximum density, from its first ladder when that one never
+/// failed a step.
 pub(super) fn max_density(r: &BenchResult) -> String {
     match r.ladders.first() {
-        Some(l) if l.interrupted_before_limit() => ladder_max(l),
+        Some(l) if !l.limit_found() && !l.steps.is_empty() => ladder_max(l),
         _ => servers(r.max_servers),
     }
 }

@@ -25,6 +25,8 @@ tr.fail td { background: #fdecea; }
   padding: 10px 18px; margin: 12px 0 8px; }
 .verdict p { margin: 6px 0; }
 .verdict .headline { font-size: 1.3em; }
+.verdict ul.machines { margin: 2px 0 4px; font-size: 1.1em; }
+.verdict .assumptions { font-size: .9em; }
 .interrupted { background: #fff3e0; border: 1px solid #f0a020; border-left: 6px solid #e65100;
   padding: 10px 16px; margin: 12px 0; }
 .badge { display: inline-block; white-space: nowrap; margin: 1px 0; padding: 0 6px; border-radius: 3px; font-size: .85em; font-weight: 600; }

@@ -1,6 +1,9 @@
-//! The verdict in words at the top of a result: recommended and maximum
-//! density, consolidation and comparison ratios, as the bench recorded
-//! them. A comparison's ratios, each with its range over the repetitions
+//! The verdict in words at the top of a result: first the headline,
+//! servers per server core with what it means for this machine and the
+//! projected one and its assumptions ([`crate::headline`]); then the
+//! recommended and maximum density ("at least" when no step failed), the
+//! consolidation ratio (only against a "before" the user gave; below 1 in
+//! words) and the comparison ratios, as the bench recorded them. A comparison's ratios, each with its range over the repetitions
 //! and whether the variants can be told apart, come right under the
 //! headline.
 
@@ -19,11 +22,16 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
         None => true,
     };
     out.push_str("<div class=\"verdict\">\n");
+    headline(out, r);
     w!(
         out,
-        "<p class=\"headline\">Recommended density: <strong>{}</strong> per machine &middot; \
+        "<p>Recommended density: <strong>{}</strong> on this machine &middot; \
          maximum density: <strong>{}</strong></p>\n",
-        servers(r.recommended_servers),
+        if r.recommended_is_lower_bound() {
+            format!("at least {}", servers(r.recommended_servers))
+        } else {
+            servers(r.recommended_servers)
+        },
         max_density(r)
     );
     if let Some(c) = r.comparison.as_ref() {
@@ -62,16 +70,25 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
         ),
     }
     // Maximum.
-    let unfound = first.filter(|l| l.interrupted_before_limit());
+    let unfound = first.filter(|l| !l.limit_found() && !l.steps.is_empty());
     match r.max_servers {
         _ if unfound.is_some() => w!(
             out,
-            "<p><strong>Maximum: not found</strong>: the run was interrupted before the ladder \
-             found its limit{}.</p>\n",
+            "<p><strong>Maximum: {}</strong>: no step failed, so the ladder did not find its \
+             limit ({}){}.</p>\n",
+            unfound
+                .and_then(|l| l.max_servers)
+                .or(r.max_servers)
+                .map_or("not found".to_string(), |n| format!("at least {n} servers")),
+            if unfound.is_some_and(|l| l.stopped.starts_with("interrupted")) {
+                "the run was interrupted"
+            } else {
+                "it stopped at the last step, <code>--max-steps</code>; raise it to find the limit"
+            },
             unfound
                 .and_then(|l| l.max_servers)
                 .map_or(String::new(), |n| format!(
-                    "; at least <strong>{n} servers</strong> met every QoS limit"
+                    "; <strong>{n} servers</strong> met every QoS limit"
                 ))
         ),
         Some(n) => w!(
@@ -86,24 +103,43 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
             if no_steps {
                 "no step finished."
             } else {
-                "no step met the QoS limits before the first failure."
+                "the first step already failed QoS."
             }
         ),
     }
-    // Consolidation.
-    match r.consolidation_ratio {
-        Some(c) => w!(
+    // Consolidation: only against a "before" the user gave.
+    match (
+        r.consolidation_ratio,
+        r.recommended_servers,
+        r.before_servers,
+    ) {
+        (Some(_), Some(rec), Some(before)) => {
+            let words = crate::headline::consolidation_words(rec, before);
+            match words.split_once(" (") {
+                Some((head, rest)) if head.starts_with("consolidation ratio") => w!(
+                    out,
+                    "<p>Consolidation ratio: <strong>{}</strong> ({}</p>\n",
+                    esc(head.trim_start_matches("consolidation ratio ")),
+                    esc(rest)
+                ),
+                _ => w!(
+                    out,
+                    "<p><strong>No consolidation</strong>: {}.</p>\n",
+                    esc(words.trim_start_matches("no consolidation: "))
+                ),
+            }
+        }
+        (Some(c), _, _) => w!(
             out,
-            "<p>Consolidation ratio: <strong>{}</strong>: servers per machine at the recommended \
-             density, against {} per machine before consolidating (<code>--before-servers</code>).</p>\n",
-            fmt_ratio(c),
-            r.before_servers.map_or("the servers".to_string(), |n| format!(
-                "<strong>{n} server{}</strong>",
-                if n == 1 { "" } else { "s" }
-            ))
+            "<p>Consolidation ratio: <strong>{}</strong> (its baseline was not recorded).</p>\n",
+            fmt_ratio(c)
         ),
-        None => out.push_str(
+        (None, None, _) => out.push_str(
             "<p>Consolidation ratio: <span class=\"na\">n/a</span> (no recommended density).</p>\n",
+        ),
+        (None, Some(_), _) => out.push_str(
+            "<p class=\"muted\">Consolidation ratio: not computed: it needs the servers one of \
+             your machines runs today (<code>--before-servers N</code>).</p>\n",
         ),
     }
     // Comparison (results written before `comparison` existed).
@@ -191,6 +227,32 @@ fn comparison_headline(out: &mut String, c: &crate::comparison::Comparison, firs
         );
     }
     out.push_str("</ul>\n");
+}
+
+/// The headline: servers per server core, what it means for this machine
+/// and the projected one, and what it assumes.
+fn headline(out: &mut String, r: &BenchResult) {
+    let Some(h) = crate::headline::Headline::of(r) else {
+        out.push_str(
+            "<p class=\"headline\">Servers per server core: <strong>not reached</strong> \
+             (no step passed within the headroom target).</p>\n",
+        );
+        return;
+    };
+    w!(
+        out,
+        "<p class=\"headline\"><strong>{}</strong> at QoS within the headroom target</p>\n\
+         <ul class=\"machines\">\n",
+        esc(&h.per_core_words())
+    );
+    for line in h.machine_lines() {
+        w!(out, "<li>{}</li>\n", esc(&line));
+    }
+    w!(
+        out,
+        "</ul>\n<p class=\"muted assumptions\">Assumptions: {}.</p>\n",
+        esc(&h.assumptions())
+    );
 }
 
 pub(super) fn tiles_of(n: u32, tile: u32) -> String {
