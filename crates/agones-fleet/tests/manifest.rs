@@ -21,6 +21,7 @@ fn step(servers: u32, rss: Option<u64>) -> Step {
         failures: vec![],
         first_attempt_failures: vec![],
         disturbed_attempts: vec![],
+        disturbed: None,
         duration_s: 10.0,
         measured: Default::default(),
         cpu: CpuUse::default(),
@@ -87,6 +88,7 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
             steps_past_failure: 1,
             confirm_failures: false,
             max_steal_percent: None,
+            max_foreign_percent: None,
             steal_retries: 0,
             headroom_target: 0.75,
             qos: QosLimits {

@@ -232,10 +232,13 @@ pub fn climb_interleaved(
     Ok(climbs.into_iter().map(|c| c.finish(s)).collect())
 }
 
-/// Runs a step, and again while the machine's steal spoiled it (its worst
-/// CPU lost more than `max_steal_percent` of the measured window to the
-/// hypervisor), at most `steal_retries` more times; the attempts set aside
-/// are listed in the step that stands. `None`: interrupted.
+/// Runs a step, and again while the machine spoiled it: its worst CPU
+/// lost more than `max_steal_percent` of the measured window to the
+/// hypervisor, or its worst server core ran other processes more than
+/// `max_foreign_percent` of it ([`disturbance`]); at most `steal_retries`
+/// more times. The attempts set aside are listed in the step that stands;
+/// one that stands disturbed (the reruns ran out) says so
+/// ([`Step::disturbed`]). `None`: interrupted.
 fn run_undisturbed(
     s: &BenchSettings,
     spec: &LadderSpec,
@@ -248,16 +251,9 @@ fn run_undisturbed(
         let Some(mut step) = runner.run_step(spec, req)? else {
             return Ok(None);
         };
-        let spoiled = s
-            .max_steal_percent
-            .filter(|&max| step.cpu.worst_steal() > max);
-        match spoiled {
-            Some(max) if (disturbed.len() as u32) < s.steal_retries => {
-                let what = format!(
-                    "{}: {}",
-                    step.cpu.steal_note().unwrap_or_default(),
-                    step.verdict.as_str()
-                );
+        match disturbance(s, &step) {
+            Some((note, max)) if (disturbed.len() as u32) < s.steal_retries => {
+                let what = format!("{note}: {}", step.verdict.as_str());
                 obs.note(&format!(
                     "{}: {} servers: the machine was disturbed ({what}, more than {max}%); \
                      running the step again",
@@ -265,12 +261,34 @@ fn run_undisturbed(
                 ));
                 disturbed.push(what);
             }
-            _ => {
+            spoiled => {
+                step.disturbed = spoiled.map(|(note, max)| format!("{note}, more than {max}%"));
                 step.disturbed_attempts = disturbed;
                 return Ok(Some(step));
             }
         }
     }
+}
+
+/// What spoiled a step's measurement, if anything, and the limit it
+/// passed: the hypervisor's steal on any CPU over `max_steal_percent`
+/// first, else other processes on a server core over
+/// `max_foreign_percent`.
+fn disturbance(s: &BenchSettings, step: &Step) -> Option<(String, f64)> {
+    if let Some(max) = s
+        .max_steal_percent
+        .filter(|&max| step.cpu.worst_steal() > max)
+    {
+        return Some((step.cpu.steal_note().unwrap_or_default(), max));
+    }
+    s.max_foreign_percent
+        .filter(|&max| step.cpu.worst_foreign() > max)
+        .map(|max| {
+            let note = step.cpu.foreign_note().unwrap_or_else(|| {
+                format!("foreign {:.1}% of a server core", step.cpu.worst_foreign())
+            });
+            (note, max)
+        })
 }
 
 /// One ladder being climbed, a step at a time.
@@ -410,6 +428,7 @@ mod tests {
 
     use super::*;
     use crate::test_support::{settings, step};
+    use tickpack_report::bench::ForeignLoad;
 
     fn ladder(max: Option<u32>) -> Ladder {
         Ladder {
@@ -452,6 +471,8 @@ mod tests {
         Fail,
         /// Fails QoS while the hypervisor stole 30 % of CPU 0.
         Stolen,
+        /// Passes while another process ran 40 % of server core 1.
+        Foreign,
         /// Interrupted mid-step (Ctrl-C).
         Interrupted,
     }
@@ -473,6 +494,12 @@ mod tests {
                 Outcome::Stolen => {
                     let mut st = step(req, "fail", vec![missed], 99.0, 90_000);
                     st.cpu.steal_percent = vec![30.0, 1.0];
+                    Some(st)
+                }
+                Outcome::Foreign => {
+                    let mut st = step(req, "pass", vec![], 99.0, 1_000);
+                    st.cpu.foreign_percent =
+                        Some(ForeignLoad::of_cores(&[60.0, 40.0, 0.5], &[1, 2]));
                     Some(st)
                 }
                 Outcome::Interrupted => None,
@@ -629,6 +656,11 @@ mod tests {
         assert_eq!(r.asked.len(), 3);
         assert!(!l.steps[0].verdict.is_pass());
         assert_eq!(l.steps[0].disturbed_attempts.len(), 2);
+        assert_eq!(
+            l.steps[0].disturbed.as_deref(),
+            Some("steal 30.0% of CPU 0 (the hypervisor ran other guests), more than 5%"),
+            "the attempt that stands says it was disturbed"
+        );
         // Without a steal limit the step is judged as it came.
         let mut r = Scripted::new(&[Outcome::Stolen]);
         let (l, _) = climb_script(&settings(1, 0, false), &mut r);
@@ -646,6 +678,51 @@ mod tests {
         assert!(l.steps[0].verdict.is_pass());
         assert_eq!(l.steps[0].disturbed_attempts.len(), 2);
         assert_eq!(l.steps[0].first_attempt_failures, vec!["attempt 2 missed"]);
+    }
+
+    #[test]
+    fn bench_blamed_the_servers_for_foreign_load_on_their_core() {
+        // Another process (a package manager) used 40 % of server core 1:
+        // the step counted it as the servers' CPU and stood. With a
+        // foreign-load limit it runs again, like a step with steal.
+        let foreign = |retries| BenchSettings {
+            max_foreign_percent: Some(5.0),
+            steal_retries: retries,
+            ..settings(1, 0, false)
+        };
+        let note = "foreign 40.0% of CPU 1 (processes other than the servers and tickpack)";
+        let mut r = Scripted::new(&[Outcome::Foreign, OK]);
+        let (l, seen) = climb_script(&foreign(2), &mut r);
+        assert_eq!(r.asked.len(), 2);
+        assert_eq!(l.steps[0].disturbed_attempts, vec![format!("{note}: pass")]);
+        assert_eq!(l.steps[0].disturbed, None, "the rerun was quiet");
+        assert!(seen.notes.iter().any(|n| n.contains(&format!(
+            "the machine was disturbed ({note}: pass, more than 5%)"
+        ))));
+        // The reruns run out: the last attempt stands, flagged.
+        let mut r = Scripted::new(&[Outcome::Foreign; 3]);
+        let (l, _) = climb_script(&foreign(2), &mut r);
+        assert_eq!(r.asked.len(), 3);
+        assert_eq!(l.steps[0].disturbed_attempts.len(), 2);
+        assert_eq!(
+            l.steps[0].disturbed.as_deref(),
+            Some(format!("{note}, more than 5%").as_str())
+        );
+        // Under the limit, or without one, the step stands as it came.
+        let mut r = Scripted::new(&[Outcome::Foreign]);
+        let (l, _) = climb_script(
+            &BenchSettings {
+                max_foreign_percent: Some(50.0),
+                ..foreign(2)
+            },
+            &mut r,
+        );
+        assert_eq!(r.asked.len(), 1);
+        assert_eq!(l.steps[0].disturbed, None);
+        let mut r = Scripted::new(&[Outcome::Foreign]);
+        let (l, _) = climb_script(&settings(1, 0, false), &mut r);
+        assert_eq!(r.asked.len(), 1);
+        assert!(l.steps[0].disturbed_attempts.is_empty());
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! the players (`tickpack-players`); this crate only drives them.
 
 pub mod cpu;
+pub mod foreign;
 pub mod game;
 pub mod ladder;
 pub mod power;

@@ -3,8 +3,9 @@
 //!
 //! Brings up `servers` instances with the host supervisor (the same code as
 //! `tickpack host`), waits until every one answers, drives them with the
-//! emulated players from the reserved CPUs, samples CPU busy time and power
-//! over the measured window, takes everything down, and judges the step
+//! emulated players from the reserved CPUs, samples CPU busy time, the
+//! foreign load on the server cores ([`crate::foreign`]) and power over the
+//! measured window, takes everything down, and judges the step
 //! ([`crate::verdict`]). With `--probe`, a query prober runs beside the
 //! players on the same CPUs over the measured window, asking every
 //! instance at the polite rate ([`tickpack_probe::ProbeSettings::DEFAULT`]),
@@ -23,10 +24,11 @@ use tickpack_host::status::InstanceState;
 use tickpack_host::supervisor::{batch_log_path, stress_ng_bogo_ops_per_s, Supervisor};
 use tickpack_players::PlayersConfig;
 use tickpack_probe::{ProbeConfig, ProbeProtocol, ProbeSettings};
-use tickpack_report::bench::{BenchSettings, CpuUse, Power, Step, StepBatch};
+use tickpack_report::bench::{BenchSettings, CpuUse, ForeignLoad, Power, Step, StepBatch};
 use tickpack_wire::TickRate;
 
 use crate::cpu::{mean_over, CpuTimes};
+use crate::foreign::{foreign_percent, window_ticks, OwnCpu};
 use crate::game::GameServer;
 use crate::ladder::{LadderSpec, Plan, StepRequest, StepRunner};
 use crate::power::PowerSource;
@@ -219,61 +221,80 @@ impl HostStepRunner<'_> {
         let started = Instant::now();
         let power = &mut *self.power;
         let mut samples = BatchSamples::default();
-        let mut run_delay = tickpack_sys::RunDelaySampler::new(std::path::Path::new("/proc"));
-        let (outcome, (cpu, steal), watts, probed) = std::thread::scope(|scope| {
-            let h =
-                (players > 0).then(|| scope.spawn(|| tickpack_players::run(&pcfg, stop, &live)));
-            let prober = probe
-                .as_ref()
-                .map(|p| scope.spawn(|| tickpack_probe::run(p, stop, &probe_live)));
-            // Sample over the measured window only.
-            wait_until(
-                sup,
-                poll,
-                started + warmup + Duration::from_millis(20),
-                stop,
-                &live,
-                None,
-                None,
-            );
-            // The run-delay counters as the measured window starts.
-            run_delay.sample(&server_pids(sup));
-            run_delay.reset();
-            let c0 = CpuTimes::read();
-            let started_power = power.start();
-            wait_until(
-                sup,
-                poll,
-                started + warmup + duration,
-                stop,
-                &live,
-                Some(&mut samples),
-                Some(&mut run_delay),
-            );
-            let c1 = CpuTimes::read();
-            let per_cpu = c0.busy_percent(&c1);
-            let steal = c0.steal_percent(&c1);
-            let machine = mean_over(&per_cpu, &[]);
-            let watts = match started_power {
-                Ok(()) => power.watts_since_start(machine / 100.0).ok(),
-                Err(_) => None,
-            };
-            let outcome = h.map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(tickpack_players::PlayersError::Internal(
-                        "players panicked".into(),
-                    ))
-                })
+        let proc = std::path::Path::new("/proc");
+        let mut threads = ThreadSamplers {
+            run_delay: tickpack_sys::RunDelaySampler::new(proc),
+            own_cpu: OwnCpu::new(proc),
+        };
+        let me = [std::process::id()];
+        let (outcome, (cpu, steal, foreign, servers_ticks), watts, probed) =
+            std::thread::scope(|scope| {
+                let h = (players > 0)
+                    .then(|| scope.spawn(|| tickpack_players::run(&pcfg, stop, &live)));
+                let prober = probe
+                    .as_ref()
+                    .map(|p| scope.spawn(|| tickpack_probe::run(p, stop, &probe_live)));
+                // Sample over the measured window only.
+                wait_until(
+                    sup,
+                    poll,
+                    started + warmup + Duration::from_millis(20),
+                    stop,
+                    &live,
+                    None,
+                    None,
+                );
+                // The threads' counters as the measured window starts.
+                let pids = server_pids(sup);
+                threads.run_delay.sample(&pids);
+                threads.run_delay.reset();
+                threads.own_cpu.sample(&pids, &me);
+                threads.own_cpu.reset();
+                let c0 = CpuTimes::read();
+                let started_power = power.start();
+                wait_until(
+                    sup,
+                    poll,
+                    started + warmup + duration,
+                    stop,
+                    &live,
+                    Some(&mut samples),
+                    Some(&mut threads),
+                );
+                threads.own_cpu.sample(&server_pids(sup), &me);
+                let c1 = CpuTimes::read();
+                let per_cpu = c0.busy_percent(&c1);
+                let steal = c0.steal_percent(&c1);
+                let foreign = foreign_percent(&c0, &c1, threads.own_cpu.per_cpu_ticks());
+                let servers_ticks = threads.own_cpu.servers_ticks() as f64 / window_ticks(&c0, &c1);
+                // The power model sees the machine's busy share without the
+                // foreign load: it models what the servers (and tickpack) draw.
+                let machine = (mean_over(&per_cpu, &[]) - mean_over(&foreign, &[])).max(0.0);
+                let watts = match started_power {
+                    Ok(()) => power.watts_since_start(machine / 100.0).ok(),
+                    Err(_) => None,
+                };
+                let outcome = h.map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(tickpack_players::PlayersError::Internal(
+                            "players panicked".into(),
+                        ))
+                    })
+                });
+                let probed = prober.map(|p| {
+                    p.join().unwrap_or_else(|_| {
+                        Err(tickpack_probe::ProbeError::Setup(
+                            "the prober panicked".into(),
+                        ))
+                    })
+                });
+                (
+                    outcome,
+                    (per_cpu, steal, foreign, servers_ticks),
+                    watts,
+                    probed,
+                )
             });
-            let probed = prober.map(|p| {
-                p.join().unwrap_or_else(|_| {
-                    Err(tickpack_probe::ProbeError::Setup(
-                        "the prober panicked".into(),
-                    ))
-                })
-            });
-            (outcome, (per_cpu, steal), watts, probed)
-        });
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
@@ -298,6 +319,7 @@ impl HostStepRunner<'_> {
             }
             None => Played::default(),
         };
+        let run_delay = &threads.run_delay;
         let run_delay_us = (run_delay.intervals_recorded() > 0)
             .then(|| tickpack_report::Percentiles::from_histogram(run_delay.histogram()));
         let query = probed
@@ -352,6 +374,13 @@ impl HostStepRunner<'_> {
                     .collect(),
             }
         });
+        // The server cores' busy share is the servers' (and ours), not the
+        // foreign load's.
+        let less_foreign: Vec<f64> = cpu
+            .iter()
+            .enumerate()
+            .map(|(c, b)| (b - foreign.get(c).copied().unwrap_or(0.0)).max(0.0))
+            .collect();
         Ok(Some(Step {
             index,
             tiles: index,
@@ -361,18 +390,25 @@ impl HostStepRunner<'_> {
             failures: why.iter().map(ToString::to_string).collect(),
             first_attempt_failures: vec![],
             disturbed_attempts: vec![],
+            disturbed: None,
             duration_s: s.step_duration_s,
             cpu: CpuUse {
-                servers_busy_percent: (mean_over(&cpu, &plan.server_cpus) * 10.0).round() / 10.0,
+                servers_busy_percent: (mean_over(&less_foreign, &plan.server_cpus) * 10.0).round()
+                    / 10.0,
                 machine_busy_percent: (mean_over(&cpu, &[]) * 10.0).round() / 10.0,
                 per_cpu_percent: cpu,
                 steal_percent: steal,
                 load_generator_cpu_s: r.load_generator_cpu_s,
-                servers_own_percent: (!samples.servers_cpu.is_empty()).then(|| {
-                    let m =
-                        samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64;
-                    (m * 10.0).round() / 10.0
-                }),
+                // From the host's samples of the servers' cgroups when it
+                // was polled, else from their threads' CPU time.
+                servers_own_percent: Some(if samples.servers_cpu.is_empty() {
+                    servers_ticks * 100.0
+                } else {
+                    samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64
+                })
+                .filter(|p| p.is_finite())
+                .map(|p| (p * 10.0).round() / 10.0),
+                foreign_percent: Some(ForeignLoad::of_cores(&foreign, &plan.server_cpus)),
             },
             power: watts.map(|w| Power {
                 watts: (w * 10.0).round() / 10.0,
@@ -450,15 +486,26 @@ fn server_pids(sup: &Supervisor) -> Vec<u32> {
         .collect()
 }
 
-/// How often the servers' run delay is sampled: often enough for a p99
-/// over a few seconds, seldom enough to cost the load generator's CPU
-/// little (one read per server thread).
+/// The samplers that read the servers' threads (and the bench's) through
+/// the measured window, every [`RUN_DELAY_PERIOD`].
+struct ThreadSamplers {
+    /// The servers' run delay.
+    run_delay: tickpack_sys::RunDelaySampler,
+    /// The servers' and the bench's CPU time per core, to tell the foreign
+    /// load on a core from ours ([`crate::foreign`]).
+    own_cpu: OwnCpu,
+}
+
+/// How often the servers' run delay and CPU time are sampled: often
+/// enough for a p99 over a few seconds and to follow a thread from core
+/// to core, seldom enough to cost the load generator's CPU little (two
+/// reads per server thread).
 const RUN_DELAY_PERIOD: Duration = Duration::from_millis(100);
 
 /// Waits until `t`, polling the host every 50 ms when `poll` (its health
 /// checks and the guard run in the poll), sampling it once a second
-/// into `samples`, and the servers' run delay every
-/// [`RUN_DELAY_PERIOD`] into `run_delay`.
+/// into `samples`, and the servers' threads every [`RUN_DELAY_PERIOD`]
+/// into `threads`.
 fn wait_until(
     sup: &mut Supervisor,
     poll: bool,
@@ -466,16 +513,18 @@ fn wait_until(
     stop: &AtomicBool,
     live: &tickpack_players::Live,
     mut samples: Option<&mut BatchSamples>,
-    mut run_delay: Option<&mut tickpack_sys::RunDelaySampler>,
+    mut threads: Option<&mut ThreadSamplers>,
 ) {
     let mut next_sample = Instant::now() + Duration::from_secs(1);
     let mut next_run_delay = Instant::now() + RUN_DELAY_PERIOD;
     let pids = server_pids(sup);
+    let me = [std::process::id()];
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
-        if let Some(rd) = run_delay.as_deref_mut() {
+        if let Some(th) = threads.as_deref_mut() {
             if Instant::now() >= next_run_delay {
                 next_run_delay += RUN_DELAY_PERIOD;
-                rd.sample(&pids);
+                th.run_delay.sample(&pids);
+                th.own_cpu.sample(&pids, &me);
             }
         }
         if poll {
@@ -500,7 +549,7 @@ fn wait_until(
                 }
             }
         }
-        let next = if run_delay.is_some() {
+        let next = if threads.is_some() {
             next_run_delay.min(t)
         } else {
             t

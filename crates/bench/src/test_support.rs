@@ -21,6 +21,7 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
         failures,
         first_attempt_failures: vec![],
         disturbed_attempts: vec![],
+        disturbed: None,
         duration_s: 1.0,
         measured: Measurements {
             transaction_latency_us: Percentiles {
@@ -59,6 +60,7 @@ pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
         steps_past_failure: past,
         confirm_failures: confirm,
         max_steal_percent: None,
+        max_foreign_percent: None,
         steal_retries: 0,
         headroom_target: 0.75,
         qos: QosLimits {

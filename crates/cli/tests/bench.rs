@@ -98,6 +98,23 @@ fn quick_ladder_writes_a_result_that_report_renders() {
             assert!((0.0..=100.0).contains(&c.as_f64().unwrap()), "{c}");
         }
         assert!(s["power"]["watts"].as_f64().unwrap() > 0.0);
+        // Foreign load is recorded for each server core, whatever it was
+        // (other programs on this machine may well have run).
+        let foreign = &s["cpu"]["foreign_percent"];
+        let per_core = foreign["per_core"].as_object().expect("per server core");
+        let mut server_cores: Vec<String> = r["cores"]["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        server_cores.sort();
+        let mut recorded: Vec<String> = per_core.keys().cloned().collect();
+        recorded.sort();
+        assert_eq!(recorded, server_cores, "{foreign}");
+        let worst = foreign["worst"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&worst), "{foreign}");
+        assert!(s["cpu"]["servers_own_percent"].is_f64(), "{s}");
     }
     // Exit code agrees with the verdict of the first step.
     let first_failed = steps[0]["verdict"] == "fail";

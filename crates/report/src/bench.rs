@@ -78,7 +78,15 @@ pub struct BenchSettings {
     /// but never reruns a step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steal_percent: Option<f64>,
-    /// Reruns of a step for steal, at most.
+    /// A step whose worst server core spent more than this share of its
+    /// measured window running processes that are neither the servers nor
+    /// tickpack (percent; [`CpuUse::foreign_percent`]) measured them, not
+    /// the servers: it is run again, like a step with steal, up to
+    /// `steal_retries` times. `None`: foreign load is recorded but never
+    /// reruns a step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_foreign_percent: Option<f64>,
+    /// Reruns of a step for steal or foreign load, at most.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub steal_retries: u32,
     /// CPU busy target for the recommended density (0.75 = 75 %).
@@ -119,7 +127,8 @@ pub struct CoreUse {
 /// CPU use during a step's measurement.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct CpuUse {
-    /// Busy share of the server cores, 0-100 %.
+    /// Busy share of the server cores, 0-100 %, less their foreign load
+    /// ([`foreign_percent`](Self::foreign_percent)) where it was recorded.
     pub servers_busy_percent: f64,
     /// Busy share of the whole machine, 0-100 %.
     pub machine_busy_percent: f64,
@@ -137,12 +146,43 @@ pub struct CpuUse {
     /// The servers' own CPU over the measured window, summed over the
     /// servers, in % of one core (100 = one core's worth): from their
     /// cgroups (netns backends) or their processes (process backend),
-    /// sampled once a second. `servers_busy_percent` counts whatever ran
-    /// on the server cores; this counts only the servers. Absent in
-    /// results from before it was recorded, or when a second's sample
-    /// missed a server.
+    /// sampled once a second when the host is polled through the step
+    /// (batch work runs); otherwise from their threads' CPU time
+    /// (`/proc/PID/task/TID/stat`) over the window. `servers_busy_percent`
+    /// counts what ran on the server cores less the foreign load; this
+    /// counts only the servers. Absent in results from before it was
+    /// recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servers_own_percent: Option<f64>,
+    /// Per server core, the share of its measured window spent running
+    /// processes that are neither the servers nor tickpack (the core's
+    /// user and system time less that of the servers' and the bench's
+    /// threads; see `docs/methodology.md`). Absent in results from before
+    /// it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign_percent: Option<ForeignLoad>,
+}
+
+/// Foreign load on the server cores over a step, 0-100 % of a core.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ForeignLoad {
+    /// Per server core, by CPU number.
+    pub per_core: std::collections::BTreeMap<usize, f64>,
+    /// The largest of `per_core` (0 when empty).
+    pub worst: f64,
+}
+
+impl ForeignLoad {
+    /// From the foreign load of every CPU (indexed by CPU number), the
+    /// server cores' (a server core missing from `per_cpu` reads 0).
+    pub fn of_cores(per_cpu: &[f64], server_cores: &[usize]) -> ForeignLoad {
+        let per_core: std::collections::BTreeMap<usize, f64> = server_cores
+            .iter()
+            .map(|&c| (c, per_cpu.get(c).copied().unwrap_or(0.0)))
+            .collect();
+        let worst = per_core.values().copied().fold(0.0, f64::max);
+        ForeignLoad { per_core, worst }
+    }
 }
 
 impl CpuUse {
@@ -150,6 +190,29 @@ impl CpuUse {
     /// recorded).
     pub fn worst_steal(&self) -> f64 {
         self.steal_percent.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The worst foreign load of a server core over the step, percent (0
+    /// when not recorded).
+    pub fn worst_foreign(&self) -> f64 {
+        self.foreign_percent.as_ref().map_or(0.0, |f| f.worst)
+    }
+
+    /// The worst foreign load of the step when it reaches 1 % of a server
+    /// core: "foreign 42.0% of CPU 1 (processes other than the servers and
+    /// tickpack)".
+    pub fn foreign_note(&self) -> Option<String> {
+        let f = self.foreign_percent.as_ref()?;
+        let (cpu, worst) = f
+            .per_core
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(&c, &w)| (c, w))?;
+        (worst >= 1.0).then(|| {
+            format!(
+                "foreign {worst:.1}% of CPU {cpu} (processes other than the servers and tickpack)"
+            )
+        })
     }
 
     /// The worst steal of the step when it reaches 1 % of a CPU: "steal
@@ -228,10 +291,17 @@ pub struct Step {
     #[serde(default)]
     pub first_attempt_failures: Vec<String>,
     /// Attempts of this step set aside because the machine's steal passed
-    /// [`BenchSettings::max_steal_percent`], each as "steal 31.0% of CPU 0
-    /// (...): pass|fail"; empty when none was.
+    /// [`BenchSettings::max_steal_percent`] or its foreign load passed
+    /// [`BenchSettings::max_foreign_percent`], each as "steal 31.0% of CPU
+    /// 0 (...): pass|fail"; empty when none was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbed_attempts: Vec<String>,
+    /// Set when the attempt that stands was itself disturbed past a limit
+    /// (steal or foreign load) because the reruns ran out: what disturbed
+    /// it, "foreign 42.0% of CPU 1 (...), more than 5%". Its figures count
+    /// more than the servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<String>,
     pub duration_s: f64,
     /// What the players measured (flattened: the fields sit at this level).
     #[serde(flatten)]
@@ -631,6 +701,41 @@ mod tests {
         )
         .expect("an old result");
         assert!(old.steal_percent.is_empty());
+        assert_eq!(old.foreign_percent, None);
+    }
+
+    #[test]
+    fn a_step_records_the_foreign_load_of_each_server_core_and_names_the_worst() {
+        // CPU 0 runs the load generator: its foreign load is not recorded.
+        let f = ForeignLoad::of_cores(&[50.0, 0.4, 42.04], &[1, 2, 7]);
+        assert_eq!(f.worst, 42.04);
+        assert_eq!(
+            f.per_core.len(),
+            3,
+            "a core missing from /proc/stat reads 0"
+        );
+        let cpu = CpuUse {
+            foreign_percent: Some(f),
+            ..Default::default()
+        };
+        assert_eq!(cpu.worst_foreign(), 42.04);
+        assert_eq!(
+            cpu.foreign_note().as_deref(),
+            Some("foreign 42.0% of CPU 2 (processes other than the servers and tickpack)")
+        );
+        let json = serde_json::to_value(&cpu).unwrap();
+        assert_eq!(
+            json["foreign_percent"],
+            serde_json::json!({"per_core": {"1": 0.4, "2": 42.04, "7": 0.0}, "worst": 42.04})
+        );
+        let back: CpuUse = serde_json::from_value(json).unwrap();
+        assert_eq!(back, cpu);
+        let quiet = CpuUse {
+            foreign_percent: Some(ForeignLoad::of_cores(&[0.0, 0.9], &[1])),
+            ..Default::default()
+        };
+        assert_eq!(quiet.foreign_note(), None, "under 1 % is not named");
+        assert_eq!(CpuUse::default().worst_foreign(), 0.0);
     }
 
     const STEP_KEYS: &[&str] = &[
@@ -666,6 +771,7 @@ mod tests {
             failures: vec![],
             first_attempt_failures: vec![],
             disturbed_attempts: vec![],
+            disturbed: None,
             duration_s: 1.0,
             measured: Measurements {
                 reconnects: 7,

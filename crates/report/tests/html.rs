@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use tickpack_report::bench::{
-    BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, Power, PowerSourceKind, QosLimits, Step,
-    Tco, TcoInputs, TcoSavings, TcoSide, WattsSource, BENCH_SCHEMA,
+    BenchResult, BenchSettings, CoreUse, CpuUse, ForeignLoad, Ladder, Power, PowerSourceKind,
+    QosLimits, Step, Tco, TcoInputs, TcoSavings, TcoSide, WattsSource, BENCH_SCHEMA,
 };
 use tickpack_report::comparison::{Comparison, DensityRatio, Separation, Spread, VariantSummary};
 use tickpack_report::qos::{Verdict, RULES};
@@ -47,6 +47,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         },
         first_attempt_failures: vec![],
         disturbed_attempts: vec![],
+        disturbed: None,
         duration_s: 30.0,
         measured: Measurements {
             transaction_latency_us: p,
@@ -75,6 +76,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             steal_percent: vec![0.0; 4],
             load_generator_cpu_s: 3.5,
             servers_own_percent: Some(busy * 2.0),
+            foreign_percent: None,
         },
         power: Some(Power {
             watts: 60.0 + busy,
@@ -157,6 +159,7 @@ fn sample() -> BenchResult {
             steps_past_failure: 1,
             confirm_failures: true,
             max_steal_percent: None,
+            max_foreign_percent: None,
             steal_retries: 0,
             headroom_target: 0.75,
             qos: QosLimits {
@@ -851,6 +854,36 @@ fn a_step_shows_its_steal_and_the_attempts_set_aside_for_it() {
         p.contains("run again, the machine disturbed: steal 31.0% of CPU 0"),
         "the attempt set aside"
     );
+}
+
+#[test]
+fn a_step_shows_its_foreign_load_and_that_it_stood_disturbed() {
+    let mut r = sample();
+    // Older steps without the figure read n/a beside one that has it.
+    let st = &mut r.ladders[0].steps[1];
+    st.cpu.foreign_percent = Some(ForeignLoad::of_cores(&[0.0, 37.25], &[1]));
+    st.disturbed_attempts =
+        vec!["foreign 41.0% of CPU 1 (processes other than the servers and tickpack): fail".into()];
+    st.disturbed = Some(
+        "foreign 37.2% of CPU 1 (processes other than the servers and tickpack), more than 5%"
+            .into(),
+    );
+    let p = page(r);
+    assert!(p.contains("Foreign load, % of a server core"), "the column");
+    assert!(
+        p.contains(">37.2<") || p.contains(">37.3<"),
+        "the step's worst core"
+    );
+    assert!(
+        p.contains("run again, the machine disturbed: foreign 41.0% of CPU 1"),
+        "the attempt set aside"
+    );
+    assert!(
+        p.contains("disturbed, the reruns ran out: foreign 37.2% of CPU 1"),
+        "the attempt that stands"
+    );
+    // Without the figure anywhere there is no column.
+    assert!(!page(sample()).contains("Foreign load"));
 }
 
 /// A game tickpack cannot play: the page lists only the limits that judged

@@ -11,8 +11,10 @@
 //!   tickpack creates (`tp<name>...`), so it must leave room in the kernel's
 //!   15-byte link names ([`validate_host_name`]).
 //!
-//! - [`proc_stat`]: per-CPU idle, steal and total time from `/proc/stat`'s
-//!   text ([`cpu_jiffies`]).
+//! - [`proc_stat`]: per-CPU idle, steal, interrupt and total time from
+//!   `/proc/stat`'s text ([`cpu_jiffies`]).
+//! - [`proc_tree`]: the threads of process trees in `/proc`, walked within
+//!   bounds (what the two samplers below read).
 //! - [`proc_memory`]: the peak resident memory of a process tree
 //!   ([`tree_peak_rss_bytes`], from `VmHWM`).
 //! - [`schedstat`]: how long the threads of process trees waited runnable
@@ -20,6 +22,8 @@
 //!   parsed ([`parse_schedstat`]), the wait per timeslice between two
 //!   readings ([`SchedStatDelta`]), and a sampler recording it per thread
 //!   and interval in a histogram ([`RunDelaySampler`]).
+//! - [`task_stat`]: a thread's CPU time and the CPU it last ran on, from
+//!   `/proc/PID/task/TID/stat` ([`parse_task_stat`], [`task_stat::read_trees`]).
 //!
 //! - [`text`]: text someone else wrote, safe to print: control and bidi
 //!   characters escaped, length capped ([`text::escape`]).
@@ -34,8 +38,10 @@ pub mod cpu_list;
 pub mod host_name;
 pub mod proc_memory;
 pub mod proc_stat;
+pub mod proc_tree;
 pub mod rel_path;
 pub mod schedstat;
+pub mod task_stat;
 pub mod text;
 pub mod user_file;
 
@@ -44,6 +50,7 @@ pub use host_name::{validate_host_name, HostNameError, MAX_HOST_NAME};
 pub use proc_memory::tree_peak_rss_bytes;
 pub use proc_stat::{cpu_jiffies, CpuJiffies};
 pub use schedstat::{parse_schedstat, RunDelaySampler, SchedStat, SchedStatDelta};
+pub use task_stat::{parse_task_stat, TaskCpu};
 
 /// True when the process runs as root (effective uid 0).
 pub fn is_root() -> bool {

@@ -33,20 +33,13 @@
 //! signal anything, and does not notice a new thread that reused a TID with
 //! counters at or above the old thread's (only counters that went back).
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::Read;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
 
-use crate::proc_memory::child_pids;
-
-/// At most this many processes are read per root pid (the root included).
-pub const MAX_PROCESSES_PER_ROOT: usize = 64;
-/// At most this many threads are read per root pid, over all its processes.
-pub const MAX_THREADS_PER_ROOT: usize = 256;
-/// At most this many bytes are read of one `schedstat` or `children` file.
-pub const MAX_READ_BYTES: u64 = 4096;
+use crate::proc_tree::{read_capped, visit_tree_threads};
+pub use crate::proc_tree::{MAX_PROCESSES_PER_ROOT, MAX_READ_BYTES, MAX_THREADS_PER_ROOT};
 /// The histogram's highest value, in µs (60 s); higher waits record as it.
 pub const MAX_MEAN_WAIT_US: u64 = 60_000_000;
 
@@ -163,7 +156,14 @@ impl RunDelaySampler {
         let mut now = HashMap::new();
         let mut visited = HashSet::new();
         for &root in pids {
-            self.read_tree(root, &mut visited, &mut now);
+            visit_tree_threads(&self.proc_root, root, &mut visited, |pid, tid, task| {
+                if let Some(s) = read_capped(&task.join("schedstat"))
+                    .as_deref()
+                    .and_then(parse_schedstat)
+                {
+                    now.insert((pid, tid), s);
+                }
+            });
         }
         for (key, reading) in &now {
             let Some(d) = self.last.get(key).and_then(|prev| reading.since(prev)) else {
@@ -212,78 +212,12 @@ impl RunDelaySampler {
         self.total_run_delay_ns = 0;
         self.total_on_cpu_ns = 0;
     }
-
-    /// Reads the threads of `root`'s tree into `now`, skipping processes
-    /// already `visited` (by an earlier root, or a loop in a fake tree).
-    fn read_tree(
-        &self,
-        root: u32,
-        visited: &mut HashSet<u32>,
-        now: &mut HashMap<(u32, u32), SchedStat>,
-    ) {
-        let mut todo = VecDeque::from([root]);
-        let (mut processes, mut threads) = (0, 0);
-        while let Some(pid) = todo.pop_front() {
-            if processes >= MAX_PROCESSES_PER_ROOT {
-                return;
-            }
-            if !visited.insert(pid) {
-                continue;
-            }
-            processes += 1;
-            let task_dir = self.proc_root.join(pid.to_string()).join("task");
-            let Ok(tasks) = std::fs::read_dir(&task_dir) else {
-                continue; // Gone (or never was).
-            };
-            for entry in tasks.flatten() {
-                let Some(tid) = entry
-                    .file_name()
-                    .to_str()
-                    .and_then(|n| n.parse::<u32>().ok())
-                else {
-                    continue;
-                };
-                if threads >= MAX_THREADS_PER_ROOT {
-                    return;
-                }
-                threads += 1;
-                let task = task_dir.join(tid.to_string());
-                if let Some(s) = read_capped(&task.join("schedstat"))
-                    .as_deref()
-                    .and_then(parse_schedstat)
-                {
-                    now.insert((pid, tid), s);
-                }
-                for child in child_pids(&read_capped(&task.join("children")).unwrap_or_default()) {
-                    if processes + todo.len() < MAX_PROCESSES_PER_ROOT && !visited.contains(&child)
-                    {
-                        todo.push_back(child);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// At most [`MAX_READ_BYTES`] of a file, as text; a number cut at the cap
-/// is dropped. `None` when it cannot be read or is not UTF-8.
-fn read_capped(path: &Path) -> Option<String> {
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(MAX_READ_BYTES)
-        .read_to_string(&mut text)
-        .ok()?;
-    if text.len() as u64 == MAX_READ_BYTES {
-        let whole = text.rfind(|c: char| c.is_ascii_whitespace()).unwrap_or(0);
-        text.truncate(whole);
-    }
-    Some(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proc_memory::child_pids;
     use std::process::{Child, Command};
     use std::time::{Duration, Instant};
 

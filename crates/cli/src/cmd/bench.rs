@@ -124,8 +124,15 @@ pub struct Args {
     /// step records its steal per CPU either way; 100 turns the reruns off.
     #[arg(long, default_value_t = 5.0, value_name = "PERCENT", value_parser = steal_percent)]
     pub max_steal: f64,
-    /// Reruns of a step for steal, at most (then the last attempt stands,
-    /// with its steal shown beside its verdict).
+    /// Run a step again when processes other than the servers and tickpack
+    /// used more than this share of a server core over its measured window
+    /// (percent: another program's load would pass for the servers'). Every
+    /// step records its foreign load per server core either way; 100 turns
+    /// the reruns off. See docs/methodology.md for what is counted.
+    #[arg(long, default_value_t = 5.0, value_name = "PERCENT", value_parser = steal_percent)]
+    pub max_foreign: f64,
+    /// Reruns of a step for steal or foreign load, at most (then the last
+    /// attempt stands, flagged disturbed beside its verdict).
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub steal_retries: u32,
     /// CPU busy target (percent of the server cores) for the recommended density.
@@ -338,6 +345,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         steps_past_failure: a.steps_past_failure,
         confirm_failures: !a.no_confirm,
         max_steal_percent: (a.max_steal < 100.0).then_some(a.max_steal),
+        max_foreign_percent: (a.max_foreign < 100.0).then_some(a.max_foreign),
         steal_retries: a.steal_retries,
         headroom_target: a.headroom / 100.0,
         qos,
@@ -793,9 +801,7 @@ impl Observer for Progress {
                 ", query p99 {:.2} ms",
                 q.p99 as f64 / 1000.0
             )),
-            s.cpu
-                .steal_note()
-                .map_or(String::new(), |n| format!(", {n}")),
+            step_disturbance(s),
             if s.failures.is_empty() {
                 String::new()
             } else {
@@ -1221,7 +1227,24 @@ pub fn print_summary(r: &BenchResult) {
     }
 }
 
-/// `--max-steal`: a percentage, 0-100.
+/// What a step line says of the machine beside the servers: the worst
+/// server core's foreign load (when recorded), the steal (from 1 %), and
+/// whether the attempt that stands was disturbed past a limit.
+fn step_disturbance(s: &tickpack_report::bench::Step) -> String {
+    let mut out = String::new();
+    if let Some(f) = &s.cpu.foreign_percent {
+        out.push_str(&format!(", foreign {:.1}%", f.worst));
+    }
+    if let Some(n) = s.cpu.steal_note() {
+        out.push_str(&format!(", {n}"));
+    }
+    if let Some(d) = &s.disturbed {
+        out.push_str(&format!(", DISTURBED: {d}"));
+    }
+    out
+}
+
+/// `--max-steal`, `--max-foreign`: a percentage, 0-100.
 fn steal_percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim_end_matches('%')
@@ -1236,7 +1259,7 @@ fn steal_percent(s: &str) -> Result<f64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{consolidation_line, first_step_always_failed, steal_percent};
+    use super::{consolidation_line, first_step_always_failed, steal_percent, step_disturbance};
     use tickpack_report::bench::BenchResult;
 
     #[test]
@@ -1249,6 +1272,26 @@ mod tests {
         assert!(steal_percent("lots")
             .unwrap_err()
             .contains("not a percentage"));
+    }
+
+    #[test]
+    fn a_step_line_shows_the_foreign_load_and_a_disturbed_attempt() {
+        let v: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../report/tests/fixtures/result-v1.json"
+        ))
+        .unwrap();
+        let mut st: tickpack_report::bench::Step =
+            serde_json::from_value(v["ladders"][0]["steps"][0].clone()).expect("a step");
+        assert_eq!(step_disturbance(&st), "", "an old step says nothing");
+        st.cpu.foreign_percent = Some(tickpack_report::bench::ForeignLoad::of_cores(
+            &[0.0, 37.25],
+            &[1],
+        ));
+        st.disturbed = Some("foreign 37.2% of CPU 1 (...), more than 5%".into());
+        assert_eq!(
+            step_disturbance(&st),
+            ", foreign 37.2%, DISTURBED: foreign 37.2% of CPU 1 (...), more than 5%"
+        );
     }
 
     #[test]

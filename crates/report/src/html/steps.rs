@@ -1,5 +1,6 @@
 //! One table of steps per ladder: verdict, latency, lateness, frame, loss,
-//! outages and reconnects, CPU, watts and what each failing step missed;
+//! outages and reconnects, CPU, foreign load, watts and what each failing
+//! step missed (and what disturbed it);
 //! the query latency (`bench --probe`) when the ladder's steps have it.
 
 use std::fmt::Write as _;
@@ -51,6 +52,13 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     } else {
         ""
     };
+    let has_foreign = ladder.steps.iter().any(|s| s.cpu.foreign_percent.is_some());
+    let foreign_head = if has_foreign {
+        "<th class=\"num\" rowspan=\"2\">Foreign load, % of a server core \
+         (other processes; the worst core)</th>"
+    } else {
+        ""
+    };
     let has_batch = ladder.steps.iter().any(|s| s.batch.is_some());
     let batch_head = if has_batch {
         "<th class=\"num\" rowspan=\"2\">Batch bogo-ops/s (CPU %, % of idle)</th>\
@@ -69,7 +77,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
          <th class=\"num\" rowspan=\"2\">Outages</th>\
          <th class=\"num\" rowspan=\"2\">Reconnects</th>\
-         <th class=\"num\" rowspan=\"2\">CPU busy, % (the servers' own, % of a core)</th>{batch_head}\
+         <th class=\"num\" rowspan=\"2\">CPU busy, % (the servers' own, % of a core)</th>{foreign_head}{batch_head}\
          <th class=\"num\" rowspan=\"2\">{watts_head}</th><th rowspan=\"2\">Failures</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
@@ -114,6 +122,15 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
                 esc(&st.disturbed_attempts.join("; "))
             ));
         }
+        if let Some(d) = &st.disturbed {
+            if !failures.is_empty() {
+                failures.push_str("<br>");
+            }
+            failures.push_str(&format!(
+                "<em>disturbed, the reruns ran out: {}</em>",
+                esc(d)
+            ));
+        }
         if let Some(steal) = st.cpu.steal_note() {
             if !failures.is_empty() {
                 failures.push_str("<br>");
@@ -136,6 +153,11 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
             _ if has_run_delay => format!("<td class=\"num\">{NA}</td>"),
             _ => String::new(),
         };
+        let foreign = match &st.cpu.foreign_percent {
+            Some(f) => format!("<td class=\"num\">{:.1}</td>", f.worst),
+            None if has_foreign => format!("<td class=\"num\">{NA}</td>"),
+            None => String::new(),
+        };
         let batch = match &st.batch {
             _ if !has_batch => String::new(),
             None => format!(
@@ -156,7 +178,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
              <td>{verdict}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{query}{run_delay}\
              <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}{}</td>{batch}<td class=\"num\">{watts}</td>\
+             <td class=\"num\">{}{}</td>{foreign}{batch}<td class=\"num\">{watts}</td>\
              <td class=\"failures\">{failures}</td></tr>\n",
             if fail { " class=\"fail\"" } else { "" },
             st.index,
