@@ -813,3 +813,28 @@ fn starting_whole_a_steady_signal_costs_at_most_one_trial_cut() {
         }
     }
 }
+
+/// On this VM the batch, started whole, went to zero in the guard's first
+/// second ("signal missing: instance 2 reports no qos figure": the server
+/// had not sent its first stats yet) and stayed there 6-9 s while the
+/// baseline was measured, where SCHED_IDLE alone ran it. A server that has
+/// never reported is still starting: not judged yet, not a missing signal;
+/// one that stops reporting still cuts the batch to zero.
+#[test]
+fn a_server_still_starting_sent_the_batch_to_zero() {
+    let mut lines = vec!["- - - 2.0", "x - - 2.0"];
+    lines.extend(vec![QUIET; 6]);
+    lines.push("- - - 2.0");
+    let out = run_with(Tuning::default(), &lines.join("\n"));
+    for o in &out[..8] {
+        assert_eq!(o.1, 1.0, "whole while the server starts and runs: {out:?}");
+        assert_ne!(o.0, Action::Zero, "{out:?}");
+    }
+    assert!(
+        out[0].2.contains("reported its figures yet"),
+        "{}",
+        out[0].2
+    );
+    assert_eq!(out[8].0, Action::Zero, "a figure that stopped: {out:?}");
+    assert!(out[8].2.contains("no QoS figure"), "{}", out[8].2);
+}

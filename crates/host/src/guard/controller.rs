@@ -370,6 +370,10 @@ pub struct Controller {
     hurt: bool,
     /// Periods in a row with steal at or above [`Tuning::steal_hold`].
     steal_run: u32,
+    /// Instances that have reported a QoS figure at least once: one that
+    /// never has is still starting and is not judged yet (a missing
+    /// signal is one that stopped coming).
+    reporting: std::collections::BTreeSet<u32>,
 }
 
 /// A cut on trial.
@@ -412,6 +416,7 @@ impl Controller {
             trial: None,
             hurt: false,
             steal_run: 0,
+            reporting: Default::default(),
         }
     }
 
@@ -485,6 +490,11 @@ impl Controller {
     fn worst_slack(&self, s: &Signals) -> Result<(Option<f64>, String), String> {
         let mut worst: Option<(f64, String)> = None;
         for i in &s.instances {
+            // Still starting (never reported a figure): not judged yet.
+            // SCHED_IDLE alone runs the batch beside a starting server too.
+            if !self.reporting.contains(&i.id) {
+                continue;
+            }
             if !i.answered {
                 return Err(format!("instance {} did not answer its health check", i.id));
             }
@@ -522,7 +532,8 @@ impl Controller {
         }
         Ok(match worst {
             Some((w, why)) => (Some(w), why),
-            None => (None, "no instances".into()),
+            None if s.instances.is_empty() => (None, "no instances".into()),
+            None => (None, "no server has reported its figures yet".into()),
         })
     }
 
@@ -564,6 +575,14 @@ impl Controller {
         let at_ms = at.as_millis() as u64;
         let max = self.server_cpus.len() as f64;
         let t = self.tuning;
+        for i in &signals.instances {
+            let any = [i.tick_lag_us, i.frame_us, i.behind_us, i.query_us]
+                .iter()
+                .any(Option::is_some);
+            if i.answered && any {
+                self.reporting.insert(i.id);
+            }
+        }
         let worst = self.worst_slack(signals);
         // The period just measured ran with the allowance decided last
         // time: at zero, its slack is the servers' own.
