@@ -67,7 +67,7 @@ for l in r["ladders"]:
     if s.get("first_attempt_failures"):
         failed = (failed + " | " if failed else "") + "1st: " + "; ".join(s["first_attempt_failures"])
     if s.get("disturbed_attempts"):
-        failed = (failed + " | " if failed else "") + "run again for steal: " + "; ".join(s["disturbed_attempts"])
+        failed = (failed + " | " if failed else "") + "run again (steal or foreign load): " + "; ".join(s["disturbed_attempts"])
     print(f'{l["repetition"]:>3} {v:<11} {s["verdict"]:<7} {ms(s["transaction_latency_us"]):>7} '
           f'{ms(s["tick_lateness_us"]):>8} {ms(s["server_frame_us"]):>9} '
           f'{s["cpu"]["per_cpu_percent"][scpu]:>6.1f} {s["cpu"]["machine_busy_percent"]:>6.1f} '

@@ -838,3 +838,22 @@ fn a_server_still_starting_sent_the_batch_to_zero() {
     assert_eq!(out[8].0, Action::Zero, "a figure that stopped: {out:?}");
     assert!(out[8].2.contains("no QoS figure"), "{}", out[8].2);
 }
+
+/// On this VM the guard cut the batch in the servers' first reporting
+/// second (a start-up p99 of 3.7 ms), judged the cut helpful when the next
+/// seconds were normal again (its "before" was that one period), and from
+/// then on treated the batch as harmful. A cut needs as many periods of
+/// figures before it as the baseline does.
+#[test]
+fn guard_cut_on_the_servers_first_second_and_took_the_recovery_for_its_help() {
+    let mut lines = vec!["3663 1200 300 2.0"];
+    lines.extend(vec![QUIET; 6]);
+    let out = run_with(Tuning::default(), &lines.join("\n"));
+    assert!(out.iter().all(|o| o.1 == 1.0), "never cut: {out:?}");
+    assert!(out[0].2.contains("too few to judge a cut"), "{}", out[0].2);
+    // With three periods of figures, a crossing is cut at once.
+    let mut lines = vec![QUIET; 3];
+    lines.push("3663 1200 300 2.0");
+    let out = run_with(Tuning::default(), &lines.join("\n"));
+    assert_eq!(out[3].0, Action::Cut, "{out:?}");
+}

@@ -789,6 +789,20 @@ impl Controller {
                 }
             }
         };
+        // A cut is judged against the median of the periods before it: with
+        // fewer than `baseline_periods` of them (the servers' first seconds,
+        // their worst) that "median" is one outlier, and the next periods'
+        // return to normal would pass for the cut's help. Hold until there
+        // are enough, as SCHED_IDLE alone would.
+        if action == Action::Cut && self.recent_slack.len() < n {
+            action = Action::Hold;
+            crossed = false;
+            reason = format!(
+                "held, not cut: {} of {} periods of the servers' figures so far, too few to judge a cut; {reason}",
+                self.recent_slack.len(),
+                n
+            );
+        }
         // Steal: the hypervisor ran other guests on a CPU of ours in the
         // period. A crossing then is the machine's doing, and cutting the
         // batch idles the server cores, which on a virtual machine costs
