@@ -857,3 +857,26 @@ fn guard_cut_on_the_servers_first_second_and_took_the_recovery_for_its_help() {
     let out = run_with(Tuning::default(), &lines.join("\n"));
     assert_eq!(out[3].0, Action::Cut, "{out:?}");
 }
+
+/// On this VM the guard cut, saw the cut not help and undid it, then cut
+/// again at the next swing just past the harm margin, inside the servers'
+/// own noise: each cut idled the server core and made the servers worse.
+/// Every cut that did not help doubles the margin a further cut needs.
+#[test]
+fn guard_cut_again_on_noise_after_a_cut_had_not_helped() {
+    // Slack -30 % (lag 3250 us of 2500 us) whatever the batch gets.
+    let mut lines = vec!["3250 1200 300 2.0"; 12];
+    // Then swings to -50 %: 20 points below, more than the 15-point
+    // margin, less than twice it.
+    lines.extend(vec!["3750 1200 300 2.0"; 6]);
+    let out = run_with(Tuning::default(), &lines.join("\n"));
+    let undo = out
+        .iter()
+        .position(|o| o.2.contains("the cut did not help"))
+        .expect("a cut judged not to help");
+    assert!(undo < 12, "{out:?}");
+    assert_eq!(out[undo].1, 1.0, "undone to whole: {out:?}");
+    for o in &out[undo..] {
+        assert_eq!(o.1, 1.0, "no cut on the swing: {out:?}");
+    }
+}

@@ -67,7 +67,8 @@
 //! cost them more than a SCHED_IDLE batch does). The cut is undone at once,
 //! and the slack seen with the batch cut becomes the baseline above, so the
 //! same slack does not cut the batch again; a slack a margin worse still
-//! does.
+//! does, and each cut in a row that did not help doubles that margin (at
+//! most 8 times it; a cut that helped brings it back).
 //!
 //! The CPU set follows the allowance: `ceil(quota)` server CPUs, the ones
 //! with the most slack first.
@@ -374,6 +375,8 @@ pub struct Controller {
     /// never has is still starting and is not judged yet (a missing
     /// signal is one that stopped coming).
     reporting: std::collections::BTreeSet<u32>,
+    /// Cuts in a row whose trial showed they did not help.
+    unhelpful_cuts: u32,
 }
 
 /// A cut on trial.
@@ -417,6 +420,7 @@ impl Controller {
             hurt: false,
             steal_run: 0,
             reporting: Default::default(),
+            unhelpful_cuts: 0,
         }
     }
 
@@ -449,12 +453,15 @@ impl Controller {
     fn thresholds(&self) -> Thresholds {
         let t = &self.tuning;
         match self.baseline() {
-            Some(b) if b < t.grow_above => Thresholds {
-                grow: b,
-                cut: t.cut_below.min(b - t.harm_margin),
-                cross: 0f64.min(b - 2.0 * t.harm_margin),
-                baseline: Some(b),
-            },
+            Some(b) if b < t.grow_above => {
+                let margin = self.margin();
+                Thresholds {
+                    grow: b,
+                    cut: t.cut_below.min(b - margin),
+                    cross: 0f64.min(b - 2.0 * margin),
+                    baseline: Some(b),
+                }
+            }
             _ => Thresholds {
                 grow: t.grow_above,
                 cut: t.cut_below,
@@ -462,6 +469,15 @@ impl Controller {
                 baseline: None,
             },
         }
+    }
+
+    /// How far below the baseline the slack may fall before a cut: the
+    /// harm margin, doubled for every cut in a row that did not help (at
+    /// most 8 times it). Each cut that did not help is evidence that the
+    /// servers' swings are the machine's, not the batch's; one that helped
+    /// brings the margin back.
+    fn margin(&self) -> f64 {
+        self.tuning.harm_margin * f64::from(1u32 << self.unhelpful_cuts.min(3))
     }
 
     /// From zero the batch starts at the whole server cores (SCHED_IDLE
@@ -617,7 +633,9 @@ impl Controller {
                 if after >= tr.before + t.harm_margin || after >= t.grow_above {
                     // It helped: the batch hurt the servers.
                     self.hurt = true;
+                    self.unhelpful_cuts = 0;
                 } else {
+                    self.unhelpful_cuts = self.unhelpful_cuts.saturating_add(1);
                     // The slack with the batch cut is the baseline from
                     // now on (not a mix with older periods at zero).
                     self.zero_slack.clear();
