@@ -238,7 +238,7 @@ mod help_tests {
         assert!(flag(&h, "--name").contains("[default: bn]"), "{h}");
         assert!(flag(&h, "--range").contains("198.18.0.0/16"), "{h}");
         for (name, default) in [
-            ("--tile-servers", "chosen from the server cores"),
+            ("--tile-servers", "half the server cores"),
             ("--step-duration", "6s"),
             ("--warmup", "1s"),
             ("--max-steps", "12"),
