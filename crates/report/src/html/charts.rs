@@ -334,12 +334,9 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
             .collect();
         c.series.push(s);
     }
-    let target = r.settings.headroom_target * 100.0;
-    c.limits.push(Limit {
-        y: target,
-        label: format!("headroom target {} %", fmt_num(target)),
-        color: TARGET,
-    });
+    let limit = headroom_limit(r);
+    let target = limit.y;
+    c.limits.push(limit);
     Figure {
         chart: c,
         caption: format!(
@@ -357,6 +354,16 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
 }
 
 /// The power sources of all steps, in order of appearance.
+/// The dashed line of `r`'s headroom target on a CPU busy chart.
+pub(super) fn headroom_limit(r: &BenchResult) -> Limit {
+    let target = r.settings.headroom_target * 100.0;
+    Limit {
+        y: target,
+        label: format!("headroom target {} %", fmt_num(target)),
+        color: TARGET,
+    }
+}
+
 pub(super) fn power_sources(r: &BenchResult) -> Vec<PowerSourceKind> {
     let mut v: Vec<PowerSourceKind> = Vec::new();
     for st in r.ladders.iter().flat_map(|l| &l.steps) {

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use crate::bench::BenchResult;
 
-use super::charts::{failed, ladder_color, Figure, TARGET};
-use super::svg::{Chart, Limit, Point, Series};
+use super::charts::{failed, headroom_limit, ladder_color, Figure};
+use super::svg::{Chart, Point, Series};
 
 use super::format::{
     cpu_list, esc, fmt_ms, fmt_num, fmt_ratio, max_density, or_na, recommended_step, servers, utc,
@@ -223,13 +223,9 @@ fn shared_chart(results: &[(String, BenchResult)]) -> Figure {
                 .collect();
             c.series.push(s);
         }
-        let target = r.settings.headroom_target * 100.0;
-        if !c.limits.iter().any(|l| (l.y - target).abs() < 1e-9) {
-            c.limits.push(Limit {
-                y: target,
-                label: format!("headroom target {} %", fmt_num(target)),
-                color: TARGET,
-            });
+        let target = headroom_limit(r);
+        if !c.limits.iter().any(|l| (l.y - target.y).abs() < 1e-9) {
+            c.limits.push(target);
         }
     }
     Figure {
