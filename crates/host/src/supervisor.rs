@@ -37,7 +37,6 @@ mod usage;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -345,18 +344,9 @@ impl Supervisor {
             std::fs::create_dir_all(&idir).map_err(io(format!("creating {}", idir.display())))?;
             if self.cfg.backend == Backend::Netns {
                 // `instances/` is root's, so the instance cannot swap its
-                // directory for a link; lchown and the check hold anyway.
-                let uid = self.uid_base + spec.id;
-                real_dir(&idir)?;
+                // directory for a link; the check holds anyway.
                 let bytes = spec.disk_bytes.unwrap_or(disk::DEFAULT_DISK_BYTES);
-                disk::mount(&idir, bytes, uid).map_err(io(format!(
-                    "mounting a {bytes}-byte tmpfs on {}",
-                    idir.display()
-                )))?;
-                std::os::unix::fs::lchown(&idir, Some(uid), Some(uid))
-                    .map_err(io(format!("chown {}", idir.display())))?;
-                std::fs::set_permissions(&idir, std::fs::Permissions::from_mode(0o700))
-                    .map_err(io(format!("chmod {}", idir.display())))?;
+                disk::tenant_dir(&idir, bytes, self.uid_base + spec.id)?;
             }
             let cgroup = match &self.layout {
                 Some(layout) => {

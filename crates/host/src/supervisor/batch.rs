@@ -224,15 +224,8 @@ impl Supervisor {
         if root && first {
             // Root's, 0700, as `instances/`: no tenant swaps a directory for a link.
             super::private_dir(&parent)?;
-            super::real_dir(&dir)?;
             // Its files on a tmpfs of their own, kept across its restarts.
-            let bytes = super::disk::DEFAULT_DISK_BYTES;
-            super::disk::mount(&dir, bytes, self.uid_base).map_err(super::io(format!(
-                "mounting a {bytes}-byte tmpfs on {}",
-                dir.display()
-            )))?;
-            std::os::unix::fs::lchown(&dir, Some(self.uid_base), Some(self.uid_base))
-                .map_err(super::io(format!("chown {}", dir.display())))?;
+            super::disk::tenant_dir(&dir, super::disk::DEFAULT_DISK_BYTES, self.uid_base)?;
         }
         let log_path = batch_log_path(&self.cfg.run_dir, k + 1);
         if first {

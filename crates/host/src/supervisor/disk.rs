@@ -53,6 +53,17 @@ pub fn mount(dir: &Path, bytes: u64, owner: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Makes `dir` (created by the caller below a root-only parent) a tenant's
+/// own: checked to be a directory, not a link, then a fresh tmpfs of
+/// `bytes` owned by `owner`, mode 0700 (the mount options set both).
+pub(super) fn tenant_dir(dir: &Path, bytes: u64, owner: u32) -> Result<(), super::HostError> {
+    super::real_dir(dir)?;
+    mount(dir, bytes, owner).map_err(super::io(format!(
+        "mounting a {bytes}-byte tmpfs on {}",
+        dir.display()
+    )))
+}
+
 /// Detaches every file system mounted at `dir` (none: nothing happens).
 /// Never follows a link at `dir`.
 pub fn unmount(dir: &Path) -> std::io::Result<()> {
