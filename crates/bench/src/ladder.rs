@@ -414,10 +414,13 @@ impl<'a> Climb<'a> {
 fn interrupted(ladder: &Ladder, first_fail: Option<u32>, tile_servers: u32) -> String {
     match (first_fail, ladder.max_servers) {
         (Some(f), _) => format!(
-            "interrupted after step {f} ({} servers) failed QoS",
-            f * tile_servers
+            "interrupted after step {f} ({}) failed QoS",
+            tickpack_report::words::servers(f * tile_servers)
         ),
-        (None, Some(n)) => format!("interrupted before its limit: at least {n} servers passed"),
+        (None, Some(n)) => format!(
+            "interrupted before its limit: at least {} passed",
+            tickpack_report::words::servers(n)
+        ),
         (None, None) => "interrupted before a step finished".into(),
     }
 }

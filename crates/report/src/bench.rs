@@ -492,12 +492,12 @@ impl Ladder {
             "the last step, --max-steps, passed"
         };
         match (self.limit_found(), self.max_servers) {
-            (false, Some(n)) => format!("at least {n} servers ({why})"),
+            (false, Some(n)) => format!("at least {} ({why})", crate::words::servers(n)),
             (false, None) if self.steps.is_empty() => {
                 "not found (interrupted before a step finished)".into()
             }
             (false, None) => "not found".into(),
-            (true, Some(n)) => format!("{n} servers"),
+            (true, Some(n)) => crate::words::servers(n),
             (true, None) => "not reached".into(),
         }
     }

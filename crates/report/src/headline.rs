@@ -103,10 +103,10 @@ impl Headline {
     pub fn on_words(&self, cores: u32) -> String {
         let n = servers_on(self.servers, self.server_cores, cores);
         format!(
-            "on {cores} server core{}: {}{n} server{}",
-            if cores == 1 { "" } else { "s" },
+            "on {}: {}{}",
+            crate::words::count(cores, "server core", "server cores"),
             self.at_least_words(),
-            if n == 1 { "" } else { "s" }
+            crate::words::servers(n)
         )
     }
 
@@ -129,8 +129,8 @@ impl Headline {
         let lg = match self.load_generator_cores {
             0 => "no cores kept for the load generator".to_string(),
             n => format!(
-                "the load generator's {n} core{} of {} excluded",
-                if n == 1 { "" } else { "s" },
+                "the load generator's {} of {} excluded",
+                crate::words::count(n, "core", "cores"),
                 self.total_cores
             ),
         };

@@ -29,6 +29,7 @@ pub mod merge;
 pub mod probe;
 pub mod qos;
 pub mod system;
+pub mod words;
 
 /// Schema id of `tickpack players --json`.
 pub const PLAYERS_SCHEMA: &str = "tickpack.players/1";

@@ -10,6 +10,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use tickpack_bench::{Before, BenchConfig, Compare, CostInputs, Observer};
 use tickpack_report::bench::{BenchResult, BenchSettings, Ladder};
+use tickpack_report::words;
 
 use tickpack_host::supervisor::HostError;
 
@@ -773,7 +774,7 @@ struct Progress {
 
 impl Observer for Progress {
     fn step_started(&mut self, ladder: &str, index: u32, servers: u32) {
-        let msg = format!("{ladder}: step {index}, {servers} servers");
+        let msg = format!("{ladder}: step {index}, {}", words::servers(servers));
         match &self.bar {
             Some(b) => b.set_message(msg),
             None => eprintln!("bench: {msg} ..."),
@@ -792,9 +793,9 @@ impl Observer for Progress {
             _ => format!("p99 {:.2} ms", s.transaction_latency_us.p99 as f64 / 1000.0),
         };
         let line = format!(
-            "{}: {} servers {} ({latency}, servers' CPU {:.0}%{}{}){}",
+            "{}: {} {} ({latency}, servers' CPU {:.0}%{}{}){}",
             ladder_title(ladder, self.repeated),
-            s.servers,
+            words::servers(s.servers),
             s.verdict.as_str().to_uppercase(),
             s.cpu.servers_busy_percent,
             s.query_latency_us.map_or(String::new(), |q| format!(
@@ -862,8 +863,8 @@ pub fn run(a: Args) -> Result<(), Failure> {
         repeated: cfg.repeat > 1,
     };
     eprintln!(
-        "tickpack bench: tiles of {} servers x {} players, {} s per step, load generator on CPU {:?}; results in {}",
-        cfg.settings.tile_servers,
+        "tickpack bench: tiles of {} x {} players, {} s per step, load generator on CPU {:?}; results in {}",
+        words::servers(cfg.settings.tile_servers),
         cfg.settings.players_per_server,
         cfg.settings.step_duration_s,
         cfg.load_generator_cpus,
@@ -1128,8 +1129,8 @@ pub fn print_summary(r: &BenchResult) {
         for s in &l.steps {
             if let Some(p) = &s.run_delay_us {
                 println!(
-                    "  {} servers: run delay (threads waiting for a CPU) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} samples",
-                    s.servers,
+                    "  {}: run delay (threads waiting for a CPU) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} samples",
+                    words::servers(s.servers),
                     p.p50 as f64 / 1000.0,
                     p.p99 as f64 / 1000.0,
                     p.max as f64 / 1000.0,
@@ -1138,8 +1139,8 @@ pub fn print_summary(r: &BenchResult) {
             }
             if let (Some(p), Some(q)) = (&s.query_latency_us, &s.queries) {
                 println!(
-                    "  {} servers: query latency (not transaction latency) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {} of {} queries answered",
-                    s.servers,
+                    "  {}: query latency (not transaction latency) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {} of {} queries answered",
+                    words::servers(s.servers),
                     p.p50 as f64 / 1000.0,
                     p.p99 as f64 / 1000.0,
                     p.max as f64 / 1000.0,
@@ -1154,8 +1155,8 @@ pub fn print_summary(r: &BenchResult) {
             .filter(|s| !s.first_attempt_failures.is_empty())
         {
             println!(
-                "  {} servers: first attempt failed ({}); second attempt {}",
-                s.servers,
+                "  {}: first attempt failed ({}); second attempt {}",
+                words::servers(s.servers),
                 s.first_attempt_failures.join("; "),
                 s.verdict
             );
@@ -1165,7 +1166,7 @@ pub fn print_summary(r: &BenchResult) {
             l.max_density_words(),
             r.settings.headroom_target * 100.0,
             l.recommended_servers
-                .map_or("not reached".to_string(), |n| format!("{n} servers"))
+                .map_or("not reached".to_string(), words::servers)
         );
     }
     match &r.comparison {

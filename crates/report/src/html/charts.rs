@@ -34,8 +34,10 @@ pub(super) struct Figure {
 
 pub(super) fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
     let mut t = format!(
-        "{}: step {}, {} servers, {what}",
-        ladder.label, step.index, step.servers
+        "{}: step {}, {}, {what}",
+        ladder.label,
+        step.index,
+        crate::words::servers(step.servers)
     );
     if step.verdict.is_fail() {
         t.push_str(" - FAIL");
@@ -518,8 +520,8 @@ pub(super) fn distribution(r: &BenchResult, ladder: &Ladder, notes: &mut Vec<Str
         };
         let mut s = Series::new(
             format!(
-                "{} servers{}",
-                st.servers,
+                "{}{}",
+                crate::words::servers(st.servers),
                 if fail { " (fail)" } else { "" }
             ),
             color,
@@ -537,9 +539,9 @@ pub(super) fn distribution(r: &BenchResult, ladder: &Ladder, notes: &mut Vec<Str
                     y: v as f64 / 1000.0,
                     failed: false,
                     tip: format!(
-                        "step {}, {} servers: p{} = {} ms",
+                        "step {}, {}: p{} = {} ms",
                         st.index,
-                        st.servers,
+                        crate::words::servers(st.servers),
                         super::fmt_quantile(q),
                         fmt_ms(v)
                     ),

@@ -179,7 +179,7 @@ pub(super) fn cpu_list(cpus: &[usize]) -> String {
 
 pub(super) fn servers(n: Option<u32>) -> String {
     match n {
-        Some(n) => format!("{n} servers"),
+        Some(n) => crate::words::servers(n),
         None => NOT_REACHED.into(),
     }
 }

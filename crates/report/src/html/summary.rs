@@ -79,7 +79,10 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
             unfound
                 .and_then(|l| l.max_servers)
                 .or(r.max_servers)
-                .map_or("not found".to_string(), |n| format!("at least {n} servers")),
+                .map_or("not found".to_string(), |n| format!(
+                    "at least {}",
+                    crate::words::servers(n)
+                )),
             if unfound.is_some_and(|l| l.stopped.starts_with("interrupted")) {
                 "the run was interrupted"
             } else {
