@@ -576,6 +576,21 @@ fn the_guards_actuators_write_quota_cpus_and_idle_on_v1() {
 }
 
 #[test]
+fn v1_batch_cgroup_was_not_idle_although_the_kernel_has_cpu_idle() {
+    // Since 5.15 v1's cpu controller has `cpu.idle` too. A group with the
+    // lowest cpu.shares only is not idle: the kernel does not preempt it at
+    // once when a server wakes, so its SCHED_IDLE tasks could hold a server
+    // core for a slice.
+    let fake = Fake::v1();
+    let cg = Cgroup::create(&fake.layout(), "tpg/tpg-batch", &full_limits()).unwrap();
+    fs::write(fake.root.join("cpu,cpuacct/tpg/tpg-batch/cpu.idle"), "0").unwrap();
+    assert_eq!(cg.set_idle(true).unwrap(), "cpu.idle 1");
+    assert_eq!(fake.read("cpu,cpuacct/tpg/tpg-batch/cpu.idle"), "1");
+    assert_eq!(cg.set_idle(false).unwrap(), "cpu.idle 0");
+    assert_eq!(fake.read("cpu,cpuacct/tpg/tpg-batch/cpu.idle"), "0");
+}
+
+#[test]
 fn the_guards_actuators_write_quota_cpus_and_idle_on_v2() {
     let fake = Fake::v2("cpuset cpu memory");
     let cg = Cgroup::create(&fake.layout(), "tpg/tpg-batch", &full_limits()).unwrap();

@@ -5,7 +5,7 @@
 //! |-------------------|--------------------------------------|----------------------------|
 //! | quota             | `cpu.cfs_quota_us` (-1: none)        | `cpu.max` (`max`: none)    |
 //! | CPU set           | `cpuset.cpus`                        | `cpuset.cpus`              |
-//! | idle              | `cpu.shares` 2 (+ SCHED_IDLE per task) | `cpu.idle` 1 (5.15+), else `cpu.weight` 1 |
+//! | idle              | `cpu.idle` 1 (5.15+), else `cpu.shares` 2 (+ SCHED_IDLE per task) | `cpu.idle` 1 (5.15+), else `cpu.weight` 1 |
 //! | pressure          | none (v1 has no per-cgroup PSI)      | `cpu.pressure`             |
 //! | throttling        | `cpu.stat` nr_throttled, throttled_time (ns) | `cpu.stat` nr_throttled, throttled_usec |
 //!
@@ -153,13 +153,25 @@ impl Cgroup {
     }
 
     /// Makes the cgroup idle (runs only when nothing else wants the CPU) or
-    /// gives it the default weight back. v2: `cpu.idle` where the kernel has
-    /// it, else the lowest `cpu.weight`; v1: the lowest `cpu.shares` (the
-    /// caller sets SCHED_IDLE on its tasks, [`set_sched_idle`]). Returns what
-    /// was written, for the log.
+    /// gives it the default weight back: `cpu.idle` where the kernel has it
+    /// (5.15+, v1 and v2), else the lowest `cpu.weight` (v2) or `cpu.shares`
+    /// (v1; the caller also sets SCHED_IDLE on its tasks,
+    /// [`set_sched_idle`]). Returns what was written, for the log.
     pub fn set_idle(&self, idle: bool) -> Result<&'static str, CgroupError> {
         let dir = self.cpu_dir()?;
         match self.version {
+            // An idle group (`cpu.idle`, 5.15+, both versions) is
+            // preempted at once by any task that is not idle: a group with
+            // a low weight only is not, and its SCHED_IDLE tasks could keep
+            // a server core for a whole slice after a server woke.
+            _ if dir.join("cpu.idle").exists() => {
+                write_control(
+                    &dir.join("cpu.idle"),
+                    if idle { "1" } else { "0" },
+                    self.synthetic,
+                )?;
+                Ok(if idle { "cpu.idle 1" } else { "cpu.idle 0" })
+            }
             CgroupVersion::V1 => {
                 write_control(
                     &dir.join("cpu.shares"),
@@ -173,22 +185,16 @@ impl Cgroup {
                 })
             }
             CgroupVersion::V2 => {
-                let f = dir.join("cpu.idle");
-                if f.exists() {
-                    write_control(&f, if idle { "1" } else { "0" }, self.synthetic)?;
-                    Ok(if idle { "cpu.idle 1" } else { "cpu.idle 0" })
+                write_control(
+                    &dir.join("cpu.weight"),
+                    if idle { "1" } else { "100" },
+                    self.synthetic,
+                )?;
+                Ok(if idle {
+                    "cpu.weight 1"
                 } else {
-                    write_control(
-                        &dir.join("cpu.weight"),
-                        if idle { "1" } else { "100" },
-                        self.synthetic,
-                    )?;
-                    Ok(if idle {
-                        "cpu.weight 1"
-                    } else {
-                        "cpu.weight 100"
-                    })
-                }
+                    "cpu.weight 100"
+                })
             }
         }
     }

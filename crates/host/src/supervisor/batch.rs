@@ -463,8 +463,9 @@ impl Supervisor {
                 batch.cpu_sample = Some((ns, now));
             }
             if cg.version() == CgroupVersion::V1 && batch.control != BatchControl::None {
-                // v1 has no idle cgroup: every task of the batch is
-                // SCHED_IDLE (new ones inherit it; adopted ones are set here).
+                // Every task of the batch is SCHED_IDLE as well as its
+                // group (an older v1 kernel has no idle group): new ones
+                // inherit it, adopted ones are set here.
                 if let Ok(pids) = cg.pids() {
                     for p in pids {
                         cgroup::set_sched_idle(p);
