@@ -42,20 +42,19 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     };
     let has_query = ladder.steps.iter().any(|s| s.query_latency_us.is_some());
     let query_head = if has_query {
-        "<th class=\"num\" rowspan=\"2\">Query latency p99, ms (not transaction latency)</th>"
+        "<th class=\"num\" rowspan=\"2\">Query latency p99, ms</th>"
     } else {
         ""
     };
     let has_run_delay = ladder.steps.iter().any(|s| s.run_delay_us.is_some());
     let run_delay_head = if has_run_delay {
-        "<th class=\"num\" rowspan=\"2\">Run delay p99, ms (servers waiting for a CPU)</th>"
+        "<th class=\"num\" rowspan=\"2\">Run delay p99, ms</th>"
     } else {
         ""
     };
     let has_foreign = ladder.steps.iter().any(|s| s.cpu.foreign_percent.is_some());
     let foreign_head = if has_foreign {
-        "<th class=\"num\" rowspan=\"2\">Foreign load, % of a server core \
-         (other processes; the worst core)</th>"
+        "<th class=\"num\" rowspan=\"2\">Foreign, %</th>"
     } else {
         ""
     };
@@ -77,7 +76,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
          <th class=\"num\" rowspan=\"2\">Outages</th>\
          <th class=\"num\" rowspan=\"2\">Reconnects</th>\
-         <th class=\"num\" rowspan=\"2\">CPU busy, % (the servers' own, % of a core)</th>{foreign_head}{batch_head}\
+         <th class=\"num\" rowspan=\"2\">CPU busy, %</th>{foreign_head}{batch_head}\
          <th class=\"num\" rowspan=\"2\">{watts_head}</th><th rowspan=\"2\">Failures</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
@@ -201,6 +200,30 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
         );
     }
     out.push_str("</table></div>\n");
+    // What the short headings mean, once under the table.
+    let mut notes = vec![
+        "CPU busy, %: the server cores' busy share, whatever ran there; \
+         in brackets the servers' own, % of a core (from their cgroups)"
+            .to_string(),
+    ];
+    if has_run_delay {
+        notes.push("Run delay: the servers' threads waiting for a CPU".into());
+    }
+    if has_foreign {
+        notes.push(
+            "Foreign load, % of a server core: processes other than the servers \
+             and tickpack, on the worst server core"
+                .into(),
+        );
+    }
+    if has_query {
+        notes.push(
+            "Query latency p99, ms (not transaction latency): round trips of \
+             the game's own query protocol"
+                .into(),
+        );
+    }
+    w!(out, "<p class=\"tablenote\">{}.</p>\n", notes.join(". "));
 }
 
 /// A step's outages: "0", or the count and the longest one.

@@ -43,5 +43,6 @@ dl.facts ul { margin: 0; padding-left: 18px; }
 figure { margin: 0; background: #fff; border: 1px solid var(--border); padding: 8px 10px; }
 figure svg { display: block; width: 100%; height: auto; }
 figcaption { font-size: 13px; color: var(--muted); margin-top: 4px; }
+.tablenote { font-size: 13px; color: var(--muted); margin-top: 4px; }
 footer { margin-top: 40px; font-size: 13px; color: var(--muted); }
 ";
