@@ -304,11 +304,14 @@ fn verdict_is_said_in_words_at_the_top() {
 #[test]
 fn failing_steps_are_marked_in_charts_and_tables() {
     let p = page(sample());
-    assert_eq!(p.matches("<tr class=\"fail\">").count(), 1);
-    let row = &p[p.find("<tr class=\"fail\">").unwrap()..];
-    let row = &row[..row.find("</tr>").unwrap()];
+    // The failing step's row, and the row under it with what it missed.
+    assert_eq!(p.matches("<tr class=\"fail\">").count(), 2);
+    let rows = &p[p.find("<tr class=\"fail\">").unwrap()..];
+    let (row, why) = rows.split_once("</tr>").unwrap();
+    let why = &why[..why.find("</tr>").unwrap()];
+    assert!(why.contains("class=\"failures\""), "{why}");
+    assert!(why.contains("p99 transaction latency 61.2 ms &gt; 50 ms"));
     assert!(row.contains("FAIL"));
-    assert!(row.contains("p99 transaction latency 61.2 ms &gt; 50 ms"));
     assert!(row.contains(">9<"), "failing row is not the 9-server step");
     // The failed step's points are red in the latency, CPU and power charts.
     assert!(p.matches("class=\"failed-point\"").count() >= 3);

@@ -65,6 +65,13 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     } else {
         ""
     };
+    // Step, servers, players, verdict, 3 latencies, lateness, frame,
+    // lost, outages, reconnects, CPU, watts; and the optional ones.
+    let columns = 14
+        + usize::from(has_query)
+        + usize::from(has_run_delay)
+        + usize::from(has_foreign)
+        + 2 * usize::from(has_batch);
     w!(
         out,
         "<div class=\"scroll\"><table class=\"steps\">\n\
@@ -77,7 +84,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <th class=\"num\" rowspan=\"2\">Outages</th>\
          <th class=\"num\" rowspan=\"2\">Reconnects</th>\
          <th class=\"num\" rowspan=\"2\">CPU busy, %</th>{foreign_head}{batch_head}\
-         <th class=\"num\" rowspan=\"2\">{watts_head}</th><th rowspan=\"2\">Failures</th></tr>\n\
+         <th class=\"num\" rowspan=\"2\">{watts_head}</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
     for st in &ladder.steps {
@@ -177,8 +184,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
              <td>{verdict}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>{query}{run_delay}\
              <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}{}</td>{foreign}{batch}<td class=\"num\">{watts}</td>\
-             <td class=\"failures\">{failures}</td></tr>\n",
+             <td class=\"num\">{}{}</td>{foreign}{batch}<td class=\"num\">{watts}</td></tr>\n{}",
             if fail { " class=\"fail\"" } else { "" },
             st.index,
             st.servers,
@@ -197,6 +203,18 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
             st.cpu
                 .servers_own_percent
                 .map_or(String::new(), |p| format!(" (servers {})", fmt_num(p))),
+            // What the step missed and what disturbed it: a row of its own
+            // under the step, the whole table wide, so it is read where the
+            // step is and the table stays narrow.
+            if failures.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "<tr{}><td></td><td class=\"failures\" colspan=\"{}\">{failures}</td></tr>\n",
+                    if fail { " class=\"fail\"" } else { "" },
+                    columns - 1
+                )
+            },
         );
     }
     out.push_str("</table></div>\n");

@@ -18,7 +18,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; }
 table.steps th { vertical-align: bottom; }
 table.steps { width: 100%; }
-td.failures { min-width: 11em; }
+td.failures { font-size: 13px; }
 tr.fail td { background: #fdecea; }
 .scroll { overflow-x: auto; }
 .verdict { background: #fff; border: 1px solid var(--border); border-left: 6px solid #1f77b4;
