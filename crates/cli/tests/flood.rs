@@ -222,3 +222,128 @@ fn a_connectionless_flood_costs_players_nothing_and_is_counted() {
         "{body}"
     );
 }
+
+/// One player of our own protocol on a blocking socket: connect, then send
+/// a command and wait for the snapshot that acknowledges it.
+struct OnePlayer {
+    sock: UdpSocket,
+    server: SocketAddr,
+}
+
+impl OnePlayer {
+    fn connect(server: SocketAddr) -> OnePlayer {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let p = OnePlayer { sock, server };
+        let mut buf = [0u8; 4096];
+        let version = tickpack_wire::PROTOCOL_VERSION;
+        let token = (0..10)
+            .find_map(|nonce| {
+                p.send(&Packet::Hello { version, nonce });
+                let n = p.sock.recv(&mut buf).ok()?;
+                match Packet::decode(&buf[..n]) {
+                    Ok(Packet::Challenge { token, .. }) => Some(token),
+                    _ => None,
+                }
+            })
+            .expect("no challenge");
+        let accepted = (0..10).any(|nonce| {
+            p.send(&Packet::Connect {
+                version,
+                nonce,
+                token,
+                name: "one",
+            });
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_millis(300) {
+                if let Ok(n) = p.sock.recv(&mut buf) {
+                    if matches!(Packet::decode(&buf[..n]), Ok(Packet::Accepted { .. })) {
+                        return true;
+                    }
+                }
+            }
+            false
+        });
+        assert!(accepted, "not accepted");
+        p
+    }
+
+    fn send(&self, p: &Packet<'_>) {
+        self.sock.send_to(&p.to_vec(), self.server).unwrap();
+    }
+
+    fn command(&self, seq: u32) -> Vec<u8> {
+        let bytes = Packet::Command(tickpack_wire::Command {
+            seq,
+            client_time_us: 0,
+            ack_tick: None,
+            input: tickpack_wire::Input::default(),
+            payload: &[0; 60],
+        })
+        .to_vec();
+        self.sock.send_to(&bytes, self.server).unwrap();
+        bytes
+    }
+
+    /// Whether a snapshot acknowledges command `seq` within `wait`.
+    fn acked(&self, seq: u32, wait: Duration) -> bool {
+        let mut buf = [0u8; 4096];
+        let t0 = Instant::now();
+        while t0.elapsed() < wait {
+            if let Ok(n) = self.sock.recv(&mut buf) {
+                if let Ok(Packet::Snapshot(s)) = Packet::decode(&buf[..n]) {
+                    if s.last_cmd_seq.is_some_and(|l| l >= seq) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+#[test]
+fn a_flood_queued_while_the_server_was_stopped_dropped_a_players_command() {
+    // The bug: every datagram shared the server's one socket. While the
+    // server was off its CPU, a flood filled that socket's queue, and the
+    // kernel dropped the players' commands with the flood. A player's
+    // commands now have a queue of their own (a connected socket per
+    // player), read before the flood's.
+    let _g = serial();
+    let server = Server::start(&["--duration", "60s"]);
+    let player = OnePlayer::connect(server.addr);
+    // Steady state: a command is acknowledged (the player's own socket
+    // exists once the server has seen it connected).
+    player.command(1);
+    assert!(
+        player.acked(1, Duration::from_secs(5)),
+        "command 1 not acked"
+    );
+    let pid = server.child.id().to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    // Far more than any receive buffer holds (the server asks for 4 MiB,
+    // the kernel grants at most twice that): 30,000 datagrams take about
+    // 23 MB of buffer with the kernel's overhead. They are as long as a
+    // command, so the last gap in a full queue cannot take the command
+    // either (a shorter datagram can slip into the gap a longer one left).
+    let flood = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let junk = vec![0xA5u8; player.command(1).len()];
+    for _ in 0..30_000 {
+        let _ = flood.send_to(&junk, server.addr);
+    }
+    player.command(2);
+    signal("-CONT");
+    assert!(
+        player.acked(2, Duration::from_secs(5)),
+        "the command sent behind the flood was lost"
+    );
+}

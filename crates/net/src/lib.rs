@@ -72,4 +72,4 @@ pub use cpu::{
 };
 pub use error::NetError;
 pub use socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket, MAX_BATCH};
-pub use wait::{WaitMode, WaitStats, Waiter, Wake};
+pub use wait::{ReadyNow, WaitMode, WaitStats, Waiter, Wake};

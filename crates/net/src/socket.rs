@@ -33,6 +33,12 @@ pub struct SocketOptions {
     pub send_buffer: Option<usize>,
     /// `SO_BUSY_POLL` in µs: a blocking receive polls the device queue this long.
     pub busy_poll_us: Option<u32>,
+    /// `SO_REUSEPORT`: other sockets of the same user may bind the same
+    /// address too. A connected one among them receives what its peer
+    /// sends (the kernel prefers the most specific match), so a server can
+    /// give each player a receive queue of its own beside its listening
+    /// socket.
+    pub reuse_port: bool,
 }
 
 /// A non-blocking UDP socket (IPv4 or IPv6).
@@ -74,6 +80,11 @@ impl UdpSocket {
             )
             .map_err(fail("set SO_BUSY_POLL"))?;
         }
+        if opts.reuse_port {
+            inner
+                .set_reuse_port(true)
+                .map_err(fail("set SO_REUSEPORT"))?;
+        }
         match inner.bind(&addr.into()) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
@@ -101,6 +112,21 @@ impl UdpSocket {
             .map_err(|source| NetError::Socket {
                 addr,
                 step: "connect",
+                source,
+            })
+    }
+
+    /// Sets `SO_REUSEPORT` on a socket already bound, so sockets of the
+    /// same user bound with [`SocketOptions::reuse_port`] may share its
+    /// address (a server's per-player sockets). Bound first without it, the
+    /// socket took its port alone: a port in use is refused, and port 0
+    /// never picks one another socket holds.
+    pub fn share_port(&self) -> Result<(), NetError> {
+        self.inner
+            .set_reuse_port(true)
+            .map_err(|source| NetError::Socket {
+                addr: self.local,
+                step: "set SO_REUSEPORT",
                 source,
             })
     }
@@ -360,6 +386,7 @@ mod tests {
             recv_buffer: Some(256 * 1024),
             send_buffer: Some(128 * 1024),
             busy_poll_us: Some(0),
+            reuse_port: false,
         };
         let sock = UdpSocket::bind(localhost(), &opts).unwrap();
         // Linux doubles the request (bookkeeping overhead); rmem_max may cap it.

@@ -15,14 +15,15 @@ use std::time::Duration;
 
 use rand::RngCore;
 use tickpack_net::clock::{now_ns, now_us};
-use tickpack_net::socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket};
+use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
 use tickpack_net::wait::{WaitMode, Waiter, Wake};
 use tickpack_sim::{Server, ServerConfig, TickClock};
 use tickpack_wire::ServerStats;
 
-use crate::drain::{self, DrainCounters, DrainEnd, DrainLimit};
+use crate::drain::{DrainCounters, DrainEnd, DrainLimit};
 use crate::live::{Live, Slow};
 use crate::metrics::{self, Endpoint};
+use crate::paths::Paths;
 use crate::ServerError;
 
 /// Datagrams per `recvmmsg`.
@@ -74,9 +75,13 @@ pub fn run(
             recv_buffer: Some(4 << 20),
             send_buffer: Some(4 << 20),
             busy_poll_us: None,
+            reuse_port: false,
         },
     )
     .map_err(ServerError::Bind)?;
+    // Bound alone first (a port in use is refused, port 0 never shares
+    // one), then shared with the players' own sockets (see `paths`).
+    sock.share_port().map_err(ServerError::Bind)?;
     let local = sock.local_addr();
     let mut cfg = opts.config;
     cfg.port = local.port();
@@ -92,12 +97,7 @@ pub fn run(
     }
 
     let mut waiter = Waiter::new(opts.timer).map_err(ServerError::Timer)?;
-    let mut io = Io {
-        sock: &sock,
-        rx: RecvBatch::new(RECV_BATCH, 2048),
-        tx: SendBatch::new(),
-    };
-    let fds = [std::os::fd::AsRawFd::as_raw_fd(&sock)];
+    let mut io = Paths::new(&sock, RecvBatch::new(RECV_BATCH, 2048));
     // --duration is at most a year (its parser), far from overflowing.
     let stop_at = opts
         .duration
@@ -111,11 +111,11 @@ pub fn run(
 
     while !stop.load(Ordering::Relaxed) && stop_at.is_none_or(|s| now_ns() < s) {
         let due = clock.due_ns();
-        match waiter.wait(&fds, due).map_err(ServerError::Timer)? {
+        match waiter.wait(io.fds(), due).map_err(ServerError::Timer)? {
             Wake::Readable(_) => {
                 // Drain until the tick is due, never past it: once the
                 // deadline passes, the wait returns at once for the tick.
-                let end = io.receive(&mut server, due);
+                let end = io.receive(&mut server, &drain_limit(due));
                 drains.count(end);
                 drained_to_due = end == DrainEnd::Deadline;
                 continue;
@@ -126,11 +126,13 @@ pub fn run(
         if !drained_to_due {
             // Datagrams that arrived while we slept to the deadline (plain
             // timer) or spun before it: a short slice of the tick at most.
-            drains.count(io.receive(&mut server, clock.pre_tick_deadline_ns(start)));
+            drains.count(io.receive(&mut server, &drain_limit(clock.pre_tick_deadline_ns(start))));
         }
         drained_to_due = false;
         server.tick(start / 1000, due / 1000);
         io.send(&mut server);
+        // Players who timed out in the tick give their sockets back.
+        io.follow(&server, true);
         let end = now_ns();
         server.record_frame((end - start) / 1000);
         // Skips the missed slots after a stall; the server counts a frame
@@ -142,9 +144,7 @@ pub fn run(
         if end >= next_metrics {
             next_metrics = end + 1_000_000_000;
             server.set_cpu_time_us(tickpack_net::cpu::process_cpu_time_ns() / 1000);
-            if let Ok(d) = sock.drops() {
-                server.set_socket_drops(d);
-            }
+            server.set_socket_drops(io.drops());
             if let Some(ep) = &endpoint {
                 ep.publish(&metrics::server::families(&server, &drains, end / 1000));
             }
@@ -159,52 +159,16 @@ pub fn run(
     }
     server.shutdown();
     io.send(&mut server);
-    if let Ok(d) = sock.drops() {
-        server.set_socket_drops(d);
-    }
+    server.set_socket_drops(io.drops());
     Ok(Stopped {
         stats: server.stats(now_us()),
     })
 }
 
-/// The socket and its batches.
-struct Io<'a> {
-    sock: &'a UdpSocket,
-    rx: RecvBatch,
-    tx: SendBatch,
-}
-
-impl Io<'_> {
-    /// Sends what the server queued, in one `sendmmsg` where it fits.
-    fn send(&mut self, server: &mut Server) {
-        server.drain_transmits(|to, bytes| self.tx.push(to, bytes));
-        let _ = self.tx.flush(self.sock);
-    }
-
-    /// Receives and handles datagrams until the socket is empty, the
-    /// drain's budget is spent or `deadline_ns` passes, then sends what the
-    /// server queued; returns why the drain stopped.
-    fn receive(&mut self, server: &mut Server, deadline_ns: u64) -> DrainEnd {
-        let limit = DrainLimit {
-            max_datagrams: DRAIN_MAX,
-            deadline_ns,
-        };
-        let capacity = self.rx.capacity();
-        let (sock, rx) = (self.sock, &mut self.rx);
-        let (_, end) = drain::drain(
-            &limit,
-            capacity,
-            || {
-                let n = sock.recv_batch(rx)?;
-                let now = now_us();
-                for (from, data) in rx.iter() {
-                    server.handle(now, from, data);
-                }
-                Ok(n)
-            },
-            now_ns,
-        );
-        self.send(server);
-        end
+/// A drain up to `deadline_ns`, at most [`DRAIN_MAX`] datagrams.
+fn drain_limit(deadline_ns: u64) -> DrainLimit {
+    DrainLimit {
+        max_datagrams: DRAIN_MAX,
+        deadline_ns,
     }
 }

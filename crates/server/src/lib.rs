@@ -8,6 +8,8 @@
 //!   datagram, drain, tick, send) until told to stop.
 //! - [`drain`]: the bounded receive drain (socket empty, budget or the
 //!   tick's deadline), pure and tested without sockets.
+//! - `paths`: the receive paths: the listening socket and a connected
+//!   socket per player, read first, so a flood queues only behind itself.
 //! - [`live`]: [`Live`], what the running server shows another thread
 //!   (ticks, players, recent tick p99; the Agones reporter reads it).
 //! - [`metrics`]: Prometheus families of the server and of a host, encoded
@@ -22,6 +24,7 @@ pub mod driver;
 pub mod error;
 pub mod live;
 pub mod metrics;
+mod paths;
 
 pub use driver::{run, Options, Stopped};
 

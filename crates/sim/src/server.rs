@@ -205,6 +205,16 @@ impl Server {
         self.by_addr.len()
     }
 
+    /// Whether `addr` is a connected human player's address.
+    pub fn is_player(&self, addr: SocketAddr) -> bool {
+        self.by_addr.contains_key(&addr)
+    }
+
+    /// The addresses of the connected human players (in no order).
+    pub fn player_addrs(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.by_addr.keys().copied()
+    }
+
     /// The names of the connected human players, in slot order (a player
     /// that sent no name is `player-N`).
     pub fn player_names(&self) -> impl Iterator<Item = &str> {

@@ -1,0 +1,200 @@
+//! The server's receive paths: its listening socket, and one connected
+//! socket per player bound to the same address.
+//!
+//! Every datagram used to arrive in one queue, the listening socket's, so a
+//! flood from any source queued ahead of the players' commands, and once
+//! that queue was full (the server descheduled for a moment) the kernel
+//! dropped players' commands with the flood. Now, once a player is
+//! connected, the server opens a socket bound to its own address
+//! (`SO_REUSEPORT`) and connected to the player: the kernel prefers the
+//! most specific match, so that player's datagrams land in a queue of their
+//! own, and the listening socket keeps the connectionless traffic (hellos,
+//! queries, unproven sources, floods). [`Paths::receive`] reads the
+//! players' queues first, then the listening socket with what is left of
+//! the drain's budget: a flood fills only its own queue, and is read last.
+//!
+//! The state machine does not care which socket a datagram came from (it
+//! judges every datagram by its source address as before), so a datagram
+//! that lands in the listening socket (a player's first commands, before
+//! its socket exists) is handled the same. A player that cannot be given a
+//! socket (no file descriptors left) stays on the listening socket. Replies
+//! still leave through the listening socket, in one `sendmmsg` per tick.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+
+use tickpack_net::clock::{now_ns, now_us};
+use tickpack_net::socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket};
+use tickpack_net::wait::ReadyNow;
+use tickpack_sim::Server;
+
+use crate::drain::{self, DrainEnd, DrainLimit};
+
+/// The listening socket, the players' sockets and the batches they share.
+pub(crate) struct Paths<'a> {
+    listener: &'a UdpSocket,
+    /// One connected socket per player that has one, with its address.
+    players: Vec<(SocketAddr, UdpSocket)>,
+    /// Players that could not be given a socket (they stay on the
+    /// listening socket); counted so the cheap check below still balances.
+    without: Vec<SocketAddr>,
+    /// The listening socket's fd, then the players' in order: what the
+    /// waiter watches.
+    fds: Vec<RawFd>,
+    ready_now: ReadyNow,
+    ready: Vec<usize>,
+    rx: RecvBatch,
+    tx: SendBatch,
+    /// Sockets that could not be opened, since the start.
+    pub(crate) open_failures: u64,
+}
+
+impl<'a> Paths<'a> {
+    /// `listener` must already allow its address to be shared
+    /// ([`UdpSocket::share_port`]).
+    pub(crate) fn new(listener: &'a UdpSocket, rx: RecvBatch) -> Self {
+        Paths {
+            listener,
+            players: Vec::new(),
+            without: Vec::new(),
+            fds: vec![listener.as_raw_fd()],
+            ready_now: ReadyNow::default(),
+            ready: Vec::new(),
+            rx,
+            tx: SendBatch::new(),
+            open_failures: 0,
+        }
+    }
+
+    /// The sockets to wait on.
+    pub(crate) fn fds(&self) -> &[RawFd] {
+        &self.fds
+    }
+
+    /// Datagrams the kernel dropped on every socket (wrapping counters
+    /// summed; a player's socket that went away takes its drops along).
+    pub(crate) fn drops(&self) -> u64 {
+        let own = self.players.iter().filter_map(|(_, s)| s.drops().ok());
+        self.listener.drops().unwrap_or(0) + own.sum::<u64>()
+    }
+
+    /// Sends what the server queued, in one `sendmmsg` where it fits.
+    pub(crate) fn send(&mut self, server: &mut Server) {
+        server.drain_transmits(|to, bytes| self.tx.push(to, bytes));
+        let _ = self.tx.flush(self.listener);
+    }
+
+    /// Receives and handles datagrams, the players' sockets first, until
+    /// they and the listening socket are empty, `limit`'s budget is spent
+    /// or its deadline passes, then sends what the server queued; returns
+    /// why the drain stopped.
+    pub(crate) fn receive(&mut self, server: &mut Server, limit: &DrainLimit) -> DrainEnd {
+        self.follow(server, false);
+        let capacity = self.rx.capacity();
+        let mut taken = 0;
+        // Which players' sockets hold anything: one poll, not one read per
+        // player. A failed poll reads them all.
+        if self.players.is_empty()
+            || self
+                .ready_now
+                .check(&self.fds[1..], &mut self.ready)
+                .is_err()
+        {
+            self.ready.clear();
+            self.ready.extend(0..self.players.len());
+        }
+        for &i in &self.ready {
+            let rx = &mut self.rx;
+            let (_, sock) = &self.players[i];
+            let left = DrainLimit {
+                max_datagrams: limit.max_datagrams.saturating_sub(taken),
+                deadline_ns: limit.deadline_ns,
+            };
+            let (n, end) = drain::drain(
+                &left,
+                capacity,
+                || {
+                    let n = sock.recv_batch(rx)?;
+                    let now = now_us();
+                    for (from, data) in rx.iter() {
+                        server.handle(now, from, data);
+                    }
+                    Ok(n)
+                },
+                now_ns,
+            );
+            taken += n;
+            // A player's error (its port unreachable) ends only its drain.
+            if matches!(end, DrainEnd::Deadline | DrainEnd::Budget) {
+                self.send(server);
+                return end;
+            }
+        }
+        let left = DrainLimit {
+            max_datagrams: limit.max_datagrams.saturating_sub(taken),
+            deadline_ns: limit.deadline_ns,
+        };
+        let (listener, rx) = (self.listener, &mut self.rx);
+        let (_, end) = drain::drain(
+            &left,
+            capacity,
+            || {
+                let n = listener.recv_batch(rx)?;
+                let now = now_us();
+                for (from, data) in rx.iter() {
+                    server.handle(now, from, data);
+                }
+                Ok(n)
+            },
+            now_ns,
+        );
+        self.send(server);
+        self.follow(server, false);
+        end
+    }
+
+    /// Opens a socket for every new player and closes those of players
+    /// gone. Cheap unless the number of players changed; `thorough` (once
+    /// a tick) also catches one player leaving as another joins.
+    pub(crate) fn follow(&mut self, server: &Server, thorough: bool) {
+        let known = self.players.len() + self.without.len();
+        let same = known == server.players()
+            && (!thorough
+                || self.players.iter().all(|(a, _)| server.is_player(*a))
+                    && self.without.iter().all(|a| server.is_player(*a)));
+        if same {
+            return;
+        }
+        self.players.retain(|(a, _)| server.is_player(*a));
+        self.without.clear();
+        let local = self.listener.local_addr();
+        for addr in server.player_addrs() {
+            if self.players.iter().any(|(a, _)| *a == addr) {
+                continue;
+            }
+            match open(local, addr) {
+                Ok(s) => self.players.push((addr, s)),
+                Err(_) => {
+                    self.open_failures += 1;
+                    self.without.push(addr);
+                }
+            }
+        }
+        self.fds.truncate(1);
+        self.fds
+            .extend(self.players.iter().map(|(_, s)| s.as_raw_fd()));
+    }
+}
+
+/// A socket bound to the server's address and connected to `player`.
+fn open(local: SocketAddr, player: SocketAddr) -> Result<UdpSocket, tickpack_net::NetError> {
+    let s = UdpSocket::bind(
+        local,
+        &SocketOptions {
+            reuse_port: true,
+            ..Default::default()
+        },
+    )?;
+    s.connect(player)?;
+    Ok(s)
+}
