@@ -9,7 +9,9 @@
 #     servers' CPU is read in the same steps;
 #  2. the reference server's players per core with servers of the size of
 #     the case study (16 players each, light world, 100 Hz, 2000 B
-#     snapshots), reported only for steps that lost nothing;
+#     snapshots), reported only for steps that lost nothing; then two peers
+#     at 192 players: servers that read only at the tick (--read-at-tick)
+#     and servers with the plain timer (no spin before each tick);
 #  3. CPU and peak RSS of one 12-player server with 4 bots (reference cost)
 #     for SECONDS s (goal: RSS <= 8 MiB);
 #  then the summary: players per core of each side, messages per second per
@@ -146,12 +148,28 @@ for n in 96 192 384; do
 done
 table "$first"
 stop_servers
+# Peers in the same run (not in the summary): the same 192 players on 12
+# servers that read only at the tick (one wake-up per tick), and on 12
+# servers with the plain timer (no spin before the tick, reads at the tick).
+keep=$(wc -l <"$tmp/rows")
+for mode in "--read-at-tick" "--timer plain"; do
+  peer=$(wc -l <"$tmp/rows")
+  targets=()
+  # shellcheck disable=SC2086 # $mode is one or two flags
+  for i in $(seq 12); do start_server "r$i" --max-players 16 --cost light $mode; targets+=("$addr"); done
+  tlist=$(IFS=,; echo "${targets[*]}")
+  step 192
+  echo "peer: servers with $mode"
+  table "$peer" | tail -1
+  stop_servers
+done
+head -n "$keep" "$tmp/rows" >"$tmp/rows.kept" && mv "$tmp/rows.kept" "$tmp/rows"
 
 echo
 echo "# 3. one 12-player server, 4 bots, reference cost, ${secs}s measured (server on CPU $scpu)"
 start_server one --bots 4
 spid=${pids[0]}
-"$tp" players --target "$addr" --players 12 --duration "${secs}s" --cpus 0 --quiet --json "$tmp/one.json" >/dev/null
+"$tp" players --target "$addr" --players 12 --duration "${secs}s" --cpus 0 --quiet --json "$tmp/one.json" >/dev/null || true # a loss is shown, not fatal
 python3 - "$spid" "$tmp/one.json" <<'PY'
 import json, os, sys
 pid = sys.argv[1]
