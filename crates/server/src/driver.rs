@@ -4,7 +4,11 @@
 //! One thread does everything, like the single-threaded servers it stands
 //! for: wait (precisely) for the next tick or a datagram, hand datagrams to
 //! the state machine (a bounded [`drain`]), run the tick, send
-//! the snapshots with `sendmmsg`, and record how long the tick took. Once a
+//! the snapshots with `sendmmsg`, and record how long the tick took. With
+//! [`Options::read_at_tick`] it wakes for the tick only and reads what
+//! arrived just before running it: one wake-up per tick however many
+//! players send, at the price of answering pings and handshakes at the
+//! next tick instead of at once. Once a
 //! second it reads the process CPU time and kernel drops and, with a metrics
 //! endpoint, publishes the metrics.
 
@@ -43,6 +47,12 @@ pub struct Options {
     pub cpu: Option<usize>,
     /// How to wait for the next tick.
     pub timer: WaitMode,
+    /// Wake for the tick only and read the socket just before it, instead
+    /// of waking for every burst of datagrams (which costs a wake-up and a
+    /// `recvmmsg` per burst, and the senders a wake-up of this thread per
+    /// datagram). Commands are applied at the tick either way; pings and
+    /// handshakes are answered at the next tick.
+    pub read_at_tick: bool,
     /// Serve Prometheus metrics on this address.
     pub metrics: Option<SocketAddr>,
     /// Stop by itself after this long.
@@ -111,7 +121,9 @@ pub fn run(
 
     while !stop.load(Ordering::Relaxed) && stop_at.is_none_or(|s| now_ns() < s) {
         let due = clock.due_ns();
-        match waiter.wait(io.fds(), due).map_err(ServerError::Timer)? {
+        // Reading at the tick: wait for the tick alone.
+        let fds = if opts.read_at_tick { &[][..] } else { io.fds() };
+        match waiter.wait(fds, due).map_err(ServerError::Timer)? {
             Wake::Readable(_) => {
                 // Drain until the tick is due, never past it: once the
                 // deadline passes, the wait returns at once for the tick.

@@ -29,6 +29,7 @@ fn the_driver_ticks_serves_metrics_and_stops_when_told() {
         bind: "127.0.0.1:0".parse().unwrap(),
         cpu: None,
         timer: WaitMode::Precise,
+        read_at_tick: false,
         metrics: Some(metrics),
         // A bound in case the stop flag is never seen.
         duration: Some(Duration::from_secs(30)),
@@ -84,6 +85,7 @@ fn a_metrics_address_in_use_is_a_config_error() {
         bind: "127.0.0.1:0".parse().unwrap(),
         cpu: None,
         timer: WaitMode::Plain,
+        read_at_tick: false,
         metrics: Some(taken.local_addr().unwrap()),
         duration: Some(Duration::from_secs(5)),
         live: None,
@@ -91,4 +93,55 @@ fn a_metrics_address_in_use_is_a_config_error() {
     let err = run(opts, &AtomicBool::new(false), |_| {}).unwrap_err();
     assert!(err.is_config(), "{err}");
     assert!(err.to_string().contains("cannot serve metrics on"), "{err}");
+}
+
+#[test]
+fn a_server_reading_at_the_tick_still_answers_a_hello() {
+    let stop = AtomicBool::new(false);
+    let opts = Options {
+        config: ServerConfig {
+            tick_hz: 100,
+            ..Default::default()
+        },
+        bind: "127.0.0.1:0".parse().unwrap(),
+        cpu: None,
+        timer: WaitMode::Precise,
+        read_at_tick: true,
+        metrics: None,
+        // A bound in case the stop flag is never seen.
+        duration: Some(Duration::from_secs(30)),
+        live: None,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| run(opts, &stop, move |a| tx.send(a).unwrap()));
+        let addr = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut hello = Vec::new();
+        tickpack_wire::Packet::Hello {
+            version: tickpack_wire::PROTOCOL_VERSION,
+            nonce: 42,
+        }
+        .encode(&mut hello);
+        // Asked again until answered (bounded): the answer comes at a tick.
+        let mut buf = [0u8; 2048];
+        let mut answer = None;
+        for _ in 0..25 {
+            client.send_to(&hello, addr).unwrap();
+            if let Ok((n, _)) = client.recv_from(&mut buf) {
+                answer = Some(buf[..n].to_vec());
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap().unwrap();
+        let answer = answer.expect("no answer to a hello");
+        match tickpack_wire::Packet::decode(&answer) {
+            Ok(tickpack_wire::Packet::Challenge { nonce, .. }) => assert_eq!(nonce, 42),
+            other => panic!("not a challenge: {other:?}"),
+        }
+    });
 }

@@ -60,6 +60,11 @@ pub struct Args {
     /// How to wait for the next tick.
     #[arg(long, value_enum, default_value = "precise")]
     pub timer: Timer,
+    /// Wake for the tick only and read datagrams just before it (one wake-up
+    /// per tick however many players send; pings and handshakes are answered
+    /// at the next tick instead of at once).
+    #[arg(long)]
+    pub read_at_tick: bool,
     /// Server name shown to server browsers (A2S_INFO).
     #[arg(long, default_value = "tickpack reference server")]
     pub name: String,
@@ -133,6 +138,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
             Timer::Precise => WaitMode::Precise,
             Timer::Plain => WaitMode::Plain,
         },
+        read_at_tick: a.read_at_tick,
         metrics: a.metrics,
         duration: a.duration,
         live: live.clone(),
