@@ -84,6 +84,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Read `bits` (1..=32) bits as an unsigned value.
+    #[inline]
     pub fn read_bits(&mut self, bits: u32) -> Result<u32, Q3Error> {
         if bits == 0 || bits > 32 {
             return Err(Q3Error::Malformed("bad bit count"));
@@ -146,6 +147,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One unsigned byte.
+    #[inline]
     pub fn read_byte(&mut self) -> Result<u8, Q3Error> {
         Ok(self.read_bits(8)? as u8)
     }
@@ -265,6 +267,7 @@ impl Writer {
     /// # Panics
     /// On a bit count outside 1..=32, or one other than 8/16/32 in OOB mode
     /// (a programming error, never data-dependent).
+    #[inline]
     pub fn write_bits(&mut self, value: i32, bits: u32) {
         assert!((1..=32).contains(&bits), "bad bit count {bits}");
         let value = value as u32;
@@ -297,6 +300,7 @@ impl Writer {
     }
 
     /// One byte.
+    #[inline]
     pub fn write_byte(&mut self, c: u8) {
         self.write_bits(i32::from(c), 8);
     }

@@ -86,17 +86,16 @@ impl Tree {
     }
 
     /// Send `sym`'s code: climb to the root, then send the path from the
-    /// top down.
+    /// top down (recursively, as `Huff_offsetTransmit` does).
     fn transmit(&self, sym: u8, out: &mut Bits) {
-        let mut path = Vec::new();
-        let mut n = self.leaf[sym as usize];
-        while self.parent[n as usize] != NONE {
-            let p = self.parent[n as usize];
-            path.push(self.right[p as usize] == n);
-            n = p;
-        }
-        for &b in path.iter().rev() {
-            out.put(b);
+        self.send_path(self.leaf[sym as usize], out);
+    }
+
+    fn send_path(&self, n: u32, out: &mut Bits) {
+        let p = self.parent[n as usize];
+        if p != NONE {
+            self.send_path(p, out);
+            out.put(self.right[p as usize] == n);
         }
     }
 
@@ -186,12 +185,25 @@ impl<'t> RefWriter<'t> {
     /// The message: `cursize` bytes (bitstream: one byte past the byte of
     /// the last bit).
     pub fn bytes(&self) -> Vec<u8> {
+        RefWriter {
+            tree: self.tree,
+            out: Bits {
+                data: self.out.data.clone(),
+                bit: self.out.bit,
+            },
+            oob: self.oob,
+        }
+        .into_bytes()
+    }
+
+    /// The message, consumed.
+    pub fn into_bytes(self) -> Vec<u8> {
         let size = match (self.oob, self.out.bit) {
             (true, b) => b >> 3,
             (false, 0) => 0,
             (false, b) => (b >> 3) + 1,
         };
-        let mut v = self.out.data.clone();
+        let mut v = self.out.data;
         v.resize(size, 0);
         v
     }
@@ -244,5 +256,121 @@ impl<'a, 't> RefReader<'a, 't> {
             value |= u32::from(tree.receive(self)?) << (nbits + 8 * k);
         }
         Ok(value)
+    }
+}
+
+/// The coder main had before the word-at-a-time one (commit 29e454b),
+/// bitstream mode only: bits written a byte's worth at a time, raw bits
+/// read one at a time, each code found by a table lookup on three bytes
+/// loaded one by one. The benchmark's second peer.
+pub mod prev {
+    use tickpack_q3::huffman::MsgCoder;
+    use tickpack_q3::Q3Error;
+
+    /// The previous `msg::Writer`, bitstream mode.
+    #[derive(Default)]
+    pub struct PrevWriter {
+        data: Vec<u8>,
+        bit: usize,
+        cursize: usize,
+    }
+
+    impl PrevWriter {
+        fn put_bits(&mut self, mut v: u64, mut n: u32) {
+            while n > 0 {
+                let off = (self.bit & 7) as u32;
+                if off == 0 {
+                    self.data.truncate(self.bit >> 3);
+                    self.data.push(0);
+                }
+                let take = (8 - off).min(n);
+                self.data[self.bit >> 3] |= ((v & ((1 << take) - 1)) as u8) << off;
+                v >>= take;
+                n -= take;
+                self.bit += take as usize;
+            }
+        }
+
+        /// The low `bits` (1..=32) bits of `value`.
+        pub fn write_bits(&mut self, value: i32, bits: u32) {
+            let mut value = value as u32;
+            if bits < 32 {
+                value &= (1u32 << bits) - 1;
+            }
+            let nbits = bits & 7;
+            self.put_bits(u64::from(value), nbits);
+            value = value.checked_shr(nbits).unwrap_or(0);
+            let coder = MsgCoder::get();
+            for _ in 0..(bits - nbits) / 8 {
+                let (code, len) = coder.code(value as u8);
+                self.put_bits(code, len);
+                value >>= 8;
+            }
+            self.cursize = (self.bit >> 3) + 1;
+            if self.data.len() < self.cursize {
+                self.data.resize(self.cursize, 0);
+            }
+        }
+
+        /// The message, consumed.
+        pub fn into_bytes(mut self) -> Vec<u8> {
+            self.data.truncate(self.cursize);
+            self.data
+        }
+    }
+
+    /// The previous `MsgCoder::decode`: three bytes loaded one by one.
+    fn decode(data: &[u8], bit: usize, limit: usize) -> Result<(u8, usize), Q3Error> {
+        let byte = bit >> 3;
+        let mut w = 0u32;
+        for k in 0..3 {
+            if let Some(&b) = data.get(byte + k) {
+                w |= u32::from(b) << (8 * k);
+            }
+        }
+        let (sym, len) = MsgCoder::get().lookup(u64::from(w >> (bit & 7)));
+        let end = bit + len as usize;
+        if end > limit {
+            return Err(Q3Error::Overrun);
+        }
+        Ok((sym.ok_or(Q3Error::BadCode)?, end))
+    }
+
+    /// The previous `msg::Reader`, bitstream mode.
+    pub struct PrevReader<'a> {
+        data: &'a [u8],
+        bit: usize,
+    }
+
+    impl<'a> PrevReader<'a> {
+        /// A reader of `data` from its start.
+        pub fn new(data: &'a [u8]) -> PrevReader<'a> {
+            PrevReader { data, bit: 0 }
+        }
+
+        /// `bits` (1..=32) bits, unsigned.
+        pub fn read_bits(&mut self, bits: u32) -> Result<u32, Q3Error> {
+            let limit = self.data.len() * 8;
+            let mut value = 0u32;
+            let nbits = bits & 7;
+            if nbits != 0 {
+                if self.bit + nbits as usize > limit {
+                    return Err(Q3Error::Overrun);
+                }
+                for i in 0..nbits {
+                    let b = (self.data[self.bit >> 3] >> (self.bit & 7)) & 1;
+                    value |= u32::from(b) << i;
+                    self.bit += 1;
+                }
+            }
+            let mut i = 0;
+            while i < bits - nbits {
+                let (sym, next) = decode(self.data, self.bit, limit)?;
+                value |= u32::from(sym) << (i + nbits);
+                self.bit = next;
+                i += 8;
+            }
+            Ok(value)
+        }
     }
 }
