@@ -51,7 +51,7 @@ mod tests {
     fn peek_reads_lsb_first_across_bytes_and_zeros_past_the_end() {
         let d = [0b1010_0000u8, 0xFF, 0x01];
         assert_eq!(peek(&d, 5) & 0b111, 0b101);
-        assert_eq!(peek(&d, 5), 0b1_1111_1111_101);
+        assert_eq!(peek(&d, 5), 0b1111_1111_1101);
         assert_eq!(peek(&d, 24), 0);
         assert_eq!(peek(&d, 1000), 0);
         let long: Vec<u8> = (1..=12).collect();
