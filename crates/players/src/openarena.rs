@@ -489,11 +489,7 @@ impl Emulated for Q3Player {
                 // to enter the world with a standing usercmd.
                 let t = self.server_time_now(now_us);
                 let cmd = self.steer(t);
-                let Some(p) = self.client.usercmd_packet(&[cmd]) else {
-                    return false;
-                };
-                out.extend_from_slice(&p);
-                true
+                self.client.usercmd_packet_into(&[cmd], out)
             }
             State::Session if now_us >= self.next_cmd_us => {
                 self.expire(now_us, rec);
@@ -505,9 +501,8 @@ impl Emulated for Q3Player {
                     self.recent.pop_front();
                 }
                 self.recent.push_back(cmd);
-                if let Some(p) = self.client.usercmd_packet(self.recent.make_contiguous()) {
-                    out.extend_from_slice(&p);
-                }
+                self.client
+                    .usercmd_packet_into(self.recent.make_contiguous(), out);
                 self.outstanding.push_back(Sent {
                     server_time: t,
                     due_us: due,
@@ -639,8 +634,7 @@ impl Emulated for Q3Player {
         if self.state == State::Session {
             self.client.queue_command("disconnect");
             self.state = State::Ended("finished".into());
-            if let Some(p) = self.client.usercmd_packet(&[]) {
-                out.extend_from_slice(&p);
+            if self.client.usercmd_packet_into(&[], out) {
                 return true;
             }
         }

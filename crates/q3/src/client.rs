@@ -224,7 +224,10 @@ pub struct Client {
     snapshots: Vec<Option<Snapshot>>,
     /// message_num of the last valid snapshot, if any.
     last_snap: Option<i32>,
+    /// The last server message's body, kept for its allocation.
     scratch: Vec<u8>,
+    /// The last client message's body, kept for its allocation.
+    send_scratch: Vec<u8>,
 }
 
 /// The value of `key` in an info string (`\k\v\k\v`), or "".
@@ -289,6 +292,7 @@ impl Client {
             snapshots: (0..PACKET_BACKUP).map(|_| None).collect(),
             last_snap: None,
             scratch: Vec::new(),
+            send_scratch: Vec::new(),
         }
     }
 
@@ -390,9 +394,22 @@ impl Client {
     /// [`MAX_PACKET_USERCMDS`] of them) as keyed deltas: `clc_move` if the
     /// last snapshot was the last message received and valid, else
     /// `clc_moveNoDelta`. `None` before the channel is open.
+    /// [`Client::usercmd_packet_into`] writes it into a reused buffer.
     pub fn usercmd_packet(&mut self, cmds: &[UserCmd]) -> Option<Vec<u8>> {
-        self.netchan.as_ref()?;
-        let mut w = Writer::new();
+        let mut out = Vec::new();
+        self.usercmd_packet_into(cmds, &mut out).then_some(out)
+    }
+
+    /// [`Client::usercmd_packet`] into `out` (cleared first; its allocation
+    /// is kept): false, and `out` empty, before the channel is open. With
+    /// one `out` reused, a packet allocates nothing once the buffers have
+    /// grown to size.
+    pub fn usercmd_packet_into(&mut self, cmds: &[UserCmd], out: &mut Vec<u8>) -> bool {
+        out.clear();
+        if self.netchan.is_none() {
+            return false;
+        }
+        let mut w = Writer::reuse(std::mem::take(&mut self.send_scratch));
         w.write_long(self.server_id);
         w.write_long(self.server_message_sequence);
         w.write_long(self.server_command_sequence);
@@ -403,15 +420,16 @@ impl Client {
             w.write_string(&self.reliable_commands[i as usize & (MAX_RELIABLE_COMMANDS - 1)]);
             i += 1;
         }
-        let last_command = self.last_server_command().as_bytes().to_vec();
+        let last_command = self.server_commands
+            [self.server_command_sequence as usize & (MAX_RELIABLE_COMMANDS - 1)]
+            .as_bytes();
         let cmds = &cmds[cmds.len().saturating_sub(MAX_PACKET_USERCMDS)..];
         if self.state >= ClientState::Primed && !cmds.is_empty() {
             let delta = self.last_snap == Some(self.server_message_sequence);
             w.write_byte(if delta { CLC_MOVE } else { CLC_MOVE_NO_DELTA });
             w.write_byte(cmds.len() as u8);
-            let key = self.checksum_feed
-                ^ self.server_message_sequence
-                ^ msg::hash_key(&last_command, 32);
+            let key =
+                self.checksum_feed ^ self.server_message_sequence ^ msg::hash_key(last_command, 32);
             let mut from = UserCmd::default();
             for c in cmds {
                 msg::write_delta_usercmd(&mut w, key, &from, c);
@@ -420,21 +438,24 @@ impl Client {
         }
         w.write_byte(CLC_EOF);
         let mut body = w.into_bytes();
-        let chan = self.netchan.as_mut()?;
         if self.cfg.legacy {
             netchan::legacy_encode(
                 &mut body,
                 self.server_challenge,
                 self.server_id,
                 self.server_message_sequence,
-                &last_command,
+                last_command,
             );
         }
-        chan.transmit(&body).ok()
-    }
-
-    fn last_server_command(&self) -> &str {
-        &self.server_commands[self.server_command_sequence as usize & (MAX_RELIABLE_COMMANDS - 1)]
+        let sent = self
+            .netchan
+            .as_mut()
+            .is_some_and(|chan| chan.transmit_into(&body, out).is_ok());
+        self.send_scratch = body;
+        if !sent {
+            out.clear();
+        }
+        sent
     }
 
     /// Take one datagram from the server, appending what it said to
@@ -507,7 +528,7 @@ impl Client {
         let mut r = Reader::new(body);
         let ack = r.read_long()?;
         if self.cfg.legacy {
-            let acked = self.reliable_commands[ack as usize & (MAX_RELIABLE_COMMANDS - 1)].clone();
+            let acked = &self.reliable_commands[ack as usize & (MAX_RELIABLE_COMMANDS - 1)];
             netchan::legacy_decode(body, self.server_challenge, sequence, acked.as_bytes());
         }
         let mut r = Reader::new(body);

@@ -5,9 +5,11 @@
 //! - [`MsgCoder`]: the fixed coder of every netchan message. Its tree is
 //!   built once by adding each byte value `i` `MSG_HDATA[i]` times, in that
 //!   order, to an empty adaptive tree (the engine's `MSG_initHuffman`), and
-//!   is never updated afterwards. Bits go LSB-first within a byte. Decoding
-//!   looks up [`TABLE_BITS`] bits at a time and walks the tree only for the
-//!   rare longer codes.
+//!   is never updated afterwards. Bits go LSB-first within a byte. It codes
+//!   by table: a (code, length) per byte to encode, and to decode one
+//!   lookup of the next [`TABLE_BITS`] bits, as long as the longest code
+//!   (the tests keep a tree-walking, bit-at-a-time coder as the reference
+//!   it must agree with).
 //! - [`compress`] / [`decompress`]: the engine's `Huff_Compress` /
 //!   `Huff_Decompress`, adaptive from an empty tree, with a 2-byte
 //!   big-endian length prefix; used for the `connect` packet's userinfo.
@@ -16,7 +18,6 @@
 //!   corrupts short, incompressible inputs).
 
 use crate::Q3Error;
-use std::sync::OnceLock;
 
 const NONE: u32 = u32::MAX;
 /// The "not yet transmitted" pseudo-symbol.
@@ -375,27 +376,34 @@ pub fn decompress(data: &[u8], offset: usize, max_len: usize) -> Result<Vec<u8>,
     Ok(out)
 }
 
-/// How many bits the fixed decoder looks up at once.
-pub const TABLE_BITS: u32 = 11;
+/// The longest code of the message coder, in bits (the engine's "not yet
+/// transmitted" leaf is that deep too): one lookup of this many bits
+/// always ends at a leaf.
+pub const MAX_CODE_BITS: u32 = 11;
+/// How many bits the fixed decoder looks up at once: every code.
+pub const TABLE_BITS: u32 = MAX_CODE_BITS;
 
-/// A decode-table entry: a leaf symbol and its code length, or (length 0)
-/// the tree node reached after [`TABLE_BITS`] bits.
+/// A decode-table entry: the leaf a window's first bits reach (a byte, or
+/// [`NYT`] for the one leaf no byte has) and its depth.
 #[derive(Clone, Copy)]
 struct Entry {
-    value: u16,
+    symbol: u16,
     len: u8,
 }
 
-/// The fixed message coder (the engine's `msgHuff` after `MSG_initHuffman`).
+/// The fixed message coder (the engine's `msgHuff` after `MSG_initHuffman`)
+/// as two tables: a (code, length) per byte for encoding, and for decoding
+/// the leaf every [`TABLE_BITS`]-bit window starts with. Built at compile
+/// time from [`MSG_CODES`]; no tree is walked.
 pub struct MsgCoder {
-    /// Per symbol 0..=255: code bits (first bit in bit 0) and length.
+    /// Per byte: code bits (first bit in bit 0) and length.
     codes: [(u64, u8); 256],
-    table: Vec<Entry>,
-    /// The frozen tree: children and symbol per node.
-    left: Vec<u32>,
-    right: Vec<u32>,
-    symbol: Vec<u16>,
+    /// Per window of the next [`TABLE_BITS`] bits (first bit in bit 0).
+    table: [Entry; 1 << TABLE_BITS],
 }
+
+/// The coder, built by the compiler.
+static CODER: MsgCoder = MsgCoder::build();
 
 impl MsgCoder {
     /// The codes the engine's construction gives: every symbol added to an
@@ -419,144 +427,71 @@ impl MsgCoder {
         codes
     }
 
-    /// The frozen tree of [`MSG_CODES`]: each code is a path from the
-    /// root (first bit first, 0 left, 1 right) to its symbol's leaf.
-    fn build() -> MsgCoder {
+    /// Every window whose first `len` bits are a byte's code decodes to
+    /// that byte; the windows left over start with the NYT leaf's code
+    /// (the tests check there is exactly one, of [`MAX_CODE_BITS`] bits).
+    const fn build() -> MsgCoder {
         let codes = MSG_CODES;
-        let mut left = vec![NONE];
-        let mut right = vec![NONE];
-        let mut symbol = vec![INTERNAL];
-        for (sym, &(bits, len)) in codes.iter().enumerate() {
-            let mut node = 0usize;
-            for k in 0..u32::from(len) {
-                let side = if (bits >> k) & 1 == 1 {
-                    &mut right
-                } else {
-                    &mut left
+        let mut table = [Entry {
+            symbol: NYT,
+            len: MAX_CODE_BITS as u8,
+        }; 1 << TABLE_BITS];
+        let mut sym = 0;
+        while sym < 256 {
+            let (bits, len) = codes[sym];
+            assert!(len as u32 <= MAX_CODE_BITS && len > 0);
+            let mut rest = 0usize;
+            while rest < 1 << (TABLE_BITS - len as u32) {
+                table[bits as usize | rest << len] = Entry {
+                    symbol: sym as u16,
+                    len,
                 };
-                let next = side[node];
-                node = if next == NONE {
-                    let n = symbol.len();
-                    side[node] = n as u32;
-                    left.push(NONE);
-                    right.push(NONE);
-                    symbol.push(INTERNAL);
-                    n
-                } else {
-                    next as usize
-                };
+                rest += 1;
             }
-            symbol[node] = sym as u16;
+            sym += 1;
         }
-        // The one place no code reaches is the engine's "not yet
-        // transmitted" leaf: a leaf that decodes to no byte.
-        for n in 0..symbol.len() {
-            if symbol[n] != INTERNAL {
-                continue;
-            }
-            for side in [&mut left, &mut right] {
-                if side[n] == NONE {
-                    side[n] = symbol.len() as u32;
-                    symbol.push(NYT);
-                }
-            }
-        }
-        left.resize(symbol.len(), NONE);
-        right.resize(symbol.len(), NONE);
-        let mut table = Vec::with_capacity(1 << TABLE_BITS);
-        for t in 0u32..(1 << TABLE_BITS) {
-            let mut node = 0u32;
-            let mut len = 0u32;
-            while symbol[node as usize] == INTERNAL && len < TABLE_BITS {
-                node = if (t >> len) & 1 == 1 {
-                    right[node as usize]
-                } else {
-                    left[node as usize]
-                };
-                len += 1;
-            }
-            table.push(if symbol[node as usize] == INTERNAL {
-                Entry {
-                    value: node as u16,
-                    len: 0,
-                }
-            } else {
-                Entry {
-                    value: symbol[node as usize],
-                    len: len as u8,
-                }
-            });
-        }
-        MsgCoder {
-            codes,
-            table,
-            left,
-            right,
-            symbol,
-        }
+        MsgCoder { codes, table }
     }
 
-    /// The coder, built on first use.
+    /// The coder.
+    #[inline]
     pub fn get() -> &'static MsgCoder {
-        static CODER: OnceLock<MsgCoder> = OnceLock::new();
-        CODER.get_or_init(MsgCoder::build)
+        &CODER
     }
 
     /// The code of `sym`: bits in transmission order and their count.
+    #[inline]
     pub fn code(&self, sym: u8) -> (u64, u32) {
         let (bits, len) = self.codes[sym as usize];
         (bits, u32::from(len))
+    }
+
+    /// The leaf `window` starts with (its next bits, first in bit 0; at
+    /// least [`MAX_CODE_BITS`] of them, zeros past the data's end): the
+    /// byte, or `None` for the NYT leaf (which no real encoder sends), and
+    /// the code's length.
+    #[inline]
+    pub fn lookup(&self, window: u64) -> (Option<u8>, u32) {
+        let e = self.table[(window & ((1 << TABLE_BITS) - 1)) as usize];
+        let sym = if e.symbol < 256 {
+            Some(e.symbol as u8)
+        } else {
+            None
+        };
+        (sym, u32::from(e.len))
     }
 
     /// Decode one symbol from `data` starting at bit `bit`, reading no bit
     /// at or past `limit` bits. Returns the symbol and the new position.
     #[inline]
     pub fn decode(&self, data: &[u8], bit: usize, limit: usize) -> Result<(u8, usize), Q3Error> {
-        let byte = bit >> 3;
-        let mut w = 0u32;
-        for k in 0..3 {
-            if let Some(&b) = data.get(byte + k) {
-                w |= u32::from(b) << (8 * k);
-            }
-        }
-        let peek = (w >> (bit & 7)) & ((1 << TABLE_BITS) - 1);
-        let e = self.table[peek as usize];
-        if e.len != 0 {
-            let end = bit + usize::from(e.len);
-            if end > limit {
-                return Err(Q3Error::Overrun);
-            }
-            return self.leaf(e.value, end);
-        }
-        let mut node = u32::from(e.value);
-        let mut pos = bit + TABLE_BITS as usize;
-        if pos > limit {
+        let (sym, len) = self.lookup(crate::bits::peek(data, bit));
+        let end = bit + len as usize;
+        if end > limit {
             return Err(Q3Error::Overrun);
         }
-        while self.symbol[node as usize] == INTERNAL {
-            if pos >= limit {
-                return Err(Q3Error::Overrun);
-            }
-            let b = bit_at(data, pos).ok_or(Q3Error::Overrun)?;
-            pos += 1;
-            node = if b == 1 {
-                self.right[node as usize]
-            } else {
-                self.left[node as usize]
-            };
-            if node == NONE {
-                return Err(Q3Error::BadCode);
-            }
-        }
-        self.leaf(self.symbol[node as usize], pos)
-    }
-
-    fn leaf(&self, sym: u16, pos: usize) -> Result<(u8, usize), Q3Error> {
-        if sym > 255 {
-            // The NYT leaf: never sent by a real encoder.
-            return Err(Q3Error::BadCode);
-        }
-        Ok((sym as u8, pos))
+        let sym = sym.ok_or(Q3Error::BadCode)?;
+        Ok((sym, end))
     }
 }
 
@@ -704,6 +639,25 @@ mod tests {
         // Kraft sum of a full tree (plus the NYT leaf) is at most 1.
         let kraft: f64 = (0..=255u8).map(|s| 0.5f64.powi(c.code(s).1 as i32)).sum();
         assert!(kraft <= 1.0 && kraft > 0.99, "{kraft}");
+    }
+
+    #[test]
+    fn one_lookup_always_ends_at_a_leaf_and_only_one_window_is_the_nyt_leaf() {
+        let c = MsgCoder::get();
+        let nyt: Vec<usize> = (0..1usize << TABLE_BITS)
+            .filter(|&w| c.lookup(w as u64).0.is_none())
+            .collect();
+        assert_eq!(nyt.len(), 1, "{nyt:?}");
+        assert_eq!(c.lookup(nyt[0] as u64).1, MAX_CODE_BITS);
+        for s in 0..=255u8 {
+            let (bits, len) = c.code(s);
+            assert!(len <= MAX_CODE_BITS);
+            // Whatever follows a code, the lookup finds that code.
+            for rest in [0u64, u64::MAX] {
+                let w = bits | rest.checked_shl(len).unwrap_or(0);
+                assert_eq!(c.lookup(w), (Some(s), len));
+            }
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //!
 //! - [`oob`]: connectionless ("out of band") datagrams, the four 0xFF bytes
 //!   and a text command.
+//! - [`bits`]: word-at-a-time reads and writes of an LSB-first bit stream.
 //! - [`huffman`]: the engine's Huffman coders (the fixed message coder and
 //!   the adaptive `connect` userinfo compressor).
 //! - [`msg`]: the bit-level message reader/writer and the delta codecs
@@ -21,6 +22,7 @@
 //!   the status player lines), used by the host's health check and
 //!   `tickpack probe`.
 
+pub mod bits;
 pub mod client;
 pub mod error;
 pub mod huffman;

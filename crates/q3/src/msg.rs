@@ -5,6 +5,8 @@
 //! normal (bitstream) mode writes the low `bits & 7` bits of a value raw,
 //! LSB-first, then each remaining whole byte of it as a code of the fixed
 //! [`MsgCoder`]. Netchan headers are OOB; message bodies are bitstream.
+//! Both move whole 64-bit words ([`crate::bits`]): a read or write of up
+//! to 32 bits is one load (and one store), its codes found by table.
 //!
 //! The delta codecs: keyed [`UserCmd`] deltas (`MSG_WriteDeltaUsercmdKey`),
 //! [`EntityState`] deltas against the [`ENTITY_FIELDS`] table and
@@ -82,6 +84,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Read `bits` (1..=32) bits as an unsigned value.
+    #[inline]
     pub fn read_bits(&mut self, bits: u32) -> Result<u32, Q3Error> {
         if bits == 0 || bits > 32 {
             return Err(Q3Error::Malformed("bad bit count"));
@@ -101,26 +104,35 @@ impl<'a> Reader<'a> {
             self.bit += 8 * n;
             return Ok(v);
         }
-        let mut value = 0u32;
+        // One load of the next 64 bits serves the raw bits (at most 7) and
+        // up to four codes (at most 11 bits each).
         let nbits = bits & 7;
-        if nbits != 0 {
-            if self.bit + nbits as usize > limit {
-                return Err(Q3Error::Overrun);
-            }
-            for i in 0..nbits {
-                let b = (self.data[self.bit >> 3] >> (self.bit & 7)) & 1;
-                value |= u32::from(b) << i;
-                self.bit += 1;
-            }
+        let mut pos = self.bit + nbits as usize;
+        if pos > limit {
+            return Err(Q3Error::Overrun);
         }
+        let mut window = crate::bits::peek(self.data, self.bit);
+        let mut value = (window & ((1 << nbits) - 1)) as u32;
+        window >>= nbits;
         let coder = MsgCoder::get();
-        let mut i = 0;
-        while i < bits - nbits {
-            let (sym, next) = coder.decode(self.data, self.bit, limit)?;
-            value |= u32::from(sym) << (i + nbits);
-            self.bit = next;
-            i += 8;
+        let mut shift = nbits;
+        while shift < bits {
+            let (sym, len) = coder.lookup(window);
+            let end = pos + len as usize;
+            if end > limit || sym.is_none() {
+                self.bit = pos;
+                return Err(if end > limit {
+                    Q3Error::Overrun
+                } else {
+                    Q3Error::BadCode
+                });
+            }
+            value |= u32::from(sym.unwrap_or(0)) << shift;
+            window >>= len;
+            pos = end;
+            shift += 8;
         }
+        self.bit = pos;
         Ok(value)
     }
 
@@ -135,6 +147,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One unsigned byte.
+    #[inline]
     pub fn read_byte(&mut self) -> Result<u8, Q3Error> {
         Ok(self.read_bits(8)? as u8)
     }
@@ -191,12 +204,14 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Writes a message.
+/// Writes a message, into a buffer it owns or one lent to it
+/// ([`Writer::reuse`]) to save an allocation per message.
 #[derive(Default)]
 pub struct Writer {
+    /// The bytes written; in bitstream mode every bit from `bit` on is
+    /// zero, and there may be zero bytes past the message's end.
     data: Vec<u8>,
     bit: usize,
-    cursize: usize,
     oob: bool,
 }
 
@@ -214,32 +229,37 @@ impl Writer {
         }
     }
 
+    /// An empty bitstream writer over `buf`'s allocation (its contents are
+    /// dropped); [`Writer::into_bytes`] gives it back.
+    pub fn reuse(mut buf: Vec<u8>) -> Writer {
+        buf.clear();
+        Writer {
+            data: buf,
+            ..Writer::default()
+        }
+    }
+
+    /// The engine's `cursize`: whole bytes in OOB mode; in bitstream mode
+    /// one byte past the byte holding the last bit (none if empty).
+    fn cursize(&self) -> usize {
+        if self.oob {
+            self.bit >> 3
+        } else if self.bit == 0 {
+            0
+        } else {
+            (self.bit >> 3) + 1
+        }
+    }
+
     /// The message so far (the engine's `cursize` bytes).
     pub fn as_bytes(&self) -> &[u8] {
-        &self.data[..self.cursize]
+        &self.data[..self.cursize()]
     }
 
     /// The message, consumed.
     pub fn into_bytes(mut self) -> Vec<u8> {
-        self.data.truncate(self.cursize);
+        self.data.truncate(self.cursize());
         self.data
-    }
-
-    /// The low `n` bits of `v`, first bit first, a byte's worth at a time
-    /// (the engine's `Huff_putBit`, which clears each byte it starts).
-    fn put_bits(&mut self, mut v: u64, mut n: u32) {
-        while n > 0 {
-            let off = (self.bit & 7) as u32;
-            if off == 0 {
-                self.data.truncate(self.bit >> 3);
-                self.data.push(0);
-            }
-            let take = (8 - off).min(n);
-            self.data[self.bit >> 3] |= ((v & ((1 << take) - 1)) as u8) << off;
-            v >>= take;
-            n -= take;
-            self.bit += take as usize;
-        }
     }
 
     /// Write the low `bits` (1..=32) bits of `value`.
@@ -247,41 +267,40 @@ impl Writer {
     /// # Panics
     /// On a bit count outside 1..=32, or one other than 8/16/32 in OOB mode
     /// (a programming error, never data-dependent).
+    #[inline]
     pub fn write_bits(&mut self, value: i32, bits: u32) {
         assert!((1..=32).contains(&bits), "bad bit count {bits}");
-        let mut value = value as u32;
+        let value = value as u32;
         if self.oob {
             assert!(
                 matches!(bits, 8 | 16 | 32),
                 "OOB writes are 8, 16 or 32 bits"
             );
-            self.data.truncate(self.cursize);
-            for i in 0..bits / 8 {
-                self.data.push((value >> (8 * i)) as u8);
-            }
-            self.cursize += (bits / 8) as usize;
+            self.data.truncate(self.bit >> 3);
+            self.data
+                .extend_from_slice(&value.to_le_bytes()[..(bits / 8) as usize]);
             self.bit += bits as usize;
             return;
         }
-        if bits < 32 {
-            value &= (1u32 << bits) - 1;
-        }
+        // The low `bits & 7` bits raw, then each whole byte's code, gathered
+        // in one word (at most 7 + 4 * 11 bits) and written at once.
         let nbits = bits & 7;
-        self.put_bits(u64::from(value), nbits);
-        value = value.checked_shr(nbits).unwrap_or(0);
+        let mut word = u64::from(value) & ((1 << nbits) - 1);
+        let mut n = nbits;
         let coder = MsgCoder::get();
-        for _ in 0..(bits - nbits) / 8 {
-            let (code, len) = coder.code(value as u8);
-            self.put_bits(code, len);
-            value >>= 8;
+        let mut shift = nbits;
+        while shift < bits {
+            let (code, len) = coder.code((value >> shift) as u8);
+            word |= code << n;
+            n += len;
+            shift += 8;
         }
-        self.cursize = (self.bit >> 3) + 1;
-        if self.data.len() < self.cursize {
-            self.data.resize(self.cursize, 0);
-        }
+        crate::bits::put(&mut self.data, self.bit, word, n);
+        self.bit += n as usize;
     }
 
     /// One byte.
+    #[inline]
     pub fn write_byte(&mut self, c: u8) {
         self.write_bits(i32::from(c), 8);
     }

@@ -92,10 +92,18 @@ impl Netchan {
     /// The datagram carrying `message` (`Netchan_Transmit`); the outgoing
     /// sequence advances.
     pub fn transmit(&mut self, message: &[u8]) -> Result<Vec<u8>, Q3Error> {
+        let mut out = Vec::with_capacity(10 + message.len());
+        self.transmit_into(message, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Netchan::transmit`] into `out` (cleared first; its allocation is
+    /// kept, so a caller reusing one buffer allocates nothing).
+    pub fn transmit_into(&mut self, message: &[u8], out: &mut Vec<u8>) -> Result<(), Q3Error> {
         if message.len() >= FRAGMENT_SIZE {
             return Err(Q3Error::TooLarge(message.len()));
         }
-        let mut out = Vec::with_capacity(10 + message.len());
+        out.clear();
         out.extend_from_slice(&self.outgoing_sequence.to_le_bytes());
         out.extend_from_slice(&self.qport.to_le_bytes());
         if !self.legacy {
@@ -103,7 +111,7 @@ impl Netchan {
         }
         out.extend_from_slice(message);
         self.outgoing_sequence = self.outgoing_sequence.wrapping_add(1);
-        Ok(out)
+        Ok(())
     }
 
     /// Accept a server datagram (`Netchan_Process`). On a complete message,
@@ -265,6 +273,9 @@ mod tests {
             c.transmit(&vec![0; FRAGMENT_SIZE]),
             Err(Q3Error::TooLarge(FRAGMENT_SIZE))
         );
+        let mut out = vec![0xAA; 40];
+        l.transmit_into(&[2], &mut out).unwrap();
+        assert_eq!(out, vec![2, 0, 0, 0, 5, 0, 2]);
     }
 
     #[test]
