@@ -12,6 +12,7 @@
 #  3. the reference server's cost profiles at the same load (4 players + 8
 #     bots, 20 Hz): which --cost matches one OpenArena server's CPU.
 # Usage: scripts/bench-openarena.sh [SECONDS=10] [SERVERS=8]
+# PLAYERS_PER_CORE_ONLY=1 runs section 1 alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
@@ -109,6 +110,8 @@ import sys
 oa = float(open(sys.argv[1]).read()); ref = float(open(sys.argv[2]).read())
 print(f"ratio: OpenArena players per core / reference players per core = {oa/ref:.2f} (goal >= 1)")
 PY
+# scripts/bench-players.sh runs section 1 alone.
+[ -z "${PLAYERS_PER_CORE_ONLY:-}" ] || exit 0
 
 echo
 echo "# 2. one OpenArena server, 4 emulated players + 8 bots, sv_fps 20, ${secs}s (server on CPU $scpu)"

@@ -17,6 +17,9 @@
 #  then the summary: players per core of each side, messages per second per
 #  core (datagrams sent plus received, per CPU second) beside sockperf's and
 #  beside the seed's 357k application messages per second per core.
+#  4. OpenArena players per core against the reference's at the same rates
+#     (section 1 of scripts/bench-openarena.sh), when openarena-server is
+#     installed.
 #
 # CPU counts a process's own time plus the softirq time of the CPU it is
 # pinned to during the step: on loopback the sender's CPU delivers the
@@ -214,3 +217,12 @@ for name, b in (("load generator", gen), ("server", srv)):
     m = b[1]
     print(f"messages per second per core ({name}): {m/1000:.0f}k = {m/sock:.2f}x sockperf (goal >= 0.5x), {m/seed:.2f}x the seed's 357k{note(b)}")
 PY
+
+echo
+if [ -x /usr/games/openarena-server ]; then
+  echo "# OpenArena players per core, against the reference's at the same rates (scripts/bench-openarena.sh, section 1)"
+  PLAYERS_PER_CORE_ONLY=1 scripts/bench-openarena.sh "$secs" 8 | sed 's/^/  /'
+else
+  echo "# OpenArena players per core: not measured (openarena-server is not installed; scripts/setup.sh installs it)"
+fi
+
