@@ -268,8 +268,8 @@ pub struct PlayersDef {
     pub q3_protocol: Option<u32>,
     /// Most emulated players per server from one source address (the
     /// server rate-limits what one address may ask: ioquake3 answers a
-    /// burst of 10 connection requests, then one a second, so 4 players
-    /// of two requests each); the load generator spreads each server's
+    /// burst of 10 challenge requests and queries, then one a second: 4
+    /// leave room for retries and queries); the load generator spreads each server's
     /// players over enough addresses. `None`: no limit known.
     #[serde(default)]
     pub per_address: Option<u16>,
