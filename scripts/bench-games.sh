@@ -5,7 +5,7 @@
 # server. Each round climbs one ladder per game (tiles of 1 server; the
 # rounds interleave the games, so a noisy minute hits all of them):
 #   reference  12 emulated players per server, 100 Hz, --probe a2s
-#   openarena   4 emulated players + 8 bots, sv_fps 20, --probe q3
+#   openarena  12 emulated players from 3 source addresses, sv_fps 20, --probe q3
 #   nexuiz      8 bots, 60 Hz, no players: judged on run delay and query
 # It prints, per game and round, the maximum and recommended densities,
 # servers per server core, and run delay p99 and query p99 at the

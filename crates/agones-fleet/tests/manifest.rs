@@ -17,6 +17,7 @@ fn step(servers: u32, rss: Option<u64>) -> Step {
         tiles: servers,
         servers,
         players: servers * 12,
+        connected: None,
         verdict: Verdict::Pass,
         failures: vec![],
         first_attempt_failures: vec![],

@@ -3,7 +3,10 @@
 //!
 //! Brings up `servers` instances with the host supervisor (the same code as
 //! `tickpack host`), waits until every one answers, drives them with the
-//! emulated players from the reserved CPUs, samples CPU busy time, the
+//! emulated players from the reserved CPUs (from as many source
+//! addresses as the game's limit per address asks for, set aside on the
+//! host side of the step's network paths:
+//! [`crate::game::source_addrs_for`]), samples CPU busy time, the
 //! foreign load on the server cores ([`crate::foreign`]) and power over the
 //! measured window, takes everything down, and judges the step
 //! ([`crate::verdict`]). With `--probe`, a query prober runs beside the
@@ -80,6 +83,9 @@ impl StepRunner for HostStepRunner<'_> {
             range: plan.range.clone(),
             batch: spec.batch.map(|_| plan.batch.clone()),
             batch_control: spec.batch,
+            // Enough source addresses on the host side of every path that
+            // no server sees more players from one than the game allows.
+            source_addrs: Some(crate::game::source_addrs_for(game, s.players_per_server)),
             ..Default::default()
         }
         .resolve(&plan.run_dir)
@@ -203,6 +209,8 @@ impl HostStepRunner<'_> {
         let pcfg = PlayersConfig {
             game: players_game.unwrap_or_default(),
             targets: sup.addresses(),
+            source_addrs: sup.source_addresses(),
+            per_source_limit: crate::game::per_source_limit(game),
             players: players as usize,
             duration,
             warmup,
@@ -386,6 +394,7 @@ impl HostStepRunner<'_> {
             tiles: index,
             servers,
             players,
+            connected: outcome.is_some().then_some(r.connected),
             verdict: Verdict::of(&why),
             failures: why.iter().map(ToString::to_string).collect(),
             first_attempt_failures: vec![],

@@ -13,6 +13,7 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
         tiles: req.index,
         servers: req.servers,
         players: req.servers,
+        connected: None,
         verdict: match verdict {
             "pass" => Verdict::Pass,
             "fail" => Verdict::Fail,

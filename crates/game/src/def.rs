@@ -266,8 +266,11 @@ pub struct PlayersDef {
     /// The q3 network protocol number (ioquake3 1.36: 71).
     #[serde(default)]
     pub q3_protocol: Option<u32>,
-    /// How many connections the server accepts from one source address
-    /// (ioquake3: 3 connecting at once); `None`: no limit known.
+    /// Most emulated players per server from one source address (the
+    /// server rate-limits what one address may ask: ioquake3 answers a
+    /// burst of 10 challenge requests and queries, then one a second: 4
+    /// leave room for retries and queries); the load generator spreads each server's
+    /// players over enough addresses. `None`: no limit known.
     #[serde(default)]
     pub per_address: Option<u16>,
 }

@@ -214,6 +214,12 @@ pub struct FleetFile {
     /// server every instance runs. Not a file key; give one or the other.
     #[serde(skip)]
     pub server: Option<ServerSpec>,
+    /// Source addresses for load generators (netns: the top of the range,
+    /// on the host side of every path; process: loopback addresses), for
+    /// callers in code (the bench); not a file key. See
+    /// [`crate::netpath::AddrPlan::with_sources`].
+    #[serde(skip)]
+    pub source_addrs: Option<u32>,
     /// Batch commands run beside the servers (best effort, on the server
     /// CPUs, in their own cgroup, supervised).
     pub batch: Option<Vec<String>>,
@@ -319,6 +325,10 @@ pub struct FleetConfig {
     /// holds the one before.
     #[serde(default = "default_log_bytes")]
     pub log_bytes: u64,
+    /// Source addresses set aside for load generators
+    /// ([`crate::supervisor::Supervisor::source_addresses`]).
+    #[serde(default)]
+    pub source_addrs: u32,
 }
 
 fn default_log_bytes() -> u64 {
@@ -337,6 +347,9 @@ impl From<tickpack_game::launch::LaunchError> for FleetError {
         FleetError::Invalid(m)
     }
 }
+
+/// Most loopback source addresses (process backend): 127.0.0.2 up.
+pub const MAX_LOOPBACK_SOURCES: u32 = 250;
 
 /// The memory limit of an instance without `memory` (netns): 1 GiB.
 pub const DEFAULT_MEMORY_BYTES: u64 = 1 << 30;
@@ -464,8 +477,15 @@ impl FleetFile {
             ));
         }
         let range = self.range.unwrap_or_else(|| "198.18.0.0/16".into());
+        let source_addrs = self.source_addrs.unwrap_or(0);
+        if backend == Backend::Process && source_addrs > MAX_LOOPBACK_SOURCES {
+            return bad(format!(
+                "{source_addrs} source addresses: loopback gives at most {MAX_LOOPBACK_SOURCES}"
+            ));
+        }
         if backend == Backend::Netns {
             let plan = crate::netpath::AddrPlan::parse(&range)
+                .and_then(|p| p.with_sources(net, source_addrs))
                 .map_err(|e| FleetError::Invalid(format!("address range: {e}")))?;
             if !self.allow_public_range.unwrap_or(false) {
                 plan.check_local_use().map_err(|e| {
@@ -630,6 +650,7 @@ impl FleetFile {
             batch_cgroup: self.batch_cgroup,
             batch_control,
             log_bytes,
+            source_addrs,
         })
     }
 }

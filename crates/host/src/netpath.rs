@@ -25,7 +25,13 @@
 //!   without ipvlan gives [`NetError::Unsupported`].
 //!
 //! Addresses come from an [`AddrPlan`] over a range (default
-//! `198.18.0.0/16`, the RFC 2544 benchmarking range).
+//! `198.18.0.0/16`, the RFC 2544 benchmarking range). A plan may set
+//! aside source addresses at the top of the range
+//! ([`AddrPlan::with_sources`]): each is added (as a `/32`) to the host
+//! side of every path (the bridge, the host-side macvlan/ipvlan, every
+//! veth host end), so load generators in the root namespace can bind them
+//! and reach every instance from several addresses; they go with the
+//! links.
 //!
 //! Set-up uses the real `ip` command (iproute2): what operators know and can
 //! rerun. Every error carries the step, the exact command line and `ip`'s
@@ -98,7 +104,7 @@ mod names;
 mod record;
 mod routes;
 
-pub use addr::{AddrPlan, Ipv4Net, MAX_PREFIX, MIN_PREFIX};
+pub use addr::{AddrPlan, Ipv4Net, MAX_PREFIX, MAX_SOURCES, MIN_PREFIX};
 pub use error::NetError;
 pub use filter::{FilterSpec, Nft};
 pub use hostnet::{HostNet, ParentLink};

@@ -314,9 +314,10 @@ impl Supervisor {
             let layout = CgroupLayout::detect(Path::new("/sys/fs/cgroup"))
                 .map_err(|e| HostError::Isolation(format!("cgroups: {e}")))?;
             self.layout = Some(layout);
-            let plan = AddrPlan::parse(&self.cfg.range)
-                .map_err(|e| HostError::Isolation(e.to_string()))?;
             let (ip, name, kind) = (netpath::Ip::default(), &self.cfg.name, self.cfg.net);
+            let plan = AddrPlan::parse(&self.cfg.range)
+                .and_then(|p| p.with_sources(kind, self.cfg.source_addrs))
+                .map_err(|e| HostError::Isolation(e.to_string()))?;
             let net = HostNet::setup_journaled(ip, name, kind, plan, &ids, &mut self.journal())
                 .map_err(|e| HostError::Isolation(format!("network ({}): {e}", self.cfg.net)))?;
             self.record.net = Some(net.record().clone());
@@ -658,6 +659,27 @@ impl Supervisor {
     /// Instance addresses, in id order (for load generators).
     pub fn addresses(&self) -> Vec<SocketAddr> {
         self.instances.iter().map(|i| i.addr).collect()
+    }
+
+    /// The source addresses set aside for load generators
+    /// (`FleetFile::source_addrs`): netns, the top of the range, on the
+    /// host side of every path; process, loopback addresses from
+    /// 127.0.0.2 up. Empty when none were asked for.
+    pub fn source_addresses(&self) -> Vec<IpAddr> {
+        match &self.net {
+            Some(net) => net
+                .plan()
+                .source_addrs()
+                .into_iter()
+                .map(IpAddr::V4)
+                .collect(),
+            None => (0..self
+                .cfg
+                .source_addrs
+                .min(crate::fleet::MAX_LOOPBACK_SOURCES))
+                .map(|i| IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + i as u8)))
+                .collect(),
+        }
     }
 
     /// NUMA node per instance, as placed.

@@ -1,7 +1,7 @@
 //! Validated settings of a players run. Built by the CLI; checked before any
 //! socket is opened.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use crate::PlayersError;
@@ -92,6 +92,14 @@ pub struct PlayersConfig {
     pub game: Protocol,
     /// Servers to spread the players over, round robin.
     pub targets: Vec<SocketAddr>,
+    /// Local addresses the players' sockets bind, each server's players
+    /// spread over them round robin ([`crate::sources`]); empty: the
+    /// kernel picks one.
+    pub source_addrs: Vec<IpAddr>,
+    /// The game server's limit of players per source address (its
+    /// definition's `[players] per_address`), checked against
+    /// `source_addrs` when some are given; `None`: no limit known.
+    pub per_source_limit: Option<usize>,
     pub players: usize,
     /// Measured time, after the warm-up.
     pub duration: Duration,
@@ -124,6 +132,8 @@ impl Default for PlayersConfig {
         Self {
             game: Protocol::Tickpack,
             targets: vec![],
+            source_addrs: vec![],
+            per_source_limit: None,
             players: 12,
             duration: Duration::from_secs(10),
             warmup: Duration::from_secs(1),
@@ -191,6 +201,11 @@ impl PlayersConfig {
         if self.threads == 0 || self.threads > 64 {
             return bad(format!("--threads must be 1..=64, got {}", self.threads));
         }
-        Ok(())
+        crate::sources::check(
+            self.players,
+            &self.targets,
+            &self.source_addrs,
+            self.per_source_limit,
+        )
     }
 }

@@ -33,6 +33,7 @@ pub mod player;
 pub mod recorder;
 pub mod referee;
 pub mod run;
+pub mod sources;
 
 pub use config::{PlayersConfig, Protocol, SizeDist};
 pub use emulated::Emulated;

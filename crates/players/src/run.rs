@@ -304,16 +304,17 @@ fn thread_main<P: Emulated>(
     let mut sockets = Vec::new();
     for i in (t..cfg.players).step_by(threads) {
         let target = cfg.targets[i % cfg.targets.len()];
-        let local: std::net::SocketAddr = if target.is_ipv4() {
-            "0.0.0.0:0".parse().expect("static")
-        } else {
-            "[::]:0".parse().expect("static")
-        };
+        let local: std::net::SocketAddr =
+            match crate::sources::source_of(i, cfg.targets.len(), &cfg.source_addrs) {
+                Some(ip) => std::net::SocketAddr::new(ip, 0),
+                None if target.is_ipv4() => "0.0.0.0:0".parse().expect("static"),
+                None => "[::]:0".parse().expect("static"),
+            };
         let sock = UdpSocket::bind(local, &SocketOptions::default())
             .and_then(|s| s.connect(target).map(|_| s))
             .map_err(|e| {
                 PlayersError::Setup(format!(
-                    "player {i} socket to {target}: {}",
+                    "player {i} socket from {local} to {target}: {}",
                     with_causes(&e)
                 ))
             })?;

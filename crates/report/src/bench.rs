@@ -283,6 +283,11 @@ pub struct Step {
     pub tiles: u32,
     pub servers: u32,
     pub players: u32,
+    /// How many of the step's players were connected at the end of it;
+    /// `None` in results from before it was recorded, and for a game
+    /// without players.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connected: Option<u32>,
     pub verdict: Verdict,
     /// Each limit missed, in words (a [`crate::qos::Miss`] each).
     pub failures: Vec<String>,
@@ -364,13 +369,14 @@ pub struct StepBatch {
 impl Step {
     /// The figures the verdict read, as far as the step kept them, to ask
     /// which rules had something to judge ([`crate::qos::Rule::judged`]).
-    /// A step does not record how many players connected (its `failures`
-    /// say when fewer did), so `connected` is `players` here: these
-    /// figures answer what was judged, they do not judge the step again.
+    /// An older step does not record how many players connected (its
+    /// `failures` say when fewer did), so `connected` is `players` then:
+    /// these figures answer what was judged, they do not judge the step
+    /// again.
     pub fn figures(&self, tick_hz: u32) -> crate::qos::StepFigures<'_> {
         crate::qos::StepFigures {
             players: self.players,
-            connected: self.players,
+            connected: self.connected.unwrap_or(self.players),
             tick_hz,
             transaction_latency_us: &self.measured.transaction_latency_us,
             tick_lateness_us: &self.measured.tick_lateness_us,
@@ -767,6 +773,7 @@ mod tests {
             tiles: 1,
             servers: 3,
             players: 30,
+            connected: None,
             verdict: crate::qos::Verdict::Pass,
             failures: vec![],
             first_attempt_failures: vec![],

@@ -39,6 +39,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         tiles: servers / 3,
         servers,
         players: servers * 10,
+        connected: None,
         verdict: if fail { Verdict::Fail } else { Verdict::Pass },
         failures: if fail {
             vec!["p99 transaction latency 61.2 ms > 50 ms".into()]

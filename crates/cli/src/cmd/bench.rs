@@ -86,13 +86,16 @@ pub struct Args {
     /// the load generator (--load-cpus).
     #[arg(long)]
     pub tile_servers: Option<u32>,
-    /// Emulated players per server [default: 12; openarena: 4, so their
-    /// handshakes fit ioquake3's burst of 10 connection requests per
-    /// address].
+    /// Emulated players per server [default: the game's, 12 for the
+    /// reference server and openarena]. When the game limits players per
+    /// source address (openarena: 4, ioquake3's burst of 10 connection
+    /// requests per address), the bench adds enough source addresses on
+    /// the host side of every network path (the top of --range; loopback
+    /// on the process backend) and spreads each server's players over them.
     #[arg(long)]
     pub players_per_server: Option<u32>,
-    /// Server-side bots per server [default: 0; openarena: 8, so every
-    /// server carries 12 players like the case study's mix].
+    /// Server-side bots per server [default: the game's: 0 for the
+    /// reference server and openarena, 8 for nexuiz].
     #[arg(long)]
     pub bots: Option<u32>,
     /// Game work per tick of each server (see `tickpack server --help`).
@@ -376,6 +379,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         .net
         .parse()
         .map_err(|e| fail(Code::Config, format!("--net: {e}")))?;
+    check_source_addr_room(a, &settings, &game, backend, net)?;
     // The last step's players each hold a socket in this process.
     let most_players = u64::from(settings.max_steps)
         * u64::from(settings.tile_servers)
@@ -497,6 +501,37 @@ fn compare_of(c: Option<CompareArg>) -> Compare {
     }
 }
 
+/// Refuses, before any step, a range that cannot hold the source
+/// addresses the players need (the game's limit per address) beside the
+/// last step's servers (netns; loopback has room for them).
+fn check_source_addr_room(
+    a: &Args,
+    settings: &BenchSettings,
+    game: &GameServer,
+    backend: Option<tickpack_host::fleet::Backend>,
+    net: tickpack_host::netpath::NetKind,
+) -> Result<(), Failure> {
+    let n = tickpack_bench::game::source_addrs_for(game, settings.players_per_server);
+    if n == 0 || backend == Some(tickpack_host::fleet::Backend::Process) {
+        return Ok(());
+    }
+    let range = a.range.as_deref().unwrap_or("198.18.0.0/16");
+    let last = settings.max_steps.saturating_mul(settings.tile_servers);
+    tickpack_host::netpath::AddrPlan::parse(range)
+        .and_then(|p| p.with_sources(net, n))
+        .and_then(|p| p.check(net, last))
+        .map_err(|e| {
+            fail(
+                Code::Config,
+                format!(
+                    "--range {range}: {n} source addresses for {} players per server (at most {} per address) and {last} servers: {e}",
+                    settings.players_per_server,
+                    tickpack_bench::game::per_source_limit(game).unwrap_or(0)
+                ),
+            )
+        })
+}
+
 /// A game's players, bots, tick and warm-up: the flags when given, else
 /// the game's own defaults.
 struct GameDefaults {
@@ -507,16 +542,18 @@ struct GameDefaults {
 }
 
 impl GameDefaults {
-    fn of(a: &Args, oa: bool) -> Self {
+    /// From the flags, else the game's definition (`games/*.toml`).
+    fn of(a: &Args, def: &tickpack_game::GameDef, oa: bool) -> Self {
         GameDefaults {
-            tick_hz: a.tick_hz.unwrap_or(if oa { 20 } else { 100 }),
-            players_per_server: a.players_per_server.unwrap_or(if oa { 4 } else { 12 }),
-            bots: a.bots.unwrap_or(if oa { 8 } else { 0 }),
+            tick_hz: a.tick_hz.unwrap_or(u32::from(def.tick.hz)),
+            players_per_server: a
+                .players_per_server
+                .unwrap_or(u32::from(def.players.default)),
+            bots: a.bots.unwrap_or(u32::from(def.bots.default)),
             warmup_s: a.warmup.map_or(
                 match (oa, a.quick) {
-                    (true, _) => 2.0,
                     (false, true) => 0.5,
-                    (false, false) => 1.0,
+                    _ => def.ready.warmup_s,
                 },
                 |d| d.as_secs_f64(),
             ),
@@ -630,7 +667,7 @@ fn game_choice(
     let built_in = matches!(source, tickpack_game::Source::BuiltIn(_));
     let oa = built_in && def.name == "openarena";
     if built_in && (oa || def.name == "reference") {
-        let defaults = GameDefaults::of(a, oa);
+        let defaults = GameDefaults::of(a, &def, oa);
         let game = game_server(a, oa, &defaults)?;
         let qos = qos_limits(a, defaults.tick_hz)?;
         Ok((defaults, game, qos))

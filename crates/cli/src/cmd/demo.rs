@@ -68,6 +68,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         target: vec![server.addr],
         targets_file: None,
         players: usize::from(a.players),
+        source_addrs: None,
         duration: a.duration,
         warmup: Some(Duration::from_secs(1)),
         cmd_rate: None,

@@ -34,7 +34,12 @@ With --game openarena the players speak Quake III protocol 71 to an
 OpenArena (ioquake3) server: challenge, connect, gamestate, delta-coded
 snapshots, usercmds. ioquake3 answers connection requests from one source
 address in a burst of 10, then one per second (two requests per player),
-so the default warm-up grows with the players per server.
+so the default warm-up grows with the players per server and source
+address. --source-addrs spreads each server's players over several local
+addresses (on loopback any of 127.0.0.0/8; `bench` adds its own on the host
+side of its network paths), e.g. 12 players per server from three:
+  tickpack players --game openarena --target 127.0.0.1:27960 --players 12 \
+    --source-addrs 127.0.0.2-127.0.0.4
 
 ", exit_codes!()))]
 pub struct Args {
@@ -60,11 +65,20 @@ pub struct Args {
     /// Number of players in all, spread round robin over the servers.
     #[arg(long, default_value_t = 12)]
     pub players: usize,
+    /// Local addresses the players' sockets bind: a comma list of
+    /// addresses and FIRST-LAST ranges (e.g. 127.0.0.2-127.0.0.4); each
+    /// server's players are spread over them round robin. With a game
+    /// that limits players per source address (openarena: 4), too few
+    /// addresses is an error (exit 2) before any player starts
+    /// [default: one, the kernel's choice].
+    #[arg(long, value_name = "LIST", value_parser = parse_source_addrs)]
+    pub source_addrs: Option<SourceAddrs>,
     /// Measured time (after the warm-up), e.g. 10s, 2m.
     #[arg(long, default_value = "10s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Duration,
     /// Time after start that is not measured (handshakes, settling)
-    /// [default: 1s; openarena: 2s, plus 1s per player per server beyond 5].
+    /// [default: 1s; openarena: 2s, plus 1s per player per server and
+    /// source address beyond 5].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Commands per second per player [default: the server's tick rate;
@@ -162,13 +176,20 @@ impl Args {
 
     pub fn config(&self) -> Result<PlayersConfig, Failure> {
         let targets = self.targets()?;
-        let per_server = self.players.div_ceil(targets.len().max(1));
         let game = self.game.players_game()?;
-        let (warmup, connect_timeout) = defaults_for(game, per_server);
+        let source_addrs = self.source_addrs.clone().map(|s| s.0).unwrap_or_default();
+        let per_source = tickpack_players::sources::most_per_source(
+            self.players,
+            targets.len(),
+            source_addrs.len(),
+        );
+        let (warmup, connect_timeout) = defaults_for(game, per_source);
         let warmup = self.warmup.unwrap_or(warmup);
         let cfg = PlayersConfig {
             game,
             targets,
+            source_addrs,
+            per_source_limit: self.game.def.players.per_address.map(usize::from),
             players: self.players,
             duration: self.duration,
             warmup,
@@ -193,17 +214,27 @@ impl Args {
     }
 }
 
-/// The default warm-up and connect timeout for `per_server` players per
-/// server. An OpenArena (ioquake3) server answers connection requests
-/// (`getchallenge`, `connect`, and queries) from one source address in a
-/// burst of 10, then one per second (sv_main.c, `SVC_RateLimitAddress`),
-/// so players beyond the fifth of one load generator wait about two
-/// seconds each.
-pub fn defaults_for(game: tickpack_players::Protocol, per_server: usize) -> (Duration, Duration) {
+/// `--source-addrs`, parsed.
+#[derive(Debug, Clone)]
+pub struct SourceAddrs(pub Vec<std::net::IpAddr>);
+
+fn parse_source_addrs(s: &str) -> Result<SourceAddrs, String> {
+    tickpack_players::sources::parse(s)
+        .map(SourceAddrs)
+        .map_err(|e| e.to_string())
+}
+
+/// The default warm-up and connect timeout for `per_source` players per
+/// server and source address. An OpenArena (ioquake3) server answers
+/// connection requests (`getchallenge`, `connect`, and queries) from one
+/// source address in a burst of 10, then one per second (sv_main.c,
+/// `SVC_RateLimitAddress`), so players beyond the fifth from one address
+/// wait about two seconds each.
+pub fn defaults_for(game: tickpack_players::Protocol, per_source: usize) -> (Duration, Duration) {
     match game {
         tickpack_players::Protocol::Tickpack => (Duration::from_secs(1), Duration::from_secs(3)),
         tickpack_players::Protocol::Q3 => {
-            let queued = (2 * per_server).saturating_sub(10) as u64;
+            let queued = (2 * per_source).saturating_sub(10) as u64;
             let warmup = Duration::from_secs(2 + queued);
             (warmup, warmup + Duration::from_secs(5))
         }

@@ -158,9 +158,17 @@ const LOCAL_USE: [(Ipv4Addr, u8, &str); 5] = [
 ///   `.1` is the host end (its gateway), `.2` the instance.
 /// - Shared kinds (bridge, macvlan, ipvlan): one L2 segment spanning the
 ///   range; `.1` is the host-side gateway, instance `id` is `.(2 + id)`.
+///
+/// With [`AddrPlan::with_sources`], the top addresses of the range (below
+/// its broadcast address) are the host's **source addresses**: extra
+/// addresses on the host side of every path, for load generators whose
+/// game server limits what one source address may do (ioquake3's
+/// connection requests). No instance id takes them: the capacity shrinks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddrPlan {
     range: Ipv4Net,
+    /// Source addresses at the top of the range.
+    sources: u32,
 }
 
 impl Default for AddrPlan {
@@ -171,9 +179,14 @@ impl Default for AddrPlan {
                 addr: Ipv4Addr::new(198, 18, 0, 0),
                 prefix: 16,
             },
+            sources: 0,
         }
     }
 }
+
+/// Most source addresses a plan sets aside (each one is an address on
+/// every veth host end: a few are what load generators need).
+pub const MAX_SOURCES: u32 = 256;
 
 impl AddrPlan {
     /// A plan over `range`; the prefix must be `/8`..=`/24` and the range
@@ -193,7 +206,34 @@ impl AddrPlan {
                 return Err(bad(format!("it overlaps {what}")));
             }
         }
-        Ok(Self { range })
+        Ok(Self { range, sources: 0 })
+    }
+
+    /// The same plan with `n` source addresses set aside at the top of the
+    /// range ([`AddrPlan::source_addrs`]). Fails when `n` is above
+    /// [`MAX_SOURCES`] or would leave no instance id for `kind`: checked
+    /// before anything is created.
+    pub fn with_sources(self, kind: NetKind, n: u32) -> Result<Self, NetError> {
+        let plan = Self { sources: n, ..self };
+        if n > MAX_SOURCES || plan.capacity(kind) == 0 {
+            return Err(NetError::InvalidRange {
+                text: self.range.to_string(),
+                reason: format!(
+                    "it cannot hold {n} source addresses for load generators (at most {MAX_SOURCES}) beside any {kind} instance: use a wider range"
+                ),
+            });
+        }
+        Ok(plan)
+    }
+
+    /// The host-side source addresses, highest first: the range's last
+    /// addresses below its broadcast address. Empty unless
+    /// [`AddrPlan::with_sources`] set some aside.
+    pub fn source_addrs(&self) -> Vec<Ipv4Addr> {
+        let size = self.range.size();
+        (0..u64::from(self.sources))
+            .filter_map(|i| self.range.nth(size - 2 - i))
+            .collect()
     }
 
     /// Fails unless the range lies inside one of the ranges set aside for
@@ -225,14 +265,18 @@ impl AddrPlan {
         self.range
     }
 
-    /// How many instance ids fit: ids `0..capacity` are valid.
+    /// How many instance ids fit: ids `0..capacity` are valid. Source
+    /// addresses take the top of the range: for veth every `/30` block
+    /// that holds one, for the shared kinds one id each.
     pub fn capacity(&self, kind: NetKind) -> u32 {
         let size = self.range.size();
-        let n = if kind.is_routed() {
-            size / 4
-        } else {
+        let sources = u64::from(self.sources);
+        let n = match (kind.is_routed(), sources) {
+            (true, 0) => size / 4,
+            // The blocks below the first source address, size - 1 - sources.
+            (true, _) => size.saturating_sub(1 + sources) / 4,
             // network, gateway, broadcast
-            size - 3
+            (false, _) => size.saturating_sub(3 + sources),
         };
         u32::try_from(n).unwrap_or(u32::MAX)
     }
@@ -409,6 +453,62 @@ mod tests {
         assert!(e.contains("198.18.5.0/24"), "{e}");
         assert!(e.contains("64 veth"), "{e}");
         assert!(e.contains("instance 64"), "{e}");
+    }
+
+    #[test]
+    fn source_addresses_sit_at_the_top_and_no_instance_takes_them() {
+        let p = AddrPlan::new(net("198.18.5.0/24")).unwrap();
+        assert!(p.source_addrs().is_empty());
+        for k in [NetKind::Veth, NetKind::Bridge, NetKind::Macvlan] {
+            let s = p.with_sources(k, 3).unwrap();
+            let sources = s.source_addrs();
+            assert_eq!(
+                sources,
+                [254, 253, 252].map(|d| Ipv4Addr::new(198, 18, 5, d)),
+                "{k}"
+            );
+            let last = s.capacity(k) - 1;
+            for id in 0..s.capacity(k) {
+                let a = s.instance_addr(k, id).unwrap();
+                let g = s.gateway(k, id).unwrap();
+                assert!(!sources.contains(&a) && !sources.contains(&g), "{k} {id}");
+            }
+            assert!(s.instance_addr(k, last + 1).is_err(), "{k}");
+            let top = u32::from(s.instance_addr(k, last).unwrap());
+            // veth: the last block's broadcast too stays below them.
+            let block_end = if k.is_routed() { top + 1 } else { top };
+            assert!(block_end < u32::from(sources[2]), "{k}");
+        }
+        // veth: 256 addresses, 3 sources and the broadcast: 63 blocks.
+        assert_eq!(
+            p.with_sources(NetKind::Veth, 3)
+                .unwrap()
+                .capacity(NetKind::Veth),
+            63
+        );
+        assert_eq!(
+            p.with_sources(NetKind::Bridge, 3)
+                .unwrap()
+                .capacity(NetKind::Bridge),
+            250
+        );
+    }
+
+    #[test]
+    fn a_range_too_small_for_its_source_addresses_is_refused() {
+        let p = AddrPlan::new(net("198.18.5.0/24")).unwrap();
+        let e = p
+            .with_sources(NetKind::Bridge, 253)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot hold 253 source addresses"), "{e}");
+        assert!(p.with_sources(NetKind::Veth, MAX_SOURCES + 1).is_err());
+        assert_eq!(
+            p.with_sources(NetKind::Bridge, 252)
+                .unwrap()
+                .capacity(NetKind::Bridge),
+            1
+        );
     }
 
     #[test]

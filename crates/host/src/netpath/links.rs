@@ -41,7 +41,8 @@ impl HostNet {
                     &br,
                     &["link", "add", "name", &br, "type", "bridge"],
                 )?;
-                self.up_with_addr("bridge", &br, &gw)
+                self.up_with_addr("bridge", &br, &gw)?;
+                self.add_sources(&br)
             }
             NetKind::Macvlan | NetKind::Ipvlan => {
                 let d0 = shared_name(&self.host, "d0");
@@ -50,7 +51,8 @@ impl HostNet {
                 let mut args = vec!["link", "add", "name", &gwl, "link", &d0];
                 args.extend(self.child_type());
                 self.create_link(&format!("create the host-side {}", self.kind), &gwl, &args)?;
-                self.up_with_addr(self.kind.as_str(), &gwl, &gw)
+                self.up_with_addr(self.kind.as_str(), &gwl, &gw)?;
+                self.add_sources(&gwl)
             }
         }
     }
@@ -94,6 +96,24 @@ impl HostNet {
             &format!("host {h}: bring up {name}"),
             &["link", "set", "dev", name, "up"],
         )?;
+        Ok(())
+    }
+
+    /// Adds the plan's source addresses ([`super::AddrPlan::source_addrs`])
+    /// to root-namespace link `name`, each as a `/32`: local addresses the
+    /// instances answer through their gateway (veth) or on their segment
+    /// (the shared kinds). They go when the link is deleted.
+    fn add_sources(&self, name: &str) -> Result<(), NetError> {
+        for a in self.plan.source_addrs() {
+            let addr = format!("{a}/32");
+            self.ip.run(
+                &format!(
+                    "host {}: add the load generators' source address {addr} to {name}",
+                    self.host
+                ),
+                &["addr", "add", &addr, "dev", name],
+            )?;
+        }
         Ok(())
     }
 
@@ -208,6 +228,9 @@ impl HostNet {
                         &step("address the host end"),
                         &["addr", "add", &host_end, "dev", &v],
                     )?;
+                    // On every host end: the addresses stay while any
+                    // instance does, and go with the last link.
+                    self.add_sources(&v)?;
                     self.ip.run(
                         &step("bring up the host end"),
                         &["link", "set", "dev", &v, "up"],
