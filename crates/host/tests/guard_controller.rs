@@ -472,8 +472,10 @@ fn a_batch_that_costs_the_servers_more_than_the_margin_is_cut_at_once() {
     lines.push("0 6400 300 2.0");
     // -40 %: more than the margin below: halve.
     lines.push("0 7000 300 2.0");
-    // -60 %: more than twice the margin below: to a quarter.
-    lines.push("0 8000 300 2.0");
+    // -52 %: more than twice the margin below: to a quarter (and within
+    // the margin of the -40 % that made the last cut: a slack that much
+    // worse after a cut would judge the cut at once, as not helping).
+    lines.push("0 7600 300 2.0");
     let out = run(&lines.join("\n"));
     let before = out[9].1;
     assert!(before > 0.4, "{out:?}");
@@ -879,4 +881,40 @@ fn guard_cut_again_on_noise_after_a_cut_had_not_helped() {
     for o in &out[undo..] {
         assert_eq!(o.1, 1.0, "no cut on the swing: {out:?}");
     }
+}
+
+#[test]
+fn guard_cut_on_and_on_while_each_cut_made_the_servers_worse() {
+    // Measured (bench-guard, 2026-11-26): frame time at 4991 us of 5000
+    // made a cut to half a core; with the batch cut, the server core sat
+    // idle in bursts and the servers got far worse (a lateness of 4.8 ms:
+    // slack -93 %), and the guard cut again every period, to zero in four.
+    // A cut after which the slack is a margin worse than what made it is
+    // judged at once and undone.
+    let mut c = Controller::new(QosLimits::default(), Tuning::default(), vec![1]);
+    let mut out = vec![];
+    for k in 0..16u32 {
+        let q = c.quota_cores();
+        let line = match (k, q) {
+            (5, _) => "0 4991 300 2.0",
+            (_, q) if q >= 1.0 => "0 4200 300 2.0",
+            _ => "4831 4200 300 2.0",
+        };
+        let d = c.decide(PERIOD * k, &parse_trace(line)[0]);
+        out.push((d.action, d.allowance.quota_cores, d.reason));
+    }
+    let cut = out
+        .iter()
+        .position(|o| o.0 == Action::Cut)
+        .expect("the borderline frame cuts");
+    assert_eq!(cut, 5, "{out:?}");
+    assert!(
+        out[cut + 1].2.contains("the cut did not help"),
+        "judged at once: {out:?}"
+    );
+    assert!(
+        out.iter().all(|o| o.1 >= 0.5),
+        "never below the first cut: {out:?}"
+    );
+    assert!(out[cut + 1..].iter().all(|o| o.1 == 1.0), "{out:?}");
 }

@@ -60,7 +60,9 @@
 //! thresholds apply).
 //!
 //! **A cut must help.** A cut is on trial for [`Tuning::trial_periods`]
-//! periods at the allowance it ends at (a further cut starts them again):
+//! periods at the allowance it ends at (a further cut starts them again;
+//! a period a margin worse than the one that made the cut ends the trial
+//! at once, until a cut has helped):
 //! if the slack then is not [`Tuning::harm_margin`] better than the median
 //! of the periods up to the cut, nor back in the growth band, the batch was
 //! not what cost the servers (on a virtual machine an idle server core can
@@ -386,6 +388,8 @@ struct Trial {
     restore: f64,
     /// The median slack of the periods up to the cut.
     before: f64,
+    /// The slack of the period that made the last cut (of a run of cuts).
+    trigger: f64,
     /// The slack of the periods since.
     seen: Vec<f64>,
 }
@@ -625,9 +629,18 @@ impl Controller {
         // undone, and the slack with the batch cut is taken as the servers'
         // own (the baseline), so the same slack does not cut it again.
         let mut undo: Option<(f64, String)> = None;
+        // A cut after which the slack is a margin worse than what made it
+        // is judged at once, before the batch is cut again: on a virtual
+        // machine each cut idles the server cores, whose vCPU is then woken
+        // late, and cutting on and on took the batch to zero in four
+        // periods while every cut made the servers worse. Once a cut has
+        // helped (the batch hurts), a worse period is the batch's doing and
+        // the cuts go on.
+        let hurt = self.hurt;
         if let (Some(tr), Ok((Some(s), _))) = (self.trial.as_mut(), &worst) {
             tr.seen.push(*s);
-            if tr.seen.len() >= t.trial_periods.max(1) as usize {
+            let made_worse = !hurt && *s < tr.trigger - t.harm_margin;
+            if made_worse || tr.seen.len() >= t.trial_periods.max(1) as usize {
                 let tr = self.trial.take().expect("a trial");
                 let after = Controller::median(&tr.seen);
                 if after >= tr.before + t.harm_margin || after >= t.grow_above {
@@ -851,13 +864,18 @@ impl Controller {
                 self.trial = None;
             }
             Action::Cut => {
+                let trigger = slack.unwrap_or(0.0);
                 match self.trial.as_mut() {
                     // A further cut: the trial judges the new allowance.
-                    Some(tr) => tr.seen.clear(),
+                    Some(tr) => {
+                        tr.seen.clear();
+                        tr.trigger = trigger;
+                    }
                     None => {
                         self.trial = Some(Trial {
                             restore: self.quota,
                             before: Controller::median(&self.recent_slack),
+                            trigger,
                             seen: vec![],
                         })
                     }
