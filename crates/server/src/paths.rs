@@ -92,20 +92,17 @@ impl<'a> Paths<'a> {
         self.follow(server, false);
         let capacity = self.rx.capacity();
         let mut taken = 0;
-        // Which players' sockets hold anything: one poll, not one read per
-        // player. A failed poll reads them all.
-        if self.players.is_empty()
-            || self
-                .ready_now
-                .check(&self.fds[1..], &mut self.ready)
-                .is_err()
-        {
+        // Which sockets hold anything: one poll, not one read per socket
+        // (index 0 the listening socket, then the players'). A failed poll
+        // reads them all; without players, the listening socket is read.
+        if self.players.is_empty() || self.ready_now.check(&self.fds, &mut self.ready).is_err() {
             self.ready.clear();
-            self.ready.extend(0..self.players.len());
+            self.ready.extend(0..self.fds.len());
         }
-        for &i in &self.ready {
+        let listener_ready = self.ready.first() == Some(&0);
+        for &i in self.ready.iter().filter(|&&i| i > 0) {
             let rx = &mut self.rx;
-            let (_, sock) = &self.players[i];
+            let (_, sock) = &self.players[i - 1];
             let left = DrainLimit {
                 max_datagrams: limit.max_datagrams.saturating_sub(taken),
                 deadline_ns: limit.deadline_ns,
@@ -129,6 +126,11 @@ impl<'a> Paths<'a> {
                 self.send(server);
                 return end;
             }
+        }
+        if !listener_ready {
+            self.send(server);
+            self.follow(server, false);
+            return DrainEnd::Empty;
         }
         let left = DrainLimit {
             max_datagrams: limit.max_datagrams.saturating_sub(taken),
