@@ -37,7 +37,13 @@ mkdir -p "$out"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 confirm=()
 [ -z "${BENCH_GUARD_NO_CONFIRM:-}" ] || confirm=(--no-confirm)
-"$tp" bench --tile-servers "$servers" --max-steps 1 --warmup 6s --step-duration 10s "${confirm[@]}" \
+# The bench's own threads (its main loop, the supervisor, the guard's
+# period) run on the load generator's CPU 0, never beside the servers: the
+# servers and the batch are moved to the server core by their cpuset
+# cgroups. BENCH_GUARD_UNPINNED=1 leaves the bench unpinned, as before.
+pin=(taskset -c 0)
+[ -z "${BENCH_GUARD_UNPINNED:-}" ] || pin=()
+"${pin[@]}" "$tp" bench --tile-servers "$servers" --max-steps 1 --warmup 6s --step-duration 10s "${confirm[@]}" \
   --batch "$batch" --compare guard --repeat "$repeat" --name bguard --range 198.19.100.0/24 \
   --out "$out" >"$out/bench.log" 2>&1 || true
 [ -f "$out/result.json" ] || { echo "bench-guard: the bench wrote no result" >&2; exit 1; }
