@@ -16,6 +16,7 @@
 # other guests) is run again, at most twice, as in every bench; the row
 # lists the attempts set aside.
 # (BENCH_GUARD_NO_CONFIRM=1: one attempt per step.)
+# (BENCH_GUARD_UNPINNED=1: the bench itself not pinned to CPU 0.)
 # Goals (printed at the end): the guard keeps QoS in every repetition where
 # no batch kept it, and its batch work is at least 0.9x SCHED_IDLE's
 # (median of the per-repetition ratios, with their range).
