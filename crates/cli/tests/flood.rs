@@ -40,6 +40,16 @@ fn health_check(target: SocketAddr) -> Option<ServerStats> {
     None
 }
 
+/// Sends `sig` (`-STOP`, `-CONT`) to our own child `pid`.
+fn signal(pid: &str, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
 /// The value of one Prometheus sample line `name{labels} value`.
 fn sample(body: &str, series: &str) -> f64 {
     body.lines()
@@ -128,17 +138,9 @@ fn flood_test_counted_a_stalled_server_as_the_floods_loss() {
     let (server, metrics, players, json) = server_and_players(&[], "3s", "stall-e2e");
     std::thread::sleep(Duration::from_millis(2_000));
     let pid = server.child.id().to_string();
-    let signal = |sig: &str| {
-        let ok = Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} {pid}");
-    };
-    signal("-STOP");
+    signal(&pid, "-STOP");
     std::thread::sleep(Duration::from_millis(150));
-    signal("-CONT");
+    signal(&pid, "-CONT");
     let (doc, say) = players_result(players, &json);
     assert_eq!(doc["connected"], 12, "{say}");
     std::thread::sleep(Duration::from_millis(1_200));
@@ -321,15 +323,7 @@ fn a_flood_queued_while_the_server_was_stopped_dropped_a_players_command() {
         "command 1 not acked"
     );
     let pid = server.child.id().to_string();
-    let signal = |sig: &str| {
-        let ok = Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} {pid}");
-    };
-    signal("-STOP");
+    signal(&pid, "-STOP");
     // Far more than any receive buffer holds (the server asks for 4 MiB,
     // the kernel grants at most twice that): 30,000 datagrams take about
     // 23 MB of buffer with the kernel's overhead. They are as long as a
@@ -341,7 +335,7 @@ fn a_flood_queued_while_the_server_was_stopped_dropped_a_players_command() {
         let _ = flood.send_to(&junk, server.addr);
     }
     player.command(2);
-    signal("-CONT");
+    signal(&pid, "-CONT");
     assert!(
         player.acked(2, Duration::from_secs(5)),
         "the command sent behind the flood was lost"

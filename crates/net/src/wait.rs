@@ -260,34 +260,7 @@ impl Waiter {
             arm(timer, target_ns)?;
             self.armed_ns = Some(target_ns);
         }
-        self.pollfds.clear();
-        self.pollfds
-            .extend(fds.iter().chain([&timer]).map(|&fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            }));
-        loop {
-            // SAFETY: `pollfds` holds `len()` initialized pollfd entries and
-            // is not touched by anything else during the call.
-            let rc = unsafe {
-                libc::poll(
-                    self.pollfds.as_mut_ptr(),
-                    self.pollfds.len() as libc::nfds_t,
-                    -1,
-                )
-            };
-            if rc >= 0 {
-                break;
-            }
-            let err = std::io::Error::last_os_error();
-            if err.kind() != std::io::ErrorKind::Interrupted {
-                return Err(NetError::Os {
-                    step: "poll",
-                    source: err,
-                });
-            }
-        }
+        poll_in(&mut self.pollfds, fds.iter().chain([&timer]).copied(), -1)?;
         let (timer_entry, user) = self
             .pollfds
             .split_last()
@@ -341,33 +314,8 @@ impl ReadyNow {
         if fds.is_empty() {
             return Ok(());
         }
-        self.pollfds.clear();
-        self.pollfds.extend(fds.iter().map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        }));
-        loop {
-            // SAFETY: `pollfds` holds `len()` initialized entries, untouched
-            // by anything else during the call; timeout 0 never blocks.
-            let rc = unsafe {
-                libc::poll(
-                    self.pollfds.as_mut_ptr(),
-                    self.pollfds.len() as libc::nfds_t,
-                    0,
-                )
-            };
-            if rc >= 0 {
-                break;
-            }
-            let err = std::io::Error::last_os_error();
-            if err.kind() != std::io::ErrorKind::Interrupted {
-                return Err(NetError::Os {
-                    step: "poll",
-                    source: err,
-                });
-            }
-        }
+        // Timeout 0: never blocks.
+        poll_in(&mut self.pollfds, fds.iter().copied(), 0)?;
         let wanted = libc::POLLIN | libc::POLLERR;
         ready.extend(
             self.pollfds
@@ -377,6 +325,42 @@ impl ReadyNow {
                 .map(|(i, _)| i),
         );
         Ok(())
+    }
+}
+
+/// Fills `pollfds` with `fds`, each watched for input, and polls them for
+/// at most `timeout_ms` (-1: without end), again after a signal.
+fn poll_in(
+    pollfds: &mut Vec<libc::pollfd>,
+    fds: impl Iterator<Item = RawFd>,
+    timeout_ms: libc::c_int,
+) -> Result<(), NetError> {
+    pollfds.clear();
+    pollfds.extend(fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }));
+    loop {
+        // SAFETY: `pollfds` holds `len()` initialized pollfd entries and is
+        // not touched by anything else during the call.
+        let rc = unsafe {
+            libc::poll(
+                pollfds.as_mut_ptr(),
+                pollfds.len() as libc::nfds_t,
+                timeout_ms,
+            )
+        };
+        if rc >= 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(NetError::Os {
+                step: "poll",
+                source: err,
+            });
+        }
     }
 }
 

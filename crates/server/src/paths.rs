@@ -45,8 +45,6 @@ pub(crate) struct Paths<'a> {
     ready: Vec<usize>,
     rx: RecvBatch,
     tx: SendBatch,
-    /// Sockets that could not be opened, since the start.
-    pub(crate) open_failures: u64,
 }
 
 impl<'a> Paths<'a> {
@@ -62,7 +60,6 @@ impl<'a> Paths<'a> {
             ready: Vec::new(),
             rx,
             tx: SendBatch::new(),
-            open_failures: 0,
         }
     }
 
@@ -90,7 +87,6 @@ impl<'a> Paths<'a> {
     /// why the drain stopped.
     pub(crate) fn receive(&mut self, server: &mut Server, limit: &DrainLimit) -> DrainEnd {
         self.follow(server, false);
-        let capacity = self.rx.capacity();
         let mut taken = 0;
         // Which sockets hold anything: one poll, not one read per socket
         // (index 0 the listening socket, then the players'). A failed poll
@@ -100,56 +96,25 @@ impl<'a> Paths<'a> {
             self.ready.extend(0..self.fds.len());
         }
         let listener_ready = self.ready.first() == Some(&0);
-        for &i in self.ready.iter().filter(|&&i| i > 0) {
-            let rx = &mut self.rx;
-            let (_, sock) = &self.players[i - 1];
-            let left = DrainLimit {
-                max_datagrams: limit.max_datagrams.saturating_sub(taken),
-                deadline_ns: limit.deadline_ns,
+        let players_first = self.ready.iter().copied().filter(|&i| i > 0);
+        let mut end = DrainEnd::Empty;
+        for i in players_first.chain(listener_ready.then_some(0)) {
+            let sock = match i {
+                0 => self.listener,
+                i => &self.players[i - 1].1,
             };
-            let (n, end) = drain::drain(
-                &left,
-                capacity,
-                || {
-                    let n = sock.recv_batch(rx)?;
-                    let now = now_us();
-                    for (from, data) in rx.iter() {
-                        server.handle(now, from, data);
-                    }
-                    Ok(n)
-                },
-                now_ns,
-            );
+            let (n, e) = drain_socket(sock, &mut self.rx, server, limit, taken);
             taken += n;
-            // A player's error (its port unreachable) ends only its drain.
-            if matches!(end, DrainEnd::Deadline | DrainEnd::Budget) {
-                self.send(server);
-                return end;
+            if matches!(e, DrainEnd::Deadline | DrainEnd::Budget) {
+                end = e;
+                break;
+            }
+            // A player's error (its port unreachable) ends only its drain;
+            // the listening socket's end is the drain's.
+            if i == 0 {
+                end = e;
             }
         }
-        if !listener_ready {
-            self.send(server);
-            self.follow(server, false);
-            return DrainEnd::Empty;
-        }
-        let left = DrainLimit {
-            max_datagrams: limit.max_datagrams.saturating_sub(taken),
-            deadline_ns: limit.deadline_ns,
-        };
-        let (listener, rx) = (self.listener, &mut self.rx);
-        let (_, end) = drain::drain(
-            &left,
-            capacity,
-            || {
-                let n = listener.recv_batch(rx)?;
-                let now = now_us();
-                for (from, data) in rx.iter() {
-                    server.handle(now, from, data);
-                }
-                Ok(n)
-            },
-            now_ns,
-        );
         self.send(server);
         self.follow(server, false);
         end
@@ -176,16 +141,42 @@ impl<'a> Paths<'a> {
             }
             match open(local, addr) {
                 Ok(s) => self.players.push((addr, s)),
-                Err(_) => {
-                    self.open_failures += 1;
-                    self.without.push(addr);
-                }
+                Err(_) => self.without.push(addr),
             }
         }
         self.fds.truncate(1);
         self.fds
             .extend(self.players.iter().map(|(_, s)| s.as_raw_fd()));
     }
+}
+
+/// Receives and handles batches from `sock` until it is empty or `limit`
+/// (of which `taken` datagrams are already spent) stops the drain.
+fn drain_socket(
+    sock: &UdpSocket,
+    rx: &mut RecvBatch,
+    server: &mut Server,
+    limit: &DrainLimit,
+    taken: usize,
+) -> (usize, DrainEnd) {
+    let left = DrainLimit {
+        max_datagrams: limit.max_datagrams.saturating_sub(taken),
+        deadline_ns: limit.deadline_ns,
+    };
+    let capacity = rx.capacity();
+    drain::drain(
+        &left,
+        capacity,
+        || {
+            let n = sock.recv_batch(rx)?;
+            let now = now_us();
+            for (from, data) in rx.iter() {
+                server.handle(now, from, data);
+            }
+            Ok(n)
+        },
+        now_ns,
+    )
 }
 
 /// A socket bound to the server's address and connected to `player`.
