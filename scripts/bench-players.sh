@@ -6,7 +6,8 @@
 #     first CPU) drives growing numbers of players against 4 servers (128
 #     slots each, light world) on the last CPU; its CPU use per player gives
 #     players per core, reported only for steps that lost nothing; the
-#     servers' CPU is read in the same steps;
+#     servers' CPU is read in the same steps; then a peer at 192 players:
+#     the load generator with --io epoll instead of its io_uring;
 #  2. the reference server's players per core with servers of the size of
 #     the case study (16 players each, light world, 100 Hz, 2000 B
 #     snapshots), reported only for steps that lost nothing; then two peers
@@ -65,7 +66,8 @@ stop_servers() {
 # are in it).
 step() {
   local n=$1 s0 q0 g0 s1 q1 g1 t0 t1 gen
-  "$tp" players --target "$tlist" --players "$n" --duration "${secs}s" --cpus 0 --quiet --json "$tmp/p.json" >/dev/null 2>&1 &
+  shift
+  "$tp" players --target "$tlist" --players "$n" --duration "${secs}s" --cpus 0 --quiet --json "$tmp/p.json" "$@" >/dev/null 2>&1 &
   gen=$!
   sleep 1.3
   s0=$(proc_ticks "${pids[@]}"); q0=$(softirq_ticks "$scpu"); g0=$(softirq_ticks 0); t0=$(date +%s.%N)
@@ -138,6 +140,22 @@ for i in 1 2 3 4; do start_server "s$i" --max-players 128 --cost light; targets+
 tlist=$(IFS=,; echo "${targets[*]}")
 for n in 48 96 192 384; do step "$n"; done
 table 0
+# Peer in the same run (not in the summary): the same 192 players with the
+# load generator's epoll I/O (a system call per send and per readable
+# socket) instead of its io_uring (the default).
+peer=$(wc -l <"$tmp/rows")
+step 192 --io epoll
+echo "peer: load generator with --io epoll"
+table "$peer" | tail -1
+python3 - "$tmp/rows" "$peer" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+ring = next(r for r in rows[:int(sys.argv[2])] if r[0] == "192")
+epoll = rows[int(sys.argv[2])]
+cpu = lambda r: float(r[1]) + float(r[2])
+print(f"ratio: load generator CPU per player, epoll / ring = {cpu(epoll) / cpu(ring):.2f} (192 players each)")
+PY
+head -n "$peer" "$tmp/rows" >"$tmp/rows.kept" && mv "$tmp/rows.kept" "$tmp/rows"
 stop_servers
 
 echo

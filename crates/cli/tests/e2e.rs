@@ -154,6 +154,36 @@ fn twelve_players_lose_nothing_and_their_median_stays_within_a_tick_plus_2ms() {
     });
 }
 
+/// The load generator's two I/O paths serve the same players: every one
+/// connects, commands are reflected, the result says which path ran, and the
+/// ring's late reading (arrivals wait in the kernel until the thread wakes)
+/// changes no latency figure: the median stays within a tick + 2 ms.
+#[test]
+fn both_io_paths_serve_every_player_and_the_result_names_the_one_used() {
+    let _g = serial();
+    for io in ["ring", "epoll"] {
+        within_attempts(|| {
+            let mut server = Server::start(&["--tick-hz", "100", "--bots", "4", "--cost", "light"]);
+            let (out, doc) = players(
+                server.addr,
+                &["--players", "12", "--duration", "3s", "--io", io],
+            );
+            assert!(matches!(out.status.code(), Some(0 | 6)), "{}", text(&out));
+            let doc = doc.expect("players wrote JSON");
+            assert_eq!(doc["load_generator_io"], io, "--io {io}");
+            assert_eq!(doc["connected"], 12, "--io {io}");
+            assert!(doc["commands"]["reflected"].as_u64().unwrap() > 0);
+            assert!(
+                text(&out).contains(&format!("{io} I/O")),
+                "the terminal names the path: {}",
+                text(&out)
+            );
+            assert!(server.terminate().success());
+            check_qos(&doc, 100, 12).map_err(|e| format!("--io {io}: {e}"))
+        });
+    }
+}
+
 #[test]
 fn garbage_flood_neither_crashes_the_server_nor_costs_players_their_qos() {
     let _g = serial();
@@ -285,6 +315,7 @@ fn malformed_flags_and_addresses_exit_2_with_a_message() {
         vec!["players", "--target", "not-an-address"],
         vec!["players", "--target", "127.0.0.1:1", "--cmd-size", "10-5"],
         vec!["players", "--target", "127.0.0.1:1", "--duration", "soon"],
+        vec!["players", "--target", "127.0.0.1:1", "--io", "uring"],
         vec!["server", "--tick-hz", "0"],
         vec!["server", "--cost", "free"],
         vec!["ping", "--target", "127.0.0.1:1", "--size", "2"],

@@ -62,6 +62,7 @@
 pub mod clock;
 pub mod cpu;
 mod error;
+pub mod ring;
 pub mod socket;
 pub mod wait;
 
@@ -71,5 +72,6 @@ pub use cpu::{
     process_cpu_time_ns, set_timer_slack_ns, thread_cpu_time_ns, timer_slack_ns,
 };
 pub use error::NetError;
+pub use ring::{RingEvent, RingSizes, RingStats, UdpRing};
 pub use socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket, MAX_BATCH};
 pub use wait::{ReadyNow, WaitMode, WaitStats, Waiter, Wake};

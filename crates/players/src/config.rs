@@ -124,6 +124,8 @@ pub struct PlayersConfig {
     /// adds no wake-up latency of its own to what it measures, at the price
     /// of one busy core per thread.
     pub busy_poll: bool,
+    /// How the threads move datagrams (one io_uring each, or `epoll`).
+    pub io: crate::io::IoMode,
     pub seed: u64,
 }
 
@@ -146,6 +148,7 @@ impl Default for PlayersConfig {
             threads: 1,
             cpus: vec![],
             busy_poll: false,
+            io: crate::io::IoMode::Auto,
             seed: 1,
         }
     }

@@ -28,6 +28,7 @@
 pub mod config;
 pub mod coverage;
 pub mod emulated;
+pub mod io;
 pub mod openarena;
 pub mod player;
 pub mod recorder;
@@ -37,6 +38,7 @@ pub mod sources;
 
 pub use config::{PlayersConfig, Protocol, SizeDist};
 pub use emulated::Emulated;
+pub use io::IoMode;
 pub use player::Player;
 pub use recorder::Recorder;
 pub use run::{run, Live, Outcome};
@@ -98,6 +100,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         load_generator_cpus: cfg.cpus.clone(),
         load_generator_threads: cfg.threads.min(cfg.players) as u32,
         load_generator_cpu_s: o.cpu_time_ns as f64 / 1e9,
+        load_generator_io: o.io.to_string(),
         measured: Measurements {
             transaction_latency_us: p(&r.transaction),
             rtt_us: p(&r.rtt),

@@ -13,17 +13,15 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tickpack_net::clock::now_us;
-use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
-use tickpack_net::wait::{WaitMode, Waiter, Wake};
+use tickpack_net::socket::{SocketOptions, UdpSocket};
 
 use crate::config::{PlayersConfig, Protocol};
 use crate::emulated::Emulated;
+use crate::io::{Incoming, PlayerIo};
 use crate::openarena::Q3Player;
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
 use crate::recorder::Recorder;
@@ -89,62 +87,14 @@ pub struct Outcome {
     pub interrupted_us: Option<u64>,
     /// Per player, our figures beside the server's own ping (OpenArena).
     pub referee: Vec<tickpack_report::RefereeRow>,
+    /// The I/O the threads used: `ring` or `epoll`.
+    pub io: &'static str,
 }
 
 /// After an interruption the players stop sending but keep reading this
 /// long, so the snapshots of the ticks before the interruption can arrive
 /// and be judged (an outage just before Ctrl-C must not be hidden).
 const INTERRUPT_DRAIN_US: u64 = 200_000;
-
-struct Epoll(OwnedFd);
-
-impl Epoll {
-    fn new() -> io::Result<Self> {
-        // SAFETY: epoll_create1 takes no pointers; a non-negative return is a
-        // new fd we own.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd was just returned by epoll_create1 and is owned by no one else.
-        Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    fn add(&self, fd: i32, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: token,
-        };
-        // SAFETY: ev is a valid epoll_event for the duration of the call.
-        let rc = unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// Ready tokens, without blocking.
-    fn ready(&self, events: &mut [libc::epoll_event]) -> io::Result<usize> {
-        // SAFETY: events points to events.len() writable epoll_event structs.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.0.as_raw_fd(),
-                events.as_mut_ptr(),
-                events.len() as i32,
-                0,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(0)
-            } else {
-                Err(e)
-            };
-        }
-        Ok(n as usize)
-    }
-}
 
 /// Runs the players described by `cfg` (already validated) until the run
 /// ends or `stop` is set.
@@ -200,6 +150,7 @@ pub fn run(
         window,
         interrupted_us: None,
         referee: vec![],
+        io: "epoll",
     };
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for r in results {
@@ -216,6 +167,7 @@ pub fn run(
             *reasons.entry(e).or_default() += 1;
         }
         out.referee.extend(t.referee);
+        out.io = t.io;
     }
     for row in &mut out.referee {
         if let Ok(server) = row.server.parse() {
@@ -240,6 +192,7 @@ struct ThreadOut {
     cpu_time_ns: u64,
     interrupted_us: Option<u64>,
     referee: Vec<tickpack_report::RefereeRow>,
+    io: &'static str,
 }
 
 /// Asks every target for its status every [`crate::referee::INTERVAL_US`] over
@@ -299,7 +252,6 @@ fn thread_main<P: Emulated>(
         window,
         loss_deadline_us: cfg.loss_deadline.as_micros() as u64,
     };
-    let epoll = Epoll::new().map_err(|e| PlayersError::Setup(format!("epoll: {e}")))?;
     let mut players = Vec::new();
     let mut sockets = Vec::new();
     for i in (t..cfg.players).step_by(threads) {
@@ -318,28 +270,23 @@ fn thread_main<P: Emulated>(
                     with_causes(&e)
                 ))
             })?;
-        epoll
-            .add(sock.as_raw_fd(), players.len() as u64)
-            .map_err(|e| PlayersError::Setup(format!("epoll add: {e}")))?;
         players.push(new_player(i, target, settings.clone(), cfg.seed, start));
         sockets.push(sock);
     }
     let mut rec = Recorder::new(window);
-    let mut waiter =
-        Waiter::new(WaitMode::Precise).map_err(|e| PlayersError::Setup(with_causes(&e)))?;
+    let max_datagram = 2048.max(cfg.ping_size + 64);
+    let mut io = PlayerIo::new(cfg.io, &sockets, max_datagram).map_err(PlayersError::Setup)?;
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = players
         .iter()
         .enumerate()
         .map(|(i, p)| Reverse((p.next_deadline(), i)))
         .collect();
     let mut scheduled: Vec<u64> = players.iter().map(P::next_deadline).collect();
-    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
-    let mut batch = RecvBatch::new(16, 2048.max(cfg.ping_size + 64));
     let mut buf = Vec::with_capacity(2048);
     let deadline_us = cfg.loss_deadline.as_micros() as u64;
     let mut end = window.1 + deadline_us;
-    let epfd = [epoll.0.as_raw_fd()];
     let mut was_connected = vec![false; players.len()];
+    let mut touched: Vec<usize> = Vec::new();
     let mut next_check = 0u64;
 
     let refused = |p: &P| {
@@ -348,18 +295,14 @@ fn thread_main<P: Emulated>(
             p.target()
         )
     };
-    let send = |p: &mut P, sock: &UdpSocket, buf: &[u8], rec: &mut Recorder| {
+    let send = |io: &mut PlayerIo, i: usize, p: &mut P, buf: &[u8], rec: &mut Recorder| {
         if rec.in_window(now_us()) {
             rec.traffic.datagrams_out += 1;
             rec.traffic.bytes_out += buf.len() as u64;
         }
-        if let Err(e) = sock.send(buf) {
-            if e.kind() == io::ErrorKind::ConnectionRefused {
-                let why = refused(p);
-                p.unreachable(now_us(), why, rec);
-            }
-            // Other errors (a full send buffer) lose this datagram, which the
-            // counters then show as a lost command or snapshot.
+        if io.send(i, &sockets[i], buf).is_err() {
+            let why = refused(p);
+            p.unreachable(now_us(), why, rec);
         }
     };
 
@@ -396,7 +339,7 @@ fn thread_main<P: Emulated>(
             let p = &mut players[i];
             if sending {
                 while p.poll_transmit(now, &mut buf, &mut rec) {
-                    send(p, &sockets[i], &buf, &mut rec);
+                    send(&mut io, i, p, &buf, &mut rec);
                     live.commands.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -407,51 +350,29 @@ fn thread_main<P: Emulated>(
             }
         }
         let deadline = heap.peek().map_or(end, |r| r.0 .0).min(end).min(next_check);
-        if !cfg.busy_poll {
-            match waiter.wait(&epfd, deadline.saturating_mul(1000)) {
-                Ok(Wake::Deadline) => continue,
-                Ok(Wake::Readable(_)) => {}
-                Err(e) => return Err(PlayersError::Setup(format!("wait: {e}"))),
-            }
-        }
-        let n = epoll
-            .ready(&mut events)
-            .map_err(|e| PlayersError::Setup(format!("epoll: {e}")))?;
-        if n == 0 {
-            // Busy-polling (or a spurious wake): nothing to read yet.
-            std::hint::spin_loop();
-            continue;
-        }
-        for ev in &events[..n] {
-            let i = ev.u64 as usize;
-            loop {
-                match sockets[i].recv_batch(&mut batch) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let now = now_us();
-                        let counted = rec.in_window(now);
-                        for (_, data) in batch.iter() {
-                            if counted {
-                                rec.traffic.datagrams_in += 1;
-                                rec.traffic.bytes_in += data.len() as u64;
-                            }
-                            players[i].handle(now, data, &mut rec);
-                        }
-                        live.snapshots
-                            .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                        // A short batch means the socket is empty now.
-                        if n < batch.capacity() {
-                            break;
-                        }
+        touched.clear();
+        io.wait_and_read(&sockets, deadline, cfg.busy_poll, &mut |i, incoming| {
+            let p = &mut players[i];
+            match incoming {
+                Incoming::Datagram { at_us, data } => {
+                    if rec.in_window(at_us) {
+                        rec.traffic.datagrams_in += 1;
+                        rec.traffic.bytes_in += data.len() as u64;
                     }
-                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                        let why = refused(&players[i]);
-                        players[i].unreachable(now_us(), why, &mut rec);
-                        break;
-                    }
-                    Err(_) => break,
+                    p.handle(at_us, data, &mut rec);
+                    live.snapshots.fetch_add(1, Ordering::Relaxed);
+                }
+                Incoming::Refused => {
+                    let why = refused(p);
+                    p.unreachable(now_us(), why, &mut rec);
                 }
             }
+            if touched.last() != Some(&i) {
+                touched.push(i);
+            }
+        })
+        .map_err(PlayersError::Setup)?;
+        for &i in &touched {
             let p = &mut players[i];
             if p.is_connected() && !was_connected[i] {
                 was_connected[i] = true;
@@ -461,7 +382,7 @@ fn thread_main<P: Emulated>(
             let now = now_us();
             if sending {
                 while p.poll_transmit(now, &mut buf, &mut rec) {
-                    send(p, &sockets[i], &buf, &mut rec);
+                    send(&mut io, i, p, &buf, &mut rec);
                 }
             }
             let next = if sending { p.next_deadline() } else { u64::MAX };
@@ -507,6 +428,7 @@ fn thread_main<P: Emulated>(
         cpu_time_ns: tickpack_net::cpu::thread_cpu_time_ns() - cpu0,
         interrupted_us: interrupted,
         referee: referee_rows,
+        io: io.name(),
     })
 }
 

@@ -308,6 +308,10 @@ pub struct PlayersResult {
     pub load_generator_cpus: Vec<usize>,
     pub load_generator_threads: u32,
     pub load_generator_cpu_s: f64,
+    /// How the load generator moved datagrams: `ring` (one io_uring per
+    /// thread) or `epoll`; empty in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub load_generator_io: String,
     /// What the players measured (flattened: the fields sit at this level).
     #[serde(flatten)]
     pub measured: Measurements,

@@ -114,6 +114,7 @@ pub fn merge_players(sources: &[(String, PlayersResult)]) -> Result<PlayersResul
     out.load_generator_cpus = vec![];
     out.load_generator_threads = 0;
     out.load_generator_cpu_s = 0.0;
+    out.load_generator_io = String::new();
     out.decode_errors = 0;
     out.errors = vec![];
     out.referee = vec![];
@@ -134,6 +135,18 @@ pub fn merge_players(sources: &[(String, PlayersResult)]) -> Result<PlayersResul
         out.warmup_s = out.warmup_s.max(r.warmup_s);
         out.load_generator_threads += r.load_generator_threads;
         out.load_generator_cpu_s += r.load_generator_cpu_s;
+        // The sources' I/O paths, each named once: `ring`, or `ring+epoll`.
+        if !r.load_generator_io.is_empty()
+            && !out
+                .load_generator_io
+                .split('+')
+                .any(|io| io == r.load_generator_io)
+        {
+            if !out.load_generator_io.is_empty() {
+                out.load_generator_io.push('+');
+            }
+            out.load_generator_io.push_str(&r.load_generator_io);
+        }
         out.decode_errors += r.decode_errors;
         out.errors
             .extend(r.errors.iter().map(|e| format!("{label}: {e}")));
@@ -378,6 +391,7 @@ mod tests {
             load_generator_cpus: vec![0],
             load_generator_threads: 1,
             load_generator_cpu_s: 0.5,
+            load_generator_io: "ring".into(),
             measured: Measurements {
                 transaction_latency_us: p,
                 rtt_us: p,
@@ -489,6 +503,7 @@ mod tests {
         assert_eq!(m.decode_errors, 7);
         assert_eq!(m.traffic.bytes_in, 140);
         assert_eq!(m.load_generator_threads, 3);
+        assert_eq!(m.load_generator_io, "ring", "one path, named once");
         assert!((m.load_generator_cpu_s - 1.5).abs() < 1e-9);
         assert_eq!(m.warmup_s, 4.0);
         assert_eq!(m.system.unix_time, 1003);

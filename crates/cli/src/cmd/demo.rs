@@ -81,6 +81,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         cpus: player_cpu.map(|c| super::CpuList(vec![c])),
         json: a.json,
         busy_poll: false,
+        io: tickpack_players::IoMode::Auto,
         seed: 1,
         quiet: false,
     };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tickpack_players::{PlayersConfig, SizeDist};
+use tickpack_players::{IoMode, PlayersConfig, SizeDist};
 use tickpack_report::PlayersResult;
 
 use super::{
@@ -112,6 +112,13 @@ pub struct Args {
     /// the load generator then adds no wake-up latency of its own.
     #[arg(long)]
     pub busy_poll: bool,
+    /// How each thread moves datagrams: `ring` (one io_uring for all its
+    /// players' sockets: sends leave together, arrivals wait in the kernel,
+    /// stamped, until the thread wakes), `epoll` (a system call per send
+    /// and per readable socket), or `auto` (the ring where the kernel
+    /// allows it, else epoll).
+    #[arg(long, default_value = "auto", value_parser = IoMode::parse)]
+    pub io: IoMode,
     /// Write the versioned result document (percentiles and serialized
     /// HdrHistograms) to this file; `-` for stdout.
     #[arg(long)]
@@ -202,6 +209,7 @@ impl Args {
             threads: self.threads,
             cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),
             busy_poll: self.busy_poll,
+            io: self.io,
             seed: self.seed,
         };
         cfg.validate().code(Code::Config)?;
@@ -451,8 +459,13 @@ pub fn print_summary(r: &PlayersResult) {
     } else {
         format!("pinned to CPU {:?}", r.load_generator_cpus)
     };
+    let io = if r.load_generator_io.is_empty() {
+        String::new()
+    } else {
+        format!(", {} I/O", r.load_generator_io)
+    };
     println!(
-        "load generator: {} thread(s), {cpus}, {:.1}% of one core",
+        "load generator: {} thread(s), {cpus}{io}, {:.1}% of one core",
         r.load_generator_threads,
         100.0 * r.load_generator_cpu_s / (r.duration_s + r.warmup_s).max(1e-9)
     );
