@@ -61,6 +61,7 @@
 
 pub mod clock;
 pub mod cpu;
+pub mod epoll;
 mod error;
 pub mod ring;
 pub mod socket;
@@ -71,7 +72,8 @@ pub use cpu::{
     allowed_cpus, max_rss_bytes, online_cpus, parse_cpu_list, pin_current_thread,
     process_cpu_time_ns, set_timer_slack_ns, thread_cpu_time_ns, timer_slack_ns,
 };
+pub use epoll::Epoll;
 pub use error::NetError;
 pub use ring::{RingEvent, RingSizes, RingStats, UdpRing};
 pub use socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket, MAX_BATCH};
-pub use wait::{ReadyNow, WaitMode, WaitStats, Waiter, Wake};
+pub use wait::{WaitMode, WaitStats, Waiter, Wake};

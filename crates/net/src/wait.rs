@@ -299,35 +299,6 @@ impl Waiter {
     }
 }
 
-/// Which of many sockets are readable right now, with one `poll` that does
-/// not wait; its buffers are reused across calls.
-#[derive(Debug, Default)]
-pub struct ReadyNow {
-    pollfds: Vec<libc::pollfd>,
-}
-
-impl ReadyNow {
-    /// Fills `ready` with the indexes in `fds` of those readable (or in
-    /// error: a read then reports the error) at this instant.
-    pub fn check(&mut self, fds: &[RawFd], ready: &mut Vec<usize>) -> Result<(), NetError> {
-        ready.clear();
-        if fds.is_empty() {
-            return Ok(());
-        }
-        // Timeout 0: never blocks.
-        poll_in(&mut self.pollfds, fds.iter().copied(), 0)?;
-        let wanted = libc::POLLIN | libc::POLLERR;
-        ready.extend(
-            self.pollfds
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.revents & wanted != 0)
-                .map(|(i, _)| i),
-        );
-        Ok(())
-    }
-}
-
 /// Fills `pollfds` with `fds`, each watched for input, and polls them for
 /// at most `timeout_ms` (-1: without end), again after a signal.
 fn poll_in(
@@ -415,27 +386,6 @@ mod tests {
 
     fn bind() -> UdpSocket {
         UdpSocket::bind("127.0.0.1:0".parse().unwrap(), &SocketOptions::default()).unwrap()
-    }
-
-    #[test]
-    fn ready_now_names_every_readable_socket_and_never_waits() {
-        let socks = [bind(), bind(), bind()];
-        let fds: Vec<RawFd> = socks.iter().map(|s| s.as_raw_fd()).collect();
-        let mut now = ReadyNow::default();
-        let mut ready = vec![7];
-        now.check(&fds, &mut ready).unwrap();
-        assert!(ready.is_empty(), "nothing sent yet: {ready:?}");
-        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        for i in [0, 2] {
-            tx.send_to(b"x", socks[i].local_addr()).unwrap();
-        }
-        let t0 = std::time::Instant::now();
-        while ready.len() < 2 && t0.elapsed() < std::time::Duration::from_secs(5) {
-            now.check(&fds, &mut ready).unwrap();
-        }
-        assert_eq!(ready, vec![0, 2]);
-        now.check(&[], &mut ready).unwrap();
-        assert!(ready.is_empty());
     }
 
     #[test]

@@ -12,12 +12,12 @@
 //! received it, so the later reading changes no latency figure.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 use tickpack_net::clock::now_us;
 use tickpack_net::socket::{RecvBatch, UdpSocket};
 use tickpack_net::wait::{WaitMode, Waiter, Wake};
-use tickpack_net::{RingEvent, RingSizes, UdpRing};
+use tickpack_net::{Epoll, RingEvent, RingSizes, UdpRing};
 
 /// Which I/O a players' thread uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,7 +58,7 @@ pub(crate) enum Incoming<'a> {
 pub(crate) enum PlayerIo {
     Epoll {
         epoll: Epoll,
-        events: Vec<libc::epoll_event>,
+        ready: Vec<u64>,
         batch: RecvBatch,
         waiter: Waiter,
     },
@@ -106,7 +106,7 @@ impl PlayerIo {
         }
         Ok(Self::Epoll {
             epoll,
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; 256],
+            ready: Vec::with_capacity(256),
             batch: RecvBatch::new(16, max_datagram),
             waiter: waiter()?,
         })
@@ -151,21 +151,23 @@ impl PlayerIo {
         match self {
             Self::Epoll {
                 epoll,
-                events,
+                ready,
                 batch,
                 waiter,
             } => {
                 if !busy {
-                    let fds = [epoll.0.as_raw_fd()];
+                    let fds = [epoll.as_raw_fd()];
                     match waiter.wait(&fds, deadline_us.saturating_mul(1000)) {
                         Ok(Wake::Deadline) => return Ok(()),
                         Ok(Wake::Readable(_)) => {}
                         Err(e) => return Err(format!("wait: {e}")),
                     }
                 }
-                let n = epoll.ready(events).map_err(|e| format!("epoll: {e}"))?;
-                for ev in &events[..n] {
-                    let i = ev.u64 as usize;
+                ready.clear();
+                // Those left out of a full call are named by the next.
+                epoll.ready(ready).map_err(|e| format!("epoll: {e}"))?;
+                for &i in ready.iter() {
+                    let i = i as usize;
                     drain(&sockets[i], batch, &mut |inc| f(i, inc));
                 }
                 Ok(())
@@ -228,55 +230,5 @@ fn drain(sock: &UdpSocket, batch: &mut RecvBatch, f: &mut dyn FnMut(Incoming<'_>
             }
             Err(_) => break,
         }
-    }
-}
-
-pub(crate) struct Epoll(OwnedFd);
-
-impl Epoll {
-    fn new() -> io::Result<Self> {
-        // SAFETY: epoll_create1 takes no pointers; a non-negative return is a
-        // new fd we own.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd was just returned by epoll_create1 and is owned by no one else.
-        Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    fn add(&self, fd: i32, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: token,
-        };
-        // SAFETY: ev is a valid epoll_event for the duration of the call.
-        let rc = unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// Ready tokens, without blocking.
-    fn ready(&self, events: &mut [libc::epoll_event]) -> io::Result<usize> {
-        // SAFETY: events points to events.len() writable epoll_event structs.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.0.as_raw_fd(),
-                events.as_mut_ptr(),
-                events.len() as i32,
-                0,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(0)
-            } else {
-                Err(e)
-            };
-        }
-        Ok(n as usize)
     }
 }
