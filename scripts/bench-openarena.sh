@@ -5,7 +5,8 @@
 #  1. emulated players per core of the load generator: OpenArena players
 #     (Quake III protocol: Huffman, delta-coded snapshots) vs reference
 #     players at the same rates (20 snapshots/s, 30 commands/s, no pings),
-#     against the same number of servers; the ratio is the goal's peer
+#     against the same number of servers, 12 players each (the case
+#     study's); the ratio is the goal's peer
 #     (goal: OpenArena players per core >= reference players per core);
 #  2. what one OpenArena server with 12 players (4 emulated + 8 bots, sv_fps
 #     20) costs: CPU share, peak RSS, bytes per second sent and received;
@@ -91,10 +92,10 @@ open(sys.argv[1] + ".ppc", "w").write(f"{ppc}")
 PY
 }
 
-echo "# 1. players per core of the load generator (CPU 0); $nserv servers on CPU $scpu; ${secs}s; 4 players per server"
+echo "# 1. players per core of the load generator (CPU 0); $nserv servers on CPU $scpu; ${secs}s; 12 players per server"
 echo "#    same rates for both: 20 snapshots/s, 30 commands/s, no pings"
 printf "%10s %8s %9s %9s %6s %8s %16s %13s\n" game players connected gen_cpu% lost p99_ms "cpu_us/player-s" players/core
-n=$((4 * nserv))
+n=$((12 * nserv))
 targets=()
 for i in $(seq "$nserv"); do start_oa "oa$i" 0; targets+=("$addr"); done
 players_json openarena "$(IFS=,; echo "${targets[*]}")" "$n" "$tmp/oa.json"

@@ -229,6 +229,20 @@ gen = best(rows, "gen")  # every step drives the generator
 srv = best(rows[first:], "srv")
 note = lambda b: "" if b[2] else " (NO STEP WITHOUT LOSS: figure of a step that lost, not a result)"
 print(f"players per core (load generator): {gen[0]:.0f} (goal >= 2000){note(gen)}")
+# The generator's CPU has a part that does not grow with the players (one
+# wake-up and spin per send slot, 1,600 a second): players per core at a
+# step undersells what a busier generator does. The CPU one more player
+# costs, between the two largest lossless steps of section 1, says what a
+# core would drive once that part is spread thin (an extrapolation).
+ok = [r for r in rows[:first] if int(r[6]) == 0 and int(r[7]) == int(r[0])]
+if len(ok) >= 2:
+    (a, b) = sorted(ok, key=lambda r: int(r[0]))[-2:]
+    cpu = lambda r: float(r[1]) + float(r[2])
+    dn, dc = int(b[0]) - int(a[0]), cpu(b) - cpu(a)
+    if dc > 0:
+        print(f"players per core (load generator), CPU per added player: {dn / dc:.0f} "
+              f"(between {a[0]} and {b[0]} players: {1e6 * dc / dn / 100:.1f} us per player and tick; "
+              f"fixed part {100 * (cpu(a) - int(a[0]) * dc / dn):.0f}% of a core; an extrapolation, not a step)")
 print(f"players per core (server): {srv[0]:.0f} (goal >= 1500; light cost, 100 Hz, 2000 B, nothing lost){note(srv)}")
 print(f"sockperf: {sock/1000:.0f}k messages per second per core")
 for name, b in (("load generator", gen), ("server", srv)):

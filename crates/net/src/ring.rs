@@ -714,6 +714,49 @@ mod tests {
     }
 
     #[test]
+    fn one_send_failing_mid_batch_is_reported_and_the_rest_of_the_batch_leaves() {
+        let p = pairs(3);
+        let mut ring = UdpRing::new(sizes(64, 2048)).unwrap();
+        for (c, _) in &p {
+            ring.add(c.as_raw_fd()).unwrap();
+        }
+        ring.send(0, b"first").unwrap();
+        // Longer than any UDP datagram: this one send fails (EMSGSIZE).
+        ring.send(1, &vec![0u8; 70_000]).unwrap();
+        ring.send(2, b"third").unwrap();
+        let got = reap_until(&mut ring, 1);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, 1);
+        assert!(
+            got[0].1.as_ref().is_err_and(|e| e.starts_with("send")),
+            "{got:?}"
+        );
+        assert_eq!(read_one(&p[0].1).unwrap(), b"first");
+        assert_eq!(read_one(&p[2].1).unwrap(), b"third");
+        // The failed send's slot is free again: the next send on it leaves.
+        ring.send(1, b"again").unwrap();
+        ring.reap(|e| panic!("{e:?}")).unwrap();
+        assert_eq!(read_one(&p[1].1).unwrap(), b"again");
+    }
+
+    #[test]
+    fn a_ring_dropped_with_its_receives_armed_leaves_the_sockets_usable() {
+        let p = pairs(2);
+        {
+            let mut ring = UdpRing::new(sizes(64, 2048)).unwrap();
+            for (c, _) in &p {
+                ring.add(c.as_raw_fd()).unwrap();
+            }
+            p[0].1.send(b"unread").unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // The pool is gone; datagrams arriving now go to the sockets' own
+        // queues, read with plain system calls.
+        p[1].1.send(b"after").unwrap();
+        assert_eq!(read_one(&p[1].0).unwrap(), b"after");
+    }
+
+    #[test]
     fn a_pool_run_dry_keeps_the_datagrams_queued_until_buffers_come_back() {
         let p = pairs(1);
         let mut ring = UdpRing::new(sizes(4, 64)).unwrap();
