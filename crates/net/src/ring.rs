@@ -161,6 +161,7 @@ impl UdpRing {
         // SAFETY: an all-zero msghdr is valid: no name, no iovec.
         let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
         msg.msg_controllen = CONTROL;
+        let completions = ring.params().cq_entries() as usize;
         Ok(Self {
             ring,
             pool,
@@ -169,7 +170,9 @@ impl UdpRing {
             armed: vec![],
             sends: vec![],
             free_sends: vec![],
-            cqes: vec![],
+            // As many as one look at the completion queue can give: no
+            // reap allocates.
+            cqes: Vec::with_capacity(completions),
             rearm: vec![],
             stats: RingStats::default(),
             _thread: std::marker::PhantomData,
@@ -198,6 +201,8 @@ impl UdpRing {
         let token = self.fds.len();
         self.fds.push(fd);
         self.armed.push(false);
+        // Every socket may need re-arming in one reap.
+        self.rearm.reserve(self.fds.len() - self.rearm.len());
         self.arm(token)?;
         Ok(token)
     }
@@ -214,6 +219,8 @@ impl UdpRing {
             Some(s) => s,
             None => {
                 self.sends.push(Vec::with_capacity(data.len().max(256)));
+                // Room for every slot to come back in one reap.
+                self.free_sends.reserve(self.sends.len());
                 (self.sends.len() - 1) as u32
             }
         };

@@ -3,47 +3,13 @@
 //! snapshots decode into buffers the client reuses. A counting allocator
 //! (per thread, so other tests do not disturb it) counts the calls.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use tickpack_q3::msg::{self, EntityState, PlayerState, Writer, GENTITYNUM_BITS, MAX_GENTITIES};
 use tickpack_q3::netchan::checksum;
 use tickpack_q3::{oob, Client, ClientConfig, ClientState, Event, UserCmd};
-
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: every call forwards to the system allocator unchanged; the
-// counter is only a statistic (a const-initialised thread-local Cell,
-// which does not allocate).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use tickpack_testkit::alloc::{allocations, Counting};
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
-
-/// Allocations (and reallocations) `f` makes on this thread.
-fn allocations<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let before = ALLOCS.with(Cell::get);
-    let out = f();
-    (out, ALLOCS.with(Cell::get) - before)
-}
 
 const CHALLENGE: i32 = 4321;
 

@@ -2,6 +2,8 @@
 //! dev-dependency only, never linked into the binary.
 //!
 //! What it holds, one concern per module:
+//! - [`alloc`]: a counting global allocator, for tests that show a steady
+//!   state allocates nothing;
 //! - [`root`]: [`require_root`], the check that makes a root test fail with
 //!   a clear message instead of passing silently;
 //! - [`leftovers`]: [`Leftovers`], the scanner for what a host named
@@ -23,6 +25,7 @@
 //! loopback) and removes nothing it did not create.
 
 pub mod agones_crds;
+pub mod alloc;
 pub mod leftovers;
 pub mod openarena;
 pub mod ports;
