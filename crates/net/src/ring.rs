@@ -22,7 +22,8 @@
 //! ended in an error ([`RingEvent::RecvFailed`], e.g. "port unreachable" on
 //! one socket while the others deliver). A receive that ends, for an error
 //! or because the pool ran dry, is armed again within the same `reap`; the
-//! kernel keeps the socket's datagrams meanwhile, up to its buffer.
+//! kernel keeps the socket's datagrams meanwhile, up to its buffer. Failures
+//! come after the datagrams of the same `reap`.
 //!
 //! The ring belongs to the thread that made it (`IORING_SETUP_SINGLE_ISSUER`);
 //! [`UdpRing`] is not `Send`.
@@ -123,6 +124,8 @@ pub struct UdpRing {
     free_sends: Vec<u32>,
     cqes: Vec<cqueue::Entry>,
     rearm: Vec<usize>,
+    /// Failures of this reap, handed over after its datagrams.
+    failed: Vec<(usize, bool, i32)>,
     stats: RingStats,
     /// Not `Send`: the ring serves the thread that made it.
     _thread: std::marker::PhantomData<*const ()>,
@@ -174,6 +177,7 @@ impl UdpRing {
             // reap allocates.
             cqes: Vec::with_capacity(completions),
             rearm: vec![],
+            failed: vec![],
             stats: RingStats::default(),
             _thread: std::marker::PhantomData,
         })
@@ -201,8 +205,9 @@ impl UdpRing {
         let token = self.fds.len();
         self.fds.push(fd);
         self.armed.push(false);
-        // Every socket may need re-arming in one reap.
+        // Every socket may need re-arming (and may fail) in one reap.
         self.rearm.reserve(self.fds.len() - self.rearm.len());
+        self.failed.reserve(self.fds.len() - self.failed.len());
         self.arm(token)?;
         Ok(token)
     }
@@ -259,11 +264,7 @@ impl UdpRing {
                 if data & RECV == 0 {
                     self.free_sends.push(((data >> 32) & 0x7fff_ffff) as u32);
                     if res < 0 {
-                        events += 1;
-                        f(RingEvent::SendFailed {
-                            token,
-                            error: io::Error::from_raw_os_error(-res),
-                        });
+                        self.failed.push((token, true, -res));
                     }
                     continue;
                 }
@@ -275,11 +276,7 @@ impl UdpRing {
                     if res == -libc::ENOBUFS {
                         self.stats.pool_empty += 1;
                     } else if res != -libc::ECANCELED {
-                        events += 1;
-                        f(RingEvent::RecvFailed {
-                            token,
-                            error: io::Error::from_raw_os_error(-res),
-                        });
+                        self.failed.push((token, false, -res));
                     }
                     continue;
                 }
@@ -311,6 +308,20 @@ impl UdpRing {
                 self.stats.rearms += 1;
                 self.arm(token)?;
             }
+        }
+        // Failures last: the kernel reports a socket's pending error (an
+        // ICMP "port unreachable") before the datagrams queued ahead of it,
+        // which the receive armed again then reads; handing the error over
+        // first would have a player give up its session before it reads,
+        // say, the server's goodbye that came before the error.
+        for (token, send, errno) in self.failed.drain(..) {
+            events += 1;
+            let error = io::Error::from_raw_os_error(errno);
+            f(if send {
+                RingEvent::SendFailed { token, error }
+            } else {
+                RingEvent::RecvFailed { token, error }
+            });
         }
         Ok(events)
     }
@@ -761,6 +772,38 @@ mod tests {
         // queues, read with plain system calls.
         p[1].1.send(b"after").unwrap();
         assert_eq!(read_one(&p[1].0).unwrap(), b"after");
+    }
+
+    /// The kernel reports a socket's pending ICMP error before the
+    /// datagrams queued ahead of it; the ring handed it over first too, so a
+    /// player whose command met a closed port gave up its session before
+    /// reading the server's goodbye that had come first, and went on
+    /// reconnecting (the e2e test `sigterm_tells_the_players...` caught it).
+    #[test]
+    fn a_goodbye_queued_before_a_port_unreachable_was_handed_over_after_it() {
+        let (client, server) = pairs(1).pop().unwrap();
+        let mut ring = UdpRing::new(sizes(64, 2048)).unwrap();
+        let t = ring.add(client.as_raw_fd()).unwrap();
+        // The receive armed and waiting, as in a running load generator.
+        ring.reap(|e| panic!("{e:?}")).unwrap();
+        server.send(b"goodbye").unwrap();
+        drop(server);
+        // The command meets the closed port: "port unreachable" comes back.
+        ring.send(t, b"cmd").unwrap();
+        let got = reap_until(&mut ring, 2);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(
+            got[0],
+            (t, Ok(b"goodbye".to_vec())),
+            "the goodbye first: {got:?}"
+        );
+        assert!(
+            got[1]
+                .1
+                .as_ref()
+                .is_err_and(|e| e.contains("ConnectionRefused")),
+            "{got:?}"
+        );
     }
 
     #[test]
