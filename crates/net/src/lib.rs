@@ -24,6 +24,11 @@
 //!   [`RecvBatch`] and [`SendBatch`] own the buffers for batched I/O.
 //! - [`Waiter`] ([`WaitMode::Precise`] by default, [`WaitMode::Plain`] as the
 //!   baseline) returns [`Wake::Readable`] or [`Wake::Deadline`].
+//! - [`UdpRing`]: one io_uring for a thread's many connected sockets
+//!   (multishot receives into one buffer pool, sends batched, kernel
+//!   receive stamps); [`Epoll`]: one readiness set, the fallback.
+//! - [`KernelStamps`]: holds the kernel's receive stamps on, and waits until
+//!   they are taken at receipt rather than at the read.
 //! - [`NetError`]: set-up failures, each naming the address, CPUs or step.
 //!
 //! # Order of calls
@@ -65,6 +70,7 @@ pub mod epoll;
 mod error;
 pub mod ring;
 pub mod socket;
+pub mod stamps;
 pub mod wait;
 
 pub use clock::{now_ns, now_us};
@@ -76,4 +82,5 @@ pub use epoll::Epoll;
 pub use error::NetError;
 pub use ring::{RingEvent, RingSizes, RingStats, UdpRing};
 pub use socket::{RecvBatch, SendBatch, SocketOptions, UdpSocket, MAX_BATCH};
+pub use stamps::KernelStamps;
 pub use wait::{WaitMode, WaitStats, Waiter, Wake};

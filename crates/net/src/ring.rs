@@ -13,7 +13,10 @@
 //! thread, so a thread that sleeps until its next deadline pays one wake-up
 //! per deadline however many datagrams came. Each datagram carries the time
 //! the kernel received it (`SO_TIMESTAMPNS`, turned into the monotonic
-//! clock), so reading it late does not make it look late.
+//! clock), so reading it late does not make it look late. A new ring waits
+//! (a few ms at most, usually) until the kernel stamps at receipt
+//! ([`KernelStamps`]): on a machine where no socket asked for stamps yet,
+//! the first datagrams would otherwise carry the time of their read.
 //!
 //! What one `reap` may report, besides datagrams: a send that failed
 //! ([`RingEvent::SendFailed`], with its socket's token: the rest of the
@@ -35,7 +38,10 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::clock::now_ns;
+use crate::stamps::{self, kernel_stamp_ns, wall_ns, KernelStamps};
 
+/// How long a new ring waits for the kernel to stamp at receipt.
+const STAMPS_LIVE_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 /// The pool's buffer group id (any value; one group per ring).
 const GROUP: u16 = 1;
 /// `user_data` bit of a receive; a send has it clear.
@@ -129,6 +135,8 @@ pub struct UdpRing {
     stats: RingStats,
     /// Not `Send`: the ring serves the thread that made it.
     _thread: std::marker::PhantomData<*const ()>,
+    /// Keeps the kernel stamping receipts while the ring lives.
+    stamps: KernelStamps,
 }
 
 impl UdpRing {
@@ -150,6 +158,9 @@ impl UdpRing {
             .setup_submit_all()
             .setup_cqsize(cq)
             .build(sizes.submissions)?;
+        // Bounded: a kernel that never turns stamping on leaves the ring
+        // with read times for stamps, no worse than epoll's.
+        let stamps = KernelStamps::wait_live(STAMPS_LIVE_WITHIN)?;
         let pool = BufPool::new(sizes.buffers, OUT_HEADER + CONTROL + sizes.max_datagram)?;
         // SAFETY: `io_uring_buf_reg` takes the ring's address and size; the
         // mapping stays until the pool is dropped, after the ring (field order).
@@ -180,6 +191,7 @@ impl UdpRing {
             failed: vec![],
             stats: RingStats::default(),
             _thread: std::marker::PhantomData,
+            stamps,
         })
     }
 
@@ -188,20 +200,7 @@ impl UdpRing {
     /// receives and arms its receive. Returns the socket's token: indices
     /// 0, 1, 2... in the order of the calls.
     pub fn add(&mut self, fd: RawFd) -> io::Result<usize> {
-        let on: libc::c_int = 1;
-        // SAFETY: setsockopt with a live c_int and its size.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        stamps::enable(fd)?;
         let token = self.fds.len();
         self.fds.push(fd);
         self.armed.push(false);
@@ -326,6 +325,12 @@ impl UdpRing {
         Ok(events)
     }
 
+    /// Whether the kernel was seen stamping at receipt when the ring was
+    /// made (see [`KernelStamps`]).
+    pub fn stamps_live(&self) -> bool {
+        self.stamps.live()
+    }
+
     /// What the ring did so far.
     pub fn stats(&self) -> RingStats {
         self.stats
@@ -420,36 +425,6 @@ impl Drop for UdpRing {
             let _ = self.ring.submitter().unregister_buf_ring(GROUP);
         }
     }
-}
-
-/// The wall clock in ns (what `SO_TIMESTAMPNS` stamps with).
-fn wall_ns() -> i128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
-}
-
-/// The `SCM_TIMESTAMPNS` stamp among the control messages in `control`
-/// (wall-clock ns), if the kernel wrote one.
-fn kernel_stamp_ns(control: &[u8]) -> Option<i128> {
-    const HDR: usize = std::mem::size_of::<libc::cmsghdr>();
-    let field = |at: usize, n: usize| control.get(at..at + n);
-    let mut at = 0;
-    while let Some(len) = field(at, 8) {
-        let len = u64::from_ne_bytes(len.try_into().ok()?) as usize;
-        let level = i32::from_ne_bytes(field(at + 8, 4)?.try_into().ok()?);
-        let kind = i32::from_ne_bytes(field(at + 12, 4)?.try_into().ok()?);
-        if len < HDR || at + len > control.len() {
-            return None;
-        }
-        if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPNS && len >= HDR + 16 {
-            let sec = i64::from_ne_bytes(field(at + HDR, 8)?.try_into().ok()?);
-            let nsec = i64::from_ne_bytes(field(at + HDR + 8, 8)?.try_into().ok()?);
-            return Some(i128::from(sec) * 1_000_000_000 + i128::from(nsec));
-        }
-        at += len.div_ceil(8) * 8;
-    }
-    None
 }
 
 /// The receive buffers: a provided-buffer ring (the kernel takes one per
@@ -821,7 +796,8 @@ mod tests {
     }
 
     #[test]
-    fn the_receive_time_is_the_kernels_not_the_reaps() {
+    fn the_first_datagram_of_a_machines_first_stamping_socket_carries_its_receipt_time_not_its_read_time(
+    ) {
         let p = pairs(1);
         let mut ring = UdpRing::new(sizes(64, 64)).unwrap();
         ring.add(p[0].0.as_raw_fd()).unwrap();
@@ -840,6 +816,7 @@ mod tests {
             .unwrap();
         }
         let stamp = stamp.expect("the datagram came");
+        assert!(ring.stamps_live(), "the kernel never stamped at receipt");
         // Stamped while it was sent, not 30 ms later when it was read (the
         // wall clock and the monotonic clock are read a few µs apart: 1 ms
         // of slack either way).
