@@ -173,7 +173,23 @@ fn a_connectionless_flood_costs_players_nothing_and_is_counted() {
         .expect("start flood");
     std::thread::sleep(Duration::from_millis(1_000));
     // The host's health check keeps being answered during the flood.
-    let during = health_check(server.addr).expect("health check unanswered during the flood");
+    let during = health_check(server.addr).unwrap_or_else(|| {
+        // What the server counted, to tell a refusal from a loss.
+        let body = http_get_metrics(&metrics);
+        let seen: Vec<_> = body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| {
+                ["rate_limited", "drops", "drain"]
+                    .iter()
+                    .any(|k| l.contains(k))
+            })
+            .collect();
+        panic!(
+            "health check unanswered during the flood:\n{}",
+            seen.join("\n")
+        )
+    });
     let flood = flood.wait_with_output().unwrap();
     let flood_text = String::from_utf8_lossy(&flood.stdout);
     assert!(

@@ -7,10 +7,14 @@
 //! stats, or a pong. Each costs the server work and a reply, so each passes
 //! two token buckets before any of that work is done:
 //!
-//! 1. the source's own bucket for that kind (keyed by address and port,
-//!    hashed with a per-start key into a fixed table: memory stays bounded
-//!    however many sources there are; two sources that share a slot share a
-//!    bucket, which only ever makes the limit stricter);
+//! 1. the source's own bucket for that kind, kept in a fixed table (memory
+//!    stays bounded however many sources there are). A source's entry sits
+//!    at one of [`PROBE`] slots from where its address and port hash (with a
+//!    per-start key), and holds its exact address: two sources never share
+//!    an entry. An entry whose buckets have all refilled holds nothing a new
+//!    entry would not, so it is reused. Only a source that finds all its
+//!    slots held by sources still limited shares a bucket: the overflow
+//!    bucket of all such sources (stricter, never looser);
 //! 2. the kind's global bucket, shared by every unproven source, which bounds
 //!    what a flood from many (spoofed) sources can cost.
 //!
@@ -21,6 +25,9 @@
 
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
+
+/// Slots a source's entry may sit at, from its hashed slot on.
+pub const PROBE: usize = 8;
 
 /// Micro-tokens per token: buckets count in millionths so that refills by
 /// the microsecond stay exact in integers.
@@ -164,6 +171,15 @@ impl TokenBucket {
         }
     }
 
+    /// Whether the bucket would be full at `now_us` (it then holds nothing
+    /// a new full bucket does not).
+    pub fn is_full(&self, rate: Rate, now_us: u64) -> bool {
+        let cap = u64::from(rate.burst) * UNIT;
+        let missing = cap.saturating_sub(self.level);
+        let elapsed = now_us.saturating_sub(self.at_us);
+        missing == 0 || elapsed.saturating_mul(u64::from(rate.per_s)) >= missing
+    }
+
     /// Refills for the time since the last call, then takes one token if
     /// there is one. A clock that goes backwards refills nothing.
     pub fn take(&mut self, rate: Rate, now_us: u64) -> bool {
@@ -186,27 +202,38 @@ impl TokenBucket {
     }
 }
 
-/// Per-source buckets in a fixed hashed table plus one global bucket per
+/// One source's buckets, one per [`Ask`].
+#[derive(Debug, Clone, Copy)]
+struct SourceEntry {
+    from: SocketAddr,
+    buckets: [TokenBucket; 4],
+}
+
+/// Per-source buckets in a fixed hashed table, an overflow bucket per
+/// [`Ask`] for sources that find no slot, and one global bucket per
 /// [`Ask`]; see the module docs.
 #[derive(Debug, Clone)]
 pub struct FloodGuard {
     limits: FloodLimits,
     key: u64,
-    /// One bucket per kind per slot; `None` until the slot's first use.
-    sources: Vec<Option<[TokenBucket; 4]>>,
+    /// `None` until a source first takes the slot.
+    sources: Vec<Option<SourceEntry>>,
+    /// Shared by the sources that found every one of their slots taken.
+    overflow: Option<[TokenBucket; 4]>,
     global: [Option<TokenBucket>; 4],
     counters: FloodCounters,
 }
 
 impl FloodGuard {
     /// `key` seeds the slot hash (make it secret and per start, so a sender
-    /// cannot aim at the slot of another).
+    /// cannot aim at the slots of another).
     pub fn new(limits: FloodLimits, key: u64) -> Self {
-        let slots = limits.source_slots.max(1).next_power_of_two();
+        let slots = limits.source_slots.max(PROBE).next_power_of_two();
         Self {
             limits,
             key,
             sources: vec![None; slots],
+            overflow: None,
             global: [None; 4],
             counters: FloodCounters::default(),
         }
@@ -220,23 +247,47 @@ impl FloodGuard {
         self.counters
     }
 
-    fn slot(&self, from: SocketAddr) -> usize {
+    fn home(&self, from: SocketAddr) -> usize {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         h.write_u64(self.key);
         from.hash(&mut h);
         (h.finish() as usize) & (self.sources.len() - 1)
     }
 
+    /// The buckets of `from`: its entry, a new one in a free or idle slot,
+    /// or the overflow buckets.
+    fn buckets_of(&mut self, now_us: u64, from: SocketAddr) -> &mut [TokenBucket; 4] {
+        let (home, mask) = (self.home(from), self.sources.len() - 1);
+        let slots = (0..PROBE).map(|k| (home + k) & mask);
+        let rates = self.limits.per_source;
+        let fresh = || rates.map(|r| TokenBucket::full(r, now_us));
+        let at = slots
+            .clone()
+            .find(|&s| self.sources[s].is_some_and(|e| e.from == from))
+            .or_else(|| {
+                let free = slots.clone().find(|&s| match &self.sources[s] {
+                    None => true,
+                    Some(e) => (0..4).all(|i| e.buckets[i].is_full(rates[i], now_us)),
+                })?;
+                self.sources[free] = Some(SourceEntry {
+                    from,
+                    buckets: fresh(),
+                });
+                Some(free)
+            });
+        match at {
+            Some(s) => &mut self.sources[s].as_mut().expect("found or made").buckets,
+            None => self.overflow.get_or_insert_with(fresh),
+        }
+    }
+
     /// Whether to serve `ask` from the unproven source `from` at `now_us`;
-    /// a refusal is counted. Cost: a hash and two bucket updates.
+    /// a refusal is counted. Cost: a hash, at most [`PROBE`] slots looked
+    /// at, and two bucket updates.
     pub fn admit(&mut self, now_us: u64, from: SocketAddr, ask: Ask) -> bool {
         let i = ask.index();
         let (local, global) = (self.limits.per_source[i], self.limits.global[i]);
-        let slot = self.slot(from);
-        let rates = self.limits.per_source;
-        let buckets =
-            self.sources[slot].get_or_insert_with(|| rates.map(|r| TokenBucket::full(r, now_us)));
-        if !buckets[i].take(local, now_us) {
+        if !self.buckets_of(now_us, from)[i].take(local, now_us) {
             self.counters.source_limited[i] += 1;
             return false;
         }
@@ -340,5 +391,73 @@ mod tests {
         assert!(admitted <= most, "admitted {admitted} > {most}");
         assert!(g.counters().budget_limited[Ask::Query.index()] > 0);
         assert_eq!(g.counters().total(), 200_000 - admitted);
+    }
+
+    #[test]
+    fn a_source_sharing_a_flooders_slot_was_held_to_the_flooders_bucket() {
+        // The bug: sources were hashed into slots and two in one slot
+        // shared a bucket. A health check whose port hashed where one
+        // flooding source did went unanswered for the whole flood (1 in
+        // 2,048 checks; seen once in the end-to-end flood test).
+        let mut g = FloodGuard::new(FloodLimits::default(), 7);
+        let flooder = addr(1);
+        let checker = (1024..u16::MAX)
+            .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
+            .find(|&a| a != flooder && g.home(a) == g.home(flooder))
+            .expect("some port shares the flooder's slot");
+        for i in 0..10_000u64 {
+            g.admit(i * 100, flooder, Ask::Stats);
+        }
+        assert!(
+            !g.admit(999_900, flooder, Ask::Stats),
+            "the flooder is held"
+        );
+        assert!(
+            g.admit(999_900, checker, Ask::Stats),
+            "the checker has a bucket of its own"
+        );
+    }
+
+    #[test]
+    fn sources_beyond_the_table_share_one_bucket_until_slots_go_idle() {
+        let limits = FloodLimits {
+            source_slots: PROBE,
+            ..FloodLimits::default()
+        };
+        let stats = limits.per_source[Ask::Stats.index()];
+        let mut g = FloodGuard::new(limits, 7);
+        // 8 sources take every slot and drain their stats buckets.
+        let first: Vec<_> = (0..PROBE as u16).map(addr).collect();
+        for &a in &first {
+            let n = (0..100).filter(|_| g.admit(0, a, Ask::Stats)).count();
+            assert_eq!(n, stats.burst as usize, "each its own burst");
+        }
+        // More sources find no slot: they share the overflow bucket.
+        let shared: usize = (100..200u16)
+            .map(|i| (0..100).filter(|_| g.admit(0, addr(i), Ask::Stats)).count())
+            .sum();
+        assert_eq!(shared, stats.burst as usize, "one burst among them all");
+        assert_eq!(g.sources.len(), PROBE, "the table did not grow");
+        // Once the first ones have refilled, their slots are reused.
+        let later = 2_000_000;
+        assert!(first.iter().all(|a| {
+            let e = g.sources.iter().flatten().find(|e| e.from == *a).unwrap();
+            e.buckets[Ask::Stats.index()].is_full(stats, later)
+        }));
+        let n = (0..100)
+            .filter(|_| g.admit(later, addr(300), Ask::Stats))
+            .count();
+        assert_eq!(n, stats.burst as usize, "a fresh entry of its own");
+    }
+
+    #[test]
+    fn a_bucket_is_full_once_it_has_refilled_and_not_before() {
+        let r = Rate::new(10, 2);
+        let mut b = TokenBucket::full(r, 0);
+        assert!(b.is_full(r, 0));
+        assert!(b.take(r, 0));
+        assert!(!b.is_full(r, 99_999));
+        assert!(b.is_full(r, 100_000));
+        assert!(!b.is_full(r, 0), "a clock that goes back refills nothing");
     }
 }

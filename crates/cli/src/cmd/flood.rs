@@ -72,6 +72,47 @@ impl Kind {
     }
 }
 
+/// The datagrams of a flood, in turn: the kinds asked for take equal
+/// shares whatever the size of each batch.
+struct Mix {
+    /// A few distinct datagrams per kind (different nonces), reused.
+    templates: Vec<Vec<u8>>,
+    /// Two rounds of iovecs over `templates`, so that any batch from any
+    /// position is one slice.
+    iovs: Vec<libc::iovec>,
+    /// Where the next batch starts, within the first round.
+    at: usize,
+}
+
+impl Mix {
+    fn new(kinds: &[Kind]) -> Self {
+        let templates: Vec<Vec<u8>> = (0..(kinds.len() * BATCH) as u64)
+            .map(|i| kinds[i as usize % kinds.len()].datagram(i))
+            .collect();
+        let iovs = templates
+            .iter()
+            .chain(&templates)
+            .map(|t| libc::iovec {
+                iov_base: t.as_ptr() as *mut libc::c_void,
+                iov_len: t.len(),
+            })
+            .collect();
+        Self {
+            templates,
+            iovs,
+            at: 0,
+        }
+    }
+
+    /// The next `n` datagrams (at most [`BATCH`]).
+    fn next(&mut self, n: usize) -> &mut [libc::iovec] {
+        let n = n.min(BATCH);
+        let from = self.at;
+        self.at = (self.at + n) % self.templates.len();
+        &mut self.iovs[from..from + n]
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Server address; must be a loopback address.
@@ -137,21 +178,10 @@ pub fn run(a: Args) -> Result<(), Failure> {
         // Connected: the kernel skips the route lookup per datagram.
         s.connect(a.target).code(Code::Runtime)?;
     }
-    // A few distinct datagrams per kind (different nonces), reused.
-    let kinds = a.kind.clone();
-    let templates: Vec<Vec<u8>> = (0..BATCH as u64)
-        .map(|i| kinds[i as usize % kinds.len()].datagram(i))
-        .collect();
+    let mut mix = Mix::new(&a.kind);
 
     let start = now_ns();
     let end = start + a.duration.as_nanos() as u64;
-    let mut iovs: Vec<libc::iovec> = templates
-        .iter()
-        .map(|t| libc::iovec {
-            iov_base: t.as_ptr() as *mut libc::c_void,
-            iov_len: t.len(),
-        })
-        .collect();
     let (mut sent, mut refused, mut unsent, mut turn) = (0u64, 0u64, 0u64, 0usize);
     loop {
         let now = now_ns();
@@ -174,7 +204,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
         let n = (due - sent).min(BATCH as u64) as usize;
         let sock = &socks[turn % socks.len()];
         turn += 1;
-        match send_connected(sock, &mut iovs[..n]) {
+        match send_connected(sock, mix.next(n)) {
             Ok(k) => {
                 sent += k as u64;
                 // What the kernel would not take now (full send buffer) is
@@ -189,7 +219,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     println!(
         "flood to {}: {sent} datagrams ({:?}) from {} source(s) in {secs:.2} s = {:.0} pps, {unsent} not sent, {refused} send errors",
         a.target,
-        kinds,
+        a.kind,
         socks.len(),
         sent as f64 / secs.max(1e-9),
     );
@@ -218,4 +248,43 @@ fn send_connected(sock: &UdpSocket, iovs: &mut [libc::iovec]) -> std::io::Result
         };
     }
     Ok(rc as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_sent_in_small_batches_sent_mostly_its_first_kinds() {
+        // The bug: every batch started at the first datagram, so at the
+        // small batches of a modest rate, `--kind hello,a2s-info,stats,
+        // ping,connect` sent hellos every time and connects rarely.
+        let kinds = [
+            Kind::Hello,
+            Kind::A2sInfo,
+            Kind::Stats,
+            Kind::Ping,
+            Kind::Connect,
+        ];
+        let of = |iov: &libc::iovec| {
+            // SAFETY: the iovec points at one of the mix's templates.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(iov.iov_base as *const u8, iov.iov_len) };
+            (0..kinds.len() * BATCH)
+                .find(|&i| kinds[i % kinds.len()].datagram(i as u64) == bytes)
+                .map(|i| i % kinds.len())
+                .expect("a template")
+        };
+        for n in [1, 2, 3, 7, BATCH] {
+            let mut mix = Mix::new(&kinds);
+            let mut count = [0usize; 5];
+            for _ in 0..100 {
+                for iov in mix.next(n).iter() {
+                    count[of(iov)] += 1;
+                }
+            }
+            let (lo, hi) = (count.iter().min().unwrap(), count.iter().max().unwrap());
+            assert!(hi - lo <= 1, "batches of {n}: {count:?}");
+        }
+    }
 }
