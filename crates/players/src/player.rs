@@ -600,6 +600,16 @@ impl Emulated for Player {
                     ))
                 }
             },
+            // A goodbye read while handshaking again (the socket said "port
+            // unreachable" first): the server is gone for good.
+            (Packet::Disconnect { reason }, State::Hello { .. } | State::Connect { .. })
+                if self.ever_connected && reason != DisconnectReason::Timeout =>
+            {
+                self.state = State::Ended(format!(
+                    "{} disconnected the player: {reason:?}",
+                    self.target
+                ))
+            }
             _ => {}
         }
     }

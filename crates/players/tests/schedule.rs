@@ -389,3 +389,39 @@ fn skipped_server_ticks_count_as_lost_snapshots() {
     assert_eq!(s.outages, 0, "30 ms gaps are loss, not outages: {s:?}");
     assert_eq!(s.received + s.lost, 3 * net.slots_in_window(), "{s:?}");
 }
+
+#[test]
+fn a_servers_goodbye_read_after_its_port_went_unreachable_was_ignored() {
+    // The bug: a player that had lost its session (its socket said "port
+    // unreachable") and was handshaking again ignored the server's goodbye
+    // (ServerShutdown) and kept saying hello until its run ended.
+    let mut net = Net::new(1, 2_000_000, Fault::None);
+    let mut buf = Vec::new();
+    let mut now = START;
+    while !net.players[0].is_connected() && now < START + 3_000_000 {
+        while net.players[0].poll_transmit(now, &mut buf, &mut net.rec) {
+            net.server.handle(now, addr(0), &buf);
+        }
+        let mut replies = vec![];
+        net.server
+            .drain_transmits(|_, bytes| replies.push(bytes.to_vec()));
+        for r in replies {
+            net.players[0].handle(now, &r, &mut net.rec);
+        }
+        now += 1_000;
+    }
+    assert!(net.players[0].is_connected(), "connected first");
+    net.players[0].unreachable(now, "port unreachable".into(), &mut net.rec);
+    assert!(net.players[0].ended().is_none(), "it reconnects");
+    let goodbye = Packet::Disconnect {
+        reason: tickpack_wire::DisconnectReason::ServerShutdown,
+    }
+    .to_vec();
+    net.players[0].handle(now + 100, &goodbye, &mut net.rec);
+    let why = net.players[0].ended().expect("the goodbye ended it");
+    assert!(why.contains("ServerShutdown"), "{why}");
+    assert!(
+        !net.players[0].poll_transmit(now + 1_000_000, &mut buf, &mut net.rec),
+        "no more hellos"
+    );
+}
