@@ -45,6 +45,15 @@ fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
         let _ = child.wait();
         panic!("the instance did not exit within 10 s");
     }
-    let out = std::fs::read_to_string(&log).unwrap();
+    // The host's log thread copies the output from a pipe: the instance's
+    // exit does not mean its line is in the file yet (a fresh clone once
+    // read an empty log). Wait for the whole line.
+    let out =
+        tickpack_testkit::wait_until(Duration::from_secs(10), Duration::from_millis(20), || {
+            std::fs::read_to_string(&log)
+                .ok()
+                .filter(|o| o.ends_with('\n'))
+        })
+        .unwrap_or_else(|| panic!("no line in the log within 10 s"));
     assert_eq!(out.trim(), "[unset][unset][host][spec]", "{out}");
 }
