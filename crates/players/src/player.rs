@@ -588,27 +588,28 @@ impl Emulated for Player {
             ) if nonce == self.nonce && rec.in_window(client_time_us) => {
                 record(&mut rec.rtt, now_us.saturating_sub(client_time_us));
             }
-            (Packet::Disconnect { reason }, State::Connected) => match reason {
-                // The server dropped us for silence: come back.
-                DisconnectReason::Timeout => self.lose_session(now_us, rec),
-                _ => {
-                    // The rest of the span is without service: counted.
-                    self.no_session_since_us = Some(now_us);
-                    self.state = State::Ended(format!(
-                        "{} disconnected the player: {reason:?}",
-                        self.target
-                    ))
+            // A goodbye, in a session or while handshaking again after one
+            // (the socket said "port unreachable" first).
+            (
+                Packet::Disconnect { reason },
+                State::Connected | State::Hello { .. } | State::Connect { .. },
+            ) if self.ever_connected => {
+                let connected = self.state == State::Connected;
+                match reason {
+                    // The server dropped us for silence: come back.
+                    DisconnectReason::Timeout if connected => self.lose_session(now_us, rec),
+                    // Already coming back.
+                    DisconnectReason::Timeout => {}
+                    _ => {
+                        // The rest of the span is without service: counted
+                        // (from the session's loss, if it was lost before).
+                        self.no_session_since_us.get_or_insert(now_us);
+                        self.state = State::Ended(format!(
+                            "{} disconnected the player: {reason:?}",
+                            self.target
+                        ))
+                    }
                 }
-            },
-            // A goodbye read while handshaking again (the socket said "port
-            // unreachable" first): the server is gone for good.
-            (Packet::Disconnect { reason }, State::Hello { .. } | State::Connect { .. })
-                if self.ever_connected && reason != DisconnectReason::Timeout =>
-            {
-                self.state = State::Ended(format!(
-                    "{} disconnected the player: {reason:?}",
-                    self.target
-                ))
             }
             _ => {}
         }

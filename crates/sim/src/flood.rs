@@ -171,18 +171,9 @@ impl TokenBucket {
         }
     }
 
-    /// Whether the bucket would be full at `now_us` (it then holds nothing
-    /// a new full bucket does not).
-    pub fn is_full(&self, rate: Rate, now_us: u64) -> bool {
-        let cap = u64::from(rate.burst) * UNIT;
-        let missing = cap.saturating_sub(self.level);
-        let elapsed = now_us.saturating_sub(self.at_us);
-        missing == 0 || elapsed.saturating_mul(u64::from(rate.per_s)) >= missing
-    }
-
-    /// Refills for the time since the last call, then takes one token if
-    /// there is one. A clock that goes backwards refills nothing.
-    pub fn take(&mut self, rate: Rate, now_us: u64) -> bool {
+    /// The micro-tokens held at `now_us`, refilled for the time since the
+    /// last take. A clock that goes backwards refills nothing.
+    fn level_at(&self, rate: Rate, now_us: u64) -> u64 {
         let cap = u64::from(rate.burst) * UNIT;
         let elapsed = now_us.saturating_sub(self.at_us);
         // Enough time to fill from empty is enough: caps the product.
@@ -191,7 +182,19 @@ impl TokenBucket {
         } else {
             cap / u64::from(rate.per_s) + 1
         };
-        self.level = (self.level + elapsed.min(fill_us) * u64::from(rate.per_s)).min(cap);
+        (self.level + elapsed.min(fill_us) * u64::from(rate.per_s)).min(cap)
+    }
+
+    /// Whether the bucket would be full at `now_us` (it then holds nothing
+    /// a new full bucket does not).
+    pub fn is_full(&self, rate: Rate, now_us: u64) -> bool {
+        self.level_at(rate, now_us) == u64::from(rate.burst) * UNIT
+    }
+
+    /// Refills for the time since the last call, then takes one token if
+    /// there is one. A clock that goes backwards refills nothing.
+    pub fn take(&mut self, rate: Rate, now_us: u64) -> bool {
+        self.level = self.level_at(rate, now_us);
         self.at_us = self.at_us.max(now_us);
         if self.level >= UNIT {
             self.level -= UNIT;
@@ -267,7 +270,11 @@ impl FloodGuard {
             .or_else(|| {
                 let free = slots.clone().find(|&s| match &self.sources[s] {
                     None => true,
-                    Some(e) => (0..4).all(|i| e.buckets[i].is_full(rates[i], now_us)),
+                    Some(e) => e
+                        .buckets
+                        .iter()
+                        .zip(rates)
+                        .all(|(b, r)| b.is_full(r, now_us)),
                 })?;
                 self.sources[free] = Some(SourceEntry {
                     from,
