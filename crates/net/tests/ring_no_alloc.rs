@@ -7,7 +7,7 @@
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use tickpack_net::{RingEvent, RingSizes, SocketOptions, UdpRing, UdpSocket};
+use tickpack_net::{RecvBatch, RingEvent, RingSizes, SocketOptions, UdpRing, UdpSocket};
 use tickpack_testkit::alloc::{allocations, Counting};
 
 #[global_allocator]
@@ -26,7 +26,7 @@ fn round(
     peers: &[UdpSocket],
     cmd: &[u8],
     snap: &[u8],
-    scratch: &mut [u8],
+    scratch: &mut RecvBatch,
 ) -> usize {
     for t in 0..SOCKETS {
         ring.send(t, cmd).unwrap();
@@ -34,20 +34,8 @@ fn round(
     ring.reap(|e| panic!("{e:?}")).unwrap();
     for p in peers {
         let end = Instant::now() + Duration::from_secs(2);
-        // The peer reads the command (plain recv, into a reused buffer) and answers.
-        loop {
-            // SAFETY: recv into a live buffer of its length.
-            let n = unsafe {
-                libc::recv(
-                    p.as_raw_fd(),
-                    scratch.as_mut_ptr().cast(),
-                    scratch.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n > 0 {
-                break;
-            }
+        // The peer reads the command (into a batch made before) and answers.
+        while p.recv_batch(scratch).unwrap_or(0) == 0 {
             assert!(Instant::now() < end, "a command did not arrive");
         }
         p.send(snap).unwrap();
@@ -80,7 +68,7 @@ fn steady_state_sends_and_receives_allocate_nothing() {
     for c in &clients {
         ring.add(c.as_raw_fd()).unwrap();
     }
-    let (cmd, snap, mut scratch) = (vec![1u8; 120], vec![2u8; 2000], vec![0u8; 4096]);
+    let (cmd, snap, mut scratch) = (vec![1u8; 120], vec![2u8; 2000], RecvBatch::new(1, 4096));
     // Warm up: every send slot made once.
     for _ in 0..3 {
         round(&mut ring, &peers, &cmd, &snap, &mut scratch);
