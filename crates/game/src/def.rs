@@ -406,11 +406,7 @@ impl GameDef {
         }
         check_placeholders(&self.command, &known).map_err(|m| (key(&["command"]), m))?;
         for (k, v) in &self.env {
-            if !is_env_name(k) || k == "HOME" {
-                return Err((key(&["env", k]),
-                    format!("environment variable {k:?}: expected letters, digits and _ (HOME is the host's)"),
-                ));
-            }
+            crate::env_name::check_env_name(k).map_err(|m| (key(&["env", k]), m))?;
             check_placeholders(v, &known).map_err(|m| (key(&["env", k]), m))?;
         }
         if self.port == 0 {
@@ -749,13 +745,6 @@ fn is_var_name(s: &str) -> bool {
         && s.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
         && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}
-
-fn is_env_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && !s.starts_with(|c: char| c.is_ascii_digit())
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn is_package(s: &str) -> bool {

@@ -46,6 +46,7 @@
 
 pub mod check;
 pub mod def;
+pub mod env_name;
 pub mod gamedig;
 pub mod launch;
 mod lines;

@@ -68,7 +68,11 @@ fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
         ("[variables]\nmap = \"dm1; quit\"\n", 10, "a value is one word"),
         ("[variables]\nip = \"x\"\n", 10, "fills {ip} itself"),
         ("[variables]\nMap = \"x\"\n", 10, "lower-case"),
-        ("[env]\nHOME = \"/\"\n", 10, "HOME is the host's"),
+        ("[env]\nHOME = \"/\"\n", 10, "set by the host"),
+        // Finding 1 of issue 30: LD_PRELOAD in [env] loaded a library into
+        // the root init; loader variables are refused at parse time now.
+        ("[env]\nLD_PRELOAD = \"/tmp/x.so\"\n", 10, "dynamic loader"),
+        ("[env]\nGLIBC_TUNABLES = \"x\"\n", 10, "dynamic loader"),
         ("[env]\nX = \"{nope}\"\n", 10, "unknown placeholder {nope}"),
         ("[bots]\ndefault = 4\n", 9, "put {bots} in the command"),
         ("[bots]\ndefault = 4\nmax = 2\n", 10, "above the most"),

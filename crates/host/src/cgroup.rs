@@ -1,5 +1,6 @@
-//! Per-instance cgroups: a CPU set, a CPU quota and a memory limit for each
-//! game server instance, on cgroup v1 or v2, whichever the machine mounts.
+//! Per-instance cgroups: a CPU set, a CPU quota, a memory limit and a pids
+//! limit for each game server instance, on cgroup v1 or v2, whichever the
+//! machine mounts.
 //!
 //! Like firecracker's jailer, nothing here hard-codes `/sys/fs/cgroup` or
 //! `/proc`: the cgroup root and the mount table are parameters, so the tests
@@ -10,7 +11,8 @@
 //!
 //! 1. [`CgroupVersion::detect`] (or [`CgroupVersion::detect_with_mounts`])
 //!    reads the mount table and returns a [`CgroupLayout`]: the version and
-//!    where the `cpu`, `cpuacct`, `cpuset` and `memory` controllers live;
+//!    where the `cpu`, `cpuacct`, `cpuset`, `memory` and `pids` controllers
+//!    live;
 //! 2. [`remove_stale`] clears what a crashed run left behind;
 //! 3. [`Cgroup::create`] per instance, with its [`Limits`];
 //! 4. the spawner calls [`Cgroup::open_procs`] before `fork` and
@@ -134,10 +136,10 @@ impl Cgroup {
     /// `limits`.
     ///
     /// It joins the `cpuacct` and `memory` hierarchies always (for
-    /// [`Cgroup::usage`]), `cpuset` when `cpus` or `mems` is set, and `cpu`
-    /// when `cpu_quota` is set; any of those missing is
-    /// [`CgroupError::NotMounted`]. The leaf must not exist yet. On error,
-    /// the directories made so far are removed again.
+    /// [`Cgroup::usage`]), `cpuset` when `cpus` or `mems` is set, `cpu`
+    /// when `cpu_quota` is set and `pids` when `pids_max` is set; any of
+    /// those missing is [`CgroupError::NotMounted`]. The leaf must not exist
+    /// yet. On error, the directories made so far are removed again.
     pub fn create(
         layout: &CgroupLayout,
         name: &str,

@@ -16,6 +16,7 @@
 //! command = "{tickpack} server --bind {ip}:{port} --bots 4"   # placeholders: {ip} {port} {id} {dir} {tickpack}
 //! cpu_quota = 1.0             # cores per instance (cgroup), optional
 //! memory = "256MiB"           # per instance (cgroup); 4 MiB to 64 TiB; default 1 GiB (netns)
+//! pids = 512                  # processes per instance (cgroup); 1 to 65536; default 512 (netns)
 //! disk = "64MiB"              # size of the instance's files (netns): a tmpfs of its own,
 //!                             # kept across restarts, gone at down, counted as its memory;
 //!                             # default 256 MiB
@@ -181,6 +182,8 @@ pub struct FleetFile {
     pub command: Option<String>,
     pub cpu_quota: Option<f64>,
     pub memory: Option<String>,
+    /// Most processes and threads per instance (and batch): `pids.max`.
+    pub pids: Option<u64>,
     pub disk: Option<String>,
     pub health: Option<Health>,
     /// The game: `reference` (the default, `command`), `openarena` (its
@@ -329,6 +332,10 @@ pub struct FleetConfig {
     /// ([`crate::supervisor::Supervisor::source_addresses`]).
     #[serde(default)]
     pub source_addrs: u32,
+    /// The pids limit (`pids.max`) of every instance's cgroup and the
+    /// batch's (`pids`).
+    #[serde(default)]
+    pub pids_max: Option<u64>,
 }
 
 fn default_log_bytes() -> u64 {
@@ -353,6 +360,13 @@ pub const MAX_LOOPBACK_SOURCES: u32 = 250;
 
 /// The memory limit of an instance without `memory` (netns): 1 GiB.
 pub const DEFAULT_MEMORY_BYTES: u64 = 1 << 30;
+
+/// The pids limit of an instance (and the batch) without `pids` (netns):
+/// the instance init's RLIMIT_NPROC, [`crate::confine::MAX_PROCESSES`].
+pub const DEFAULT_PIDS: u64 = crate::confine::MAX_PROCESSES;
+
+/// The largest `pids` accepted.
+pub const MAX_PIDS: u64 = 65_536;
 
 /// The reference server, the default command.
 pub const DEFAULT_COMMAND: &str = "{tickpack} server --bind {ip}:{port} --name tickpack-{id}";
@@ -506,6 +520,14 @@ impl FleetFile {
             Some(m) => Some(parse_bytes(m)?),
             None => (backend == Backend::Netns).then_some(DEFAULT_MEMORY_BYTES),
         };
+        // Likewise for processes: a fork bomb may not take every PID.
+        let pids_max = match self.pids {
+            Some(p) if !(1..=MAX_PIDS).contains(&p) => {
+                return bad(format!("pids (--pids) must be 1..={MAX_PIDS}, got {p}"));
+            }
+            Some(p) => Some(p),
+            None => (backend == Backend::Netns).then_some(DEFAULT_PIDS),
+        };
         let log_bytes = match self.log_size.as_deref() {
             None => default_log_bytes(),
             Some(l) => {
@@ -584,11 +606,12 @@ impl FleetFile {
             }
         }
         if backend == Backend::Process
-            && instances.iter().any(|i| {
-                i.memory_bytes.is_some() || i.cpu_quota.is_some() || i.disk_bytes.is_some()
-            })
+            && (pids_max.is_some()
+                || instances.iter().any(|i| {
+                    i.memory_bytes.is_some() || i.cpu_quota.is_some() || i.disk_bytes.is_some()
+                }))
         {
-            return bad("memory, disk and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
+            return bad("memory, disk, pids and cpu_quota limits need the netns backend (cgroups); the process backend is the unlimited native baseline".into());
         }
         let mut allow_host_ports = self.allow_host_ports.unwrap_or_default();
         if allow_host_ports.contains(&0) {
@@ -651,6 +674,7 @@ impl FleetFile {
             batch_control,
             log_bytes,
             source_addrs,
+            pids_max,
         })
     }
 }
@@ -740,6 +764,10 @@ mod tests {
             ("instances = 2\n[[instance]]\nid = 9", "override"),
             ("backend = \"process\"\nmemory = \"64MiB\"", "netns backend"),
             ("backend = \"process\"\ndisk = \"64MiB\"", "netns backend"),
+            ("backend = \"process\"\npids = 64", "netns backend"),
+            ("pids = 0", "pids (--pids) must be 1..=65536"),
+            ("pids = 65537", "pids (--pids) must be 1..=65536"),
+            ("pids = -1", "pids"),
             ("disk = \"lots\"", "disk size"),
             ("reserved_cpus = \"a-b\"", "reserved CPU"),
             ("cpu_quota = -2.0", "cpu_quota"),
@@ -787,6 +815,15 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("clashes"), "{e}");
+    }
+
+    #[test]
+    fn pids_default_to_the_rlimit_on_netns_and_to_none_on_process() {
+        assert_eq!(resolve("").unwrap().pids_max, Some(DEFAULT_PIDS));
+        assert_eq!(DEFAULT_PIDS, 512);
+        assert_eq!(resolve("pids = 64").unwrap().pids_max, Some(64));
+        assert_eq!(resolve("pids = 65536").unwrap().pids_max, Some(65_536));
+        assert_eq!(resolve("backend = \"process\"").unwrap().pids_max, None);
     }
 
     /// Regression: `memory = "99999999999999999999999GiB"` was accepted

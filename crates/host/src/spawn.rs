@@ -10,7 +10,8 @@
 //!    for netns);
 //! 3. enters the instance's network namespace (`setns` on /run/netns/NAME),
 //!    or, for batch work, a new empty one (`unshare`: no network);
-//! 4. unshares mount, UTS and PID namespaces, sets the hostname, makes all
+//! 4. unshares mount, UTS, PID and IPC namespaces (SysV shared memory,
+//!    queues and semaphores are the instance's own, and go with it), sets the hostname, makes all
 //!    mounts private and every mount read-only, nosuid and nodev
 //!    (`mount_setattr` with AT_RECURSIVE; device nodes stay usable under
 //!    `/dev`), mounts private size-limited tmpfs on `/tmp` and `/dev/shm`,
@@ -18,7 +19,8 @@
 //!    instance's working directory is mounted again, writable, at its real
 //!    path (as root the supervisor made it a size-limited tmpfs of its own,
 //!    `supervisor/disk.rs`), so `{dir}` means the same inside and outside;
-//! 5. `exec`s the tickpack binary as a small init (`__instance-init`) that
+//! 5. `exec`s the tickpack binary, with an empty environment, as a small
+//!    init (`__instance-init`) that
 //!    forks the real command as PID 1 of the new PID namespace, mounts
 //!    `/proc` for it, empties its capability bounding set, sets
 //!    no_new_privs, drops to the instance's unprivileged uid/gid, arms
@@ -26,7 +28,9 @@
 //!    the seccomp filter of [`crate::confine`] and forwards SIGTERM/SIGINT
 //!    to it. The init exits with the command's status (128+signal when
 //!    killed), so the supervisor watches one PID; it kills whatever is left
-//!    in the instance's cgroup before a restart.
+//!    in the instance's cgroup before a restart. The server's environment
+//!    ([`env`]) reaches the init in a memory file and is applied only by
+//!    the command's own `execve`, inside every wall.
 //!
 //! Without isolation (the `process` backend) only steps 1-2 apply and the
 //! command is `exec`ed directly.
@@ -43,6 +47,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+pub mod env;
 mod init;
 pub mod log;
 mod mounts;
@@ -53,10 +58,6 @@ use mounts::MountPlan;
 
 pub use mounts::TMPFS_OPTIONS;
 
-/// The variables Agones gives a game server container (`AGONES_SDK_HTTP_PORT`,
-/// `AGONES_SDK_GRPC_PORT`); removed from every instance's environment.
-const AGONES_SDK_VARS: [&str; 2] = ["AGONES_SDK_HTTP_PORT", "AGONES_SDK_GRPC_PORT"];
-
 /// How an instance is isolated.
 #[derive(Debug, Clone, Default)]
 pub struct Isolation {
@@ -65,7 +66,7 @@ pub struct Isolation {
     /// A new, empty network namespace (loopback only, down) instead of
     /// entering `netns`: no network at all (batch work).
     pub own_netns: bool,
-    /// New mount, UTS and PID namespaces with this hostname, `/` read-only,
+    /// New mount, UTS, PID and IPC namespaces with this hostname, `/` read-only,
     /// private `/tmp`, the working directory writable.
     pub hostname: Option<String>,
     /// Unprivileged uid and gid the command runs as.
@@ -80,7 +81,9 @@ pub struct Isolation {
 pub struct Spec {
     /// The command and its arguments.
     pub argv: Vec<String>,
-    /// Environment set on top of the supervisor's.
+    /// The instance's variables (its definition's `[env]`, `HOME`); the
+    /// server gets these and a `PATH` ([`env::instance_env`]), nothing of
+    /// the supervisor's own environment.
     pub env: Vec<(String, String)>,
     /// Working directory (created by the caller, writable by `user`).
     pub workdir: PathBuf,
@@ -155,6 +158,20 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
         None => None,
     };
     let isolated = spec.isolation.hostname.is_some();
+    let server_env = env::instance_env(&spec.env);
+    // Isolated, the variables go to the init in a memory file, never
+    // into the environment of a process that runs as root.
+    let env_file = if isolated {
+        Some(
+            env::EnvFile::write(&server_env).map_err(|err| SpawnError::Open {
+                path: PathBuf::from("(the instance's environment)"),
+                err,
+            })?,
+        )
+    } else {
+        None
+    };
+    let env_fd = env_file.as_ref().map(env::EnvFile::fd);
     let mut cmd = if isolated {
         // Our own binary is exec'd through /proc/self/exe, which resolves to
         // the file itself: its path may be hidden by the private /tmp (a
@@ -168,6 +185,9 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
             Command::new(&spec.init_exe)
         };
         c.arg("__instance-init");
+        if let Some(fd) = env_fd {
+            c.args(["--env-fd", &fd.to_string()]);
+        }
         if let Some((uid, gid)) = spec.isolation.user {
             c.args(["--uid", &uid.to_string(), "--gid", &gid.to_string()]);
         }
@@ -178,13 +198,13 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
         c.args(&spec.argv[1..]);
         c
     };
-    // Agones' variables, when the host itself runs in a GameServer pod,
-    // name the host's SDK server, not an instance's: a reference server
-    // that saw them would report to it (tickpack-agones' endpoint.rs).
-    for var in AGONES_SDK_VARS {
-        cmd.env_remove(var);
+    // Nothing of the supervisor's environment goes on: not its PATH, and
+    // not Agones' variables when the host itself runs in a GameServer pod
+    // (they name the host's SDK server, not an instance's).
+    cmd.env_clear();
+    if !isolated {
+        cmd.envs(server_env.iter().map(|(k, v)| (k, v)));
     }
-    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::from(pipe_write))
         .stderr(Stdio::from(pipe_err))
@@ -263,6 +283,9 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
                     drop_privileges(uid, gid)?;
                 }
             }
+            if let Some(fd) = env_fd {
+                env::clear_cloexec(fd)?;
+            }
             if own_session {
                 // After any credential change, which clears it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -278,6 +301,7 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
     // Our copies of the pipe's write end go with `cmd`: the copier sees
     // end of file once the instance's last process is gone.
     drop(cmd);
+    drop(env_file);
     log::copy_in_background(pipe_read, capped).map_err(|err| SpawnError::Open {
         path: spec.log.clone(),
         err,

@@ -19,7 +19,8 @@
 //! line or a port in `ready.rs` and each instance's game query (`q3`,
 //! `a2s`: a session of `tickpack_game::query`) in `probe.rs`; `usage.rs`
 //! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
-//! the run directory, its records and [`recover`]; `config_files.rs` the
+//! the run directory, its records and [`recover`]; `host_lock.rs` the
+//! lock a live host holds on its name; `config_files.rs` the
 //! server's config files, written into its directory before each start.
 
 mod batch;
@@ -27,6 +28,7 @@ mod config_files;
 mod control;
 mod disk;
 mod health;
+mod host_lock;
 mod liveness;
 mod probe;
 mod ready;
@@ -54,8 +56,8 @@ pub use batch::{batch_log_path, stress_ng_bogo_ops_per_s};
 pub use probe::{LatencySummary, QUERY_INTERVAL};
 pub use restart::{RestartDecision, RestartTracker};
 pub use run_dir::{
-    check_run_dir, live_supervisor, log_path, recover, remove_run_dir, RunDirState, StateRecord,
-    MARKER,
+    check_run_dir, live_supervisor, log_path, recorded_name, recover, remove_run_dir, RunDirState,
+    StateRecord, MARKER,
 };
 use run_dir::{empty_tenant_dirs, private_dir, real_dir, secure_run_dir, write_state};
 use tickpack_sys::is_root;
@@ -71,6 +73,7 @@ pub const OOM_SCORE_ADJ_INSTANCE_FALLBACK: i32 = 500;
 /// uid); as root a host takes a block ([`uid_block`]): instance N runs as
 /// the block's base + N, the host's batch work as the base itself.
 pub const USER_BASE: u32 = 200_000;
+pub use host_lock::LOCK_DIR;
 pub use uid_block::{BLOCKS_BASE, BLOCK_DIR, BLOCK_SIZE};
 
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +122,14 @@ struct Instance {
     check: Option<UdpSocket>,
     /// The kernel's drop counter of `check` as last seen.
     check_drops: u32,
+    /// The key of its checks (`tickpack` health): new at every start,
+    /// given to the server in its environment, so it answers our checks
+    /// from a budget strangers cannot drain.
+    health_key: Option<tickpack_wire::HealthKey>,
+    /// Checks sent since its start (the nonce's sequence number).
+    health_seq: u32,
+    /// Its last judged window was unanswered under a flood (said once).
+    in_flood: bool,
     /// Check windows and unanswered checks in a row.
     liveness: liveness::Liveness,
     /// Readiness by a log line: what it wrote since its start.
@@ -164,6 +175,8 @@ pub struct Supervisor {
     uid_block: Option<uid_block::UidBlock>,
     /// Instance N's uid is `uid_base + N`.
     uid_base: u32,
+    /// This host name's lock, held while the supervisor lives.
+    _lock: host_lock::HostLock,
 }
 
 impl Supervisor {
@@ -179,8 +192,9 @@ impl Supervisor {
         let mut cfg = cfg;
         cfg.run_dir = std::fs::canonicalize(&cfg.run_dir)
             .map_err(io(format!("resolving {}", cfg.run_dir.display())))?;
-        let left = recover(&cfg)?;
+        let (lock, left) = run_dir::recover_holding(&cfg)?;
         let mut sup = Supervisor {
+            _lock: lock,
             record: StateRecord {
                 name: cfg.name.clone(),
                 supervisor_pid: std::process::id(),
@@ -273,6 +287,9 @@ impl Supervisor {
             std::fs::create_dir_all(&d).map_err(io(format!("creating {}", d.display())))?;
             private_dir(&d)?;
         }
+        // A new host starts new logs: what the last tenants of this name
+        // printed stays readable after their `down`, until this `up`.
+        run_dir::clear_logs(&dir.join("logs"))?;
         self.save()?;
         if self.cfg.backend == Backend::Netns {
             let block = uid_block::UidBlock::take(&dir)
@@ -356,6 +373,7 @@ impl Supervisor {
                         cpus: Some(slot.cpus.clone()),
                         cpu_quota: spec.cpu_quota,
                         memory_bytes: spec.memory_bytes,
+                        pids_max: self.cfg.pids_max,
                     };
                     let cg = Cgroup::create(layout, &name, &limits).map_err(|e| {
                         HostError::Isolation(format!("cgroup for instance {}: {e}", spec.id))
@@ -386,6 +404,9 @@ impl Supervisor {
                 killed: false,
                 check: None,
                 check_drops: 0,
+                health_key: None,
+                health_seq: 0,
+                in_flood: false,
                 liveness: liveness::Liveness::new(spec_timing, self.query_clock()),
                 log_watch: None,
                 stats: None,
@@ -441,7 +462,17 @@ impl Supervisor {
             tickpack: &self.exe,
         };
         let argv = i.spec.server.argv(&slot);
-        let env = i.spec.server.env(&slot);
+        let mut env = i.spec.server.env(&slot);
+        i.health_key = (self.cfg.health == Health::TickpackStats).then(|| {
+            use rand::RngCore;
+            let mut secret = [0u8; 32];
+            rand::rngs::OsRng.fill_bytes(&mut secret);
+            tickpack_wire::HealthKey::new(secret)
+        });
+        i.health_seq = 0;
+        if let Some(key) = &i.health_key {
+            env.push((tickpack_wire::HEALTH_KEY_ENV.to_string(), key.to_hex()));
+        }
         let isolated = self.cfg.backend == Backend::Netns;
         let owner = isolated.then_some(self.uid_base + i.spec.id);
         for (rel, contents) in i.spec.server.files(&slot) {

@@ -14,7 +14,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tickpack_host::cgroup::{
-    join_from_child, remove_stale, Cgroup, CgroupLayout, CgroupVersion, Limits, DEFAULT_ROOT,
+    join_from_child, remove_stale, Cgroup, CgroupLayout, CgroupVersion, Controller, Limits,
+    DEFAULT_ROOT,
 };
 use tickpack_host::placement::{Topology, DEFAULT_SYS_ROOT};
 
@@ -272,4 +273,77 @@ fn remove_stale_removes_a_leftover_and_kills_its_process() {
     assert_gone(&removed);
     let exit = child.0.wait().unwrap();
     assert_eq!(exit.signal(), Some(libc::SIGKILL), "{exit:?}");
+}
+
+#[test]
+fn a_pids_limit_of_8_stops_a_shell_forking_20_sleeps() {
+    let layout = layout();
+    let limits = Limits {
+        pids_max: Some(8),
+        ..Limits::default()
+    };
+    let mut cg = Guard::new(Cgroup::create(&layout, &name("pids"), &limits).unwrap());
+    let paths = cg.get().paths();
+    let dir = cg
+        .get()
+        .controller_path(Controller::Pids)
+        .expect("a pids limit joins the pids hierarchy");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("pids.max"))
+            .unwrap()
+            .trim(),
+        "8"
+    );
+
+    // The sleeps do not hold the shell's stderr, so it ends with the shell.
+    // dash gives up at the first fork the limit refuses ("Cannot fork").
+    let script =
+        "i=0; while [ $i -lt 20 ]; do sleep 30 >/dev/null 2>&1 & i=$((i+1)); done; echo all-forked";
+    let (mut cmd, _files) = joined(cg.get(), "sh", &["-c", script]);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut shell = ChildGuard(cmd.spawn().unwrap());
+    let start = Instant::now();
+    while shell.0.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let running = cg.get().pids().unwrap();
+    let status = shell.0.try_wait().unwrap();
+    assert!(status.is_some(), "the shell was still running after 20 s");
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    io::Read::read_to_string(&mut shell.0.stdout.take().unwrap(), &mut stdout).unwrap();
+    io::Read::read_to_string(&mut shell.0.stderr.take().unwrap(), &mut stderr).unwrap();
+
+    assert!(
+        !running.is_empty() && running.len() <= 8,
+        "{} processes in a cgroup limited to 8: {running:?}",
+        running.len()
+    );
+    assert!(
+        !stdout.contains("all-forked"),
+        "all 20 forks succeeded under pids.max 8 (status {status:?})"
+    );
+    assert!(
+        stderr.to_lowercase().contains("fork"),
+        "the shell did not report a failed fork: status {status:?}, stderr {stderr:?}"
+    );
+    // The kernel counts the forks it refused (pids.events, 4.3+) and the
+    // most processes there were at once (pids.peak, 6.1+; v1 and v2).
+    if let Ok(events) = std::fs::read_to_string(dir.join("pids.events")) {
+        let refused: u64 = events
+            .lines()
+            .find_map(|l| l.strip_prefix("max "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(
+            refused >= 1,
+            "pids.events counts no refused fork: {events:?}"
+        );
+    }
+    if let Ok(peak) = std::fs::read_to_string(dir.join("pids.peak")) {
+        let peak: u64 = peak.trim().parse().unwrap();
+        assert!(peak <= 8, "pids.peak {peak} above pids.max 8");
+    }
+
+    cg.remove().unwrap();
+    assert_gone(&paths);
 }

@@ -429,7 +429,11 @@ impl Settings {
         }
         for p in &self.paths {
             if let PathName::Net(k) = p {
-                self.plan(*k)?;
+                // As `host up` and `bench` do: only space set aside for
+                // local use is routed to namespaces.
+                self.plan(*k)?
+                    .check_local_use()
+                    .map_err(|e| self.bad(format!("--range: {e}")))?;
             }
         }
         if self.port == 0 {
@@ -602,6 +606,19 @@ mod tests {
             "2 namespaced paths need a /23",
         );
         check(&|s| s.range = "127.0.0.0/16".parse().unwrap(), "--range");
+    }
+
+    /// Issue 30, finding 5: `latency --range` took a public range (routed
+    /// to its namespaces, hiding real hosts) that `host up` and `bench` refuse.
+    #[test]
+    fn latency_took_a_range_outside_local_use() {
+        let mut s = Settings::quick();
+        s.paths = vec![PathName::Native, PathName::Net(NetKind::Veth)];
+        s.range = "8.8.8.0/24".parse().unwrap();
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("--range") && e.contains("private"), "{e}");
+        s.range = "10.9.8.0/24".parse().unwrap();
+        s.validate().unwrap();
     }
 
     #[test]

@@ -22,11 +22,11 @@ use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
 use tickpack_wire::{
-    a2s, delta, Command, Datagram, DisconnectReason, EntityState, Packet, RefuseReason,
+    a2s, delta, Command, Datagram, DisconnectReason, EntityState, HealthKey, Packet, RefuseReason,
     ServerStats, Snapshot, TokenKey, PROTOCOL_VERSION,
 };
 
-use crate::flood::{Ask, FloodCounters, FloodGuard, FloodLimits};
+use crate::flood::{Ask, FloodCounters, FloodGuard, FloodLimits, Rate, TokenBucket};
 use crate::recent::RecentWindow;
 use crate::world::{CostProfile, World, WorldConfig};
 
@@ -55,7 +55,15 @@ pub struct ServerConfig {
     pub seed: u64,
     /// What unproven sources may ask, per source and in all (see [`crate::flood`]).
     pub flood: FloodLimits,
+    /// The host's health-check key: a stats request whose nonce it
+    /// verifies is answered from a budget of its own ([`HEALTH_CHECK_RATE`]),
+    /// never from the one strangers share.
+    pub health_key: Option<HealthKey>,
 }
+
+/// How many of the host's health checks a server answers (per second,
+/// and back to back): the host sends about one a second.
+pub const HEALTH_CHECK_RATE: Rate = Rate::new(20, 20);
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -71,6 +79,7 @@ impl Default for ServerConfig {
             timeout_us: 5_000_000,
             seed: 1,
             flood: FloodLimits::default(),
+            health_key: None,
         }
     }
 }
@@ -116,6 +125,10 @@ pub struct Counters {
     pub ticks: u64,
     /// Requests from unproven sources dropped by the flood limits.
     pub flood: FloodCounters,
+    /// The host's health checks (their nonce verified) answered, and
+    /// dropped past [`HEALTH_CHECK_RATE`].
+    pub health_checks: u64,
+    pub health_limited: u64,
 }
 
 /// The server state machine.
@@ -146,6 +159,8 @@ pub struct Server {
     /// Datagrams the kernel dropped on the socket, reported by the I/O layer.
     socket_drops: u64,
     flood: FloodGuard,
+    /// The budget of the host's health checks.
+    health_bucket: TokenBucket,
 }
 
 impl Server {
@@ -186,6 +201,7 @@ impl Server {
             records: Vec::new(),
             cpu_time_us: 0,
             socket_drops: 0,
+            health_bucket: TokenBucket::full(HEALTH_CHECK_RATE, 0),
         }
     }
 
@@ -310,8 +326,19 @@ impl Server {
             return;
         };
         let slot = self.by_addr.get(&from).copied();
-        // Flood limits, before any work: only for sources not connected.
-        if let (None, Some(ask)) = (slot, unproven_ask(&dgram)) {
+        let health_check = match (&self.cfg.health_key, &dgram) {
+            (Some(k), Datagram::Game(Packet::StatsRequest { nonce })) => k.verify(*nonce),
+            _ => false,
+        };
+        if health_check {
+            // The host's own check: its budget, never the strangers'.
+            if !self.health_bucket.take(HEALTH_CHECK_RATE, now_us) {
+                self.counters.health_limited += 1;
+                return;
+            }
+            self.counters.health_checks += 1;
+        } else if let (None, Some(ask)) = (slot, unproven_ask(&dgram)) {
+            // Flood limits, before any work: only for sources not connected.
             if !self.flood.admit(now_us, from, ask) {
                 return;
             }

@@ -585,6 +585,84 @@ fn connected_players_are_never_rate_limited() {
     assert!(c.flood.total() > 0, "the flood was not counted");
 }
 
+/// Issue 30, finding 2: stats requests from 1000 ports of one address at
+/// 20 kHz drained the budget every unproven source shares, the host's
+/// checks went unanswered and the host killed a healthy server. A check
+/// carrying the host's key is answered from a budget of its own.
+#[test]
+fn a_stats_flood_from_many_ports_left_the_hosts_checks_unanswered() {
+    let key = tickpack_wire::HealthKey::new([9; 32]);
+    let run = |health_key: Option<tickpack_wire::HealthKey>| {
+        let mut h = Harness::new(ServerConfig {
+            health_key,
+            ..Default::default()
+        });
+        let health = SocketAddr::from(([198, 18, 0, 1], 50_000));
+        let mut answered = 0;
+        let secs = 10u32;
+        for s in 0..secs {
+            for i in 0..20_000u64 {
+                h.now += 50;
+                let from = SocketAddr::from(([10, 9, 9, 9], 20_000 + (i % 1000) as u16));
+                h.server
+                    .handle(h.now, from, &Packet::StatsRequest { nonce: i }.to_vec());
+                if i % 1_000 == 0 {
+                    let _ = h.out();
+                }
+            }
+            let _ = h.out();
+            let nonce = key.nonce(s);
+            let r = h.send(health, Packet::StatsRequest { nonce });
+            answered += r
+                .iter()
+                .filter(|(a, b)| {
+                    *a == health
+                        && matches!(Packet::decode(b), Ok(Packet::Stats(st)) if st.nonce == nonce)
+                })
+                .count();
+        }
+        (answered, secs as usize, h.server.counters())
+    };
+    let (answered, secs, c) = run(Some(key.clone()));
+    assert_eq!(answered, secs, "the host's checks went unanswered");
+    assert_eq!(c.health_checks, secs as u64);
+    assert!(c.flood.total() > 0, "the flood was limited all the same");
+    // Without the key (a server the host gave none) the same flood starves
+    // the same checks: the attack is real, the key is what stops it.
+    let (answered, _, _) = run(None);
+    assert!(
+        answered < secs,
+        "{answered} of {secs} answered without a key"
+    );
+}
+
+/// A stranger who replays checks at a high rate gets no more than the
+/// health budget; the flood guard's counters do not count them.
+#[test]
+fn the_health_budget_is_bounded_too() {
+    let key = tickpack_wire::HealthKey::new([3; 32]);
+    let mut h = Harness::new(ServerConfig {
+        health_key: Some(key.clone()),
+        ..Default::default()
+    });
+    let from = SocketAddr::from(([10, 9, 9, 9], 4000));
+    let req = Packet::StatsRequest {
+        nonce: key.nonce(1),
+    }
+    .to_vec();
+    for _ in 0..1000 {
+        h.now += 100;
+        h.server.handle(h.now, from, &req);
+    }
+    let _ = h.out();
+    let c = h.server.counters();
+    let most = u64::from(tickpack_sim::server::HEALTH_CHECK_RATE.burst)
+        + u64::from(tickpack_sim::server::HEALTH_CHECK_RATE.per_s) / 10
+        + 1;
+    assert!(c.health_checks <= most, "{} answered", c.health_checks);
+    assert_eq!(c.health_checks + c.health_limited, 1000);
+}
+
 #[test]
 fn health_checks_are_answered_during_floods() {
     let mut h = Harness::new(ServerConfig::default());

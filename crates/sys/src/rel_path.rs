@@ -15,12 +15,17 @@ pub const MAX_PARTS: usize = 8;
 /// [`MAX_PATH_LEN`] bytes, without control characters (NUL among them) or
 /// backslashes. The message quotes at most 60 characters of it, escaped.
 pub fn check_relative_file(p: &str) -> Result<(), String> {
-    let path = Path::new(p);
+    // Split on `/` by hand: `Path::components` folds `a/./b` and `a//b`
+    // into `a/b`, which let such paths through.
+    let parts: Vec<&str> = p.split('/').collect();
     let plain = !p.is_empty()
         && p.len() <= MAX_PATH_LEN
         && !p.chars().any(|c| c.is_control() || c == '\\')
-        && path.components().count() <= MAX_PARTS
-        && path.components().all(|c| matches!(c, Component::Normal(_)));
+        && parts.len() <= MAX_PARTS
+        && parts.iter().all(|s| !matches!(*s, "" | "." | ".."))
+        && Path::new(p)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
     if plain {
         Ok(())
     } else {
@@ -60,6 +65,15 @@ pub fn check_file_set<'a>(paths: impl IntoIterator<Item = &'a str>) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 30, finding 5: `cfg/./x` and `cfg//x` were taken for `cfg/x`
+    /// (the standard library folds them), though the rule says no `.`.
+    #[test]
+    fn a_file_path_with_a_dot_or_an_empty_part_was_accepted() {
+        for bad in ["cfg/./x", "cfg//x", "cfg/x/", "cfg/."] {
+            assert!(check_relative_file(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn only_plain_short_relative_paths_pass() {

@@ -15,6 +15,8 @@
 //!   A2S query ([`a2s::Query`]). Use [`Datagram::decode`] on the server.
 //! - [`TokenKey`]: issues and checks connect tokens bound to the sender's
 //!   address and a time window; unforgeable without the server's secret.
+//! - [`HealthKey`]: the host's health checks, which a server answers from a
+//!   budget of their own (strangers' stats requests cannot drain it).
 //! - [`delta`]: entity lists delta-encoded against an acknowledged baseline
 //!   (one of the last [`DELTA_HISTORY`] snapshots).
 //! - [`TickRate`]: ticks per second and the interval that follows.
@@ -41,12 +43,14 @@
 pub mod a2s;
 mod codec;
 pub mod delta;
+mod health;
 mod packet;
 mod tick;
 mod token;
 mod types;
 
 pub use codec::DecodeError;
+pub use health::{HealthKey, HEALTH_KEY_ENV};
 pub use packet::*;
 pub use tick::{TickRate, DELTA_HISTORY};
 pub use token::{Token, TokenKey, TOKEN_LEN};

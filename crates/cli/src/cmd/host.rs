@@ -139,6 +139,10 @@ pub struct UpArgs {
     /// Memory limit per instance, e.g. 256MiB (netns) [default: 1GiB].
     #[arg(long, allow_hyphen_values = true)]
     pub memory: Option<String>,
+    /// Most processes and threads per instance and batch, 1-65536 (netns,
+    /// cgroup pids.max) [default: 512].
+    #[arg(long)]
+    pub pids: Option<u64>,
     /// Size of each instance's files, e.g. 64MiB (netns): its working
     /// directory is a tmpfs of its own of that size, kept across restarts,
     /// removed at down, counted as the instance's memory [default: 256MiB].
@@ -219,9 +223,10 @@ pub struct StatusArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct DownArgs {
-    /// The host's name (1-8 of a-z0-9).
-    #[arg(long, default_value = "h")]
-    pub name: String,
+    /// The host's name (1-8 of a-z0-9) [default: the name recorded in the
+    /// run dir, else h]; a name the run dir's record contradicts is refused.
+    #[arg(long)]
+    pub name: Option<String>,
     /// Its run dir [default: /run/tickpack/<name>]; only tickpack's own
     /// records are removed there, and only from a run dir it marked.
     #[arg(long)]
@@ -294,6 +299,7 @@ pub fn fleet_config(u: &UpArgs) -> Result<tickpack_host::fleet::FleetConfig, Fai
         command,
         cpu_quota,
         memory,
+        pids,
         disk,
         log_size,
         name,
@@ -621,18 +627,47 @@ fn print_guard(out: &mut String, g: &tickpack_host::guard::GuardStatus) {
     }
 }
 
+/// The host name when none is given or recorded.
+const DEFAULT_HOST: &str = "h";
+
 /// How long `down` waits for a host that is still starting (its supervisor
 /// is alive, its control socket not yet bound) before giving up.
 const DOWN_START_WAIT: Duration = Duration::from_secs(60);
 
 fn down(d: DownArgs) -> Result<(), Failure> {
-    let dir = run_dir(&d.name, &d.run_dir)?;
+    let dir = run_dir(d.name.as_deref().unwrap_or(DEFAULT_HOST), &d.run_dir)?;
+    // The run dir's own record says whose it is; a --name that disagrees
+    // would take down (or clean up after) another host.
+    let recorded = tickpack_host::supervisor::recorded_name(&dir)
+        .filter(|n| tickpack_sys::validate_host_name(n).is_ok());
+    let name = match (d.name, recorded) {
+        (Some(asked), Some(rec)) if asked != rec => {
+            return Err(fail(
+                Code::Config,
+                format!(
+                    "--name {asked}: the run dir {} belongs to host {rec}; leave out --name, or give --name {rec}",
+                    dir.display()
+                ),
+            ))
+        }
+        (_, Some(rec)) => rec,
+        (Some(asked), None) => asked,
+        (None, None) if d.run_dir.is_some() => {
+            tickpack_host::supervisor::remove_run_dir(&dir);
+            eprintln!(
+                "tickpack host: {} records no host, so nothing was taken down; to clean up after a host by its name, give --name",
+                dir.display()
+            );
+            return Ok(());
+        }
+        (None, None) => DEFAULT_HOST.to_string(),
+    };
     let t0 = Instant::now();
     let mut said_waiting = false;
     loop {
         match request(&dir, "down", Duration::from_secs(30)) {
             Ok(_) => {
-                eprintln!("tickpack host {}: down", d.name);
+                eprintln!("tickpack host {name}: down");
                 return Ok(());
             }
             Err(ControlError::NotRunning { .. }) => {}
@@ -649,15 +684,14 @@ fn down(d: DownArgs) -> Result<(), Failure> {
                 Code::Runtime,
                 format!(
                     "host {} (supervisor pid {pid}) is still starting after {} s and has no control socket; try again, or stop it with kill {pid}",
-                    d.name,
+                    name,
                     DOWN_START_WAIT.as_secs()
                 ),
             ));
         }
         if !said_waiting {
             eprintln!(
-                "tickpack host {}: still starting (supervisor pid {pid}); waiting to take it down",
-                d.name
+                "tickpack host {name}: still starting (supervisor pid {pid}); waiting to take it down"
             );
             said_waiting = true;
         }
@@ -665,7 +699,7 @@ fn down(d: DownArgs) -> Result<(), Failure> {
     }
     // No supervisor: remove whatever a crashed one left behind.
     let cfg = tickpack_host::fleet::FleetFile {
-        name: Some(d.name.clone()),
+        name: Some(name.clone()),
         run_dir: Some(dir.clone()),
         ..Default::default()
     }
@@ -676,14 +710,10 @@ fn down(d: DownArgs) -> Result<(), Failure> {
     // someone may want to read stay).
     tickpack_host::supervisor::remove_run_dir(&dir);
     if removed.is_empty() {
-        eprintln!(
-            "tickpack host {}: nothing was running and nothing was left over",
-            d.name
-        );
+        eprintln!("tickpack host {name}: nothing was running and nothing was left over");
     } else {
         eprintln!(
-            "tickpack host {}: no supervisor was running; removed leftovers: {}",
-            d.name,
+            "tickpack host {name}: no supervisor was running; removed leftovers: {}",
             removed.join(", ")
         );
     }
@@ -786,12 +816,16 @@ pub struct InitArgs {
     pub uid: Option<u32>,
     #[arg(long)]
     pub gid: Option<u32>,
+    /// A descriptor holding the command's environment (NUL-separated
+    /// KEY=VALUE), read and closed by the init.
+    #[arg(long)]
+    pub env_fd: Option<i32>,
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
 }
 
 pub fn instance_init(a: InitArgs) -> Result<(), Failure> {
-    let code = tickpack_host::spawn::instance_init(a.uid, a.gid, &a.command);
+    let code = tickpack_host::spawn::instance_init(a.uid, a.gid, a.env_fd, &a.command);
     std::process::exit(code);
 }
 

@@ -18,7 +18,7 @@ use tickpack_agones::{Observation, SdkClient, Settings};
 use tickpack_server::Live;
 
 use super::{agones_sidecar, check_cpus, parse_addr, parse_positive_duration};
-use crate::exit::{Code, Failure};
+use crate::exit::{fail, Code, Failure};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Timer {
@@ -100,6 +100,26 @@ fn parse_cost(s: &str) -> Result<CostProfile, String> {
     s.parse::<CostProfile>().map_err(|e| e.to_string())
 }
 
+/// The host's health-check key, when the host gave one
+/// ([`tickpack_wire::HEALTH_KEY_ENV`]); one that is not a key is exit 2.
+fn health_key_from_env() -> Result<Option<tickpack_wire::HealthKey>, Failure> {
+    let Some(text) = std::env::var_os(tickpack_wire::HEALTH_KEY_ENV) else {
+        return Ok(None);
+    };
+    text.to_str()
+        .and_then(tickpack_wire::HealthKey::from_hex)
+        .map(Some)
+        .ok_or_else(|| {
+            fail(
+                Code::Config,
+                format!(
+                    "{}: not a health-check key (64 hex digits, given by tickpack host)",
+                    tickpack_wire::HEALTH_KEY_ENV
+                ),
+            )
+        })
+}
+
 pub fn run(a: Args) -> Result<(), Failure> {
     if let Some(cpu) = a.cpu {
         check_cpus("--cpu", &[cpu])?;
@@ -107,6 +127,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     // Before anything starts: a missing SDK server is exit 5, not a
     // server that runs unseen by Agones.
     let sdk = agones_sidecar::connect(a.agones, a.agones_http_port, "--agones-http-port")?;
+    let health_key = health_key_from_env()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
@@ -130,6 +151,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
             cost: a.cost,
             seed: a.seed,
             flood: FloodLimits::default().with_ping_rate(a.ping_limit),
+            health_key,
             ..Default::default()
         },
         bind: a.bind,

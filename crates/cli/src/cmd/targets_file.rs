@@ -121,6 +121,17 @@ fn parse_lines(
         if s.is_empty() {
             continue;
         }
+        // A line that cannot be an address is not quoted: the file may be
+        // anything (a secret, a huge line), and its text is not ours to print.
+        if !address_shaped(s) {
+            return Err(err(
+                n,
+                format!(
+                    "not an address of the form IP:PORT (a line of {} characters; its text is not shown)",
+                    s.chars().count()
+                ),
+            ));
+        }
         if s.split_whitespace().nth(1).is_some() {
             return Err(err(
                 n,
@@ -131,6 +142,17 @@ fn parse_lines(
         add(&mut t.addrs, &mut lines, a, n, "")?;
     }
     Ok(t)
+}
+
+/// Whether `s` could be a server address (`IP:PORT`, `[IPv6]:PORT`,
+/// `host:PORT`, a few of them by mistake on one line): short, of the
+/// characters such addresses have. Only such a line is quoted in an error.
+fn address_shaped(s: &str) -> bool {
+    s.len() <= 300
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '.' | ':' | '[' | ']' | '-' | '_' | '%' | ' ' | '\t')
+        })
 }
 
 /// Adds `a` (from line `n`), refusing a duplicate.
@@ -257,6 +279,23 @@ mod tests {
         // Parsing only: never resolves a name, sends nothing.
         s.parse()
             .map_err(|_| format!("{s:?} is not an address of the form IP:PORT"))
+    }
+
+    /// Issue 30, finding 5: `players --targets-file /etc/shadow` printed the
+    /// file's first line in its error, and a 93 KB line whole.
+    #[test]
+    fn a_line_that_is_not_an_address_was_printed_in_the_error() {
+        let secret = "root:$y$j9T$secretsalt$secrethash:19000:0:99999:7:::\n";
+        let e = parse(secret, resolve).unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(!e.reason.contains("secret"), "{}", e.reason);
+        assert!(e.reason.contains("not shown"), "{}", e.reason);
+        let long = format!("{}\n", "1".repeat(93_000));
+        let e = parse(&long, resolve).unwrap_err();
+        assert!(e.reason.len() < 200, "bounded: {} bytes", e.reason.len());
+        // An address-like mistake is still quoted, to be fixed.
+        let e = parse("10.0.0.1:99999\n", resolve).unwrap_err();
+        assert!(e.reason.contains("10.0.0.1:99999"), "{}", e.reason);
     }
 
     fn addrs(t: &Targets) -> Vec<String> {

@@ -58,10 +58,22 @@ impl Host {
     /// Starts `host up --name NAME --run-dir RUN_DIR ARGS` without waiting;
     /// stdout is dropped, stderr goes to `stderr`.
     pub fn spawn(name: &str, run_dir: &Path, args: &[&str], stderr: Stdio) -> Host {
+        Host::spawn_with_env(name, run_dir, args, stderr, &[])
+    }
+
+    /// [`Host::spawn`] with `env` added to the environment of `host up`.
+    pub fn spawn_with_env(
+        name: &str,
+        run_dir: &Path,
+        args: &[&str],
+        stderr: Stdio,
+        env: &[(&str, &str)],
+    ) -> Host {
         let up = Command::new(exe())
             .args(["host", "up", "--name", name, "--run-dir"])
             .arg(run_dir)
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()

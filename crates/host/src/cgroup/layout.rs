@@ -53,15 +53,18 @@ pub enum Controller {
     Cpuset,
     /// Memory limit, usage and OOM kills.
     Memory,
+    /// Process (and thread) count limit (`pids.max`, both versions).
+    Pids,
 }
 
 impl Controller {
     /// Every controller, in the order they are set up.
-    pub const ALL: [Controller; 4] = [
+    pub const ALL: [Controller; 5] = [
         Controller::Cpu,
         Controller::Cpuacct,
         Controller::Cpuset,
         Controller::Memory,
+        Controller::Pids,
     ];
 
     /// The kernel's name for it.
@@ -71,6 +74,7 @@ impl Controller {
             Controller::Cpuacct => "cpuacct",
             Controller::Cpuset => "cpuset",
             Controller::Memory => "memory",
+            Controller::Pids => "pids",
         }
     }
 
@@ -83,6 +87,7 @@ impl Controller {
             "cpu" => Some(Controller::Cpu),
             "cpuset" => Some(Controller::Cpuset),
             "memory" => Some(Controller::Memory),
+            "pids" => Some(Controller::Pids),
             _ => None,
         }
     }

@@ -17,6 +17,9 @@ pub struct Limits {
     pub cpu_quota: Option<f64>,
     /// Memory limit in bytes; swap is forbidden too where the kernel allows.
     pub memory_bytes: Option<u64>,
+    /// Most processes and threads at once (`pids.max`): a fork beyond it
+    /// fails with EAGAIN. Only with a limit is the `pids` controller needed.
+    pub pids_max: Option<u64>,
 }
 
 impl Limits {
@@ -56,6 +59,9 @@ impl Limits {
         if self.memory_bytes == Some(0) {
             return Err(bad("a memory limit of 0 bytes"));
         }
+        if self.pids_max == Some(0) {
+            return Err(bad("a pids limit of 0 processes"));
+        }
         self.quota_us()
     }
 
@@ -69,6 +75,9 @@ impl Limits {
             needed.push(Controller::Cpuset);
         }
         needed.push(Controller::Memory);
+        if self.pids_max.is_some() {
+            needed.push(Controller::Pids);
+        }
         needed
     }
 }

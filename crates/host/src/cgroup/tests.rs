@@ -100,6 +100,7 @@ fn full_limits() -> Limits {
         cpus: Some(vec![1, 2]),
         cpu_quota: Some(0.5),
         memory_bytes: Some(64 << 20),
+        pids_max: Some(64),
     }
 }
 
@@ -125,8 +126,12 @@ fn v1_with_cpu_and_cpuacct_co_mounted_is_detected() {
         layout.controller_dir(Controller::Memory),
         Some(fake.root.join("memory").as_path())
     );
-    // The co-mounted pair is one hierarchy; pids and name=systemd are not ours.
-    assert_eq!(layout.hierarchies().len(), 3);
+    assert_eq!(
+        layout.controller_dir(Controller::Pids),
+        Some(fake.root.join("pids").as_path())
+    );
+    // The co-mounted pair is one hierarchy; name=systemd is not ours.
+    assert_eq!(layout.hierarchies().len(), 4);
     assert!(layout.is_synthetic());
 }
 
@@ -179,6 +184,113 @@ fn v2_without_memory_controller_says_so() {
         }
     ));
     assert_eq!(err.to_string(), "cgroup controller memory is not available");
+}
+
+#[test]
+fn v1_pids_limit_is_written_to_pids_max_in_the_pids_hierarchy() {
+    let fake = Fake::v1();
+    let limits = Limits {
+        pids_max: Some(512),
+        ..Limits::default()
+    };
+    let cg = Cgroup::create(&fake.layout(), "tp-host/tp-1", &limits).unwrap();
+    assert_eq!(fake.read("pids/tp-host/tp-1/pids.max"), "512");
+    assert_eq!(
+        cg.controller_path(Controller::Pids),
+        Some(fake.root.join("pids/tp-host/tp-1"))
+    );
+    assert!(cg
+        .procs_path()
+        .contains(&fake.root.join("pids/tp-host/tp-1/cgroup.procs")));
+    cg.remove().unwrap();
+    assert!(!fake.root.join("pids/tp-host").exists());
+}
+
+#[test]
+fn v2_pids_limit_enables_pids_and_is_written_to_pids_max() {
+    let fake = Fake::v2("cpu memory pids\n");
+    let limits = Limits {
+        pids_max: Some(512),
+        ..Limits::default()
+    };
+    let cg = Cgroup::create(&fake.layout(), "tp-host/tp-1", &limits).unwrap();
+    for parent in ["cgroup.subtree_control", "tp-host/cgroup.subtree_control"] {
+        assert!(
+            fake.read(parent).split_whitespace().any(|c| c == "+pids"),
+            "{parent}: {}",
+            fake.read(parent)
+        );
+    }
+    assert_eq!(fake.read("tp-host/tp-1/pids.max"), "512");
+    cg.remove().unwrap();
+}
+
+#[test]
+fn without_a_pids_limit_the_pids_controller_is_not_joined() {
+    let v1 = Fake::v1();
+    let cg = Cgroup::create(&v1.layout(), "tp-1", &Limits::default()).unwrap();
+    assert!(!v1.root.join("pids/tp-1").exists());
+    assert_eq!(cg.controller_path(Controller::Pids), None);
+    cg.remove().unwrap();
+
+    let v2 = Fake::v2("cpu memory pids\n");
+    let cg = Cgroup::create(&v2.layout(), "tp-1", &Limits::default()).unwrap();
+    assert!(!v2.read("cgroup.subtree_control").contains("pids"));
+    assert!(!v2.root.join("tp-1/pids.max").exists());
+    cg.remove().unwrap();
+}
+
+#[test]
+fn a_missing_pids_controller_is_refused_only_when_a_pids_limit_is_asked() {
+    let v1 = Fake::new(&[
+        "cgroup {root}/cpu,cpuacct cgroup rw,relatime,cpu,cpuacct 0 0",
+        "cgroup {root}/memory cgroup rw,relatime,memory 0 0",
+    ]);
+    for h in ["cpu,cpuacct", "memory"] {
+        fs::create_dir(v1.root.join(h)).unwrap();
+    }
+    let v2 = Fake::v2("cpuset cpu io memory\n");
+    let limited = Limits {
+        pids_max: Some(512),
+        ..Limits::default()
+    };
+    for fake in [&v1, &v2] {
+        let layout = fake.layout();
+        assert_eq!(layout.controller_dir(Controller::Pids), None);
+        let before = fake.listing();
+        let err = Cgroup::create(&layout, "tp-host/tp-1", &limited).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                CgroupError::NotMounted {
+                    controller: Controller::Pids
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(err.to_string(), "cgroup controller pids is not available");
+        assert_eq!(fake.listing(), before, "a refused create left something");
+
+        let cg = Cgroup::create(&layout, "tp-host/tp-1", &Limits::default()).unwrap();
+        cg.remove().unwrap();
+    }
+}
+
+#[test]
+fn a_pids_limit_of_zero_is_refused() {
+    let fake = Fake::v1();
+    let err = Cgroup::create(
+        &fake.layout(),
+        "tp-1",
+        &Limits {
+            pids_max: Some(0),
+            ..Limits::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(err, CgroupError::InvalidLimits { .. }), "{err}");
+    assert!(err.to_string().contains("pids"), "{err}");
+    assert!(!fake.root.join("pids/tp-1").exists());
 }
 
 #[test]
@@ -263,16 +375,17 @@ fn v1_create_writes_limits_into_each_hierarchy() {
         fake.read("memory/tp-host/tp-3/memory.limit_in_bytes"),
         "67108864"
     );
+    assert_eq!(fake.read("pids/tp-host/tp-3/pids.max"), "64");
 
-    let procs: Vec<PathBuf> = ["cpu,cpuacct", "cpuset", "memory"]
+    let procs: Vec<PathBuf> = ["cpu,cpuacct", "cpuset", "memory", "pids"]
         .iter()
         .map(|h| fake.root.join(h).join("tp-host/tp-3/cgroup.procs"))
         .collect();
     assert_eq!(cg.procs_path(), procs);
-    assert_eq!(cg.created().len(), 6);
+    assert_eq!(cg.created().len(), 8);
 
     cg.remove().unwrap();
-    for h in ["cpu,cpuacct", "cpuset", "memory"] {
+    for h in ["cpu,cpuacct", "cpuset", "memory", "pids"] {
         assert!(
             !fake.root.join(h).join("tp-host").exists(),
             "{h}/tp-host left"
@@ -307,10 +420,11 @@ fn v2_create_enables_controllers_down_the_path_and_writes_limits() {
             .map(str::to_owned)
             .collect();
         on.sort();
-        assert_eq!(on, ["+cpu", "+cpuset", "+memory"], "{parent}");
+        assert_eq!(on, ["+cpu", "+cpuset", "+memory", "+pids"], "{parent}");
     }
     assert_eq!(fake.read("tp-host/tp-3/cpu.max"), "50000 100000");
     assert_eq!(fake.read("tp-host/tp-3/memory.max"), "67108864");
+    assert_eq!(fake.read("tp-host/tp-3/pids.max"), "64");
     assert_eq!(fake.read("tp-host/tp-3/cpuset.cpus"), "1-2");
     assert_eq!(fake.read("tp-host/tp-3/cpuset.mems"), "0");
     assert_eq!(
@@ -488,22 +602,23 @@ fn join_from_child_writes_zero_into_every_procs_file() {
 #[test]
 fn remove_stale_removes_only_matching_top_level_cgroups() {
     let fake = Fake::v1();
-    for h in ["cpu,cpuacct", "cpuset", "memory"] {
+    let ours = ["cpu,cpuacct", "cpuset", "memory", "pids"];
+    for h in ours {
         fs::create_dir_all(fake.root.join(h).join("tp-old/tp-1")).unwrap();
         fs::create_dir_all(fake.root.join(h).join("system.slice")).unwrap();
         // Another host whose name starts with the same letters.
         fs::create_dir_all(fake.root.join(h).join("tp-old1/tp-1")).unwrap();
     }
-    fs::create_dir_all(fake.root.join("pids/tp-old")).unwrap();
+    fs::create_dir_all(fake.root.join("systemd/tp-old")).unwrap();
     let layout = fake.layout();
 
     let removed = remove_stale(&layout, "tp-old").unwrap();
-    let expected: Vec<PathBuf> = ["cpu,cpuacct", "cpuset", "memory"]
+    let expected: Vec<PathBuf> = ours
         .iter()
         .map(|h| fake.root.join(h).join("tp-old"))
         .collect();
     assert_eq!(removed, expected);
-    for h in ["cpu,cpuacct", "cpuset", "memory"] {
+    for h in ours {
         assert!(!fake.root.join(h).join("tp-old").exists());
         assert!(fake.root.join(h).join("system.slice").exists());
         assert!(
@@ -512,7 +627,7 @@ fn remove_stale_removes_only_matching_top_level_cgroups() {
         );
     }
     // Not a hierarchy tickpack uses: left alone.
-    assert!(fake.root.join("pids/tp-old").exists());
+    assert!(fake.root.join("systemd/tp-old").exists());
 
     for bad in ["", "t", "system", "tp/x"] {
         let err = remove_stale(&layout, bad).unwrap_err();
@@ -592,7 +707,7 @@ fn v1_batch_cgroup_was_not_idle_although_the_kernel_has_cpu_idle() {
 
 #[test]
 fn the_guards_actuators_write_quota_cpus_and_idle_on_v2() {
-    let fake = Fake::v2("cpuset cpu memory");
+    let fake = Fake::v2("cpuset cpu memory pids");
     let cg = Cgroup::create(&fake.layout(), "tpg/tpg-batch", &full_limits()).unwrap();
     cg.set_cpu_quota(Some(1.5)).unwrap();
     assert_eq!(fake.read("tpg/tpg-batch/cpu.max"), "150000 100000");

@@ -3,7 +3,8 @@
 //! written into each `cgroup.procs`. A new v1 cpuset cgroup has no CPUs and
 //! no memory nodes and refuses tasks until both are set, so intermediate
 //! parents copy them from their parent. Swap is forbidden through
-//! `memory.memsw.limit_in_bytes` where the kernel has it.
+//! `memory.memsw.limit_in_bytes` where the kernel has it. The pids limit
+//! is `pids.max` in the `pids` hierarchy, joined only when one is asked.
 
 use std::path::Path;
 
@@ -68,6 +69,11 @@ impl Backend for V1 {
                             if memsw.exists() {
                                 cg.write(&memsw, &value)?;
                             }
+                        }
+                    }
+                    Controller::Pids => {
+                        if let Some(max) = limits.pids_max {
+                            cg.write(&dir.join("pids.max"), &max.to_string())?;
                         }
                     }
                     Controller::Cpuacct => {}

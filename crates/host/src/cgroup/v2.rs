@@ -2,7 +2,8 @@
 //! ancestor's `cgroup.subtree_control`, and a cgroup with processes of its
 //! own may not do that (the "no internal processes" rule; the root is
 //! exempt), so instances live under an intermediate parent that holds no
-//! process. Swap is forbidden through `memory.swap.max`; `cgroup.kill`
+//! process. Swap is forbidden through `memory.swap.max`; a pids limit is
+//! `pids.max`, with `+pids` enabled like the others; `cgroup.kill`
 //! (5.14+) kills the whole cgroup before the signal loop.
 
 use std::path::Path;
@@ -51,6 +52,9 @@ impl Backend for V2 {
             if swap.exists() {
                 cg.write(&swap, "0")?;
             }
+        }
+        if let Some(max) = limits.pids_max {
+            cg.write(&dir.join("pids.max"), &max.to_string())?;
         }
         Ok(())
     }

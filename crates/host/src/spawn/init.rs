@@ -26,8 +26,15 @@ pub(super) fn drop_privileges(uid: u32, gid: u32) -> std::io::Result<()> {
 
 /// The `__instance-init` side: runs as the first process of the instance's
 /// new PID namespace's parent. Forks the command as PID 1, forwards
-/// SIGTERM and SIGINT, and returns the exit code to use.
-pub fn instance_init(uid: Option<u32>, gid: Option<u32>, argv: &[String]) -> i32 {
+/// SIGTERM and SIGINT, and returns the exit code to use. The command's
+/// environment is read from `env_fd` (see [`super::env`]); the init's own
+/// stays as the supervisor gave it: empty.
+pub fn instance_init(
+    uid: Option<u32>,
+    gid: Option<u32>,
+    env_fd: Option<i32>,
+    argv: &[String],
+) -> i32 {
     let Some(program) = argv.first() else {
         eprintln!("tickpack __instance-init: no command");
         return 127;
@@ -40,14 +47,28 @@ pub fn instance_init(uid: Option<u32>, gid: Option<u32>, argv: &[String]) -> i32
         eprintln!("tickpack __instance-init: NUL in command");
         return 127;
     };
+    let env = match env_fd.map(super::env::read_env_fd) {
+        Some(Ok(env)) => env,
+        Some(Err(e)) => {
+            eprintln!("tickpack __instance-init: reading the command's environment: {e}");
+            return 126;
+        }
+        None => super::env::instance_env(&[])
+            .into_iter()
+            .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+            .collect(),
+    };
+    let mut envp: Vec<*const libc::c_char> = env.iter().map(|c| c.as_ptr()).collect();
+    envp.push(std::ptr::null());
     let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
     // The command is often this very binary (`{tickpack} server ...`), whose
     // path the private /tmp may hide: run it through /proc/self/exe then.
     let own = std::env::current_exe().is_ok_and(|e| e.as_os_str() == std::ffi::OsStr::new(program));
-    let exec_path = if own {
-        CString::new("/proc/self/exe").expect("static")
+    // Searched on the command's own PATH, never the init's.
+    let exec_paths = if own {
+        vec![CString::new("/proc/self/exe").expect("static")]
     } else {
-        cargs[0].clone()
+        super::env::exec_candidates(program, &super::env::path_of(&env))
     };
     ptrs.push(std::ptr::null());
     let proc_ = CString::new("proc").expect("static");
@@ -79,8 +100,9 @@ pub fn instance_init(uid: Option<u32>, gid: Option<u32>, argv: &[String]) -> i32
             &proc_dir,
             &filters,
             program,
-            &exec_path,
+            &exec_paths,
             &ptrs,
+            &envp,
         ));
     }
     // Parent: forward termination requests, wait, report.
@@ -130,8 +152,9 @@ fn run_command(
     proc_dir: &CString,
     filters: &crate::confine::Filters,
     program: &str,
-    exec_path: &CString,
+    exec_paths: &[CString],
     argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
 ) -> i32 {
     use crate::confine;
     let fail = |what: &str, e: &dyn std::fmt::Display| {
@@ -178,9 +201,18 @@ fn run_command(
     if let Err(e) = filters.apply() {
         return fail("seccomp", &e);
     }
-    // SAFETY: argv is a null-terminated array of live C strings.
-    unsafe { libc::execvp(exec_path.as_ptr(), argv.as_ptr()) };
-    let err = std::io::Error::last_os_error();
+    // As execvp does: the first candidate that exists is run; the error
+    // shown is that of one that exists but could not run, else ENOENT.
+    let mut shown = None;
+    for path in exec_paths {
+        // SAFETY: argv and envp are null-terminated arrays of live C strings.
+        unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+        let err = std::io::Error::last_os_error();
+        if !matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) || shown.is_none() {
+            shown = Some(err);
+        }
+    }
+    let err = shown.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT));
     eprintln!("tickpack __instance-init: cannot exec {program}: {err}");
     if err.raw_os_error() == Some(libc::ENOENT) {
         127

@@ -155,7 +155,12 @@ impl MountPlan {
         // the call allows it.
         unsafe {
             step(
-                libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWPID),
+                libc::unshare(
+                    libc::CLONE_NEWNS
+                        | libc::CLONE_NEWUTS
+                        | libc::CLONE_NEWPID
+                        | libc::CLONE_NEWIPC,
+                ),
                 b"unshare",
             )?;
             step(

@@ -159,6 +159,7 @@ impl Supervisor {
                         cpus: Some(batch.server_cpus.clone()),
                         cpu_quota: Some(batch.server_cpus.len() as f64),
                         memory_bytes: None,
+                        pids_max: self.cfg.pids_max,
                     };
                     let cg = Cgroup::create(layout, &name, &limits)
                         .map_err(|e| HostError::Isolation(format!("cgroup for the batch: {e}")))?;

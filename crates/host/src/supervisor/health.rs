@@ -216,7 +216,6 @@ impl Supervisor {
             return;
         }
         let now = self.query_clock();
-        let req = Packet::StatsRequest { nonce: 1 }.to_vec();
         let mut out = Vec::with_capacity(64);
         for i in &mut self.instances {
             let (Some(_), Some(sock)) = (&i.child, &i.check) else {
@@ -225,7 +224,11 @@ impl Supervisor {
             let due = i.liveness.check_due();
             if health == Health::TickpackStats {
                 if due {
-                    let _ = sock.send(&req);
+                    // Signed with the instance's key: answered from the
+                    // server's own budget for the host's checks.
+                    let nonce = i.health_key.as_ref().map_or(1, |k| k.nonce(i.health_seq));
+                    i.health_seq = i.health_seq.wrapping_add(1);
+                    let _ = sock.send(&Packet::StatsRequest { nonce }.to_vec());
                 }
             } else {
                 while i.probe.poll_transmit(now, &mut out) {
@@ -268,7 +271,10 @@ impl Supervisor {
                 let data = &buf[..r.len];
                 let alive = match health {
                     Health::TickpackStats => match Packet::decode(data) {
-                        Ok(Packet::Stats(s)) => {
+                        // An answer to one of our checks, not any stats.
+                        Ok(Packet::Stats(s))
+                            if i.health_key.as_ref().is_none_or(|k| k.verify(s.nonce)) =>
+                        {
                             i.stats = Some(s);
                             true
                         }
@@ -371,6 +377,17 @@ impl Supervisor {
                 continue;
             }
             for j in judged {
+                if let Window::Flooded(pps) = j {
+                    if !i.in_flood {
+                        events.push(format!(
+                            "instance {}: {what} unanswered while flooded ({pps} datagrams/s coming in); not held against it while the flood lasts",
+                            i.spec.id
+                        ));
+                    }
+                    i.in_flood = true;
+                    continue;
+                }
+                i.in_flood = false;
                 let Window::Unanswered(n) = j else { continue };
                 if n >= timing.unresponsive_after && i.state == InstanceState::Running {
                     i.state = InstanceState::Unresponsive;

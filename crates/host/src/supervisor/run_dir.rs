@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::host_lock::HostLock;
 use super::{io, HostError};
 use crate::cgroup::{self, CgroupLayout};
 use crate::fleet::FleetConfig;
@@ -204,6 +205,25 @@ const STATE_MAX: u64 = 16 << 20;
 /// tickpack's (records in a directory someone else controls could name
 /// anything, and tickpack deletes nothing there).
 pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
+    Ok(recover_holding(cfg)?.1)
+}
+
+/// [`recover`], returning the host name's lock ([`HostLock`]) too, for a
+/// supervisor to hold while it runs. Refuses (`AlreadyRunning`) while a
+/// live process holds the name, whatever run dir it uses.
+pub(crate) fn recover_holding(cfg: &FleetConfig) -> Result<(HostLock, Vec<String>), HostError> {
+    let lock = match HostLock::acquire(&cfg.name, &cfg.run_dir)
+        .map_err(io(format!("taking the lock of host {}", cfg.name)))?
+    {
+        Ok(lock) => lock,
+        Err(holder) => {
+            return Err(HostError::AlreadyRunning {
+                name: cfg.name.clone(),
+                pid: holder.pid,
+                dir: holder.run_dir,
+            })
+        }
+    };
     let mut removed = vec![];
     let state = check_run_dir(&cfg.run_dir).map_err(HostError::RunDir)?;
     let state_path = cfg.run_dir.join("state.json");
@@ -269,7 +289,18 @@ pub fn recover(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
         let _ = std::fs::remove_file(cfg.run_dir.join("control.sock"));
         let _ = std::fs::remove_file(&state_path);
     }
-    Ok(removed)
+    Ok((lock, removed))
+}
+
+/// The host name recorded in `dir`'s `state.json`, if `dir` is a marked
+/// run dir with a readable record.
+pub fn recorded_name(dir: &Path) -> Option<String> {
+    if !matches!(check_run_dir(dir), Ok(RunDirState::Ours { .. })) {
+        return None;
+    }
+    let text = tickpack_sys::user_file::read_text(&dir.join("state.json"), STATE_MAX).ok()?;
+    let rec = serde_json::from_str::<StateRecord>(&text).ok()?;
+    (!rec.name.is_empty()).then_some(rec.name)
 }
 
 /// Removes every tenant directory under `RUN_DIR/instances/` and
@@ -302,6 +333,20 @@ pub fn empty_tenant_dirs(run_dir: &Path) -> (Vec<String>, Vec<String>) {
         }
     }
     (removed, problems)
+}
+
+/// Removes every file in `logs` (a directory only root writes): the last
+/// run's instance and batch logs, rotated ones included. Unlinking never
+/// follows a link.
+pub fn clear_logs(logs: &Path) -> Result<(), HostError> {
+    let entries = std::fs::read_dir(logs).map_err(io(format!("reading {}", logs.display())))?;
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| !t.is_dir()) {
+            std::fs::remove_file(e.path())
+                .map_err(io(format!("removing {}", e.path().display())))?;
+        }
+    }
+    Ok(())
 }
 
 /// Where instance `id`'s output goes: `RUN_DIR/logs/ID.log`, in a directory

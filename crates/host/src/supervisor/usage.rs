@@ -9,7 +9,18 @@ use super::Supervisor;
 impl Supervisor {
     pub(super) fn sample_usage(&mut self, now: Instant) {
         let mut events = vec![];
+        let clock = self.query_clock();
+        let own_netns = self.cfg.backend == crate::fleet::Backend::Netns;
         for i in &mut self.instances {
+            // Datagrams into its namespace: the liveness rule's flood sign.
+            if let Some(n) = i
+                .child
+                .as_ref()
+                .filter(|_| own_netns)
+                .and_then(|c| netns_rx_packets(c.id()))
+            {
+                i.liveness.inbound(clock, n);
+            }
             let (cpu_ns, mem, ooms) = match &i.cgroup {
                 Some(cg) => {
                     let u = cg.usage();
@@ -45,6 +56,28 @@ impl Supervisor {
     }
 }
 
+/// The packets received by the interfaces (loopback aside) of `pid`'s
+/// network namespace, from `/proc/PID/net/dev`.
+pub(super) fn netns_rx_packets(pid: u32) -> Option<u64> {
+    parse_rx_packets(&std::fs::read_to_string(format!("/proc/{pid}/net/dev")).ok()?)
+}
+
+/// The sum of the receive-packets column of a `net/dev` text, `lo` aside.
+fn parse_rx_packets(text: &str) -> Option<u64> {
+    let mut total = None;
+    for line in text.lines().skip(2) {
+        let Some((name, counters)) = line.split_once(':') else {
+            continue;
+        };
+        if name.trim() == "lo" {
+            continue;
+        }
+        let packets: u64 = counters.split_whitespace().nth(1)?.parse().ok()?;
+        total = Some(total.unwrap_or(0) + packets);
+    }
+    total
+}
+
 pub(super) fn proc_cpu_ns(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
@@ -64,4 +97,25 @@ pub(super) fn proc_rss(pid: u32) -> Option<u64> {
         .parse()
         .ok()?;
     Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn received_packets_are_summed_over_the_namespaces_links_but_loopback() {
+        let text = "Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:  100       7    0    0    0     0          0         0      100       7    0    0    0     0       0          0
+  eth0: 5000      40    0    0    0     0          0         0     9000      60    0    0    0     0       0          0
+  eth1:  300       2    0    0    0     0          0         0        0       0    0    0    0     0       0          0
+";
+        assert_eq!(parse_rx_packets(text), Some(42));
+        assert_eq!(parse_rx_packets("h\nh\n    lo: 1 2 3\n"), None);
+        assert!(
+            netns_rx_packets(std::process::id()).is_some()
+                || !std::path::Path::new("/proc/self/net/dev").exists()
+        );
+    }
 }

@@ -1,0 +1,130 @@
+//! One lock per host name, held by its supervisor for as long as it runs.
+//!
+//! Everything a host creates carries its name (`tp<name>`: namespaces,
+//! links, the nftables table, cgroups), and clean-up after a crash removes
+//! by that name. Two run dirs can name the same host, so the run dir's own
+//! record is not enough to tell whether a name is in use: `host down
+//! --run-dir STALE --name OTHER` once removed a running host's network and
+//! cgroups. The lock is an exclusive `flock` on
+//! `/run/tickpack/host-locks/<name>.lock`; the kernel releases it when the
+//! holder dies, `kill -9` included, so a lock that can be taken belongs to
+//! no live host. Whoever removes a host's things by name (the supervisor
+//! starting, `down` of a dead host, a bench recovering) holds it first.
+//!
+//! Without root nothing is created by name outside the run dir, and the
+//! lock directory (root's) cannot be written: [`HostLock::acquire`] then
+//! returns a lock that holds nothing.
+
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Where the lock files are (root's own).
+pub const LOCK_DIR: &str = "/run/tickpack/host-locks";
+
+/// Who holds a host name's lock, as its file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: u32,
+    pub run_dir: String,
+}
+
+/// A held lock (released when dropped, or when the process dies).
+#[derive(Debug)]
+pub struct HostLock {
+    /// The locked file; only held, never read.
+    _file: Option<std::fs::File>,
+}
+
+impl HostLock {
+    /// Takes host `name`'s lock for the host whose run dir is `run_dir`;
+    /// `Err(holder)` when a live process holds it. As non-root, a lock
+    /// that holds nothing.
+    pub fn acquire(name: &str, run_dir: &Path) -> std::io::Result<Result<HostLock, Holder>> {
+        if !tickpack_sys::is_root() {
+            return Ok(Ok(HostLock { _file: None }));
+        }
+        Self::acquire_in(Path::new(LOCK_DIR), name, run_dir)
+    }
+
+    pub(crate) fn acquire_in(
+        dir: &Path,
+        name: &str,
+        run_dir: &Path,
+    ) -> std::io::Result<Result<HostLock, Holder>> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        let path = lock_path(dir, name);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)?;
+        // SAFETY: flock on a descriptor we own; released when it closes.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(err);
+            }
+            let mut text = String::new();
+            let _ = (&mut file).take(4096).read_to_string(&mut text);
+            let mut lines = text.lines();
+            let pid = lines.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            let run_dir = lines.next().unwrap_or("(unknown)").to_string();
+            return Ok(Err(Holder { pid, run_dir }));
+        }
+        file.set_len(0)?;
+        file.rewind()?;
+        file.write_all(format!("{}\n{}\n", std::process::id(), run_dir.display()).as_bytes())?;
+        Ok(Ok(HostLock { _file: Some(file) }))
+    }
+
+    /// Whether this lock holds anything (false without root).
+    #[cfg(test)]
+    fn is_held(&self) -> bool {
+        self._file.is_some()
+    }
+}
+
+fn lock_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.lock"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_name_cannot_be_taken_until_its_holder_lets_go() {
+        let dir = std::env::temp_dir().join(format!("tp-hostlock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let a = HostLock::acquire_in(&dir, "h", Path::new("/run/a"))
+            .unwrap()
+            .unwrap();
+        assert!(a.is_held());
+        // flock locks belong to the open file: a second open is refused
+        // even in the same process.
+        let held = HostLock::acquire_in(&dir, "h", Path::new("/run/b"))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            held,
+            Holder {
+                pid: std::process::id(),
+                run_dir: "/run/a".into()
+            }
+        );
+        let other = HostLock::acquire_in(&dir, "g", Path::new("/run/b")).unwrap();
+        assert!(other.is_ok(), "another name is free");
+        drop(a);
+        let again = HostLock::acquire_in(&dir, "h", Path::new("/run/b")).unwrap();
+        assert!(again.is_ok(), "free once released");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
