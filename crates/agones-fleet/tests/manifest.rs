@@ -104,6 +104,8 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
             compare: "none".into(),
             probe: None,
             project_cores: None,
+            allow_idle: false,
+            load_command: None,
         },
         cores: CoreUse {
             total: 4,

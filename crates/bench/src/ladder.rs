@@ -343,6 +343,21 @@ impl<'a> Climb<'a> {
         let Some(mut step) = run_undisturbed(s, spec, &req, runner, obs)? else {
             return Ok(false);
         };
+        if step.verdict.is_idle() {
+            // Idle servers are no density: the ladder ends with none, what
+            // earlier steps found included (their load did not hold).
+            self.ladder.max_servers = None;
+            self.ladder.recommended_servers = None;
+            self.ladder.limit_found = Some(false);
+            self.ladder.stopped = format!(
+                "step {index} ({}): the servers were idle, so no density",
+                tickpack_report::words::servers(servers)
+            );
+            self.ladder.steps.push(step);
+            obs.step_finished(&self.ladder);
+            self.done = true;
+            return Ok(true);
+        }
         if !passed(&step) && s.confirm_failures {
             // One noisy moment must not end the ladder: run it again; the
             // step fails only if both attempts fail. Both are recorded.
@@ -478,6 +493,8 @@ mod tests {
         Foreign,
         /// Interrupted mid-step (Ctrl-C).
         Interrupted,
+        /// Its servers had nothing to do.
+        Idle,
     }
 
     /// Plays back outcomes, one per attempt, and records what it was asked.
@@ -506,6 +523,7 @@ mod tests {
                     Some(st)
                 }
                 Outcome::Interrupted => None,
+                Outcome::Idle => Some(step(req, "idle", vec![missed], 0.5, 0)),
             }
         }
     }
@@ -615,6 +633,28 @@ mod tests {
             l.max_density_words(),
             "at least 3 servers (interrupted before a step failed)"
         );
+    }
+
+    /// Issue 31: idle servers got a density ("AT LEAST 4.00 SERVERS PER
+    /// SERVER CORE" for servers nobody played on). An idle step ends the
+    /// ladder at once, unconfirmed, with no density at all.
+    #[test]
+    fn idle_servers_got_a_density() {
+        let confirm = settings(10, 2, true);
+        let mut r = Scripted::new(&[Outcome::Idle]);
+        let (l, seen) = climb_script(&confirm, &mut r);
+        assert_eq!(r.asked.len(), 1, "not run again to confirm");
+        assert!(l.steps[0].verdict.is_idle());
+        assert_eq!(l.max_servers, None);
+        assert_eq!(l.recommended_servers, None);
+        assert_eq!(l.limit_found, Some(false));
+        assert!(l.stopped.contains("idle"), "{}", l.stopped);
+        assert_eq!(seen.finished, 1);
+        // A later step found idle takes back what the earlier ones found.
+        let mut r = Scripted::new(&[OK, Outcome::Idle]);
+        let (l, _) = climb_script(&confirm, &mut r);
+        assert_eq!(r.asked.len(), 2);
+        assert_eq!((l.max_servers, l.recommended_servers), (None, None));
     }
 
     #[test]

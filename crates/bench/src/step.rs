@@ -389,14 +389,42 @@ impl HostStepRunner<'_> {
             .enumerate()
             .map(|(c, b)| (b - foreign.get(c).copied().unwrap_or(0.0)).max(0.0))
             .collect();
+        // From the host's samples of the servers' cgroups when it was
+        // polled, else from their threads' CPU time.
+        let servers_own = Some(if samples.servers_cpu.is_empty() {
+            servers_ticks * 100.0
+        } else {
+            samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64
+        })
+        .filter(|p| p.is_finite())
+        .map(|p| (p * 10.0).round() / 10.0);
+        // Servers with nothing to do give no density (unless measured so
+        // on purpose, --allow-idle).
+        // Only from the cgroups' exact CPU time over at least 3 samples: a
+        // light server's figure from clock ticks can read 0 (a flaky
+        // verdict is a defect).
+        let exact_own = (samples.servers_cpu.len() >= 3)
+            .then_some(servers_own)
+            .flatten();
+        let idle = if s.allow_idle {
+            None
+        } else {
+            tickpack_report::qos::idle_reason(players, servers, exact_own)
+        };
+        let mut failures: Vec<String> = idle.iter().cloned().collect();
+        failures.extend(why.iter().map(ToString::to_string));
         Ok(Some(Step {
             index,
             tiles: index,
             servers,
             players,
             connected: outcome.is_some().then_some(r.connected),
-            verdict: Verdict::of(&why),
-            failures: why.iter().map(ToString::to_string).collect(),
+            verdict: if idle.is_some() {
+                Verdict::Idle
+            } else {
+                Verdict::of(&why)
+            },
+            failures,
             first_attempt_failures: vec![],
             disturbed_attempts: vec![],
             disturbed: None,
@@ -408,15 +436,7 @@ impl HostStepRunner<'_> {
                 per_cpu_percent: cpu,
                 steal_percent: steal,
                 load_generator_cpu_s: r.load_generator_cpu_s,
-                // From the host's samples of the servers' cgroups when it
-                // was polled, else from their threads' CPU time.
-                servers_own_percent: Some(if samples.servers_cpu.is_empty() {
-                    servers_ticks * 100.0
-                } else {
-                    samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64
-                })
-                .filter(|p| p.is_finite())
-                .map(|p| (p * 10.0).round() / 10.0),
+                servers_own_percent: servers_own,
                 foreign_percent: Some(ForeignLoad::of_cores(&foreign, &plan.server_cpus)),
             },
             power: watts.map(|w| Power {

@@ -17,7 +17,8 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
         verdict: match verdict {
             "pass" => Verdict::Pass,
             "fail" => Verdict::Fail,
-            v => panic!("a step's verdict is pass or fail, not {v:?}"),
+            "idle" => Verdict::Idle,
+            v => panic!("a step's verdict is pass, fail or idle, not {v:?}"),
         },
         failures,
         first_attempt_failures: vec![],
@@ -76,5 +77,7 @@ pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
         compare: "none".into(),
         probe: None,
         project_cores: None,
+        allow_idle: false,
+        load_command: None,
     }
 }

@@ -18,6 +18,9 @@ pub enum Code {
     /// `players`: snapshots or commands were lost, or a player went without
     /// snapshots for an outage, against the schedule.
     Lost = 6,
+    /// `bench`: the servers had nothing to do (no players, bots or load
+    /// command, or their CPU below the idle floor): no density was found.
+    Idle = 7,
 }
 
 /// An error on its way out of `main`.

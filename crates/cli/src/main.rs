@@ -7,7 +7,8 @@
 //! 3 isolation unavailable; 4 QoS failed; 5 target unreachable (a player
 //! never connected, a probed server never answered, no Agones SDK server
 //! answered); 6 the players lost snapshots or commands, or had an
-//! outage; 141 (no message) when the reader of stdout or stderr went away.
+//! outage; 7 `bench` found its servers idle (nothing loaded them: no
+//! density); 141 (no message) when the reader of stdout or stderr went away.
 
 use std::process::ExitCode;
 
@@ -20,7 +21,8 @@ macro_rules! exit_codes {
 (checked before anything is started or created), 3 isolation unavailable,
 4 QoS failed, 5 target unreachable (a player never connected, a probed server
 never answered, no Agones SDK server answered), 6 players lost snapshots or
-commands or had an outage; 141 (quietly) when the reader of the output went
+commands or had an outage, 7 bench found its servers idle (no players, bots or
+load command loaded them: no density); 141 (quietly) when the reader of the output went
 away."
     };
 }

@@ -276,6 +276,47 @@ fn a_users_own_definition_climbs_a_ladder() {
     no_leftovers();
 }
 
+/// Issue 31: a definition with no players, no bots and no load command
+/// was benchmarked as idle servers and printed "AT LEAST 4.00 SERVERS PER
+/// SERVER CORE". It is refused before anything starts, with what to give
+/// and exit 7; `--allow-idle` measures the idle footprint and says so.
+#[test]
+fn idle_servers_got_a_servers_per_core_figure() {
+    let _g = serial();
+    let dir = TempDir(tmp("idle"));
+    let mine = my_definition(&dir, "[tick]\nhz = 30\n[bots]\nmax = 8\n");
+    let out_dir = dir.0.join("out");
+    let out = Command::new(exe())
+        .args(["bench", "--game"])
+        .arg(&mine)
+        .args(["--tile-servers", "1", "--max-steps", "2", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(7), "{t}");
+    assert!(t.contains("nothing would load its servers"), "{t}");
+    assert!(
+        t.contains("--bots N, up to 8") && t.contains("[load]"),
+        "{t}"
+    );
+    assert!(t.contains("--allow-idle"), "{t}");
+    assert!(!t.to_lowercase().contains("servers per server core"), "{t}");
+    assert!(!out_dir.join("result.json").exists(), "nothing ran");
+    // On purpose: the footprint, never read as a density.
+    let (r, t) = two_steps(
+        &dir,
+        mine.to_str().unwrap(),
+        &["--allow-idle", "--step-duration", "2s", "--warmup", "1s"],
+    );
+    assert_eq!(r["settings"]["allow_idle"], true, "{t}");
+    assert!(
+        t.contains("IDLE FOOTPRINT, NOT A DENSITY"),
+        "the headline says what it is: {t}"
+    );
+    no_leftovers();
+}
+
 /// `--compare game` takes any two games: here the reference server (with
 /// players) against a game judged without them, each with its own
 /// defaults and its own rules.
@@ -283,7 +324,7 @@ fn a_users_own_definition_climbs_a_ladder() {
 fn compare_game_takes_any_two_games() {
     let _g = serial();
     let dir = TempDir(tmp("compare"));
-    let mine = my_definition(&dir, "[tick]\nhz = 30\n[bots]\nmax = 8\n");
+    let mine = my_definition(&dir, "[tick]\nhz = 30\n[bots]\ndefault = 4\nmax = 8\n");
     let (r, text) = bench_in(
         &dir,
         Command::new(exe())

@@ -102,6 +102,15 @@ pub struct BenchSettings {
     /// its server cores. Absent: this machine only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_cores: Option<u32>,
+    /// `--allow-idle`: servers with nothing to do were measured on purpose
+    /// (their footprint); their steps are judged, not marked idle, and the
+    /// headline says it is no density.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_idle: bool,
+    /// The load command started for every server (`[load]` or `--load`),
+    /// as given, placeholders unexpanded; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_command: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

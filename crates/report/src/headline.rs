@@ -56,6 +56,13 @@ pub struct Headline {
     pub headroom_percent: f64,
     /// A machine size the user asked about (`--project-cores`).
     pub project_cores: Option<u32>,
+    /// The servers had nothing to do and were measured so on purpose
+    /// (`--allow-idle`): the figure is their idle footprint, no density.
+    pub idle_footprint: bool,
+    /// A step that decided the figure (the recommended one, or the first
+    /// that failed after it) stands disturbed: its reruns ran out while
+    /// the hypervisor or another process took the machine. What it says.
+    pub disturbed: Option<String>,
 }
 
 impl Headline {
@@ -74,6 +81,18 @@ impl Headline {
             at_least: r.recommended_is_lower_bound(),
             headroom_percent: r.settings.headroom_target * 100.0,
             project_cores: r.settings.project_cores,
+            idle_footprint: r.settings.allow_idle,
+            disturbed: deciding_disturbance(r, servers),
+        })
+    }
+
+    /// "DISTURBED: ..." when a deciding step stands disturbed: the figure
+    /// is to be measured again, not trusted.
+    pub fn disturbed_words(&self) -> Option<String> {
+        self.disturbed.as_ref().map(|d| {
+            format!(
+                "DISTURBED: {d}; its reruns ran out, so the figure may be off: run again on a quieter machine"
+            )
         })
     }
 
@@ -90,12 +109,19 @@ impl Headline {
         }
     }
 
-    /// "1.50 servers per server core" (or "at least 1.50 ...").
+    /// "1.50 servers per server core" (or "at least 1.50 ...", or "idle
+    /// footprint, not a density: 4.00 idle servers per server core").
     pub fn per_core_words(&self) -> String {
         format!(
-            "{}{:.2} servers per server core",
+            "{}{}{:.2} {}servers per server core",
+            if self.idle_footprint {
+                "idle footprint, not a density: "
+            } else {
+                ""
+            },
             self.at_least_words(),
-            self.per_core()
+            self.per_core(),
+            if self.idle_footprint { "idle " } else { "" }
         )
     }
 
@@ -151,6 +177,41 @@ impl Headline {
         }
         s
     }
+}
+
+/// What disturbed a step that decided the headline of `r` (recommended
+/// density `servers`): that step or the first failing one after it, in the
+/// first ladder.
+fn deciding_disturbance(r: &BenchResult, servers: u32) -> Option<String> {
+    let ladder = r.ladders.first()?;
+    let deciding = ladder
+        .steps
+        .iter()
+        .filter(|s| s.servers == servers || (s.servers > servers && s.verdict.is_fail()))
+        .take(2);
+    deciding.into_iter().find_map(|s| {
+        s.disturbed.as_ref().map(|d| {
+            format!(
+                "the step of {} that decided it ran on a disturbed machine ({d})",
+                crate::words::servers(s.servers)
+            )
+        })
+    })
+}
+
+/// Why a result has no density because its servers were idle (a step with
+/// the verdict `idle`), and what to give them; `None` otherwise.
+pub fn idle_words(r: &BenchResult) -> Option<String> {
+    let step = r
+        .ladders
+        .iter()
+        .flat_map(|l| &l.steps)
+        .find(|s| s.verdict.is_idle())?;
+    let why = step.failures.first().cloned().unwrap_or_default();
+    Some(format!(
+        "no servers-per-core figure: at {} {why}. Give them load: emulated players, server-side bots (--bots N) or a load command ([load] in the game's definition), or measure the idle footprint on purpose with --allow-idle",
+        crate::words::servers(step.servers)
+    ))
 }
 
 /// The consolidation ratio against the servers one machine ran before, in
@@ -213,7 +274,21 @@ mod tests {
             at_least,
             headroom_percent: 75.0,
             project_cores: project,
+            idle_footprint: false,
+            disturbed: None,
         }
+    }
+
+    #[test]
+    fn an_idle_footprint_never_reads_as_a_density() {
+        let h = Headline {
+            idle_footprint: true,
+            ..headline(4, 1, true, None)
+        };
+        assert_eq!(
+            h.per_core_words(),
+            "idle footprint, not a density: at least 4.00 idle servers per server core"
+        );
     }
 
     #[test]

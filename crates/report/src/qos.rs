@@ -22,12 +22,15 @@ use crate::bench::{BenchResult, QosLimits};
 use crate::html::fmt_num as num;
 use crate::{CommandCounts, Outages, Percentiles, SnapshotCounts};
 
-/// A step's verdict: it met every rule, or it missed at least one.
+/// A step's verdict: it met every rule, or it missed at least one, or its
+/// servers had nothing to do ([`idle_reason`]): a step of idle servers is
+/// no density, whatever its figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Pass,
     Fail,
+    Idle,
 }
 
 impl Verdict {
@@ -48,13 +51,45 @@ impl Verdict {
         self == Verdict::Fail
     }
 
-    /// As stored in `result.json`: `"pass"` or `"fail"`.
+    pub fn is_idle(self) -> bool {
+        self == Verdict::Idle
+    }
+
+    /// As stored in `result.json`: `"pass"`, `"fail"` or `"idle"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
+            Verdict::Idle => "idle",
         }
     }
+}
+
+/// Below this share of a core per server, on average, a step's servers did
+/// nothing at all. Measured on a 2-vCPU VM with `bench --allow-idle`
+/// (docs/methodology.md, "Idle servers"): servers with no players and no
+/// bots took 0.3 % of a core each (the reference server at 30 Hz) to
+/// 1.3 % (Nexuiz at 60 Hz), while the reference server at 30 Hz with 4
+/// bots took 0.5 %: CPU alone cannot tell a light game from an idle one,
+/// so the floor only catches servers that do nothing at all (a stopped
+/// loop, a program that sleeps). That nothing was asked of them is refused
+/// before the run (`bench`'s exit 7).
+pub const IDLE_FLOOR_PERCENT_PER_SERVER: f64 = 0.2;
+
+/// Why a step's servers count as idle, if they do: no emulated players
+/// (`players` 0) and their own CPU (`servers_own_percent`, percent of one
+/// core, all servers together) below [`IDLE_FLOOR_PERCENT_PER_SERVER`]
+/// each. A step with players is never idle: players measure latency.
+pub fn idle_reason(players: u32, servers: u32, servers_own_percent: Option<f64>) -> Option<String> {
+    if players > 0 || servers == 0 {
+        return None;
+    }
+    let each = servers_own_percent? / f64::from(servers);
+    (each < IDLE_FLOOR_PERCENT_PER_SERVER).then(|| {
+        format!(
+            "the servers were idle: {each:.2}% of a core each, below the {IDLE_FLOOR_PERCENT_PER_SERVER}% of a server doing anything at all (no players, and what was to load them did nothing)"
+        )
+    })
 }
 
 impl fmt::Display for Verdict {

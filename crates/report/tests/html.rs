@@ -175,6 +175,8 @@ fn sample() -> BenchResult {
             compare: "placement".into(),
             probe: None,
             project_cores: None,
+            allow_idle: false,
+            load_command: None,
         },
         cores: CoreUse {
             total: 8,
@@ -1199,4 +1201,79 @@ fn cost_figures_name_their_currency_and_where_each_number_came_from() {
     assert!(p.contains("99,645 EUR"));
     assert!(p.contains("(given, <code>--before-watts</code>)"));
     assert!(p.contains("130 W each after (modeled at the recommended step)"));
+}
+
+/// A players-less run as issue 31 found it: transaction latency nobody
+/// measured.
+fn without_players() -> BenchResult {
+    let mut r = sample();
+    r.settings.players_per_server = 0;
+    r.settings.qos = tickpack_report::qos::default_limits_without_players(60);
+    // A game with no query protocol: no query limit, no query ran.
+    r.settings.qos.p99_query_us = None;
+    r.settings.tick_hz = 60;
+    for l in &mut r.ladders {
+        for s in &mut l.steps {
+            s.players = 0;
+            s.measured.transaction_latency_us = Percentiles::default();
+            s.histograms.transaction_latency_us = String::new();
+            s.query_latency_us = None;
+            s.run_delay_us = Some(Percentiles {
+                p99: 2_345,
+                count: 40,
+                ..Default::default()
+            });
+        }
+    }
+    r
+}
+
+/// Issue 31: the report of a players-less run showed `0.000` in the
+/// transaction-latency cells (the terminal said n/a), "histogram
+/// unreadable (failed to fill whole buffer)" for every step, and said the
+/// steps were judged on query latency when no query ran.
+#[test]
+fn a_players_less_report_showed_0_000_and_unreadable_histograms() {
+    let p = page(without_players());
+    let steps = &p[p.find("<h3>Steps</h3>").unwrap()..];
+    let rows = steps
+        .lines()
+        .filter(|l| l.starts_with("<tr") && l.contains("class=\"badge"));
+    for row in rows {
+        assert!(!row.contains(">0.000<"), "a 0.000 nobody measured: {row}");
+        assert!(row.contains("n/a"), "{row}");
+    }
+    assert!(
+        !p.contains("unreadable"),
+        "no histogram to read is not unreadable"
+    );
+    assert!(p.contains("No players: no transaction latency was measured"));
+    let na = &p[p.find("<dt>not applicable</dt>").expect("an n/a list")..];
+    let na = &na[..na.find("<ul>").unwrap()];
+    assert!(na.contains("judged on p99 run delay"), "{na}");
+    assert!(!na.contains("query"), "no query ran: {na}");
+}
+
+/// Issue 31: a step left standing DISTURBED (its reruns ran out) still
+/// decided the headline, and the headline did not say so.
+#[test]
+fn a_disturbed_deciding_step_was_not_said_in_the_headline() {
+    let mut r = sample();
+    let rec = r.recommended_servers.expect("the sample recommends");
+    let l = &mut r.ladders[0];
+    let st = l.steps.iter_mut().find(|s| s.servers == rec).unwrap();
+    st.disturbed = Some("foreign 12.6% of CPU 1, more than 5%".into());
+    let h = tickpack_report::headline::Headline::of(&r).unwrap();
+    let words = h.disturbed_words().expect("said");
+    assert!(
+        words.starts_with("DISTURBED") && words.contains("12.6%"),
+        "{words}"
+    );
+    let p = page(r);
+    let top = &p[..p.find("<h3>Steps</h3>").unwrap_or(p.len())];
+    assert!(top.contains("DISTURBED"), "the headline says it");
+    assert!(tickpack_report::headline::Headline::of(&sample())
+        .unwrap()
+        .disturbed_words()
+        .is_none());
 }

@@ -186,6 +186,13 @@ pub struct Args {
     /// Power model: watts with every core busy.
     #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_MAX_WATTS, allow_hyphen_values = true, value_parser = parse_positive)]
     pub max_watts: f64,
+    /// Measure servers with nothing to do on purpose (no players, no bots,
+    /// no load command): their idle footprint (memory, wake-ups, run
+    /// delay), said as such in the headline, never as a density. Without
+    /// it such a run is refused, and a step whose servers turn out idle
+    /// ends the ladder with the verdict `idle` (exit 7).
+    #[arg(long)]
+    pub allow_idle: bool,
     /// Also project the headline (servers per server core) to a machine
     /// with this many server cores: "on 64 server cores: M servers"
     /// (linear, rounded down, cores as fast as these).
@@ -306,6 +313,9 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         let mut v = vec![];
         for n in &names {
             let (d, server, qos) = game_choice(a, n)?;
+            if d.players_per_server == 0 && d.bots == 0 && !a.allow_idle {
+                return Err(fail(Code::Idle, idle_words(&server)));
+            }
             v.push(d.variant(server, qos));
         }
         v
@@ -314,6 +324,9 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     };
     let (tick_hz, players_per_server, bots) =
         (defaults.tick_hz, defaults.players_per_server, defaults.bots);
+    if players_per_server == 0 && bots == 0 && !a.allow_idle {
+        return Err(fail(Code::Idle, idle_words(&game)));
+    }
     let online = tickpack_net::cpu::online_cpus();
     let load = match &a.load_cpus {
         Some(c) => {
@@ -355,6 +368,8 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         qos,
         compare: compare_of(a.compare).as_str().into(),
         project_cores: a.project_cores,
+        allow_idle: a.allow_idle,
+        load_command: None,
         probe: a
             .probe
             .map(|p| p.to_string())
@@ -941,10 +956,42 @@ pub fn run(a: Args) -> Result<(), Failure> {
             "interrupted: the finished steps are kept in result.json",
         ));
     }
+    if let Some(idle) = tickpack_report::headline::idle_words(&result) {
+        return Err(fail(Code::Idle, idle));
+    }
     if first_step_always_failed(&result) {
         return Err(fail(Code::QosFailed, first_step_failed_words(&result)));
     }
     Ok(())
+}
+
+/// Why a run would measure idle servers, and what to give instead.
+fn idle_words(game: &GameServer) -> String {
+    let name = game.name();
+    let mut give = vec![];
+    if let GameServer::Defined { def, .. } = game {
+        if def.players.protocol != tickpack_game::PlayerProtocol::None {
+            give.push(format!(
+                "emulated players (--players-per-server N, up to {})",
+                def.slots
+            ));
+        }
+        if def.bots_max() > 0 {
+            give.push(format!(
+                "server-side bots (--bots N, up to {})",
+                def.bots_max()
+            ));
+        }
+    } else {
+        give.push("emulated players (--players-per-server N)".into());
+    }
+    give.push(
+        "a load command of your own (`[load]` in the game's definition; docs/games.md)".into(),
+    );
+    format!(
+        "--game {name}: nothing would load its servers (no emulated players, no bots, no load command), so every step would measure idle servers and any servers-per-core figure would mean nothing. Give {}; or --allow-idle to measure the idle footprint on purpose",
+        give.join(", or ")
+    )
 }
 
 /// What a failed first step means and what to try next: the settings that
@@ -1037,16 +1084,22 @@ fn headline_lines(r: &BenchResult) -> String {
                 "{} at QoS within the headroom target\n",
                 h.per_core_words().to_uppercase()
             );
+            if let Some(d) = h.disturbed_words() {
+                s += &format!("  {d}\n");
+            }
             for line in h.machine_lines() {
                 s += &format!("  {line}\n");
             }
             s += &format!("  assumptions: {}\n", h.assumptions());
             s
         }
-        None => {
-            "servers per server core: not reached (no step passed within the headroom target)\n"
-                .into()
-        }
+        None => match tickpack_report::headline::idle_words(r) {
+            Some(idle) => format!("NO DENSITY, THE SERVERS WERE IDLE\n  {idle}\n"),
+            None => {
+                "servers per server core: not reached (no step passed within the headroom target)\n"
+                    .into()
+            }
+        },
     }
 }
 

@@ -169,7 +169,9 @@ fn p99_by_variant(r: &BenchResult) -> Figure {
     c.series = variant_series(
         r,
         "p99",
-        &|s| Some(s.transaction_latency_us.p99 as f64 / 1000.0),
+        &|s| {
+            super::format::measured_latency(s).then(|| s.transaction_latency_us.p99 as f64 / 1000.0)
+        },
         &|v| format!("{} ms", fmt_num(v)),
     );
     let limits = p99_limits(r);
@@ -222,6 +224,7 @@ pub(super) fn latency(r: &BenchResult) -> Figure {
             s.points = ladder
                 .steps
                 .iter()
+                .filter(|st| super::format::measured_latency(st))
                 .map(|st| Point {
                     x: f64::from(st.servers),
                     y: get(st) as f64 / 1000.0,
@@ -245,7 +248,21 @@ pub(super) fn latency(r: &BenchResult) -> Figure {
             fmt_num(limit_ms),
             fmt_num(r.settings.qos.p99_relative_to_baseline)
         ),
-        empty: "No steps finished: no latency to show.".into(),
+        empty: no_latency_words(r),
+    }
+}
+
+/// What a latency chart says when it has nothing to draw.
+fn no_latency_words(r: &BenchResult) -> String {
+    let any_players = r
+        .ladders
+        .iter()
+        .flat_map(|l| &l.steps)
+        .any(|s| s.players > 0);
+    if any_players || r.ladders.iter().all(|l| l.steps.is_empty()) {
+        "No steps finished: no latency to show.".into()
+    } else {
+        "No players: no transaction latency was measured (the steps were judged without it).".into()
     }
 }
 
@@ -498,7 +515,7 @@ pub(super) fn distribution(r: &BenchResult, ladder: &Ladder, notes: &mut Vec<Str
     let n = ladder.steps.len();
     let fails = ladder.steps.iter().filter(|s| failed(s)).count();
     let (mut pi, mut fi) = (0, 0);
-    for st in &ladder.steps {
+    for st in ladder.steps.iter().filter(|st| st.players > 0) {
         let fail = failed(st);
         let color = if fail {
             fi += 1;
@@ -566,7 +583,11 @@ pub(super) fn distribution(r: &BenchResult, ladder: &Ladder, notes: &mut Vec<Str
             super::fmt_int(samples),
             n
         ),
-        empty: "No step has latency samples to plot.".into(),
+        empty: if ladder.steps.iter().any(|s| s.players > 0) {
+            "No step has latency samples to plot.".into()
+        } else {
+            no_latency_words(r)
+        },
     }
 }
 

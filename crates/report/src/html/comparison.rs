@@ -145,9 +145,11 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
         out,
         "p99 transaction latency at the recommended density",
         &|r| {
-            recommended_step(r).map_or(NA.into(), |s| {
-                format!("{} ms", fmt_ms(s.transaction_latency_us.p99))
-            })
+            recommended_step(r)
+                .filter(|s| super::format::measured_latency(s))
+                .map_or(NA.into(), |s| {
+                    format!("{} ms", fmt_ms(s.transaction_latency_us.p99))
+                })
         },
     );
     row(out, "Watts at the recommended density", &|r| {

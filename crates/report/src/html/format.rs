@@ -99,6 +99,22 @@ pub(super) fn percent_of(part: u64, whole: u64) -> String {
 }
 
 pub(super) const NA: &str = "<span class=\"na\">n/a</span>";
+
+/// Whether a step measured transaction latency: it had players and they
+/// recorded samples (a game judged without players did not).
+pub(super) fn measured_latency(st: &crate::bench::Step) -> bool {
+    st.players > 0 && st.transaction_latency_us.count > 0
+}
+
+/// A transaction-latency figure of `st` in ms, or "n/a" when the step
+/// measured none ([`measured_latency`]): never a 0 nobody measured.
+pub(super) fn step_latency_ms(st: &crate::bench::Step, us: u64) -> String {
+    if measured_latency(st) {
+        fmt_ms(us)
+    } else {
+        NA.into()
+    }
+}
 pub(super) const NOT_REACHED: &str = "<span class=\"na\">not reached</span>";
 
 /// A machine as the pages' "System" rows name it.

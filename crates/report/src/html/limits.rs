@@ -57,8 +57,21 @@ pub(super) fn qos_limits(out: &mut String, r: &BenchResult) {
         out.push_str("</ul></dd>\n");
     }
     if !with_players {
-        out.push_str(
-            "<dt>not applicable</dt><dd>no players: tickpack cannot play this game, so it was judged on run delay and query latency, not on<ul>",
+        // Name the rules that did judge it, not the ones that could have:
+        // a game without a query was judged on its run delay alone.
+        let on: Vec<&str> = RULES
+            .iter()
+            .filter(|r| !r.players && (!any_step || judged.contains(&r.id)))
+            .map(|r| r.name)
+            .collect();
+        let on = if on.is_empty() {
+            "nothing (no step measured a figure these rules read)".to_string()
+        } else {
+            on.join(" and ")
+        };
+        w!(
+            out,
+            "<dt>not applicable</dt><dd>no players: tickpack did not play this game, so it was judged on {on}, not on<ul>"
         );
         for rule in RULES.iter().filter(|r| r.players) {
             w!(out, "<li>{}</li>", rule.name);

@@ -10,7 +10,7 @@ use crate::qos::Verdict;
 use crate::Outages;
 
 use super::charts;
-use super::format::{esc, fmt_int, fmt_ms, fmt_num, is_fail, percent_of, NA};
+use super::format::{esc, fmt_int, fmt_ms, fmt_num, is_fail, percent_of, step_latency_ms, NA};
 
 pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     let variants = charts::variants(r);
@@ -92,6 +92,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
         let mut verdict = match st.verdict {
             Verdict::Pass => "<span class=\"badge pass\">pass</span>".to_string(),
             Verdict::Fail => "<span class=\"badge fail\">FAIL</span>".to_string(),
+            Verdict::Idle => "<span class=\"badge fail\">IDLE</span>".to_string(),
         };
         if ladder.recommended_servers == Some(st.servers) && !fail {
             verdict.push_str(" <span class=\"badge tag\">recommended</span>");
@@ -189,9 +190,9 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
             st.index,
             st.servers,
             st.players,
-            fmt_ms(st.transaction_latency_us.p50),
-            fmt_ms(st.transaction_latency_us.p99),
-            fmt_ms(st.transaction_latency_us.p999),
+            step_latency_ms(st, st.transaction_latency_us.p50),
+            step_latency_ms(st, st.transaction_latency_us.p99),
+            step_latency_ms(st, st.transaction_latency_us.p999),
             reported_ms(&st.tick_lateness_us),
             reported_ms(&st.server_frame_us),
             fmt_int(st.snapshots.lost),

@@ -47,12 +47,20 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
                 tiles_of(n, s.tile_servers)
             );
             if let Some(st) = step {
-                w!(
-                    out,
-                    " (measured: {} % busy, p99 transaction latency {} ms)",
-                    fmt_num(st.cpu.servers_busy_percent),
-                    fmt_ms(st.transaction_latency_us.p99)
-                );
+                if super::format::measured_latency(st) {
+                    w!(
+                        out,
+                        " (measured: {} % busy, p99 transaction latency {} ms)",
+                        fmt_num(st.cpu.servers_busy_percent),
+                        fmt_ms(st.transaction_latency_us.p99)
+                    );
+                } else {
+                    w!(
+                        out,
+                        " (measured: {} % busy)",
+                        fmt_num(st.cpu.servers_busy_percent)
+                    );
+                }
             }
             out.push_str(".</p>\n");
         }
@@ -236,18 +244,28 @@ fn comparison_headline(out: &mut String, c: &crate::comparison::Comparison, firs
 /// and the projected one, and what it assumes.
 fn headline(out: &mut String, r: &BenchResult) {
     let Some(h) = crate::headline::Headline::of(r) else {
-        out.push_str(
-            "<p class=\"headline\">Servers per server core: <strong>not reached</strong> \
-             (no step passed within the headroom target).</p>\n",
-        );
+        match crate::headline::idle_words(r) {
+            Some(idle) => w!(
+                out,
+                "<p class=\"headline\">Servers per server core: <strong>none, the servers were idle</strong></p>\n<p>{}.</p>\n",
+                esc(&idle)
+            ),
+            None => out.push_str(
+                "<p class=\"headline\">Servers per server core: <strong>not reached</strong> \
+                 (no step passed within the headroom target).</p>\n",
+            ),
+        }
         return;
     };
     w!(
         out,
-        "<p class=\"headline\"><strong>{}</strong> at QoS within the headroom target</p>\n\
-         <ul class=\"machines\">\n",
+        "<p class=\"headline\"><strong>{}</strong> at QoS within the headroom target</p>\n",
         esc(&h.per_core_words())
     );
+    if let Some(d) = h.disturbed_words() {
+        w!(out, "<p class=\"fail\"><strong>{}</strong></p>\n", esc(&d));
+    }
+    out.push_str("<ul class=\"machines\">\n");
     for line in h.machine_lines() {
         w!(out, "<li>{}</li>\n", esc(&line));
     }
