@@ -21,6 +21,9 @@ command -v stress-ng >/dev/null 2>&1 || need_apt+=(stress-ng)
 # game shipped as a definition file only (games/nexuiz.toml).
 [ -x /usr/games/nexuiz-server ] || need_apt+=(nexuiz-server)
 [ -f /usr/share/games/nexuiz/data/data.pk3 ] || need_apt+=(nexuiz-data)
+# teeworlds-server: the Teeworlds 0.7.5 dedicated server, the referee of
+# the tickpack-tw7 protocol crate (its end-to-end test joins it).
+[ -x /usr/games/teeworlds-server ] || need_apt+=(teeworlds-server)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
@@ -36,6 +39,14 @@ if ! python3 -c 'import a2s' >/dev/null 2>&1; then
   echo "setup: installing python-a2s (Valve server query client)" >&2
   python3 -m pip install -q python-a2s 2>/dev/null \
     || python3 -m pip install -q --break-system-packages python-a2s
+fi
+
+# twnet-parser: an independent Teeworlds 0.7 packet decoder, used by the
+# tickpack-tw7 tests to read the packets our emulated players send.
+if ! python3 -c 'import twnet_parser' >/dev/null 2>&1; then
+  echo "setup: installing twnet-parser (Teeworlds packet decoder)" >&2
+  python3 -m pip install -q twnet-parser 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages twnet-parser
 fi
 
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy >/dev/null 2>&1 || true
