@@ -30,6 +30,7 @@ fn step(servers: u32, rss: Option<u64>) -> Step {
         query_latency_us: None,
         run_delay_us: None,
         queries: None,
+        clients_seen: None,
         batch: None,
         server_peak_rss_bytes: rss,
         histograms: Default::default(),

@@ -330,10 +330,20 @@ impl HostStepRunner<'_> {
         let run_delay = &threads.run_delay;
         let run_delay_us = (run_delay.intervals_recorded() > 0)
             .then(|| tickpack_report::Percentiles::from_histogram(run_delay.histogram()));
-        let query = probed
+        let probed = probed
             .transpose()
-            .map_err(|e| BenchError::Probe(e.to_string()))?
-            .map(|o| tickpack_probe::merged(&o));
+            .map_err(|e| BenchError::Probe(e.to_string()))?;
+        // What the servers said they held: the bots that joined, not the
+        // number asked.
+        let clients_seen = probed.as_ref().and_then(|o| {
+            let counts: Vec<u32> = o
+                .targets
+                .iter()
+                .filter_map(|t| t.facts().and_then(|f| f.players))
+                .collect();
+            (!counts.is_empty()).then(|| counts.iter().sum())
+        });
+        let query = probed.as_ref().map(tickpack_probe::merged);
         let query_latency = query
             .as_ref()
             .map(|(h, _)| tickpack_report::Percentiles::from_histogram(h));
@@ -409,7 +419,13 @@ impl HostStepRunner<'_> {
         let idle = if s.allow_idle {
             None
         } else {
-            tickpack_report::qos::idle_reason(players, servers, exact_own)
+            tickpack_report::qos::idle_reason(&tickpack_report::qos::StepLoad {
+                players,
+                servers,
+                bots_asked: s.bots_per_server * servers,
+                clients_seen,
+                servers_own_percent: exact_own,
+            })
         };
         let mut failures: Vec<String> = idle.iter().cloned().collect();
         failures.extend(why.iter().map(ToString::to_string));
@@ -446,6 +462,7 @@ impl HostStepRunner<'_> {
             query_latency_us: query_latency,
             run_delay_us,
             queries: query.as_ref().map(|(_, c)| *c),
+            clients_seen,
             batch,
             server_peak_rss_bytes,
             measured: r.measured,

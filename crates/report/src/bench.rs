@@ -336,6 +336,12 @@ pub struct Step {
     /// What happened to those queries (`--probe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queries: Option<QueryCounts>,
+    /// Clients (humans and bots) the servers said they held in their last
+    /// answer to the step's queries, summed over the servers that answered
+    /// with a count; absent without such a query. Bots asked for but not
+    /// seen here did not join.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients_seen: Option<u32>,
     /// Batch work beside the servers (`--batch`): its throughput and CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<StepBatch>,
@@ -798,6 +804,7 @@ mod tests {
             query_latency_us: None,
             run_delay_us: None,
             queries: None,
+            clients_seen: None,
             batch: None,
             server_peak_rss_bytes: None,
             histograms: PlayersHistograms::default(),

@@ -76,15 +76,38 @@ impl Verdict {
 /// before the run (`bench`'s exit 7).
 pub const IDLE_FLOOR_PERCENT_PER_SERVER: f64 = 0.2;
 
+/// What a step's servers were given and showed, for [`idle_reason`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StepLoad {
+    /// Emulated players (all servers).
+    pub players: u32,
+    pub servers: u32,
+    /// Bots asked for (all servers).
+    pub bots_asked: u32,
+    /// Clients the servers' own query said they held (all servers), when
+    /// a query said.
+    pub clients_seen: Option<u32>,
+    /// The servers' own CPU, % of one core, all servers together, when
+    /// measured exactly (from their cgroups).
+    pub servers_own_percent: Option<f64>,
+}
+
 /// Why a step's servers count as idle, if they do: no emulated players
-/// (`players` 0) and their own CPU (`servers_own_percent`, percent of one
-/// core, all servers together) below [`IDLE_FLOOR_PERCENT_PER_SERVER`]
-/// each. A step with players is never idle: players measure latency.
-pub fn idle_reason(players: u32, servers: u32, servers_own_percent: Option<f64>) -> Option<String> {
-    if players > 0 || servers == 0 {
+/// (a step with players is never idle: players measure latency), and
+/// either bots were asked but the servers' own query said they held no
+/// one (the game ignored them), or their own CPU was below
+/// [`IDLE_FLOOR_PERCENT_PER_SERVER`] each.
+pub fn idle_reason(l: &StepLoad) -> Option<String> {
+    if l.players > 0 || l.servers == 0 {
         return None;
     }
-    let each = servers_own_percent? / f64::from(servers);
+    if l.bots_asked > 0 && l.clients_seen == Some(0) {
+        return Some(format!(
+            "the servers were idle: {} bots asked, but the servers' own query said they held no one (the game ignored the bots asked)",
+            l.bots_asked
+        ));
+    }
+    let each = l.servers_own_percent? / f64::from(l.servers);
     (each < IDLE_FLOOR_PERCENT_PER_SERVER).then(|| {
         format!(
             "the servers were idle: {each:.2}% of a core each, below the {IDLE_FLOOR_PERCENT_PER_SERVER}% of a server doing anything at all (no players, and what was to load them did nothing)"

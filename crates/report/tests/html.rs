@@ -96,6 +96,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         query_latency_us: None,
         run_delay_us: None,
         queries: None,
+        clients_seen: None,
         batch: None,
         server_peak_rss_bytes: None,
     }

@@ -377,3 +377,49 @@ fn a_figure_no_server_reports_is_not_judged() {
     // Unset optional limits judge nothing either.
     assert!(!rule(RuleId::P99Query).judges(&f.figures(), &q));
 }
+
+/// Issue 31: idle servers got a density. A step without players is idle
+/// when the bots asked never joined (the game's own query says so), or
+/// when its servers did nothing at all; never when players ran.
+#[test]
+fn idle_servers_are_told_from_loaded_ones() {
+    let base = StepLoad {
+        players: 0,
+        servers: 2,
+        bots_asked: 8,
+        clients_seen: Some(8),
+        servers_own_percent: Some(3.0),
+    };
+    assert_eq!(idle_reason(&base), None, "bots joined, servers busy");
+    let ignored = StepLoad {
+        clients_seen: Some(0),
+        ..base
+    };
+    let why = idle_reason(&ignored).expect("bots never joined");
+    assert!(
+        why.contains("8 bots asked") && why.contains("held no one"),
+        "{why}"
+    );
+    let asleep = StepLoad {
+        clients_seen: None,
+        servers_own_percent: Some(0.2),
+        ..base
+    };
+    let why = idle_reason(&asleep).expect("0.1 % each");
+    assert!(why.contains("0.10% of a core each"), "{why}");
+    // Unknown CPU and no query: nothing certain, not idle.
+    let unknown = StepLoad {
+        clients_seen: None,
+        servers_own_percent: None,
+        ..base
+    };
+    assert_eq!(idle_reason(&unknown), None);
+    // Players measure latency: never idle, whatever the CPU.
+    let played = StepLoad {
+        players: 24,
+        servers_own_percent: Some(0.0),
+        clients_seen: Some(0),
+        ..base
+    };
+    assert_eq!(idle_reason(&played), None);
+}
