@@ -106,7 +106,7 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
             probe: None,
             project_cores: None,
             allow_idle: false,
-            load_command: None,
+            load: None,
         },
         cores: CoreUse {
             total: 4,

@@ -11,6 +11,7 @@ pub fn players_game(game: &GameServer) -> Option<tickpack_players::Protocol> {
     match game.player_protocol()? {
         tickpack_game::PlayerProtocol::Reference => Some(tickpack_players::Protocol::Tickpack),
         tickpack_game::PlayerProtocol::Q3 => Some(tickpack_players::Protocol::Q3),
+        tickpack_game::PlayerProtocol::Tw7 => Some(tickpack_players::Protocol::Tw7),
         tickpack_game::PlayerProtocol::None => None,
     }
 }

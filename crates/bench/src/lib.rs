@@ -19,6 +19,7 @@ pub mod cpu;
 pub mod foreign;
 pub mod game;
 pub mod ladder;
+pub mod load;
 pub mod power;
 pub mod step;
 pub mod summary;

@@ -198,8 +198,10 @@ impl HostStepRunner<'_> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let players_game = crate::game::players_game(game).filter(|_| s.players_per_server > 0);
-        let players = if players_game.is_some() {
+        // A load command of the user's plays instead of tickpack's players.
+        let players_game = crate::game::players_game(game)
+            .filter(|_| s.players_per_server > 0 && s.load.is_none());
+        let mut players = if players_game.is_some() {
             servers * s.players_per_server
         } else {
             0
@@ -235,6 +237,18 @@ impl HostStepRunner<'_> {
             own_cpu: OwnCpu::new(proc),
         };
         let me = [std::process::id()];
+        let loads = match &s.load {
+            Some(l) => Some(crate::load::start(
+                sup,
+                l,
+                s.tick_hz,
+                s.warmup_s,
+                s.step_duration_s,
+                &plan.load_generator_cpus,
+                &plan.exe,
+            )?),
+            None => None,
+        };
         let (outcome, (cpu, steal, foreign, servers_ticks), watts, probed) =
             std::thread::scope(|scope| {
                 let h = (players > 0)
@@ -303,6 +317,7 @@ impl HostStepRunner<'_> {
                     probed,
                 )
             });
+        let loaded = loads.map(crate::load::finish);
         if stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
@@ -314,19 +329,23 @@ impl HostStepRunner<'_> {
             .filter_map(|i| i.pid.and_then(tickpack_sys::tree_peak_rss_bytes))
             .max();
         let outcome = outcome.transpose().map_err(BenchError::Players)?;
-        // A game tickpack cannot play has nothing from players.
-        let r = match &outcome {
-            Some(o) => {
-                let r = tickpack_players::to_result(&pcfg, o);
-                Played {
-                    connected: r.connected,
-                    load_generator_cpu_s: r.load_generator_cpu_s,
-                    measured: r.measured,
-                    histograms: r.histograms,
-                }
-            }
-            None => Played::default(),
+        // A game tickpack cannot play has nothing from players; a load
+        // command's samples stand for them.
+        let played = |r: tickpack_report::PlayersResult| Played {
+            connected: r.connected,
+            load_generator_cpu_s: r.load_generator_cpu_s,
+            measured: r.measured,
+            histograms: r.histograms,
         };
+        let mut r = match (&outcome, loaded.as_ref().and_then(|l| l.samples.clone())) {
+            (Some(o), _) => played(tickpack_players::to_result(&pcfg, o)),
+            (None, Some(samples)) => {
+                players = samples.players;
+                played(samples)
+            }
+            (None, None) => Played::default(),
+        };
+        r.load_generator_cpu_s += loaded.as_ref().map_or(0.0, |l| l.cpu_s);
         let run_delay = &threads.run_delay;
         let run_delay_us = (run_delay.intervals_recorded() > 0)
             .then(|| tickpack_report::Percentiles::from_histogram(run_delay.histogram()));
@@ -429,14 +448,22 @@ impl HostStepRunner<'_> {
         };
         let mut failures: Vec<String> = idle.iter().cloned().collect();
         failures.extend(why.iter().map(ToString::to_string));
+        // A load command that crashed, never connected or ran on fails the
+        // step: what it measured (if anything) is not what was asked.
+        let load_failed = loaded.as_ref().is_some_and(|l| !l.failures.is_empty());
+        if let Some(l) = &loaded {
+            failures.extend(l.failures.iter().cloned());
+        }
         Ok(Some(Step {
             index,
             tiles: index,
             servers,
             players,
-            connected: outcome.is_some().then_some(r.connected),
+            connected: (outcome.is_some() || players > 0).then_some(r.connected),
             verdict: if idle.is_some() {
                 Verdict::Idle
+            } else if load_failed {
+                Verdict::Fail
             } else {
                 Verdict::of(&why)
             },

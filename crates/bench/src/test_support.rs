@@ -79,6 +79,6 @@ pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
         probe: None,
         project_cores: None,
         allow_idle: false,
-        load_command: None,
+        load: None,
     }
 }

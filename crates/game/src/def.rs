@@ -77,10 +77,59 @@ pub struct GameDef {
     pub stop: StopDef,
     #[serde(default)]
     pub players: PlayersDef,
+    /// A load command of the user's, started by `bench` beside every
+    /// server ([`LoadDef`]).
+    #[serde(default)]
+    pub load: Option<LoadDef>,
     /// Config files written into each instance's directory before every
     /// start.
     #[serde(default, rename = "file")]
     pub files: Vec<FileDef>,
+}
+
+/// `[load]`: a command `bench` starts for every server, on the load
+/// generator's CPUs, in a sandbox that reaches only that server
+/// (`tickpack_host::supervisor::LoadProcess`), to play on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadDef {
+    /// The command line, split on white space; placeholders
+    /// [`LOAD_PLACEHOLDERS`].
+    pub command: String,
+    /// `{players}`: players per server (0-1024).
+    #[serde(default)]
+    pub players: u16,
+}
+
+/// What a load command's words may name: `{ip}` and `{port}` its server's
+/// address, `{id}` its number, `{players}` players per server, `{tick_hz}`,
+/// `{warmup_s}` and `{duration_s}` the step's warm-up and measured window
+/// in seconds, `{dir}` its own directory, `{out}` the file in it the bench
+/// reads its samples from (a `tickpack players --json` result), and
+/// `{tickpack}` this binary.
+pub const LOAD_PLACEHOLDERS: [&str; 10] = [
+    "ip",
+    "port",
+    "id",
+    "players",
+    "tick_hz",
+    "warmup_s",
+    "duration_s",
+    "dir",
+    "out",
+    "tickpack",
+];
+
+/// Refuses a load command that is empty or names a placeholder not in
+/// [`LOAD_PLACEHOLDERS`]; the reason in one line.
+pub fn check_load_command(command: &str) -> Result<(), String> {
+    if command.split_whitespace().next().is_none() {
+        return Err("the load command is empty".into());
+    }
+    if command.len() > 4096 {
+        return Err("the load command is longer than 4096 characters".into());
+    }
+    check_placeholders(command, &LOAD_PLACEHOLDERS)
 }
 
 /// The transport the game's port speaks.
@@ -273,6 +322,13 @@ pub struct PlayersDef {
     /// players over enough addresses. `None`: no limit known.
     #[serde(default)]
     pub per_address: Option<u16>,
+    /// Snapshots a second the server sends each player, when fewer than
+    /// its ticks (Teeworlds: one every second tick, 25 at 50 Hz). The
+    /// default p99 transaction-latency limit is one snapshot interval +
+    /// 5 ms: a player cannot see an input sooner than the next snapshot.
+    /// `None`: one a tick.
+    #[serde(default)]
+    pub snapshot_hz: Option<u16>,
 }
 
 impl Default for PlayersDef {
@@ -282,6 +338,7 @@ impl Default for PlayersDef {
             default: 0,
             q3_protocol: None,
             per_address: None,
+            snapshot_hz: None,
         }
     }
 }
@@ -294,6 +351,9 @@ pub enum PlayerProtocol {
     Reference,
     /// Quake III Arena (ioquake3).
     Q3,
+    /// Teeworlds 0.7 (0.7.5).
+    #[serde(rename = "teeworlds7")]
+    Tw7,
     /// None: the game is judged on its run delay and query latency.
     #[default]
     None,
@@ -304,6 +364,7 @@ impl PlayerProtocol {
         match self {
             PlayerProtocol::Reference => "reference",
             PlayerProtocol::Q3 => "q3",
+            PlayerProtocol::Tw7 => "teeworlds7",
             PlayerProtocol::None => "none",
         }
     }
@@ -414,6 +475,20 @@ impl GameDef {
         }
         if self.slots == 0 || self.slots > 1024 {
             return Err((key(&["slots"]), "slots must be 1..=1024".into()));
+        }
+        if let Some(h) = self.players.snapshot_hz {
+            if h == 0 || h > self.tick.hz {
+                return Err((
+                    key(&["players", "snapshot_hz"]),
+                    format!("snapshot_hz must be 1..={} (the tick rate)", self.tick.hz),
+                ));
+            }
+        }
+        if let Some(l) = &self.load {
+            check_load_command(&l.command).map_err(|m| (key(&["load", "command"]), m))?;
+            if l.players > 1024 {
+                return Err((key(&["load", "players"]), "players must be 0..=1024".into()));
+            }
         }
         for (k, v) in &self.variables {
             if !is_var_name(k) {
@@ -576,7 +651,8 @@ impl GameDef {
             PlayerProtocol::None if p.default > 0 => {
                 return Err((
                     key(&["players", "default"]),
-                    "players: default > 0 needs a player protocol (reference or q3)".into(),
+                    "players: default > 0 needs a player protocol (reference, q3 or teeworlds7)"
+                        .into(),
                 ))
             }
             _ => {}

@@ -7,7 +7,7 @@
 use crate::def::{DefError, GameDef};
 
 /// The built-in definitions: the file each came from and its text.
-pub const BUILT_IN: [(&str, &str); 3] = [
+pub const BUILT_IN: [(&str, &str); 4] = [
     (
         "games/reference.toml",
         include_str!("../../../games/reference.toml"),
@@ -19,6 +19,10 @@ pub const BUILT_IN: [(&str, &str); 3] = [
     (
         "games/nexuiz.toml",
         include_str!("../../../games/nexuiz.toml"),
+    ),
+    (
+        "games/teeworlds.toml",
+        include_str!("../../../games/teeworlds.toml"),
     ),
 ];
 
@@ -103,7 +107,7 @@ mod tests {
             };
             assert_eq!(*file, format!("games/{}.toml", def.name));
         }
-        assert_eq!(names(), ["reference", "openarena", "nexuiz"]);
+        assert_eq!(names(), ["reference", "openarena", "nexuiz", "teeworlds"]);
     }
 
     #[test]
@@ -122,6 +126,14 @@ mod tests {
         assert_eq!(nx.bots.default, 8);
         assert_eq!(nx.tick.hz, 60);
         assert_eq!(nx.packages, ["nexuiz-server", "nexuiz-data"]);
+        let (tw, _) = find("teeworlds").unwrap();
+        assert_eq!(tw.players.protocol, PlayerProtocol::Tw7);
+        assert_eq!(tw.players.per_address, Some(4));
+        assert_eq!(
+            (tw.tick.hz, tw.tick.min_hz, tw.tick.max_hz),
+            (50, None, None)
+        );
+        assert_eq!(tw.port, 8303);
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod disk;
 mod health;
 mod host_lock;
 mod liveness;
+mod load;
 mod probe;
 mod ready;
 mod restart;
@@ -53,6 +54,7 @@ use crate::spawn::{self, Isolation, Spec};
 use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
 
 pub use batch::{batch_log_path, stress_ng_bogo_ops_per_s};
+pub use load::{load_log_path, LoadExit, LoadProcess};
 pub use probe::{LatencySummary, QUERY_INTERVAL};
 pub use restart::{RestartDecision, RestartTracker};
 pub use run_dir::{

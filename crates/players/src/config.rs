@@ -72,6 +72,8 @@ pub enum Protocol {
     /// Quake III Arena protocol 71, as the OpenArena (ioquake3) dedicated
     /// server speaks it.
     Q3,
+    /// Teeworlds 0.7 (0.7.5), as Debian's `teeworlds-server` speaks it.
+    Tw7,
 }
 
 impl Protocol {
@@ -81,6 +83,7 @@ impl Protocol {
         match self {
             Protocol::Tickpack => "reference",
             Protocol::Q3 => "openarena",
+            Protocol::Tw7 => "teeworlds",
         }
     }
 }

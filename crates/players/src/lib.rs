@@ -35,6 +35,7 @@ pub mod recorder;
 pub mod referee;
 pub mod run;
 pub mod sources;
+pub mod teeworlds;
 
 pub use config::{PlayersConfig, Protocol, SizeDist};
 pub use emulated::Emulated;
@@ -89,6 +90,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         cmd_rate_hz: cfg.cmd_rate_hz.unwrap_or(match cfg.game {
             Protocol::Tickpack => f64::from(o.tick_hz),
             Protocol::Q3 => openarena::DEFAULT_CMD_RATE_HZ,
+            Protocol::Tw7 => teeworlds::DEFAULT_CMD_RATE_HZ,
         }),
         tick_hz: o.tick_hz,
         duration_s: match o.interrupted_us {

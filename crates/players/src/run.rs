@@ -26,6 +26,7 @@ use crate::openarena::Q3Player;
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
 use crate::recorder::Recorder;
 use crate::referee::Referee;
+use crate::teeworlds::TwPlayer;
 use crate::{with_causes, PlayersError};
 
 /// Live counters for a progress display, updated by the threads, and the
@@ -111,7 +112,7 @@ pub fn run(
     let threads = cfg.threads.min(cfg.players);
     let mut referee = match cfg.game {
         Protocol::Q3 => Referee::new(&cfg.targets, window.0, window.1),
-        Protocol::Tickpack => Referee::default(),
+        Protocol::Tickpack | Protocol::Tw7 => Referee::default(),
     };
     let results: Vec<Result<ThreadOut, PlayersError>> = std::thread::scope(|s| {
         if cfg.game == Protocol::Q3 {
@@ -127,6 +128,9 @@ pub fn run(
                     }
                     Protocol::Q3 => {
                         thread_main(cfg, t, threads, start, window, stop, &live, Q3Player::new)
+                    }
+                    Protocol::Tw7 => {
+                        thread_main(cfg, t, threads, start, window, stop, &live, TwPlayer::new)
                     }
                 })
             })
@@ -409,6 +413,8 @@ fn thread_main<P: Emulated>(
         (_, Protocol::Tickpack) => DEFAULT_TICK_HZ,
         // The engine's default sv_fps.
         (_, Protocol::Q3) => crate::openarena::DEFAULT_SV_FPS,
+        // Fixed in the engine.
+        (_, Protocol::Tw7) => crate::teeworlds::TICK_HZ,
     };
     let mut referee_rows = vec![];
     for (i, p) in players.iter_mut().enumerate() {

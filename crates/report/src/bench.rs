@@ -107,10 +107,19 @@ pub struct BenchSettings {
     /// headline says it is no density.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_idle: bool,
-    /// The load command started for every server (`[load]` or `--load`),
-    /// as given, placeholders unexpanded; absent: none.
+    /// The load command started for every server (`[load]` or `--load`);
+    /// absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_command: Option<String>,
+    pub load: Option<LoadSettings>,
+}
+
+/// A load command as a bench ran it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadSettings {
+    /// As given, placeholders unexpanded.
+    pub command: String,
+    /// `{players}`: players per server.
+    pub players: u32,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -177,7 +177,7 @@ fn sample() -> BenchResult {
             probe: None,
             project_cores: None,
             allow_idle: false,
-            load_command: None,
+            load: None,
         },
         cores: CoreUse {
             total: 8,

@@ -186,6 +186,16 @@ pub struct Args {
     /// Power model: watts with every core busy.
     #[arg(long, default_value_t = tickpack_bench::power::DEFAULT_MAX_WATTS, allow_hyphen_values = true, value_parser = parse_positive)]
     pub max_watts: f64,
+    /// A load command of yours, started for every server on the load
+    /// generator's CPUs for each step, in a sandbox that reaches only that
+    /// server (in place of tickpack's players and of the game's `[load]`).
+    /// Placeholders: {ip} {port} {id} {players} (--players-per-server)
+    /// {tick_hz} {warmup_s} {duration_s} {dir} {out} {tickpack}. One that
+    /// does not exit 0 fails the step; one that writes {out} as a
+    /// `tickpack players --json` result is judged on it like players
+    /// (docs/games.md, "Bring your own load").
+    #[arg(long, value_name = "CMD")]
+    pub load: Option<String>,
     /// Measure servers with nothing to do on purpose (no players, no bots,
     /// no load command): their idle footprint (memory, wake-ups, run
     /// delay), said as such in the headline, never as a density. Without
@@ -322,9 +332,15 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
     } else {
         vec![]
     };
-    let (tick_hz, players_per_server, bots) =
+    let (tick_hz, mut players_per_server, bots) =
         (defaults.tick_hz, defaults.players_per_server, defaults.bots);
-    if players_per_server == 0 && bots == 0 && !a.allow_idle {
+    if let Some(l) = &defaults.load {
+        tickpack_game::def::check_load_command(&l.command)
+            .map_err(|e| fail(Code::Config, format!("--load {:?}: {e}", l.command)))?;
+        // The load command plays; its {players} are the step's players.
+        players_per_server = l.players;
+    }
+    if players_per_server == 0 && bots == 0 && defaults.load.is_none() && !a.allow_idle {
         return Err(fail(Code::Idle, idle_words(&game)));
     }
     let online = tickpack_net::cpu::online_cpus();
@@ -369,7 +385,7 @@ fn config(a: &Args) -> Result<BenchConfig, Failure> {
         compare: compare_of(a.compare).as_str().into(),
         project_cores: a.project_cores,
         allow_idle: a.allow_idle,
-        load_command: None,
+        load: defaults.load.clone(),
         probe: a
             .probe
             .map(|p| p.to_string())
@@ -554,6 +570,26 @@ struct GameDefaults {
     players_per_server: u32,
     bots: u32,
     warmup_s: f64,
+    /// The load command (`--load`, else the definition's `[load]`).
+    load: Option<tickpack_report::bench::LoadSettings>,
+}
+
+/// The load command of a run: `--load` (with `--players-per-server`, else
+/// `players` as `{players}`), else the definition's `[load]`.
+fn load_settings(
+    a: &Args,
+    def: &tickpack_game::GameDef,
+    players: u32,
+) -> Option<tickpack_report::bench::LoadSettings> {
+    let (command, players) = match (&a.load, &def.load) {
+        (Some(c), _) => (c.clone(), a.players_per_server.unwrap_or(players)),
+        (None, Some(l)) => (
+            l.command.clone(),
+            a.players_per_server.unwrap_or(u32::from(l.players)),
+        ),
+        (None, None) => return None,
+    };
+    Some(tickpack_report::bench::LoadSettings { command, players })
 }
 
 impl GameDefaults {
@@ -572,6 +608,7 @@ impl GameDefaults {
                 },
                 |d| d.as_secs_f64(),
             ),
+            load: load_settings(a, def, u32::from(def.players.default)),
         }
     }
 
@@ -733,7 +770,11 @@ fn defined_game(
         settings.set(&def, v).map_err(&config)?;
     }
     let playable = def.players.protocol != tickpack_game::PlayerProtocol::None;
-    if let Some(n) = a.players_per_server.filter(|&n| n > 0 && !playable) {
+    let load = load_settings(a, &def, 0);
+    if let Some(n) = a
+        .players_per_server
+        .filter(|&n| n > 0 && !playable && load.is_none())
+    {
         return Err(config(format!(
             "--players-per-server {n}: tickpack has no players for this game (its steps are judged on run delay and query latency)"
         )));
@@ -754,12 +795,23 @@ fn defined_game(
         },
         bots: u32::from(settings.bots),
         warmup_s: a.warmup.map_or(def.ready.warmup_s, |d| d.as_secs_f64()),
+        load,
     };
     def.server_spec(&settings).map_err(&config)?;
     if let Some(why) = tickpack_game::source::missing_program(&def) {
         return Err(fail(Code::Config, why));
     }
+    // The transaction limit follows the snapshots a player sees: one a tick,
+    // or fewer where the definition says so (Teeworlds: every second tick).
+    let snapshot_hz = def
+        .players
+        .snapshot_hz
+        .map_or(defaults.tick_hz, |h| u32::from(h).min(defaults.tick_hz));
     let mut qos = qos_limits(a, defaults.tick_hz)?;
+    if a.qos_p99_ms.is_none() && snapshot_hz < defaults.tick_hz {
+        qos.p99_transaction_us =
+            tickpack_bench::verdict::default_limits(snapshot_hz).p99_transaction_us;
+    }
     if !playable {
         let judged = tickpack_report::qos::default_limits_without_players(defaults.tick_hz);
         qos.p99_run_delay_us = judged.p99_run_delay_us;

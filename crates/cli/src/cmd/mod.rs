@@ -320,6 +320,7 @@ impl GameArg {
         match self.def.players.protocol {
             PlayerProtocol::Reference => Ok(tickpack_players::Protocol::Tickpack),
             PlayerProtocol::Q3 => Ok(tickpack_players::Protocol::Q3),
+            PlayerProtocol::Tw7 => Ok(tickpack_players::Protocol::Tw7),
             PlayerProtocol::None => Err(crate::exit::fail(
                 crate::exit::Code::Config,
                 format!(

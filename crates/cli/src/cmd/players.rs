@@ -22,6 +22,8 @@ use crate::table;
 #[command(after_help = concat!("Examples:
   tickpack players --target 127.0.0.1:27015 --players 12 --duration 30s --json p.json
   tickpack players --game openarena --target 198.18.0.3:27960 --players 6 --duration 30s
+  tickpack players --game teeworlds --target 127.0.0.1:8303 --players 16 \
+    --source-addrs 127.0.0.2-127.0.0.5
   kubectl get gameservers -o json | tickpack players --targets-file - --players 1200 --json lg1.json
 
 Several servers (--target A,B or --targets-file): --players is the total,
@@ -44,9 +46,10 @@ side of its network paths), e.g. 12 players per server from three:
 ", exit_codes!()))]
 pub struct Args {
     /// The game whose protocol the players speak: a built-in game
-    /// (reference: tickpack's server; openarena: Quake III protocol 71) or
-    /// a definition file's path whose [players] protocol is reference or
-    /// q3 (docs/games.md).
+    /// (reference: tickpack's server; openarena: Quake III protocol 71;
+    /// teeworlds: Teeworlds 0.7, 4 players per source address) or
+    /// a definition file's path whose [players] protocol is reference, q3
+    /// or teeworlds7 (docs/games.md).
     #[arg(long, default_value = "reference", value_name = "NAME|FILE", value_parser = parse_game)]
     pub game: GameArg,
     /// Server address; repeat (or separate with commas) to spread the players
@@ -77,12 +80,13 @@ pub struct Args {
     #[arg(long, default_value = "10s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Duration,
     /// Time after start that is not measured (handshakes, settling)
-    /// [default: 1s; openarena: 2s, plus 1s per player per server and
-    /// source address beyond 5].
+    /// [default: 1s; teeworlds: 2s; openarena: 2s, plus 1s per player per
+    /// server and source address beyond 5].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Commands per second per player [default: the server's tick rate;
-    /// openarena: 30, ioquake3's default cl_maxpackets].
+    /// openarena: 30, ioquake3's default cl_maxpackets; teeworlds: 50, one
+    /// new input per server tick].
     #[arg(long)]
     pub cmd_rate: Option<f64>,
     /// Command datagram size in bytes: a number or MIN-MAX (uniform).
@@ -95,7 +99,7 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub ping_size: usize,
     /// Give up on a server that does not complete the handshake in this time
-    /// [default: 3s; openarena: the warm-up plus 5s].
+    /// [default: 3s; openarena: the warm-up plus 5s; teeworlds: 7s].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub connect_timeout: Option<Duration>,
     /// A command not reflected by a snapshot this long after it was due is
@@ -246,6 +250,10 @@ pub fn defaults_for(game: tickpack_players::Protocol, per_source: usize) -> (Dur
             let warmup = Duration::from_secs(2 + queued);
             (warmup, warmup + Duration::from_secs(5))
         }
+        // A Teeworlds 0.7 join is six round trips (token, connect, info,
+        // ready, start info, enter game); the server rate-limits no
+        // requests, only the players per address (refused at once).
+        tickpack_players::Protocol::Tw7 => (Duration::from_secs(2), Duration::from_secs(7)),
     }
 }
 

@@ -99,10 +99,12 @@ pub fn instance_init(
             &proc_,
             &proc_dir,
             &filters,
-            program,
-            &exec_paths,
-            &ptrs,
-            &envp,
+            &Exec {
+                program,
+                paths: &exec_paths,
+                argv: &ptrs,
+                envp: &envp,
+            },
         ));
     }
     // Parent: forward termination requests, wait, report.
@@ -144,6 +146,17 @@ pub fn instance_init(
     }
 }
 
+/// What the instance's PID 1 executes, prepared before the fork.
+struct Exec<'a> {
+    /// As given (for messages).
+    program: &'a str,
+    /// Where to look for it, in order (its own `PATH`'s search).
+    paths: &'a [CString],
+    /// Null-terminated arrays of live C strings.
+    argv: &'a [*const libc::c_char],
+    envp: &'a [*const libc::c_char],
+}
+
 /// The init's child, PID 1 of the instance: confines itself and execs the
 /// command; returns an exit code only when that fails.
 fn run_command(
@@ -151,10 +164,7 @@ fn run_command(
     proc_: &CString,
     proc_dir: &CString,
     filters: &crate::confine::Filters,
-    program: &str,
-    exec_paths: &[CString],
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
+    exec: &Exec<'_>,
 ) -> i32 {
     use crate::confine;
     let fail = |what: &str, e: &dyn std::fmt::Display| {
@@ -204,9 +214,10 @@ fn run_command(
     // As execvp does: the first candidate that exists is run; the error
     // shown is that of one that exists but could not run, else ENOENT.
     let mut shown = None;
-    for path in exec_paths {
+    let program = exec.program;
+    for path in exec.paths {
         // SAFETY: argv and envp are null-terminated arrays of live C strings.
-        unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+        unsafe { libc::execve(path.as_ptr(), exec.argv.as_ptr(), exec.envp.as_ptr()) };
         let err = std::io::Error::last_os_error();
         if !matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) || shown.is_none() {
             shown = Some(err);

@@ -53,10 +53,17 @@ impl HostLock {
         name: &str,
         run_dir: &Path,
     ) -> std::io::Result<Result<HostLock, Holder>> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+        // Its parent as any other directory (`/run/tickpack` holds run
+        // dirs whose tenants must reach their own `{dir}`); only the lock
+        // directory itself is root's alone.
+        if let Some(parent) = dir.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
         let path = lock_path(dir, name);
         let mut file = std::fs::OpenOptions::new()
             .create(true)
@@ -99,6 +106,27 @@ fn lock_path(dir: &Path, name: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bug of this change, caught before it landed: the lock directory
+    /// was made with its parents at mode 0700, so a first host made
+    /// `/run/tickpack` itself 0700 and no tenant could reach its `{dir}`.
+    #[test]
+    fn the_lock_directory_made_its_parents_private_too() {
+        use std::os::unix::fs::PermissionsExt;
+        let top = std::env::temp_dir().join(format!("tp-hostlock-top-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&top);
+        let dir = top.join("host-locks");
+        let lock = HostLock::acquire_in(&dir, "h", Path::new("/run/a")).unwrap();
+        assert!(lock.is_ok());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_ne!(
+            mode(&top) & 0o011,
+            0,
+            "others may still traverse the parent"
+        );
+        std::fs::remove_dir_all(&top).unwrap();
+    }
 
     #[test]
     fn a_held_name_cannot_be_taken_until_its_holder_lets_go() {

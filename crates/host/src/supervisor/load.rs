@@ -1,0 +1,267 @@
+//! Load commands: a program of the user's (a game definition's `[load]`,
+//! `bench --load`) started beside one instance to play on it, for games
+//! tickpack has no players of its own for.
+//!
+//! A load command is as hostile as any tenant. As root (netns backend) it
+//! runs through the instance's own spawn path ([`crate::spawn`]) with the
+//! walls of batch work: the host's batch uid (no instance's), no
+//! capabilities, seccomp, its own mount, PID, UTS and IPC namespaces, `/`
+//! read-only, a directory of its own (`RUN_DIR/batch/load-ID`, a tmpfs,
+//! removed at `down` with the other tenant directories), output capped in
+//! `RUN_DIR/logs/load-ID.log`. Its network is **the instance's own
+//! namespace**: it reaches its server at the server's own address and
+//! whatever that server could reach (on the veth path, nothing of the
+//! host: the host's firewall drops it), never the host's network. It is
+//! pinned to the load generator's CPUs, and its CPU time (its whole
+//! process tree, from `wait4`) is counted as the load generator's.
+//!
+//! What it writes back is read by root only from its own directory, with
+//! `O_NOFOLLOW`, bounded ([`LoadProcess::read_file`]).
+//!
+//! Without root (the process backend) it is a plain process of the
+//! caller's, pinned, in the same directory layout.
+
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use super::{io, HostError, Supervisor};
+use crate::fleet::Backend;
+use crate::spawn::{self, Isolation, Spec};
+use tickpack_sys::is_root;
+
+/// A load command's own directory and log, under the run dir.
+fn load_dir(run_dir: &std::path::Path, id: u32) -> PathBuf {
+    run_dir.join("batch").join(format!("load-{id}"))
+}
+
+/// Where load command `id`'s output goes.
+pub fn load_log_path(run_dir: &std::path::Path, id: u32) -> PathBuf {
+    run_dir.join("logs").join(format!("load-{id}.log"))
+}
+
+/// The size of a load command's directory (its samples and files).
+const LOAD_DISK_BYTES: u64 = 64 << 20;
+
+/// How a load command ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadExit {
+    /// Its exit code; `None` when a signal ended it.
+    pub code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Whether we stopped it (it ran past its step).
+    pub stopped: bool,
+    /// CPU seconds of its whole process tree.
+    pub cpu_s: f64,
+}
+
+impl LoadExit {
+    /// It ended by itself with code 0.
+    pub fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// "exited with code 3", "was killed by signal 11", ...
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal, self.stopped) {
+            (_, _, true) => "ran past its step and was stopped".into(),
+            (Some(c), _, _) if c > 128 && c < 160 => format!("was killed by signal {}", c - 128),
+            (Some(c), _, _) => format!("exited with code {c}"),
+            (None, Some(s), _) => format!("was killed by signal {s}"),
+            _ => "ended".into(),
+        }
+    }
+}
+
+/// A running load command.
+#[derive(Debug)]
+pub struct LoadProcess {
+    pub id: u32,
+    child: Child,
+    dir: PathBuf,
+    log: PathBuf,
+    started: Instant,
+    exit: Option<LoadExit>,
+}
+
+impl Supervisor {
+    /// Starts `argv` as the load of instance `id` (1-based), pinned to
+    /// `cpus`; see the module header for its walls. The placeholders are
+    /// the caller's to expand; `{dir}`-like paths should use
+    /// [`Supervisor::load_dir`].
+    pub fn start_load(
+        &mut self,
+        id: u32,
+        argv: Vec<String>,
+        cpus: &[usize],
+    ) -> Result<LoadProcess, HostError> {
+        if !self.instances.iter().any(|i| i.spec.id == id) {
+            return Err(HostError::Isolation(format!("no instance {id} to load")));
+        }
+        let root = is_root() && self.cfg.backend == Backend::Netns;
+        let parent = self.cfg.run_dir.join("batch");
+        std::fs::create_dir_all(&parent).map_err(io(format!("creating {}", parent.display())))?;
+        let dir = load_dir(&self.cfg.run_dir, id);
+        if root {
+            super::private_dir(&parent)?;
+            if !dir.exists() {
+                std::fs::create_dir(&dir).map_err(io(format!("creating {}", dir.display())))?;
+                super::disk::tenant_dir(&dir, LOAD_DISK_BYTES, self.uid_base)?;
+            }
+        } else {
+            std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
+        }
+        let log = load_log_path(&self.cfg.run_dir, id);
+        let netns = self.net.as_ref().map(|n| n.netns_path(id));
+        let spec = Spec {
+            argv,
+            env: vec![("HOME".into(), dir.display().to_string())],
+            workdir: dir.clone(),
+            log: log.clone(),
+            log_bytes: self.cfg.log_bytes,
+            oom_score_adj: (self.instance_oom_score_adj + super::batch::BATCH_OOM_SCORE_ABOVE)
+                .min(1000),
+            cpus: Some(cpus.to_vec()),
+            cgroup_procs: vec![],
+            isolation: if root {
+                Isolation {
+                    netns,
+                    own_netns: false,
+                    hostname: Some(format!("tp{}-load-{id}", self.cfg.name)),
+                    user: Some((self.uid_base, self.uid_base)),
+                    hide: Some(self.cfg.run_dir.clone()),
+                }
+            } else {
+                Isolation::default()
+            },
+            init_exe: self.exe.clone(),
+            sched_idle: false,
+            own_session: true,
+        };
+        let child = spawn::spawn(&spec).map_err(|e| {
+            HostError::Isolation(format!("starting the load command of instance {id}: {e}"))
+        })?;
+        let recorded = crate::leftover::RecordedProcess::of(child.id());
+        self.record.processes.retain(|p| p.is_same_process());
+        self.record.processes.extend(recorded);
+        self.save()?;
+        Ok(LoadProcess {
+            id,
+            child,
+            dir,
+            log,
+            started: Instant::now(),
+            exit: None,
+        })
+    }
+
+    /// The directory instance `id`'s load command runs in (the same path
+    /// inside its sandbox and out).
+    pub fn load_dir(&self, id: u32) -> PathBuf {
+        load_dir(&self.cfg.run_dir, id)
+    }
+}
+
+impl LoadProcess {
+    /// How it ended, once it has (without waiting).
+    pub fn try_wait(&mut self) -> Option<&LoadExit> {
+        if self.exit.is_none() {
+            self.exit = self.reap(libc::WNOHANG, false);
+        }
+        self.exit.as_ref()
+    }
+
+    /// Waits at most `grace` for it to end by itself, then stops it (its
+    /// process group: SIGTERM, then SIGKILL a second later).
+    pub fn finish(&mut self, grace: Duration) -> LoadExit {
+        let deadline = Instant::now() + grace;
+        while self.try_wait().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if self.exit.is_none() {
+            let pid = self.child.id() as i32;
+            // SAFETY: signalling the process group of a child we started
+            // (own_session: it leads its group) and have not reaped.
+            unsafe { libc::kill(-pid, libc::SIGTERM) };
+            let kill_at = Instant::now() + Duration::from_secs(1);
+            while self.try_wait().is_none() && Instant::now() < kill_at {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if self.exit.is_none() {
+                // SAFETY: as above.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                self.exit = self.reap(0, true);
+            } else if let Some(e) = &mut self.exit {
+                e.stopped = true;
+            }
+        }
+        self.exit.clone().unwrap_or(LoadExit {
+            code: None,
+            signal: None,
+            stopped: true,
+            cpu_s: 0.0,
+        })
+    }
+
+    fn reap(&mut self, flags: libc::c_int, stopped: bool) -> Option<LoadExit> {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is a valid output buffer.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 on our own child with valid pointers.
+        let r = unsafe { libc::wait4(self.child.id() as i32, &mut status, flags, &mut ru) };
+        if r <= 0 {
+            return None;
+        }
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        Some(LoadExit {
+            code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+            signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+            stopped,
+            cpu_s: secs(ru.ru_utime) + secs(ru.ru_stime),
+        })
+    }
+
+    /// How long ago it started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// A file it wrote in its own directory: read without following a
+    /// link, a regular file of at most `max` bytes; `None` when it wrote
+    /// none. An error says why it was refused.
+    pub fn read_file(&self, name: &str, max: u64) -> Result<Option<String>, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.dir.join(name);
+        let shown = path.display();
+        // The directory is a mount the tenant cannot swap (its parent is
+        // root's, 0700); the last component may be its link: not followed.
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{shown}: {e} (a link is not followed)")),
+        };
+        let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!("{shown}: not a regular file"));
+        }
+        let bytes = tickpack_sys::user_file::read_bounded(file, max)
+            .map_err(|_| format!("{shown}: unreadable or larger than {max} bytes"))?;
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| format!("{shown}: not UTF-8 text"))
+    }
+
+    /// The last lines of its output (escaped, bounded), for a report of
+    /// why it failed.
+    pub fn last_output(&self) -> String {
+        let text = tickpack_sys::user_file::read_text(&self.log, 1 << 20).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+        tickpack_sys::text::escape(&tail, 300)
+    }
+}

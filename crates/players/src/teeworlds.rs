@@ -1,0 +1,578 @@
+//! One emulated Teeworlds 0.7 player as a state machine, measured like
+//! [`crate::Player`] and [`crate::openarena::Q3Player`]: no sockets, no
+//! clock of its own (the caller's monotonic microseconds are mapped onto
+//! the [`std::time::Instant`]s the protocol crate takes).
+//!
+//! The protocol (token handshake, connection, join, delta-coded snapshots,
+//! the 50 Hz INPUT stream, and the rule that says which snapshot first
+//! shows an input) is [`tickpack_tw7::Client`]; this file adds what a
+//! player does and what it measures:
+//!
+//! - **Inputs on the open-loop schedule**: one new input per command
+//!   interval (the server's 50 Hz tick by default), due on a grid that
+//!   starts with the first snapshot and never slips; each input turns the
+//!   aim one step (and now and then the running direction), so
+//!   consecutive inputs always differ and the reflection rule can tell
+//!   them apart.
+//! - **Transaction latency**: from the time an input was *due* to the
+//!   arrival of the first snapshot that reflects it
+//!   ([`tickpack_tw7::Event::InputReflected`]: the local character shows
+//!   its direction and aim at or after its intended tick). The server
+//!   runs inputs in order, and sends a snapshot every second tick by
+//!   default (`sv_high_bandwidth 0`), so a snapshot that shows input *k*
+//!   also settles every older input still waiting: they are reflected by
+//!   it, with their own (longer) latency from their own due time, as a
+//!   Quake III usercmd covered by a snapshot's `commandTime` is.
+//! - **RTT**: from the first sending of the newest input a snapshot
+//!   reflects to that snapshot's arrival (like Quake III's client ping: it
+//!   includes the wait for the server's next snapshot tick).
+//! - **Snapshots against the schedule**: the server numbers its ticks;
+//!   the snapshot step (in ticks) is learned from the first snapshots and
+//!   a snapshot tick that never came is lost ([`crate::coverage`]).
+//! - Inputs never reflected within the loss deadline, outages and
+//!   reconnects, as for the other games.
+//!
+//! The players appear in the server's log and scoreboard as `tp-N`. The
+//! server admits [`PER_ADDRESS_DEFAULT`] players from one address by
+//! default (`sv_max_clients_per_ip`); a run with more spreads them over
+//! several source addresses ([`crate::sources`]).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::Rng;
+use tickpack_report::record;
+use tickpack_tw7::{Client, ClientConfig, Event, PlayerInput, SnapshotInfo};
+
+use crate::coverage::Coverage;
+use crate::emulated::Emulated;
+use crate::player::{
+    first_hello, measured_span, player_rng, PlayerSettings, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
+};
+use crate::recorder::Recorder;
+
+/// The server's game tick rate (fixed in the engine: `SERVER_TICK_SPEED`).
+pub const TICK_HZ: u32 = 50;
+/// Inputs per second when no rate is given: one per server tick, as the
+/// game's own client sends.
+pub const DEFAULT_CMD_RATE_HZ: f64 = TICK_HZ as f64;
+/// Snapshots per second assumed for a server that never sent one: the
+/// engine's default, one every second tick (`sv_high_bandwidth 0`).
+pub const DEFAULT_SNAP_HZ: u32 = TICK_HZ / 2;
+/// `sv_max_clients_per_ip`'s default in Teeworlds 0.7.5.
+pub const PER_ADDRESS_DEFAULT: usize = 4;
+/// Snapshots needed to learn the snapshot step (the smallest tick step
+/// between consecutive snapshots).
+const LEARN_SNAPSHOTS: usize = 4;
+/// Aim turned per input, in degrees (not a divisor of 360, so the aim
+/// never repeats between neighbours).
+const AIM_STEP_DEG: f32 = 7.0;
+/// Aim distance from the tee (the game's client keeps the mouse there).
+const AIM_RADIUS: f32 = 256.0;
+/// What the protocol crate says when the connection failed on our side
+/// (not a server's refusal): the player tries again.
+const OWN_FAILURES: [&str; 3] = ["Unable to connect", "Timeout", "Too weak connection"];
+
+/// An input sent and not yet reflected.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    id: u64,
+    due_us: u64,
+}
+
+/// One emulated Teeworlds player.
+pub struct TwPlayer {
+    pub index: usize,
+    pub target: SocketAddr,
+    settings: PlayerSettings,
+    /// The session, while one is being made or played; `None` between
+    /// sessions (waiting until `next_try_us`).
+    client: Option<Client>,
+    next_try_us: u64,
+    retry_us: u64,
+    /// The caller's microsecond 0 as an `Instant`.
+    epoch: Instant,
+    rng: SmallRng,
+    cmd_interval_us: u64,
+    next_cmd_us: u64,
+    /// Ticks between snapshots, once learned.
+    snap_step: Option<i32>,
+    /// Snapshots seen before the step was known: (arrival, tick).
+    learning: Vec<(u64, i32)>,
+    /// Newest snapshot tick.
+    newest_tick: Option<i32>,
+    outstanding: VecDeque<Sent>,
+    last_snapshot_us: Option<u64>,
+    last_heard_us: u64,
+    no_session_since_us: Option<u64>,
+    /// A snapshot arrived in the current session.
+    active: bool,
+    ever_connected: bool,
+    /// Joined again since the last snapshot: an older tick then means a
+    /// new server process.
+    rejoined: bool,
+    ended: Option<String>,
+    coverage: Coverage,
+    rtt_samples: Vec<u32>,
+    transaction_samples: Vec<u32>,
+    aim_deg: f32,
+    direction: i32,
+    pub tick_hz: u32,
+}
+
+impl TwPlayer {
+    pub fn new(
+        index: usize,
+        target: SocketAddr,
+        settings: PlayerSettings,
+        seed: u64,
+        start_us: u64,
+    ) -> Self {
+        let mut rng = player_rng(seed, index);
+        let first = first_hello(&mut rng, start_us);
+        let span = measured_span(first, settings.window);
+        let rate = settings.cmd_rate_hz.unwrap_or(DEFAULT_CMD_RATE_HZ);
+        let aim_deg = rng.gen_range(0.0..360.0);
+        TwPlayer {
+            index,
+            target,
+            settings,
+            client: None,
+            next_try_us: first,
+            retry_us: RETRY_MIN_US,
+            epoch: Instant::now(),
+            rng,
+            cmd_interval_us: ((1e6 / rate) as u64).max(1),
+            next_cmd_us: u64::MAX,
+            snap_step: None,
+            learning: Vec::new(),
+            newest_tick: None,
+            outstanding: VecDeque::new(),
+            last_snapshot_us: None,
+            last_heard_us: first,
+            no_session_since_us: Some(first),
+            active: false,
+            ever_connected: false,
+            rejoined: false,
+            ended: None,
+            coverage: Coverage::new(span),
+            rtt_samples: Vec::new(),
+            transaction_samples: Vec::new(),
+            aim_deg,
+            direction: 1,
+            tick_hz: 0,
+        }
+    }
+
+    /// The name the server lists this player under.
+    pub fn name(&self) -> String {
+        format!("{}{}", crate::referee::NAME_PREFIX, self.index)
+    }
+
+    /// Ticks between two snapshots, once learned (the engine's default:
+    /// 2).
+    pub fn snapshot_step(&self) -> Option<i32> {
+        self.snap_step
+    }
+
+    fn at(&self, us: u64) -> Instant {
+        self.epoch + Duration::from_micros(us)
+    }
+
+    fn us(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_micros() as u64
+    }
+
+    fn silence_us(&self) -> u64 {
+        let step = self.snap_step.unwrap_or(2) as u64;
+        SILENCE_US.max(10 * step * 1_000_000 / u64::from(TICK_HZ))
+    }
+
+    fn in_span(&self, t_us: u64) -> bool {
+        let (a, b) = self.coverage.span();
+        t_us >= a && t_us < b
+    }
+
+    /// Inputs due in `[from, to)` of the span while there was no session.
+    fn unsent(&self, from_us: u64, to_us: u64) -> u64 {
+        self.coverage
+            .due_in_span(from_us, to_us, self.cmd_interval_us)
+    }
+
+    /// Counts inputs whose loss deadline passed unreflected as lost.
+    fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
+        let deadline = self.settings.loss_deadline_us;
+        while let Some(s) = self.outstanding.front() {
+            if s.due_us + deadline > now_us {
+                break;
+            }
+            let due = s.due_us;
+            self.outstanding.pop_front();
+            if self.in_span(due) {
+                rec.commands_lost += 1;
+            }
+        }
+    }
+
+    /// The session is gone: join again, at once the first time, then with
+    /// backoff while the server stays away.
+    fn lose_session(&mut self, now_us: u64, rec: &mut Recorder) {
+        self.expire(now_us, rec);
+        self.no_session_since_us.get_or_insert(now_us);
+        let was_active = self.active;
+        self.client = None;
+        self.active = false;
+        self.rejoined = self.ever_connected;
+        self.next_cmd_us = u64::MAX;
+        if was_active {
+            self.retry_us = RETRY_MIN_US;
+        }
+        self.next_try_us = now_us + if was_active { 0 } else { self.retry_us };
+        self.retry_us = (self.retry_us * 2).min(RETRY_MAX_US);
+    }
+
+    /// The next input: turn the aim one step, sometimes run the other way.
+    fn steer(&mut self) -> PlayerInput {
+        if self.rng.gen_ratio(1, 50) {
+            self.direction = [-1, 0, 1][self.rng.gen_range(0..3)];
+        }
+        self.aim_deg = (self.aim_deg + AIM_STEP_DEG) % 360.0;
+        let r = self.aim_deg.to_radians();
+        PlayerInput {
+            direction: self.direction,
+            target_x: (r.cos() * AIM_RADIUS).round() as i32,
+            target_y: (r.sin() * AIM_RADIUS).round() as i32,
+            ..PlayerInput::default()
+        }
+    }
+
+    /// Handles what the session said.
+    fn drain_events(&mut self, now_us: u64, rec: &mut Recorder) {
+        while let Some(e) = self.client.as_mut().and_then(Client::poll_event) {
+            match e {
+                Event::Connected | Event::MapChange { .. } => {
+                    self.last_heard_us = self.last_heard_us.max(now_us);
+                }
+                Event::InGame { .. } | Event::InputTiming { .. } => {}
+                Event::Snapshot(s) => self.on_snapshot(now_us, &s, rec),
+                Event::InputReflected {
+                    input_id, sent_at, ..
+                } => self.on_reflected(now_us, input_id, sent_at, rec),
+                Event::Disconnected { reason } => {
+                    let ours = OWN_FAILURES.iter().any(|f| reason.starts_with(f));
+                    if self.ever_connected || ours {
+                        // Dropped after having played (a restart, a
+                        // timeout), or no answer yet: try again (until
+                        // the connect deadline, before the first session).
+                        self.lose_session(now_us, rec);
+                    } else {
+                        self.client = None;
+                        self.ended =
+                            Some(format!("{} disconnected the player: {reason}", self.target));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_snapshot(&mut self, now_us: u64, s: &SnapshotInfo, rec: &mut Recorder) {
+        self.last_heard_us = now_us;
+        if let Some(newest) = self.newest_tick {
+            if self.rejoined && s.tick <= newest {
+                self.server_restarted(rec);
+            } else if s.tick <= newest {
+                return; // duplicate or reordered
+            }
+        }
+        self.rejoined = false;
+        if !self.active {
+            self.active = true;
+            self.retry_us = RETRY_MIN_US;
+            if let Some(since) = self.no_session_since_us.take() {
+                rec.commands_lost += self.unsent(since, now_us);
+            }
+            if self.ever_connected {
+                rec.reconnects += 1;
+            }
+            self.ever_connected = true;
+            // The session sends an INPUT every 20 ms from this snapshot's
+            // arrival on: the schedule starts on its grid.
+            self.next_cmd_us = now_us;
+        }
+        self.newest_tick = Some(s.tick);
+        self.count_snapshot(now_us, s.tick, rec);
+    }
+
+    /// Input `id` and every older one still waiting are reflected by the
+    /// snapshot that arrived at `now_us`.
+    fn on_reflected(&mut self, now_us: u64, id: u64, sent_at: Instant, rec: &mut Recorder) {
+        let deadline = self.settings.loss_deadline_us;
+        while let Some(c) = self.outstanding.front().copied() {
+            if c.id > id {
+                break;
+            }
+            self.outstanding.pop_front();
+            let latency = now_us.saturating_sub(c.due_us);
+            if latency <= deadline {
+                rec.recent_transaction(latency);
+            }
+            if !self.in_span(c.due_us) {
+                continue;
+            }
+            if latency <= deadline {
+                record(&mut rec.transaction, latency);
+                self.transaction_samples
+                    .push(latency.min(u64::from(u32::MAX)) as u32);
+                rec.commands_reflected += 1;
+            } else {
+                rec.commands_lost += 1;
+            }
+        }
+        let sent = self.us(sent_at);
+        if rec.in_window(sent) {
+            let rtt = now_us.saturating_sub(sent);
+            record(&mut rec.rtt, rtt);
+            self.rtt_samples.push(rtt.min(u64::from(u32::MAX)) as u32);
+        }
+    }
+
+    /// Feeds one snapshot to the schedule's account, learning the
+    /// snapshot step from the first ones.
+    fn count_snapshot(&mut self, now_us: u64, tick: i32, rec: &mut Recorder) {
+        if self.snap_step.is_some() {
+            self.snapshot(now_us, tick, rec);
+            return;
+        }
+        self.learning.push((now_us, tick));
+        if self.learning.len() >= LEARN_SNAPSHOTS {
+            let step = self
+                .learning
+                .windows(2)
+                .map(|w| w[1].1 - w[0].1)
+                .filter(|d| *d > 0)
+                .min()
+                .unwrap_or(2);
+            self.settle_step(step, rec);
+        }
+    }
+
+    /// The snapshot step is known (`ticks`): the snapshots seen while
+    /// learning it are counted now.
+    fn settle_step(&mut self, ticks: i32, rec: &mut Recorder) {
+        let ticks = ticks.clamp(1, TICK_HZ as i32);
+        self.snap_step = Some(ticks);
+        self.tick_hz = TICK_HZ;
+        self.coverage
+            .set_tick_interval_us(f64::from(ticks) * 1e6 / f64::from(TICK_HZ));
+        for (at, t) in std::mem::take(&mut self.learning) {
+            self.snapshot(at, t, rec);
+        }
+    }
+
+    fn snapshot(&mut self, now_us: u64, tick: i32, rec: &mut Recorder) {
+        let step = self.snap_step.expect("learned");
+        self.coverage.tick(now_us, (tick.max(0) / step) as u32);
+        if rec.in_window(now_us) {
+            if let Some(prev) = self.last_snapshot_us {
+                let interval = step as u64 * 1_000_000 / u64::from(TICK_HZ);
+                record(&mut rec.jitter, (now_us - prev).abs_diff(interval));
+            }
+        }
+        self.last_snapshot_us = Some(now_us);
+    }
+
+    /// A new server process: its ticks start again. Inputs sent to the old
+    /// one will never be reflected.
+    fn server_restarted(&mut self, rec: &mut Recorder) {
+        self.learning.clear();
+        self.coverage.new_piece();
+        let span = self.coverage.span();
+        for c in self.outstanding.drain(..) {
+            if c.due_us >= span.0 && c.due_us < span.1 {
+                rec.commands_lost += 1;
+            }
+        }
+        rec.server_restarted(self.target);
+        self.newest_tick = None;
+        self.last_snapshot_us = None;
+    }
+
+    /// Starts a session if one is due and none is running.
+    fn maybe_start(&mut self, now_us: u64) {
+        if self.client.is_none() && self.ended.is_none() && now_us >= self.next_try_us {
+            let mut cfg = ClientConfig::new(&self.name(), self.rng.gen());
+            cfg.start_info.clan = "tickpack".into();
+            self.client = Some(Client::new(cfg, self.at(now_us)));
+            self.last_heard_us = now_us;
+        }
+    }
+}
+
+impl Emulated for TwPlayer {
+    fn target(&self) -> SocketAddr {
+        self.target
+    }
+
+    fn next_deadline(&self) -> u64 {
+        if self.ended.is_some() {
+            return u64::MAX;
+        }
+        let give_up = if self.ever_connected {
+            u64::MAX
+        } else {
+            self.settings.connect_deadline_us
+        };
+        let Some(c) = &self.client else {
+            return self.next_try_us.min(give_up);
+        };
+        let timers = c.poll_timeout().map_or(u64::MAX, |t| self.us(t));
+        let mine = if self.active {
+            self.next_cmd_us.min(self.last_heard_us + self.silence_us())
+        } else {
+            u64::MAX
+        };
+        timers.min(mine).min(give_up)
+    }
+
+    fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        out.clear();
+        if self.ended.is_some() {
+            return false;
+        }
+        if !self.ever_connected && now_us >= self.settings.connect_deadline_us {
+            self.client = None;
+            self.ended = Some(format!(
+                "no answer from {} to the Teeworlds 0.7 join (is a Teeworlds 0.7 server \
+                 listening there, with a free slot for this address?)",
+                self.target
+            ));
+            return false;
+        }
+        if self.active && now_us >= self.last_heard_us + self.silence_us() {
+            self.lose_session(now_us, rec);
+        }
+        self.maybe_start(now_us);
+        let now = self.at(now_us);
+        if self.active && now_us >= self.next_cmd_us {
+            self.expire(now_us, rec);
+            let due = self.next_cmd_us;
+            self.next_cmd_us += self.cmd_interval_us;
+            let input = self.steer();
+            if let Some(c) = self.client.as_mut() {
+                let id = c.input(now, input);
+                self.outstanding.push_back(Sent { id, due_us: due });
+                if self.in_span(due) {
+                    rec.commands_sent += 1;
+                }
+            }
+        }
+        let Some(c) = self.client.as_mut() else {
+            return false;
+        };
+        if c.poll_timeout().is_some_and(|t| t <= now) {
+            c.handle_timeout(now);
+        }
+        let sent = c.poll_transmit(now, out);
+        self.drain_events(now_us, rec);
+        sent
+    }
+
+    fn handle(&mut self, now_us: u64, data: &[u8], rec: &mut Recorder) {
+        let now = self.at(now_us);
+        let Some(c) = self.client.as_mut() else {
+            return;
+        };
+        if c.handle(now, data).is_err() {
+            rec.decode_errors += 1;
+        }
+        self.drain_events(now_us, rec);
+    }
+
+    fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
+        if !self.ever_connected {
+            if self.ended.is_none() {
+                self.client = None;
+                self.ended = Some(why);
+            }
+        } else if self.client.is_some() {
+            self.lose_session(now_us, rec);
+        }
+    }
+
+    fn finish(
+        &mut self,
+        now_us: u64,
+        span_end_us: u64,
+        // The tick is the engine's; the snapshot step is learned.
+        _hint_tick_hz: u32,
+        out: &mut Vec<u8>,
+        rec: &mut Recorder,
+    ) -> bool {
+        if let Some(since) = self.no_session_since_us.take() {
+            rec.commands_lost += self.unsent(since, span_end_us);
+        }
+        if self.snap_step.is_none() {
+            // Never learned the step: count what came at the engine's
+            // default snapshot rate.
+            self.settle_step((TICK_HZ / DEFAULT_SNAP_HZ) as i32, rec);
+        }
+        let span = self.coverage.span();
+        let deadline = self.settings.loss_deadline_us;
+        let connected = self.active && self.client.is_some();
+        rec.commands_lost += self
+            .outstanding
+            .iter()
+            .filter(|c| {
+                c.due_us >= span.0
+                    && c.due_us < span.1.min(span_end_us)
+                    && (!connected || c.due_us + deadline <= now_us)
+            })
+            .count() as u64;
+        self.outstanding.clear();
+        let snap_hz = TICK_HZ / self.snap_step.unwrap_or(2).max(1) as u32;
+        let t = self.coverage.finish(span_end_us, snap_hz);
+        rec.snapshots.merge(&t);
+        out.clear();
+        let now = self.at(now_us);
+        let sent = match self.client.as_mut() {
+            Some(c) => {
+                c.disconnect("finished");
+                c.poll_transmit(now, out)
+            }
+            None => false,
+        };
+        self.client = None;
+        if self.ended.is_none() {
+            self.ended = Some("finished".into());
+        }
+        sent
+    }
+
+    fn is_connected(&self) -> bool {
+        self.active && self.client.is_some()
+    }
+
+    fn ended(&self) -> Option<&str> {
+        self.ended.as_deref()
+    }
+
+    /// The server's game tick (50 Hz) once a snapshot came; snapshots
+    /// come every [`TwPlayer::snapshot_step`] ticks of it.
+    fn tick_hz(&self) -> u32 {
+        self.tick_hz
+    }
+
+    fn referee_row(&self) -> Option<tickpack_report::RefereeRow> {
+        let median = |v: &[u32]| crate::referee::median(v).map_or(0, u64::from);
+        Some(tickpack_report::RefereeRow {
+            server: self.target.to_string(),
+            player: self.name(),
+            rtt_us_median: median(&self.rtt_samples),
+            transaction_us_median: median(&self.transaction_samples),
+            server_ping_us_median: None,
+        })
+    }
+}

@@ -1,0 +1,299 @@
+//! One emulated Teeworlds player against a scripted Teeworlds 0.7 server on
+//! a virtual clock: no sockets, no sleeping. The script speaks the real
+//! wire format (tickpack-tw7's packet, chunk and message layers): it hands
+//! out a token, accepts, walks the player through the join, runs each
+//! INPUT at its intended tick (or the next tick, if late) and sends a
+//! snapshot of the player's character every second tick, as the engine
+//! does by default. A spectator's snapshots hold no character.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use tickpack_players::player::PlayerSettings;
+use tickpack_players::teeworlds::TwPlayer;
+use tickpack_players::{Emulated, Recorder, SizeDist};
+use tickpack_tw7::huffman::Huffman;
+use tickpack_tw7::msg::{game, sys};
+use tickpack_tw7::packer::{pack_int, Packer, Unpacker};
+use tickpack_tw7::packet::{
+    ChunkHeader, Chunks, PacketHeader, CHUNK_VITAL, CTRL_ACCEPT, CTRL_CONNECT, CTRL_TOKEN,
+    FLAG_COMPRESSION, FLAG_CONTROL, MAX_PAYLOAD,
+};
+use tickpack_tw7::snapshot::obj;
+use tickpack_tw7::PlayerInput;
+
+const START: u64 = 1_000_000;
+const WARMUP: u64 = 1_000_000;
+const DURATION: u64 = 3_000_000;
+const DEADLINE: u64 = 1_000_000;
+/// One way, each direction.
+const DELAY: u64 = 5_000;
+const TICK_US: u64 = 20_000;
+const SERVER_TOKEN: u32 = 0x1234_5678;
+
+struct Server {
+    client_token: u32,
+    /// Vital chunks received from the player (acknowledged in every packet).
+    ack: u16,
+    tick: i32,
+    /// Inputs received: (tick it runs at, input).
+    inputs: VecDeque<(i32, PlayerInput)>,
+    current: PlayerInput,
+    spectator: bool,
+    out: Vec<Vec<u8>>,
+}
+
+fn msg(id: i32, system: bool, f: impl FnOnce(&mut Packer<'_>)) -> Vec<u8> {
+    let mut b = Vec::new();
+    let mut p = Packer::new(&mut b);
+    p.int((id << 1) | i32::from(system));
+    f(&mut p);
+    b
+}
+
+impl Server {
+    fn header(&self, flags: u8, num_chunks: u8) -> Vec<u8> {
+        PacketHeader {
+            flags,
+            ack: self.ack,
+            num_chunks,
+            token: self.client_token,
+        }
+        .encode()
+        .to_vec()
+    }
+
+    fn control(&mut self, ctrl: u8, extra: &[u8]) {
+        let mut v = self.header(FLAG_CONTROL, 0);
+        v.push(ctrl);
+        v.extend_from_slice(extra);
+        self.out.push(v);
+    }
+
+    fn chunk(&mut self, seq: Option<u16>, body: &[u8]) {
+        let mut v = self.header(0, 1);
+        ChunkHeader {
+            flags: if seq.is_some() { CHUNK_VITAL } else { 0 },
+            size: body.len() as u16,
+            sequence: seq.unwrap_or(0),
+        }
+        .encode(&mut v);
+        v.extend_from_slice(body);
+        self.out.push(v);
+    }
+
+    fn handle(&mut self, d: &[u8]) {
+        let h = PacketHeader::decode(d).expect("a packet header");
+        if h.flags & FLAG_CONTROL != 0 {
+            match d[7] {
+                CTRL_TOKEN => {
+                    self.client_token = u32::from_be_bytes([d[8], d[9], d[10], d[11]]);
+                    self.control(CTRL_TOKEN, &SERVER_TOKEN.to_be_bytes());
+                }
+                CTRL_CONNECT => {
+                    self.control(CTRL_ACCEPT, &[]);
+                    self.join();
+                }
+                _ => {}
+            }
+            return;
+        }
+        let mut payload = Vec::new();
+        if h.flags & FLAG_COMPRESSION != 0 {
+            Huffman::get()
+                .decompress(&d[7..], &mut payload, MAX_PAYLOAD)
+                .expect("huffman");
+        } else {
+            payload.extend_from_slice(&d[7..]);
+        }
+        for c in Chunks::new(&payload, h.num_chunks) {
+            let (ch, data) = c.expect("a chunk");
+            if ch.vital() {
+                self.ack = ch.sequence;
+            }
+            let mut u = Unpacker::new(data);
+            let id = u.int().expect("msg id");
+            if id == (sys::INPUT << 1) | 1 {
+                let _ack_tick = u.int().unwrap();
+                let intended = u.int().unwrap();
+                let _size = u.int().unwrap();
+                let mut v = [0i32; 10];
+                for x in &mut v {
+                    *x = u.int().unwrap();
+                }
+                // The engine runs an input at its intended tick, or at the
+                // next tick if it came late.
+                let at = intended.max(self.tick + 1);
+                self.inputs.push_back((at, PlayerInput::from_ints(v)));
+            }
+        }
+    }
+
+    fn join(&mut self) {
+        let map = msg(sys::MAP_CHANGE, true, |p| {
+            p.string("dm1", 64).int(1).int(2).int(3).int(4);
+        });
+        self.chunk(Some(1), &map);
+        self.chunk(Some(2), &msg(sys::CON_READY, true, |_| {}));
+        let info = msg(game::SV_CLIENTINFO, false, |p| {
+            p.int(0).int(1).int(0);
+        });
+        self.chunk(Some(3), &info);
+        self.chunk(Some(4), &msg(game::SV_READYTOENTER, false, |_| {}));
+    }
+
+    /// One game tick: run the inputs due, and every second tick send a
+    /// snapshot (from nothing: SNAPSINGLE) of the player's character.
+    fn tick(&mut self) {
+        self.tick += 1;
+        while self.inputs.front().is_some_and(|(at, _)| *at <= self.tick) {
+            self.current = self.inputs.pop_front().unwrap().1;
+        }
+        if self.tick % 2 != 0 || self.client_token == 0 {
+            return;
+        }
+        let mut ints = vec![0, 0, 0];
+        if !self.spectator {
+            let mut ch = [0i32; 22];
+            ch[5] = self.current.expected_angle();
+            ch[6] = self.current.direction;
+            ints = vec![0, 1, 0, i32::from(obj::CHARACTER), 0];
+            ints.extend_from_slice(&ch);
+        }
+        let crc = ints.iter().skip(5).fold(0i32, |a, &v| a.wrapping_add(v));
+        let mut d = Vec::new();
+        for v in ints {
+            pack_int(&mut d, v);
+        }
+        let tick = self.tick;
+        let snap = msg(sys::SNAPSINGLE, true, |p| {
+            p.int(tick)
+                .int(tick + 1)
+                .int(crc)
+                .int(d.len() as i32)
+                .raw(&d);
+        });
+        self.chunk(None, &snap);
+    }
+}
+
+struct Run {
+    rec: Recorder,
+    player: TwPlayer,
+    connected: bool,
+}
+
+fn run(spectator: bool) -> Run {
+    let window = (START + WARMUP, START + WARMUP + DURATION);
+    let settings = PlayerSettings {
+        cmd_rate_hz: None,
+        cmd_size: SizeDist::Fixed(64),
+        ping_hz: 0.0,
+        ping_size: 64,
+        connect_deadline_us: START + 5_000_000,
+        window,
+        loss_deadline_us: DEADLINE,
+    };
+    let target: SocketAddr = "10.0.0.1:8303".parse().unwrap();
+    let mut player = TwPlayer::new(0, target, settings, 7, START);
+    let mut rec = Recorder::new(window);
+    let mut server = Server {
+        client_token: 0,
+        ack: 0,
+        tick: 1000,
+        inputs: VecDeque::new(),
+        current: PlayerInput::default(),
+        spectator,
+        out: vec![],
+    };
+    let mut to_server: VecDeque<(u64, Vec<u8>)> = VecDeque::new();
+    let mut to_player: VecDeque<(u64, Vec<u8>)> = VecDeque::new();
+    let mut buf = Vec::new();
+    let mut next_tick = 0;
+    let mut connected = false;
+    let end = window.1 + DEADLINE;
+    // A 250 µs step: fine enough for 20 ms ticks and 5 ms delays.
+    let mut t = 0;
+    while t < end {
+        if t >= next_tick {
+            server.tick();
+            next_tick += TICK_US;
+        }
+        while to_server.front().is_some_and(|(at, _)| *at <= t) {
+            let (_, d) = to_server.pop_front().unwrap();
+            server.handle(&d);
+        }
+        for d in server.out.drain(..) {
+            to_player.push_back((t + DELAY, d));
+        }
+        while to_player.front().is_some_and(|(at, _)| *at <= t) {
+            let (_, d) = to_player.pop_front().unwrap();
+            player.handle(t, &d, &mut rec);
+        }
+        if t < window.1 && player.next_deadline() <= t {
+            while player.poll_transmit(t, &mut buf, &mut rec) {
+                to_server.push_back((t + DELAY, buf.clone()));
+            }
+        }
+        connected |= player.is_connected();
+        t += 250;
+    }
+    player.finish(t, window.1, 50, &mut buf, &mut rec);
+    Run {
+        rec,
+        player,
+        connected,
+    }
+}
+
+#[test]
+fn a_teeworlds_player_joins_and_every_input_is_reflected_on_the_schedule() {
+    let r = run(false);
+    assert!(r.connected);
+    assert_eq!(r.player.tick_hz(), 50);
+    assert_eq!(
+        r.player.snapshot_step(),
+        Some(2),
+        "a snapshot every second tick"
+    );
+    let rec = &r.rec;
+    // 50 inputs a second for 3 s, every one due on the schedule sent.
+    assert!(
+        (149..=151).contains(&rec.commands_sent),
+        "{}",
+        rec.commands_sent
+    );
+    assert_eq!(rec.commands_lost, 0);
+    assert_eq!(rec.commands_reflected, rec.commands_sent);
+    // 25 snapshots a second, none lost, no outage.
+    assert!(
+        (74..=76).contains(&rec.snapshots.received),
+        "{:?}",
+        rec.snapshots
+    );
+    assert_eq!(rec.snapshots.lost, 0);
+    assert_eq!(rec.snapshots.outages, 0);
+    assert_eq!(rec.decode_errors, 0);
+    // Due → sent at once → 5 ms to the server → run at its tick → the
+    // next even tick's snapshot → 5 ms back: at least the two delays, at
+    // most those plus the intended-tick lead and two snapshot intervals.
+    let min = rec.transaction.min();
+    let max = rec.transaction.max();
+    assert!(min >= 2 * DELAY, "{min}");
+    assert!(max <= 2 * DELAY + 3 * TICK_US + 2 * 2 * TICK_US, "{max}");
+    assert!(!rec.rtt.is_empty());
+    assert!(rec.rtt.min() >= 2 * DELAY);
+}
+
+#[test]
+fn a_spectators_inputs_are_never_reflected_and_count_as_lost() {
+    // The server shows no character of ours (a spectator: the engine's
+    // sv_player_slots was full): no snapshot can show an input.
+    let r = run(true);
+    assert!(r.connected);
+    let rec = &r.rec;
+    assert!(rec.commands_sent >= 149);
+    assert_eq!(rec.commands_reflected, 0);
+    assert_eq!(rec.commands_lost, rec.commands_sent);
+    assert_eq!(rec.snapshots.lost, 0, "the snapshots themselves came");
+}
