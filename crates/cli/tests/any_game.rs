@@ -92,7 +92,7 @@ fn games_check_accepts_every_shipped_file_and_refuses_a_broken_one_with_its_line
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 3);
+    assert_eq!(files.len(), 4);
     let out = Command::new(exe())
         .args(["games", "check"])
         .args(&files)

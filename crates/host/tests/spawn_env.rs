@@ -1,8 +1,10 @@
 //! An instance does not inherit the Agones SDK variables of the host: a
 //! host run in an Agones GameServer pod would otherwise have every reference
 //! server instance report to the pod's SDK server (`tickpack server` turns
-//! Agones on when it sees them). Its own test binary: it sets variables
-//! of this process, which no other test may race.
+//! Agones on when it sees them). Nor anything else of the host's
+//! environment (issue 30): an instance gets its own variables, `HOME` and
+//! a fixed `PATH`, never root's. Its own test binary: it sets variables of
+//! this process, which no other test may race.
 
 use std::time::Duration;
 
@@ -15,13 +17,14 @@ fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
     std::env::set_var("AGONES_SDK_HTTP_PORT", "9358");
     std::env::set_var("AGONES_SDK_GRPC_PORT", "9357");
     std::env::set_var("TP_SPAWN_ENV_KEPT", "host");
+    std::env::set_var("PATH", "/tp-spawn-env-root-path:/usr/bin:/bin");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("out.log");
     let spec = Spec {
         argv: vec![
             "/bin/sh".into(),
             "-c".into(),
-            "echo \"[${AGONES_SDK_HTTP_PORT-unset}][${AGONES_SDK_GRPC_PORT-unset}][$TP_SPAWN_ENV_KEPT][$OWN]\"".into(),
+            "echo \"[${AGONES_SDK_HTTP_PORT-unset}][${AGONES_SDK_GRPC_PORT-unset}][${TP_SPAWN_ENV_KEPT-unset}][$OWN][$PATH]\"".into(),
         ],
         env: vec![("OWN".into(), "spec".into())],
         workdir: dir.path().to_path_buf(),
@@ -55,5 +58,12 @@ fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
                 .filter(|o| o.ends_with('\n'))
         })
         .unwrap_or_else(|| panic!("no line in the log within 10 s"));
-    assert_eq!(out.trim(), "[unset][unset][host][spec]", "{out}");
+    assert_eq!(
+        out.trim(),
+        format!(
+            "[unset][unset][unset][spec][{}]",
+            tickpack_host::spawn::env::DEFAULT_PATH
+        ),
+        "{out}"
+    );
 }

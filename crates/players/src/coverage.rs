@@ -92,6 +92,32 @@ impl Coverage {
         self.span
     }
 
+    /// Whether `t_us` lies in the span (a command due then is measured).
+    pub fn contains(&self, t_us: u64) -> bool {
+        t_us >= self.span.0 && t_us < self.span.1
+    }
+
+    /// Drops from the front of `outstanding` (oldest first) every command
+    /// whose loss deadline passed by `now_us` unreflected; returns how
+    /// many of them were due in the span (lost, for the caller to count).
+    pub fn expire<T>(
+        &self,
+        outstanding: &mut std::collections::VecDeque<T>,
+        due_us: impl Fn(&T) -> u64,
+        deadline_us: u64,
+        now_us: u64,
+    ) -> u64 {
+        let mut lost = 0;
+        while let Some(due) = outstanding.front().map(&due_us) {
+            if due + deadline_us > now_us {
+                break;
+            }
+            outstanding.pop_front();
+            lost += u64::from(self.contains(due));
+        }
+        lost
+    }
+
     /// How many commands, one every `interval_us`, fall due in `[from,
     /// to)` within the span (those due while a player had no session: none
     /// could be sent, all are lost).
@@ -230,5 +256,20 @@ impl Coverage {
             None => {}
         }
         std::mem::take(&mut self.tally)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expired_commands_are_lost_only_when_due_in_the_span() {
+        let c = Coverage::new((1_000, 5_000));
+        let mut q: std::collections::VecDeque<u64> = [500, 1_500, 4_000, 9_000].into();
+        // Deadline 1 000 at 6 000: the first three expired, two in the span.
+        assert_eq!(c.expire(&mut q, |d| *d, 1_000, 6_000), 2);
+        assert_eq!(q, [9_000]);
+        assert!(c.contains(1_000) && !c.contains(5_000));
     }
 }

@@ -200,8 +200,7 @@ impl Q3Player {
     }
 
     fn in_span(&self, t_us: u64) -> bool {
-        let (a, b) = self.coverage.span();
-        t_us >= a && t_us < b
+        self.coverage.contains(t_us)
     }
 
     /// Usercmds due in `[from, to)` of the span while there was no session.
@@ -212,17 +211,12 @@ impl Q3Player {
 
     /// Counts usercmds whose loss deadline passed unreflected as lost.
     fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
-        let deadline = self.settings.loss_deadline_us;
-        while let Some(s) = self.outstanding.front() {
-            if s.due_us + deadline > now_us {
-                break;
-            }
-            let due = s.due_us;
-            self.outstanding.pop_front();
-            if self.in_span(due) {
-                rec.commands_lost += 1;
-            }
-        }
+        rec.commands_lost += self.coverage.expire(
+            &mut self.outstanding,
+            |s| s.due_us,
+            self.settings.loss_deadline_us,
+            now_us,
+        );
     }
 
     /// The session is gone: re-handshake at once, then with backoff.

@@ -191,8 +191,7 @@ impl TwPlayer {
     }
 
     fn in_span(&self, t_us: u64) -> bool {
-        let (a, b) = self.coverage.span();
-        t_us >= a && t_us < b
+        self.coverage.contains(t_us)
     }
 
     /// Inputs due in `[from, to)` of the span while there was no session.
@@ -203,17 +202,12 @@ impl TwPlayer {
 
     /// Counts inputs whose loss deadline passed unreflected as lost.
     fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
-        let deadline = self.settings.loss_deadline_us;
-        while let Some(s) = self.outstanding.front() {
-            if s.due_us + deadline > now_us {
-                break;
-            }
-            let due = s.due_us;
-            self.outstanding.pop_front();
-            if self.in_span(due) {
-                rec.commands_lost += 1;
-            }
-        }
+        rec.commands_lost += self.coverage.expire(
+            &mut self.outstanding,
+            |s| s.due_us,
+            self.settings.loss_deadline_us,
+            now_us,
+        );
     }
 
     /// The session is gone: join again, at once the first time, then with

@@ -45,7 +45,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     match a.cmd {
         GamesCmd::List => {
             println!(
-                "{:<12} {:<9} {:<8} {:>6} {:>4}  {:<28} description",
+                "{:<12} {:<10} {:<8} {:>6} {:>4}  {:<28} description",
                 "game", "players", "query", "tick", "bots", "file"
             );
             for (d, source) in registry::built_in() {
@@ -53,7 +53,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
                     continue;
                 };
                 println!(
-                    "{:<12} {:<9} {:<8} {:>4}Hz {:>4}  {:<28} {}",
+                    "{:<12} {:<10} {:<8} {:>4}Hz {:>4}  {:<28} {}",
                     d.name,
                     d.players.protocol.as_str(),
                     d.query.protocol.as_str(),
