@@ -429,12 +429,12 @@ impl HostStepRunner<'_> {
         .map(|p| (p * 10.0).round() / 10.0);
         // Servers with nothing to do give no density (unless measured so
         // on purpose, --allow-idle).
-        // Only from the cgroups' exact CPU time over at least 3 samples: a
-        // light server's figure from clock ticks can read 0 (a flaky
-        // verdict is a defect).
-        let exact_own = (samples.servers_cpu.len() >= 3)
-            .then_some(servers_own)
-            .flatten();
+        // The servers' exact on-CPU time over the window (schedstat, in
+        // ns, every thread of their trees): a light server's figure from
+        // clock ticks can read 0, and a flaky verdict is a defect.
+        let exact_own = (threads.run_delay.threads_tracked() > 0).then(|| {
+            threads.run_delay.total_on_cpu_ns() as f64 / (s.step_duration_s * 1e9) * 100.0
+        });
         let idle = if s.allow_idle {
             None
         } else {

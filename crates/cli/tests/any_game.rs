@@ -317,6 +317,49 @@ fn idle_servers_got_a_servers_per_core_figure() {
     no_leftovers();
 }
 
+/// Issue 31: a game asked for bots that never came (its program ignores
+/// `{bots}` and sleeps) was judged like a loaded one. Its step is `idle`:
+/// no density, exit 7.
+#[test]
+fn servers_that_did_nothing_got_a_verdict_of_pass_or_fail() {
+    let _g = serial();
+    let dir = TempDir(tmp("sleeper"));
+    let def = dir.0.join("sleeper.toml");
+    std::fs::write(
+        &def,
+        "name = \"sleeper\"\ndescription = \"asks for bots, does nothing\"\n\
+         command = \"/bin/sh {dir}/run.sh {bots}\"\nport = 28100\nslots = 8\n\
+         [tick]\nhz = 30\n[bots]\ndefault = 4\nmax = 8\n\
+         [[file]]\npath = \"run.sh\"\ncontents = \"exec sleep 600\\n\"\n",
+    )
+    .unwrap();
+    let out_dir = dir.0.join("out");
+    let out = Command::new(exe())
+        .args(["bench", "--game"])
+        .arg(&def)
+        .args([
+            "--tile-servers",
+            "1",
+            "--max-steps",
+            "2",
+            "--step-duration",
+            "2s",
+        ])
+        .args(["--no-confirm", "--max-foreign", "100", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(7), "{t}");
+    assert!(t.contains("NO DENSITY, THE SERVERS WERE IDLE"), "{t}");
+    let r = read(&out_dir.join("result.json"));
+    let steps = r["ladders"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "the ladder stopped at the idle step: {t}");
+    assert_eq!(steps[0]["verdict"], "idle", "{t}");
+    assert!(r["recommended_servers"].is_null(), "{t}");
+    no_leftovers();
+}
+
 /// `--compare game` takes any two games: here the reference server (with
 /// players) against a game judged without them, each with its own
 /// defaults and its own rules.

@@ -516,6 +516,9 @@ impl Ladder {
     /// `at least 4 servers (interrupted before a step failed)` or
     /// `at least 4 servers (the last step, --max-steps, passed)`.
     pub fn max_density_words(&self) -> String {
+        if self.steps.iter().any(|s| s.verdict.is_idle()) {
+            return "none (the servers were idle)".into();
+        }
         let why = if self.stopped.starts_with("interrupted") {
             "interrupted before a step failed"
         } else {

@@ -88,7 +88,7 @@ pub struct StepLoad {
     /// a query said.
     pub clients_seen: Option<u32>,
     /// The servers' own CPU, % of one core, all servers together, when
-    /// measured exactly (from their cgroups).
+    /// measured exactly (their threads' on-CPU time from schedstat).
     pub servers_own_percent: Option<f64>,
 }
 

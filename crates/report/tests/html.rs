@@ -1255,6 +1255,28 @@ fn a_players_less_report_showed_0_000_and_unreadable_histograms() {
     assert!(!na.contains("query"), "no query ran: {na}");
 }
 
+/// Issue 31: an idle ladder's page said "no step failed, so the ladder did
+/// not find its limit (it stopped at the last step)": it stopped because
+/// its servers were idle, and found no density.
+#[test]
+fn an_idle_ladder_was_said_to_have_stopped_at_its_last_step() {
+    let mut r = without_players();
+    r.recommended_servers = None;
+    r.max_servers = None;
+    for l in &mut r.ladders {
+        l.steps.truncate(1);
+        l.steps[0].verdict = Verdict::Idle;
+        l.steps[0].failures = vec!["the servers were idle: 0.00% of a core each".into()];
+        l.max_servers = None;
+        l.recommended_servers = None;
+        l.limit_found = Some(false);
+    }
+    let p = page(r);
+    assert!(p.contains("none, the servers were idle"), "the headline");
+    assert!(p.contains("<strong>Maximum: none</strong>"), "the maximum");
+    assert!(!p.contains("did not find its"), "no talk of a last step");
+}
+
 /// Issue 31: a step left standing DISTURBED (its reruns ran out) still
 /// decided the headline, and the headline did not say so.
 #[test]

@@ -79,7 +79,14 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
     }
     // Maximum.
     let unfound = first.filter(|l| !l.limit_found() && !l.steps.is_empty());
+    let idle = first.and_then(|l| l.steps.iter().find(|s| s.verdict.is_idle()));
     match r.max_servers {
+        _ if idle.is_some() => w!(
+            out,
+            "<p><strong>Maximum: none</strong>: at {} the servers were idle, so the ladder \
+             stopped with no density.</p>\n",
+            crate::words::servers(idle.map_or(0, |s| s.servers))
+        ),
         _ if unfound.is_some() => w!(
             out,
             "<p><strong>Maximum: {}</strong>: no step failed, so the ladder did not find its \
