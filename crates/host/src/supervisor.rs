@@ -797,7 +797,7 @@ impl Supervisor {
     }
 }
 
-fn describe_exit(status: std::process::ExitStatus) -> String {
+pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) if c > 128 && c < 160 => format!("was killed by signal {}", c - 128),

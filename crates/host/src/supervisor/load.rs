@@ -21,8 +21,9 @@
 //! Without root (the process backend) it is a plain process of the
 //! caller's, pinned, in the same directory layout.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Child;
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use super::{io, HostError, Supervisor};
@@ -46,10 +47,8 @@ const LOAD_DISK_BYTES: u64 = 64 << 20;
 /// How a load command ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadExit {
-    /// Its exit code; `None` when a signal ended it.
-    pub code: Option<i32>,
-    /// The signal that ended it, if one did.
-    pub signal: Option<i32>,
+    /// Its wait status; `None` when it could not be reaped.
+    pub status: Option<ExitStatus>,
     /// Whether we stopped it (it ran past its step).
     pub stopped: bool,
     /// CPU seconds of its whole process tree.
@@ -59,17 +58,16 @@ pub struct LoadExit {
 impl LoadExit {
     /// It ended by itself with code 0.
     pub fn ok(&self) -> bool {
-        self.code == Some(0)
+        self.status.is_some_and(|s| s.success())
     }
 
-    /// "exited with code 3", "was killed by signal 11", ...
+    /// "exited with code 3", "was killed by signal 11", ... (the words
+    /// the host uses for its instances).
     pub fn describe(&self) -> String {
-        match (self.code, self.signal, self.stopped) {
-            (_, _, true) => "ran past its step and was stopped".into(),
-            (Some(c), _, _) if c > 128 && c < 160 => format!("was killed by signal {}", c - 128),
-            (Some(c), _, _) => format!("exited with code {c}"),
-            (None, Some(s), _) => format!("was killed by signal {s}"),
-            _ => "ended".into(),
+        match self.status {
+            _ if self.stopped => "ran past its step and was stopped".into(),
+            Some(s) => super::describe_exit(s),
+            None => "ended".into(),
         }
     }
 }
@@ -197,8 +195,7 @@ impl LoadProcess {
             }
         }
         self.exit.clone().unwrap_or(LoadExit {
-            code: None,
-            signal: None,
+            status: None,
             stopped: true,
             cpu_s: 0.0,
         })
@@ -215,8 +212,7 @@ impl LoadProcess {
         }
         let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         Some(LoadExit {
-            code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
-            signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+            status: Some(ExitStatus::from_raw(status)),
             stopped,
             cpu_s: secs(ru.ru_utime) + secs(ru.ru_stime),
         })

@@ -187,12 +187,7 @@ pub fn remove_run_dir(dir: &Path) {
 /// The PID of a live supervisor recorded in `dir` (one still starting has
 /// no control socket yet), if any.
 pub fn live_supervisor(dir: &Path) -> Option<u32> {
-    if !matches!(check_run_dir(dir), Ok(RunDirState::Ours { .. })) {
-        return None;
-    }
-    let text = tickpack_sys::user_file::read_text(&dir.join("state.json"), STATE_MAX).ok()?;
-    let rec = serde_json::from_str::<StateRecord>(&text).ok()?;
-    let pid = rec.supervisor_pid;
+    let pid = read_record(dir)?.supervisor_pid;
     (pid != std::process::id() && pid_alive(pid) && is_tickpack(pid)).then_some(pid)
 }
 
@@ -295,12 +290,17 @@ pub(crate) fn recover_holding(cfg: &FleetConfig) -> Result<(HostLock, Vec<String
 /// The host name recorded in `dir`'s `state.json`, if `dir` is a marked
 /// run dir with a readable record.
 pub fn recorded_name(dir: &Path) -> Option<String> {
+    let rec = read_record(dir)?;
+    (!rec.name.is_empty()).then_some(rec.name)
+}
+
+/// `dir`'s `state.json`, if `dir` is a marked run dir and the record reads.
+fn read_record(dir: &Path) -> Option<StateRecord> {
     if !matches!(check_run_dir(dir), Ok(RunDirState::Ours { .. })) {
         return None;
     }
     let text = tickpack_sys::user_file::read_text(&dir.join("state.json"), STATE_MAX).ok()?;
-    let rec = serde_json::from_str::<StateRecord>(&text).ok()?;
-    (!rec.name.is_empty()).then_some(rec.name)
+    serde_json::from_str(&text).ok()
 }
 
 /// Removes every tenant directory under `RUN_DIR/instances/` and
