@@ -29,6 +29,15 @@ pub enum GameServer {
 }
 
 impl GameServer {
+    /// A game launched from its definition with the run's settings for it
+    /// (every game, the reference server and OpenArena included).
+    pub fn new(def: GameDef, settings: GameSettings) -> GameServer {
+        GameServer::Defined {
+            def: Box::new(def),
+            settings,
+        }
+    }
+
     /// The game's name, as results and host files record it.
     pub fn name(&self) -> &str {
         match self {
