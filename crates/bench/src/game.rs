@@ -1,6 +1,6 @@
-//! Which game server the steps run: [`tickpack_game::GameServer`] (the
-//! reference server, whose options come from the bench settings, the real
-//! OpenArena server, or any game from its definition file), and how the
+//! Which game server the steps run: [`tickpack_game::GameServer`] (any
+//! game from its definition file with the run's settings; each step's tick
+//! rate, bots and players per server fill its placeholders), and how the
 //! players speak to it, if they can.
 
 pub use tickpack_game::GameServer;
@@ -46,13 +46,7 @@ mod tests {
     use super::*;
 
     fn openarena() -> GameServer {
-        GameServer::OpenArena(tickpack_game::openarena::OpenArena {
-            maps: vec!["oa_dm1".into()],
-            players: 12,
-            bots: 0,
-            sv_fps: 20,
-            args: vec![],
-        })
+        GameServer::built_in("openarena").unwrap()
     }
 
     #[test]
@@ -64,6 +58,6 @@ mod tests {
         assert_eq!(source_addrs_for(&oa, 4), 0, "one address holds them");
         assert_eq!(source_addrs_for(&oa, 0), 0);
         // No limit in the reference server's definition.
-        assert_eq!(source_addrs_for(&GameServer::Reference, 1000), 0);
+        assert_eq!(source_addrs_for(&GameServer::default(), 1000), 0);
     }
 }

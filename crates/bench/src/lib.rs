@@ -401,11 +401,7 @@ impl BenchConfig {
                     .iter()
                     .map(|g| {
                         let game = g.server.name();
-                        let name = match &g.server {
-                            GameServer::Reference => "the reference server".to_string(),
-                            GameServer::OpenArena(_) => "OpenArena".to_string(),
-                            GameServer::Defined { def, .. } => def.name.clone(),
-                        };
+                        let name = g.server.name().to_string();
                         LadderSpec {
                             label: format!("{game}, {}, placement spread", path(backend, self.net)),
                             name,

@@ -22,13 +22,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tickpack_host::fleet::{Backend, FleetFile};
-use tickpack_host::launch::{ReferenceServer, ServerSpec};
+use tickpack_host::launch::ServerSpec;
 use tickpack_host::status::InstanceState;
 use tickpack_host::supervisor::{batch_log_path, stress_ng_bogo_ops_per_s, Supervisor};
 use tickpack_players::PlayersConfig;
 use tickpack_probe::{ProbeConfig, ProbeProtocol, ProbeSettings};
 use tickpack_report::bench::{BenchSettings, CpuUse, ForeignLoad, Power, Step, StepBatch};
-use tickpack_wire::TickRate;
 
 use crate::cpu::{mean_over, CpuTimes};
 use crate::foreign::{foreign_percent, window_ticks, OwnCpu};
@@ -59,13 +58,7 @@ impl StepRunner for HostStepRunner<'_> {
         let plan = self.plan;
         let s = &spec.settings(&plan.settings);
         let game = spec.game_server(&plan.game);
-        let server = match game {
-            GameServer::Reference => server_spec(s)?,
-            GameServer::OpenArena(oa) => oa.spec(),
-            GameServer::Defined { def, settings } => def
-                .server_spec(settings)
-                .map_err(|e| BenchError::Config(format!("game {}: {e}", def.name)))?,
-        };
+        let server = server_spec(game, s)?;
         let fleet = FleetFile {
             name: Some(plan.host_name.clone()),
             instances: Some(req.servers),
@@ -127,27 +120,15 @@ impl StepRunner for HostStepRunner<'_> {
     }
 }
 
-/// The reference server every step runs, from the bench settings.
-fn server_spec(s: &BenchSettings) -> Result<ServerSpec, BenchError> {
-    let bad = |m: String| BenchError::Config(m);
-    let tick = TickRate::for_server(s.tick_hz)
-        .ok_or_else(|| bad(format!("--tick-hz must be 1..=1000, got {}", s.tick_hz)))?;
-    let max_players = u8::try_from(s.players_per_server.max(1)).map_err(|_| {
-        bad(format!(
-            "--players-per-server must be 1..=255, got {}",
-            s.players_per_server
-        ))
-    })?;
-    let bots = u8::try_from(s.bots_per_server)
-        .map_err(|_| bad(format!("--bots must be 0..=64, got {}", s.bots_per_server)))?;
-    Ok(ReferenceServer {
-        tick,
-        max_players,
-        bots,
-        cost: s.cost.clone(),
-        name: None,
-    }
-    .spec())
+/// How every server of a step is launched: its game's definition with
+/// the step's tick rate, bots and players per server.
+fn server_spec(game: &GameServer, s: &BenchSettings) -> Result<ServerSpec, BenchError> {
+    let mut game = game.clone();
+    let settings = &mut game.settings;
+    settings.tick_hz = u16::try_from(s.tick_hz).unwrap_or(u16::MAX);
+    settings.bots = u16::try_from(s.bots_per_server).unwrap_or(u16::MAX);
+    settings.players = u16::try_from(s.players_per_server).unwrap_or(u16::MAX);
+    game.spec().map_err(BenchError::Config)
 }
 
 impl HostStepRunner<'_> {
@@ -645,13 +626,14 @@ mod tests {
         s.tick_hz = 64;
         s.bots_per_server = 2;
         s.players_per_server = 10;
-        s.cost = "light".into();
+        let mut game = GameServer::default();
+        game.settings.set(&game.def.clone(), "cost=light").unwrap();
         assert_eq!(
-            server_spec(&s).unwrap().template(),
-            "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost light"
+            server_spec(&game, &s).unwrap().template(),
+            "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost light --name tickpack-{id}"
         );
         s.tick_hz = 5000;
-        assert!(server_spec(&s).is_err());
+        assert!(server_spec(&game, &s).is_err());
     }
 
     #[test]

@@ -340,7 +340,13 @@ fn the_dockerfiles_build_the_binary_the_manifests_run() {
     assert!(oa.contains(&("ENV".into(), format!("HOME={OPENARENA_HOME}"))));
     let cmd: Vec<String> =
         serde_json::from_str(&oa.iter().rfind(|(o, _)| o == "CMD").unwrap().1).unwrap();
-    assert_eq!(cmd[0], tickpack_game::openarena::PROGRAM);
+    assert_eq!(
+        cmd[0],
+        tickpack_game::GameServer::built_in("openarena")
+            .unwrap()
+            .def
+            .program()
+    );
     for k in 1..=5 {
         let master = format!("sv_master{k}");
         assert!(

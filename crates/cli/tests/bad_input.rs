@@ -563,7 +563,7 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
             "--game-arg",
             "novalue",
         ],
-        &["CVAR=VALUE"],
+        &["--game-arg", "--set NAME=VALUE"],
     );
     if std::path::Path::new("/usr/games/openarena-server").exists() {
         rejected(

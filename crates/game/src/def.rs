@@ -13,22 +13,30 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
-use crate::check::{HealthTiming, Ready};
+use crate::check::HealthTiming;
 use crate::gamedig::GamedigProtocol;
-use crate::lines::line_of;
+use crate::names::check_placeholders;
+pub use crate::names::check_value;
 
 /// The largest definition file read, in bytes.
 pub const MAX_DEF_BYTES: u64 = 64 * 1024;
-/// The longest value of a game variable (`{map}` and the like).
-pub const MAX_VALUE_LEN: usize = 128;
+pub use crate::names::MAX_VALUE_LEN;
 /// The most config files a definition writes into an instance.
 pub const MAX_FILES: usize = 16;
 
 /// Per-instance placeholders, filled by the host for each instance.
 pub const INSTANCE_PLACEHOLDERS: [&str; 5] = ["ip", "port", "id", "dir", "tickpack"];
 /// Game-level placeholders every definition has, filled from the run's
-/// settings: the tick rate two ways, the bots, the client slots.
-pub const GAME_PLACEHOLDERS: [&str; 4] = ["tick_hz", "tick_interval_s", "bots", "slots"];
+/// settings: the tick rate two ways, the bots, the client slots, the
+/// emulated players per server, and those players and the bots together.
+pub const GAME_PLACEHOLDERS: [&str; 6] = [
+    "tick_hz",
+    "tick_interval_s",
+    "bots",
+    "slots",
+    "players",
+    "players_and_bots",
+];
 
 /// A game definition, as read from its file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,8 +53,8 @@ pub struct GameDef {
     pub packages: Vec<String>,
     /// The command line, words split on white space, with placeholders:
     /// `{ip} {port} {id} {dir} {tickpack}` (each instance's), the game's
-    /// `{tick_hz} {tick_interval_s} {bots} {slots}` and every name in
-    /// `[variables]`.
+    /// `{tick_hz} {tick_interval_s} {bots} {slots} {players}
+    /// {players_and_bots}` and every name in `[variables]`.
     pub command: String,
     /// Environment beside the host's own (which sets `HOME` = `{dir}`).
     #[serde(default)]
@@ -59,9 +67,14 @@ pub struct GameDef {
     /// Client slots (`{slots}`): humans and bots together.
     pub slots: u16,
     /// The game's own variables and their defaults, e.g. `map = "oa_dm1"`;
-    /// a run may set them (`--set map=...`).
+    /// a run may set them (`--set map=...`). A value may be a
+    /// comma-separated list, which a config file's `{for ...}` line
+    /// repeats over ([`crate::template`]).
     #[serde(default)]
     pub variables: BTreeMap<String, String>,
+    /// What the game's data must hold for a run's values ([`DataDef`]).
+    #[serde(default)]
+    pub data: DataDef,
     pub tick: TickDef,
     #[serde(default)]
     pub bots: BotsDef,
@@ -130,6 +143,20 @@ pub fn check_load_command(command: &str) -> Result<(), String> {
         return Err("the load command is longer than 4096 characters".into());
     }
     check_placeholders(command, &LOAD_PLACEHOLDERS)
+}
+
+/// `[data]`: values of a run checked against the installed game before
+/// anything starts (`GameServer::check_system`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataDef {
+    /// A variable whose every item (a comma-separated list) must be a map
+    /// in the Quake 3 data files (`*.pk3`) of `pk3_dirs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pk3_maps: Option<String>,
+    /// The directories holding the game's `*.pk3` files (absolute).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pk3_dirs: Vec<String>,
 }
 
 /// The transport the game's port speaks.
@@ -329,6 +356,11 @@ pub struct PlayersDef {
     /// `None`: one a tick.
     #[serde(default)]
     pub snapshot_hz: Option<u16>,
+    /// Most emulated players and bots together per server (OpenArena's
+    /// `bot_minplayers` fills up to 16); `None`: no limit but the slots
+    /// for the bots.
+    #[serde(default)]
+    pub max_with_bots: Option<u16>,
 }
 
 impl Default for PlayersDef {
@@ -339,6 +371,7 @@ impl Default for PlayersDef {
             q3_protocol: None,
             per_address: None,
             snapshot_hz: None,
+            max_with_bots: None,
         }
     }
 }
@@ -400,308 +433,17 @@ impl std::fmt::Display for DefError {
     }
 }
 
-/// Where a problem is: a key path such as `["players", "protocol"]` or
-/// `["file", "1", "path"]` (the second `[[file]]`).
-type KeyPath = Vec<String>;
-
-fn key(parts: &[&str]) -> KeyPath {
-    parts.iter().map(|p| p.to_string()).collect()
-}
-
 impl GameDef {
-    /// Reads and checks a definition's text; `file` names it in errors.
-    pub fn parse(file: &str, text: &str) -> Result<GameDef, DefError> {
-        let err = |line: usize, message: String| DefError {
-            file: file.to_string(),
-            line,
-            message,
-        };
-        if text.len() as u64 > MAX_DEF_BYTES {
-            return Err(err(
-                1,
-                format!("the file is larger than {MAX_DEF_BYTES} bytes"),
-            ));
-        }
-        let def: GameDef = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| {
-                text[..s.start.min(text.len())].matches('\n').count() + 1
-            });
-            err(line, e.message().trim().replace('\n', " "))
-        })?;
-        def.check()
-            .map_err(|(path, message)| err(line_of(text, &path), message))?;
-        Ok(def)
-    }
-
-    /// Checks the definition as a whole: names, ranges, placeholders,
-    /// paths, and that every setting it claims can be made.
-    fn check(&self) -> Result<(), (KeyPath, String)> {
-        if !is_name(&self.name) {
-            return Err((
-                key(&["name"]),
-                format!(
-                    "name {:?}: expected 1-32 lower-case letters, digits, - and _",
-                    self.name
-                ),
-            ));
-        }
-        if self.description.is_empty()
-            || self.description.len() > 160
-            || self.description.chars().any(char::is_control)
-        {
-            return Err((
-                key(&["description"]),
-                "description: one line of 1-160 characters".into(),
-            ));
-        }
-        if let Some(p) = self.packages.iter().find(|p| !is_package(p)) {
-            return Err((
-                key(&["packages"]),
-                format!("package {p:?}: not a Debian package name"),
-            ));
-        }
-        let known = self.placeholders();
-        let words: Vec<&str> = self.command.split_whitespace().collect();
-        if words.is_empty() {
-            return Err((key(&["command"]), "command is empty".into()));
-        }
-        check_placeholders(&self.command, &known).map_err(|m| (key(&["command"]), m))?;
-        for (k, v) in &self.env {
-            crate::env_name::check_env_name(k).map_err(|m| (key(&["env", k]), m))?;
-            check_placeholders(v, &known).map_err(|m| (key(&["env", k]), m))?;
-        }
-        if self.port == 0 {
-            return Err((key(&["port"]), "port must be 1..=65535".into()));
-        }
-        if self.slots == 0 || self.slots > 1024 {
-            return Err((key(&["slots"]), "slots must be 1..=1024".into()));
-        }
-        if let Some(h) = self.players.snapshot_hz {
-            if h == 0 || h > self.tick.hz {
-                return Err((
-                    key(&["players", "snapshot_hz"]),
-                    format!("snapshot_hz must be 1..={} (the tick rate)", self.tick.hz),
-                ));
-            }
-        }
-        if let Some(l) = &self.load {
-            check_load_command(&l.command).map_err(|m| (key(&["load", "command"]), m))?;
-            if l.players > 1024 {
-                return Err((key(&["load", "players"]), "players must be 0..=1024".into()));
-            }
-        }
-        for (k, v) in &self.variables {
-            if !is_var_name(k) {
-                return Err((
-                    key(&["variables", k]),
-                    format!("variable {k:?}: expected lower-case letters, digits and _"),
-                ));
-            }
-            if INSTANCE_PLACEHOLDERS.contains(&k.as_str())
-                || GAME_PLACEHOLDERS.contains(&k.as_str())
-            {
-                return Err((
-                    key(&["variables", k]),
-                    format!("variable {k:?}: tickpack fills {{{k}}} itself"),
-                ));
-            }
-            check_value(k, v).map_err(|m| (key(&["variables", k]), m))?;
-        }
-        let uses = |name: &str| self.uses(name);
-        let t = &self.tick;
-        let (min, max) = self.tick_range();
-        if t.hz == 0 || min == 0 || min > max || !(min..=max).contains(&t.hz) || max > 1000 {
-            return Err((key(&["tick", "hz"]),
-                format!("tick: expected 1 <= min_hz <= hz <= max_hz <= 1000, got hz {} in {min}..={max}", t.hz),
-            ));
-        }
-        if (t.min_hz.is_some() || t.max_hz.is_some())
-            && min != max
-            && !uses("tick_hz")
-            && !uses("tick_interval_s")
-        {
-            return Err((key(&["tick"]),
-                "tick: a range of rates needs {tick_hz} or {tick_interval_s} in the command or a file (how the rate is set)".into(),
-            ));
-        }
-        let bots_max = self.bots_max();
-        if self.bots.default > bots_max {
-            return Err((
-                key(&["bots", "default"]),
-                format!(
-                    "bots: default {} is above the most ({bots_max})",
-                    self.bots.default
-                ),
-            ));
-        }
-        if bots_max > 0 && !uses("bots") {
-            return Err((key(&["bots"]),
-                "bots: put {bots} in the command or a file (how bots are asked for), or set max = 0".into(),
-            ));
-        }
-        match (self.query.protocol, &self.query.gamedig) {
-            (QueryProtocol::Gamedig, None) => {
-                return Err((
-                    key(&["query", "protocol"]),
-                    format!(
-                        "query: protocol \"gamedig\" needs gamedig = \"NAME\", one of: {}",
-                        GamedigProtocol::known()
-                    ),
-                ))
-            }
-            (QueryProtocol::Gamedig, Some(name)) => {
-                name.parse::<GamedigProtocol>()
-                    .map_err(|m| (key(&["query", "gamedig"]), format!("query: {m}")))?;
-            }
-            (_, Some(_)) => {
-                return Err((
-                    key(&["query", "gamedig"]),
-                    "query: gamedig = ... goes with protocol = \"gamedig\"".into(),
-                ))
-            }
-            (_, None) => {}
-        }
-        if self.ready.by == Some(ReadyBy::Query) && self.query.protocol == QueryProtocol::Gamedig {
-            return Err((
-                key(&["ready", "by"]),
-                "ready.by = \"query\": the host checks gamedig games by their process only (for now); leave ready.by out or set \"process\"".into(),
-            ));
-        }
-        if self.ready.by == Some(ReadyBy::Query) && self.query.protocol == QueryProtocol::None {
-            return Err((
-                key(&["ready", "by"]),
-                "ready.by = \"query\" needs a [query] protocol".into(),
-            ));
-        }
-        match (self.ready.by, &self.ready.log) {
-            (Some(ReadyBy::Log), None) => {
-                return Err((
-                    key(&["ready", "by"]),
-                    "ready.by = \"log\" needs ready.log, a piece of the line that says the server is ready".into(),
-                ))
-            }
-            (Some(ReadyBy::Log), Some(l)) => {
-                Ready::check_log(l).map_err(|m| (key(&["ready", "log"]), m))?
-            }
-            (_, Some(_)) => {
-                return Err((
-                    key(&["ready", "log"]),
-                    "ready.log is read only with ready.by = \"log\"".into(),
-                ))
-            }
-            _ => {}
-        }
-        if self.health.is_some() {
-            if self.query.protocol == QueryProtocol::None {
-                return Err((
-                    key(&["health"]),
-                    "[health] times the query: it needs a [query] protocol".into(),
-                ));
-            }
-            if self.query.protocol == QueryProtocol::Gamedig {
-                return Err((
-                    key(&["health"]),
-                    "[health] times the host's query, and the host checks a gamedig game by its process only".into(),
-                ));
-            }
-            if self.ready.by == Some(ReadyBy::Process) {
-                return Err((
-                    key(&["health"]),
-                    "[health] times the query, which ready.by = \"process\" turns off".into(),
-                ));
-            }
-            if let Some(t) = self.health_timing() {
-                t.check().map_err(|m| {
-                    let k = if m.contains("interval_s") {
-                        "interval_s"
-                    } else if m.contains("kill_after") {
-                        "kill_after"
-                    } else {
-                        "unresponsive_after"
-                    };
-                    (key(&["health", k]), m)
-                })?;
-            }
-        }
-        let r = &self.ready;
-        if !(0.1..=600.0).contains(&r.timeout_s)
-            || !(0.0..=60.0).contains(&r.per_server_s)
-            || !(0.0..=600.0).contains(&r.warmup_s)
-        {
-            return Err((
-                key(&["ready"]),
-                "ready: timeout_s must be 0.1..=600, per_server_s 0..=60 and warmup_s 0..=600"
-                    .into(),
-            ));
-        }
-        if !(0.0..=60.0).contains(&self.stop.grace_s) {
-            return Err((
-                key(&["stop", "grace_s"]),
-                "stop: grace_s must be 0..=60".into(),
-            ));
-        }
-        let p = &self.players;
-        match p.protocol {
-            PlayerProtocol::Q3 if p.q3_protocol.is_none() => {
-                return Err((
-                    key(&["players", "q3_protocol"]),
-                    "players: protocol q3 needs q3_protocol (ioquake3 1.36: 71)".into(),
-                ))
-            }
-            PlayerProtocol::None if p.default > 0 => {
-                return Err((
-                    key(&["players", "default"]),
-                    "players: default > 0 needs a player protocol (reference, q3 or teeworlds7)"
-                        .into(),
-                ))
-            }
-            _ => {}
-        }
-        if p.default > self.slots {
-            return Err((
-                key(&["players", "default"]),
-                format!(
-                    "players: default {} is above the slots ({})",
-                    p.default, self.slots
-                ),
-            ));
-        }
-        if self.files.len() > MAX_FILES {
-            return Err((key(&["file"]), format!("at most {MAX_FILES} [[file]]s")));
-        }
-        // The paths as one set, by the rule every [[file]] follows.
-        tickpack_sys::rel_path::check_file_set(self.files.iter().map(|f| f.path.as_str()))
-            .map_err(|(k, m)| (key(&["file", &k.to_string(), "path"]), m))?;
-        for (k, f) in self.files.iter().enumerate() {
-            let idx = k.to_string();
-            let at = |what: &str| key(&["file", &idx, what]);
-            if f.contents.len() > 32 * 1024 || f.contents.contains('\0') {
-                return Err((
-                    at("contents"),
-                    format!("file {:?}: contents must be text of at most 32 KiB", f.path),
-                ));
-            }
-            check_placeholders(&f.contents, &known).map_err(|m| (at("contents"), m))?;
-        }
-        Ok(())
-    }
-
-    /// Every placeholder the definition may use.
-    fn placeholders(&self) -> Vec<&str> {
-        INSTANCE_PLACEHOLDERS
-            .iter()
-            .chain(GAME_PLACEHOLDERS.iter())
-            .copied()
-            .chain(self.variables.keys().map(String::as_str))
-            .collect()
-    }
-
-    /// Whether `{name}` stands in the command, the environment or a file.
+    /// Whether `{name}` stands in the command, the environment or a file
+    /// (or a file repeats a line `up to name`).
     pub fn uses(&self, name: &str) -> bool {
         let p = format!("{{{name}}}");
         self.command.contains(&p)
             || self.env.values().any(|v| v.contains(&p))
-            || self.files.iter().any(|f| f.contents.contains(&p))
+            || self.files.iter().any(|f| {
+                f.contents.contains(&p)
+                    || crate::template::counts_in(&f.contents).any(|c| c == name)
+            })
     }
 
     /// The tick rates the game accepts (the default alone when fixed).
@@ -761,71 +503,4 @@ impl GameDef {
     pub fn program(&self) -> &str {
         self.command.split_whitespace().next().unwrap_or("")
     }
-}
-
-/// `{name}` pieces of a text: only `{` + an identifier + `}` is a
-/// placeholder; other braces are text.
-pub(crate) fn placeholders_in(text: &str) -> impl Iterator<Item = (usize, &str)> + '_ {
-    text.match_indices('{').filter_map(move |(i, _)| {
-        let rest = &text[i + 1..];
-        let end = rest.find('}')?;
-        let name = &rest[..end];
-        is_var_name(name).then_some((i, name))
-    })
-}
-
-fn check_placeholders(text: &str, known: &[&str]) -> Result<(), String> {
-    match placeholders_in(text).find(|(_, n)| !known.contains(n)) {
-        Some((_, n)) => Err(format!(
-            "unknown placeholder {{{n}}} (known: {}; add it to [variables] to define it)",
-            known
-                .iter()
-                .map(|k| format!("{{{k}}}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        )),
-        None => Ok(()),
-    }
-}
-
-/// A value a run puts into a command word or a config line: one word,
-/// printable, no quotes, `;` or braces (they would start another command
-/// or placeholder in the game's config language).
-pub fn check_value(name: &str, value: &str) -> Result<(), String> {
-    let ok = !value.is_empty()
-        && value.len() <= MAX_VALUE_LEN
-        && !value.starts_with('+')
-        && !value.starts_with('-')
-        && value.chars().all(|c| {
-            c.is_ascii_graphic() && !matches!(c, '"' | '\'' | ';' | '{' | '}' | '\\' | '$' | '`')
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{name} = {:?}: a value is one word of 1-{MAX_VALUE_LEN} printable characters, without quotes, ; \\ $ ` or braces, not starting with + or -",
-            value.chars().take(40).collect::<String>()
-        ))
-    }
-}
-
-pub(crate) fn is_name(s: &str) -> bool {
-    (1..=32).contains(&s.len())
-        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-}
-
-fn is_var_name(s: &str) -> bool {
-    (1..=32).contains(&s.len())
-        && s.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}
-
-fn is_package(s: &str) -> bool {
-    (2..=64).contains(&s.len())
-        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))
 }

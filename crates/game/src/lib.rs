@@ -6,8 +6,12 @@
 //! stop, tick rate, bots, slots, query protocol and the players tickpack
 //! can emulate for it.
 //!
-//! - [`def`]: [`GameDef`], parsed and checked as a whole
-//!   ([`GameDef::parse`]; refusals are `FILE:LINE: what is wrong`).
+//! - [`def`]: [`GameDef`], the definition's typed tables; `validate`
+//!   reads and checks one as a whole ([`GameDef::parse`]; refusals are
+//!   `FILE:LINE: what is wrong`), `names` holds the names, values and
+//!   placeholders it may use.
+//! - [`template`]: repetition in a config file (`{for ITEM in LIST}`
+//!   lines: a map rotation, one line per bot).
 //! - [`registry`]: the built-in definitions (`games/*.toml`, compiled in)
 //!   and the rule that tells a name from a file.
 //! - [`settings`]: a run's choices ([`GameSettings`]: tick, bots,
@@ -15,7 +19,8 @@
 //!   ([`GameDef::server_spec`]).
 //! - [`launch`]: the launch contract every host runs ([`ServerSpec`]: typed
 //!   command words with per-instance placeholders, environment, files,
-//!   health check), and the reference server's typed options.
+//!   health check), and the reference server's typed options (for
+//!   `tickpack server`'s own flags; benchmarks launch it from its file).
 //! - [`check`]: when a started server is ready ([`check::Ready`]: its
 //!   health check, a log line, its port) and the health check's timing
 //!   ([`check::HealthTiming`]), carried in the spec.
@@ -26,12 +31,10 @@
 //!   may ask with (`[query] protocol = "gamedig"`), as a static table; the
 //!   asking is `tickpack-gamedig-query`'s.
 //! - [`server`]: the game server a host or a benchmark runs, chosen once
-//!   ([`GameServer`]: the reference server, OpenArena, or a defined game),
-//!   and what a host file asks for ([`GameAsk`]).
-//! - [`openarena`]: OpenArena's typed settings (a map rotation, one
-//!   `addbot` per bot, cvars the host keeps), beside its definition file;
-//!   [`pk3`]: the maps in Quake 3 data files, so an unknown map is refused
-//!   before anything starts.
+//!   ([`GameServer`]: a definition and the run's settings, one shape for
+//!   every game), and what a host file asks for ([`GameAsk`]).
+//! - [`pk3`]: the maps in Quake 3 data files, so a map a definition's
+//!   `[data]` names but the game lacks is refused before anything starts.
 //! - [`source`]: `--game NAME|FILE` as a checked definition: a bounded
 //!   read of a user's file.
 //!
@@ -50,13 +53,15 @@ pub mod env_name;
 pub mod gamedig;
 pub mod launch;
 mod lines;
-pub mod openarena;
+mod names;
 pub mod pk3;
 pub mod query;
 pub mod registry;
 pub mod server;
 pub mod settings;
 pub mod source;
+pub mod template;
+mod validate;
 
 pub use def::{DefError, GameDef, PlayerProtocol, QueryProtocol};
 pub use gamedig::GamedigProtocol;

@@ -117,6 +117,40 @@ pub fn maps_in(dirs: &[&Path]) -> BTreeSet<String> {
     maps
 }
 
+/// Why a run's maps cannot be played: the first item of `maps` (a
+/// comma-separated list, the value of `variable`) that is in none of the
+/// `*.pk3` files of `dirs`, with some that are (the items of `first`, the
+/// definition's own, before the others); `None` when all are.
+pub fn missing_map(
+    game: &str,
+    variable: &str,
+    maps: &str,
+    first: &str,
+    dirs: &[&Path],
+) -> Option<String> {
+    let known = maps_in(dirs);
+    let m = maps
+        .split(',')
+        .find(|m| !known.contains(&m.to_ascii_lowercase()))?;
+    let first: Vec<String> = first.split(',').map(str::to_ascii_lowercase).collect();
+    let (mut some, others): (Vec<&str>, Vec<&str>) = known
+        .iter()
+        .map(String::as_str)
+        .partition(|m| first.iter().any(|f| f == m));
+    some.extend(others);
+    some.truncate(6);
+    Some(format!(
+        "{variable} {m:?} is not in the {game} data ({}/*.pk3); some that are: {}",
+        dirs.first()
+            .map_or(String::new(), |d| d.display().to_string()),
+        if some.is_empty() {
+            "none".into()
+        } else {
+            some.join(", ")
+        }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

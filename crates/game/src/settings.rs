@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
-use crate::def::{check_value, placeholders_in, GameDef, QueryProtocol, ReadyBy};
+use crate::def::{GameDef, QueryProtocol, ReadyBy};
 use crate::launch::{Health, Ready, ServerSpec, Word};
+use crate::names::{check_value, placeholders_in};
 
 /// What a run sets for one game; [`GameSettings::defaults`] are the
 /// definition's own. Recorded typed in result.json.
@@ -23,6 +24,10 @@ pub struct GameSettings {
     pub game: String,
     pub tick_hz: u16,
     pub bots: u16,
+    /// Emulated players per server (`{players}`); recorded since the
+    /// definitions took it, 0 in older records.
+    #[serde(default)]
+    pub players: u16,
     /// Every `[variables]` value, defaults and what the run set.
     #[serde(default)]
     pub variables: BTreeMap<String, String>,
@@ -35,6 +40,7 @@ impl GameSettings {
             game: def.name.clone(),
             tick_hz: def.tick.hz,
             bots: def.bots.default,
+            players: def.players.default,
             variables: def.variables.clone(),
         }
     }
@@ -93,6 +99,14 @@ impl GameSettings {
                 self.bots
             ));
         }
+        if let Some(max) = def.players.max_with_bots {
+            if u32::from(self.players) + u32::from(self.bots) > u32::from(max) {
+                return Err(format!(
+                    "{} players + {} bots per server: a {} server here carries at most {max} players and bots",
+                    self.players, self.bots, def.name
+                ));
+            }
+        }
         for (k, v) in &self.variables {
             check_value(k, v)?;
         }
@@ -106,6 +120,8 @@ impl GameSettings {
             "tick_interval_s" => interval_text(self.tick()),
             "bots" => self.bots.to_string(),
             "slots" => def.slots.to_string(),
+            "players" => self.players.to_string(),
+            "players_and_bots" => (u32::from(self.players) + u32::from(self.bots)).to_string(),
             other => self.variables.get(other)?.clone(),
         })
     }
@@ -154,12 +170,16 @@ impl GameDef {
             .files
             .iter()
             .map(|f| {
-                (
-                    PathBuf::from(&f.path),
-                    Word::from(settings.fill(self, &f.contents)),
+                let text = crate::template::expand(
+                    &f.contents,
+                    |list| settings.variables.get(list).cloned(),
+                    |count| settings.value(self, count)?.parse().ok(),
+                    |line| settings.fill(self, line),
                 )
+                .map_err(|e| format!("file {:?}: {e}", f.path))?;
+                Ok((PathBuf::from(&f.path), Word::from(text)))
             })
-            .collect();
+            .collect::<Result<_, String>>()?;
         spec.health = match (self.ready_by(), self.query.protocol) {
             // The host checks gamedig games by their process only (for now).
             (ReadyBy::Process, _) | (_, QueryProtocol::None | QueryProtocol::Gamedig) => {

@@ -175,6 +175,56 @@ fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
             13,
             "by their process only",
         ),
+        // Repetition lines in config files ({for ITEM in LIST}): at the
+        // contents' line.
+        (
+            "[variables]\nmap = \"a\"\n[[file]]\npath = \"a\"\ncontents = \"{for m in}x\"\n",
+            13,
+            "expected {for ITEM in LIST}",
+        ),
+        (
+            "[[file]]\npath = \"a\"\ncontents = \"{for m in maps}set {m}\"\n",
+            11,
+            "maps is not in [variables]",
+        ),
+        (
+            "[variables]\nmap = \"a\"\n[[file]]\npath = \"a\"\ncontents = \"{for m in map up to ticks}x\"\n",
+            13,
+            "a count is one of bots, players",
+        ),
+        (
+            "[variables]\nmap = \"a\"\n[[file]]\npath = \"a\"\ncontents = \"{for ip in map}x\"\n",
+            13,
+            "{ip} is already a placeholder",
+        ),
+        (
+            "[variables]\nmap = \"a\"\n[[file]]\npath = \"a\"\ncontents = \"{for m in map}x {m} {n}\"\n",
+            13,
+            "unknown placeholder {n}",
+        ),
+        (
+            "[variables]\nmap = \"a\"\n[[file]]\npath = \"a\"\ncontents = \"x {m_index}\"\n",
+            13,
+            "unknown placeholder {m_index}",
+        ),
+        // [data]: the maps checked in the game's data.
+        (
+            "[variables]\nmap = \"a\"\n[data]\npk3_maps = \"maps\"\n",
+            12,
+            "pk3_maps = \"maps\" is not in [variables]",
+        ),
+        (
+            "[variables]\nmap = \"a\"\n[data]\npk3_maps = \"map\"\n",
+            11,
+            "pk3_maps needs pk3_dirs",
+        ),
+        ("[data]\npk3_dirs = [\"/x\"]\n", 10, "read only with pk3_maps"),
+        (
+            "[variables]\nmap = \"a\"\n[data]\npk3_maps = \"map\"\npk3_dirs = [\"rel\"]\n",
+            13,
+            "not an absolute directory",
+        ),
+        ("[players]\nmax_with_bots = 99\n", 10, "max_with_bots must be 1..=8"),
     ];
     for (extra, line, needle) in cases {
         let text = format!("{MINIMAL}{extra}");

@@ -38,4 +38,31 @@ proptest! {
         while !text.is_char_boundary(end) { end -= 1; }
         parse(&format!("{}{}{}", &text[..start], insert, &text[end..]));
     }
+
+    /// Repetition lines, list values, counts and `[data]`, well and badly
+    /// formed, parsed and then rendered with any bots and players.
+    #[test]
+    fn repetition_lines_and_data_are_answered_without_a_panic(
+        head in "\\{for[a-z_ ]{0,14}( up to [a-z_]{0,16})?\\}?",
+        body in "[{}a-z_ ;\"]{0,24}",
+        list in "[a-z_,]{0,16}",
+        data in "(pk3_maps = \"[a-z]{0,4}\"\n)?(pk3_dirs = \\[\"/?[a-z]{0,4}\"\\]\n)?",
+        bots in 0u16..40,
+        players in 0u16..40,
+    ) {
+        let text = format!(
+            "name = \"g\"\ndescription = \"d\"\ncommand = \"/x {{port}} {{bots}}\"\nport = 1\nslots = 24\n[variables]\nmap = \"{list}\"\nnames = \"{list}\"\n[data]\n{data}[[file]]\npath = \"c\"\ncontents = \"\"\"\n{head}{body}\n\"\"\"\n[tick]\nhz = 20\n[bots]\nmax = 16\n"
+        );
+        match GameDef::parse("p.toml", &text) {
+            Ok(def) => {
+                let mut s = GameSettings::defaults(&def);
+                s.bots = bots;
+                s.players = players;
+                if let Err(e) = def.server_spec(&s) {
+                    assert!(!e.contains('\n'), "{e}");
+                }
+            }
+            Err(e) => assert!(!e.to_string().contains('\n'), "{e}"),
+        }
+    }
 }

@@ -450,18 +450,34 @@ impl FleetFile {
             Some(s) => Some(parse_cpu_list(s)?),
         };
         // The game names nothing here: the game crate resolves it.
-        let game = tickpack_game::GameAsk {
+        if self.players_per_server.is_some() || self.game_args.is_some() {
+            return bad("players_per_server and game_args are gone: every game is launched from its definition; set its variables with game_vars (--set NAME=VALUE)".into());
+        }
+        // `map = [...]`: the game's `map` variable (a list for a rotation).
+        let mut game_vars = self.game_vars;
+        if let Some(maps) = self.map {
+            let list: Vec<&str> = maps
+                .iter()
+                .flat_map(|m| m.split(','))
+                .map(str::trim)
+                .collect();
+            game_vars
+                .get_or_insert_with(Vec::new)
+                .insert(0, format!("map={}", list.join(",")));
+        }
+        let ask = tickpack_game::GameAsk {
             game: self.game,
-            maps: self.map,
-            players_per_server: self.players_per_server,
             bots: self.bots,
             tick_hz: self.sv_fps,
-            game_args: self.game_args,
-            game_vars: self.game_vars,
-        }
-        .resolve()
-        .map_err(FleetError::Invalid)?;
-        let game_spec = game.spec().map_err(FleetError::Invalid)?;
+            game_vars,
+        };
+        // Nothing asked of the game: the host's own command (or default).
+        let asked = ask.asks_anything();
+        let game = ask.resolve().map_err(FleetError::Invalid)?;
+        let game_spec = match asked {
+            true => Some(game.spec().map_err(FleetError::Invalid)?),
+            false => None,
+        };
         // The command's text face is parsed once, here. Foreign servers do
         // not speak tickpack; the reference server does.
         let mut server = match (self.server, self.command, game_spec) {
@@ -657,13 +673,10 @@ impl FleetFile {
             health,
             restart: RestartPolicy {
                 // A defined game's own start time limit, for all at once.
-                start_timeout_s: match &game {
-                    tickpack_game::GameServer::Defined { def, .. } => def
-                        .start_limit(n)
-                        .as_secs_f64()
-                        .max(default_start_timeout_s()),
-                    _ => default_start_timeout_s(),
-                },
+                start_timeout_s: game
+                    .start_limit(n)
+                    .as_secs_f64()
+                    .max(default_start_timeout_s()),
                 ..RestartPolicy::default()
             },
             instances,
@@ -961,8 +974,7 @@ mod tests {
                 "not a variable of nexuiz",
             ),
             ("game = \"nexuiz\"\ncommand = \"x\"", "not both"),
-            ("game = \"nexuiz\"\nplayers_per_server = 4", "game_vars"),
-            ("game_vars = [\"map=x\"]", "--game"),
+            ("game_vars = [\"map=x\"]", "not a variable of reference"),
             ("game = \"./no-such-game.toml\"", "no-such-game.toml"),
         ] {
             let e = resolve(file).unwrap_err().to_string();
@@ -976,21 +988,17 @@ mod tests {
             r#"
             game = "openarena"
             instances = 2
-            map = ["oa_dm1,oa_dm2", "oa_dm3"]
-            players_per_server = 8
-            game_args = ["g_gravity=600"]
+            game_vars = ["map=oa_dm1,oa_dm2,oa_dm3"]
+            bots = 4
             "#,
         )
         .unwrap();
         assert_eq!(c.port, 27960);
         assert_eq!(c.health, Health::Q3);
-        let tickpack_game::GameServer::OpenArena(oa) = c.game.clone() else {
-            panic!("{:?}", c.game)
-        };
-        assert_eq!(oa.maps, ["oa_dm1", "oa_dm2", "oa_dm3"]);
-        assert_eq!((oa.players, oa.bots), (8, 8), "bots default to the players");
-        assert_eq!(oa.args, [("g_gravity".to_string(), "600".to_string())]);
-        assert_eq!(c.instances[1].server, oa.spec());
+        assert_eq!(c.game.name(), "openarena");
+        assert_eq!(c.game.settings.variables["map"], "oa_dm1,oa_dm2,oa_dm3");
+        assert_eq!(c.game.settings.bots, 4);
+        assert_eq!(c.instances[1].server, c.game.spec().unwrap());
         let json = serde_json::to_string(&c).unwrap();
         let back = serde_json::from_str::<FleetConfig>(&json).unwrap();
         assert_eq!(back.instances, c.instances, "the specs are recorded");
@@ -998,26 +1006,19 @@ mod tests {
         assert_eq!((c.port, c.health), (27000, Health::None));
         let c = resolve("game = \"reference\"").unwrap();
         assert!(
-            c.game == tickpack_game::GameServer::Reference
+            c.game == tickpack_game::GameServer::default()
                 && c.instances[0].server.is_reference_server()
         );
         for (text, needle) in [
             ("game = \"quake\"", "quake"),
             ("game = \"openarena\"\ncommand = \"x\"", "not both"),
-            ("map = [\"oa_dm1\"]", "--game openarena"),
-            ("sv_fps = 40", "--game openarena"),
+            ("sv_fps = 4000", "1..=1000 Hz"),
+            ("game = \"openarena\"\nbots = 17", "at most 16 bots"),
             (
-                "game = \"openarena\"\ngame_args = [\"g_gravity\"]",
-                "CVAR=VALUE",
+                "game = \"openarena\"\ngame_vars = [\"map=a;b\"]",
+                "a value is one word",
             ),
-            (
-                "game = \"openarena\"\ngame_args = [\"dedicated=2\"]",
-                "set by the host",
-            ),
-            ("game = \"openarena\"\nplayers_per_server = 20", "0..=16"),
-            ("game = \"openarena\"\nbots = 13", "bots at start"),
-            ("bots = 3", "--game openarena"),
-            ("game = \"openarena\"\nmap = [\"a b\"]", "map name"),
+            ("bots = 3\ncommand = \"x\"", "not both"),
         ] {
             let e = resolve(text).expect_err(text).to_string();
             assert!(e.contains(needle), "{text:?} gave {e:?}");

@@ -655,56 +655,54 @@ fn qos_limits(a: &Args, tick_hz: u32) -> Result<tickpack_report::bench::QosLimit
     Ok(qos)
 }
 
-/// The game server of every step, checked on this machine (program
+/// The game server of every step (the reference server or OpenArena,
+/// from its built-in definition), checked on this machine (program
 /// installed, maps present) before anything is created.
-fn game_server(a: &Args, oa: bool, d: &GameDefaults) -> Result<GameServer, Failure> {
-    let (tick_hz, players_per_server, bots) = (d.tick_hz, d.players_per_server, d.bots);
+fn game_server(
+    a: &Args,
+    def: tickpack_game::GameDef,
+    oa: bool,
+    d: &GameDefaults,
+) -> Result<GameServer, Failure> {
     let compare_game = matches!(a.compare, Some(CompareArg::Game));
     let defaults_changed = a.map != ["oa_dm1"] || !a.game_arg.is_empty();
+    let config = |m: String| fail(Code::Config, m);
+    let mut settings = tickpack_game::GameSettings::defaults(&def);
+    settings.tick_hz = u16::try_from(d.tick_hz).unwrap_or(u16::MAX);
+    settings.bots = u16::try_from(d.bots).unwrap_or(u16::MAX);
+    settings.players = u16::try_from(d.players_per_server).unwrap_or(u16::MAX);
     if !oa {
         if defaults_changed && !compare_game {
-            return Err(fail(
-                Code::Config,
-                "--map and --game-arg are OpenArena settings: add --game openarena",
+            return Err(config(
+                "--map and --game-arg are OpenArena settings: add --game openarena".into(),
             ));
         }
-        return Ok(GameServer::Reference);
-    }
-    let total = players_per_server + bots;
-    let max = u32::from(tickpack_game::openarena::MAX_CLIENTS);
-    if total > max {
-        return Err(fail(
-            Code::Config,
-            format!(
-                "--players-per-server {players_per_server} + --bots {bots} = {total}: an OpenArena server here carries at most {max} players and bots"
-            ),
-        ));
+        settings
+            .set(&def, &format!("cost={}", a.cost))
+            .map_err(|e| config(format!("--cost: {e}")))?;
+        return Ok(GameServer::new(def, settings));
     }
     // With --compare game, --cost is the reference variant's.
     if a.cost != "default" && !compare_game {
-        return Err(fail(
-            Code::Config,
-            "--cost is the reference server's game work; OpenArena's is its own (use --bots)",
+        return Err(config(
+            "--cost is the reference server's game work; OpenArena's is its own (use --bots)"
+                .into(),
         ));
     }
-    let args = a
-        .game_arg
-        .iter()
-        .map(|g| tickpack_game::openarena::parse_game_arg(g))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| fail(Code::Config, format!("--game-arg: {e}")))?;
-    let server = tickpack_game::openarena::OpenArena {
-        maps: a.map.clone(),
-        players: total as u8,
-        bots: bots as u8,
-        sv_fps: tick_hz as u16,
-        args,
-    };
+    if !a.game_arg.is_empty() {
+        return Err(config(
+            "--game-arg: OpenArena is launched from games/openarena.toml now; set its variables with --set NAME=VALUE".into(),
+        ));
+    }
+    settings
+        .set(&def, &format!("map={}", a.map.join(",")))
+        .map_err(|e| config(format!("--map: {e}")))?;
+    let server = GameServer::new(def, settings);
     server
-        .check()
-        .and_then(|()| server.check_system())
-        .map_err(|e| fail(Code::Config, e.to_string()))?;
-    Ok(GameServer::OpenArena(server))
+        .spec()
+        .and_then(|_| server.check_system())
+        .map_err(config)?;
+    Ok(server)
 }
 
 /// One game of the run from `--game NAME|FILE`: its defaults (the flags
@@ -720,7 +718,7 @@ fn game_choice(
     let oa = built_in && def.name == "openarena";
     if built_in && (oa || def.name == "reference") {
         let defaults = GameDefaults::of(a, &def, oa);
-        let game = game_server(a, oa, &defaults)?;
+        let game = game_server(a, def, oa, &defaults)?;
         let qos = qos_limits(a, defaults.tick_hz)?;
         Ok((defaults, game, qos))
     } else {
@@ -731,16 +729,15 @@ fn game_choice(
 /// The query a game is judged on when it has no players: its own
 /// definition's, probed by default.
 fn default_probe(game: &GameServer) -> Option<String> {
-    match game {
-        GameServer::Defined { def, .. } if game.player_protocol().is_none() => {
-            match def.query.protocol {
-                tickpack_game::QueryProtocol::Q3 => Some("q3".into()),
-                tickpack_game::QueryProtocol::A2s => Some("a2s".into()),
-                tickpack_game::QueryProtocol::Gamedig => {
-                    def.query.gamedig_protocol().map(|g| g.probe_name())
-                }
-                _ => None,
-            }
+    let def = &game.def;
+    if game.player_protocol().is_some() {
+        return None;
+    }
+    match def.query.protocol {
+        tickpack_game::QueryProtocol::Q3 => Some("q3".into()),
+        tickpack_game::QueryProtocol::A2s => Some("a2s".into()),
+        tickpack_game::QueryProtocol::Gamedig => {
+            def.query.gamedig_protocol().map(|g| g.probe_name())
         }
         _ => None,
     }
@@ -822,10 +819,9 @@ fn defined_game(
             _ => None,
         });
     }
-    let game = GameServer::Defined {
-        def: Box::new(def),
-        settings,
-    };
+    let mut settings = settings;
+    settings.players = u16::try_from(defaults.players_per_server).unwrap_or(u16::MAX);
+    let game = GameServer::new(def, settings);
     Ok((defaults, game, qos))
 }
 
@@ -838,24 +834,13 @@ fn game_settings(game: &GameServer) -> tickpack_report::game_settings::GameSetti
             .filter_map(|p| Some((p.to_string(), package_version(p)?)))
             .collect()
     };
-    match game {
-        GameServer::Reference => GameSettings::default(),
-        GameServer::Defined { def, settings } => GameSettings {
-            tick_hz: Some(u32::from(settings.tick_hz)),
-            bots: Some(u32::from(settings.bots)),
-            variables: settings.variables.clone(),
-            packages: packages(&def.packages.iter().map(String::as_str).collect::<Vec<_>>()),
-            ..Default::default()
-        },
-        GameServer::OpenArena(oa) => GameSettings {
-            maps: oa.maps.clone(),
-            tick_hz: Some(u32::from(oa.sv_fps)),
-            bots: Some(u32::from(oa.bots)),
-            slots_filled: Some(u32::from(oa.players)),
-            game_args: oa.args.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-            packages: packages(&["ioquake3-server", "openarena-server"]),
-            ..Default::default()
-        },
+    let (def, settings) = (&game.def, &game.settings);
+    GameSettings {
+        tick_hz: Some(u32::from(settings.tick_hz)),
+        bots: Some(u32::from(settings.bots)),
+        variables: settings.variables.clone(),
+        packages: packages(&def.packages.iter().map(String::as_str).collect::<Vec<_>>()),
+        ..Default::default()
     }
 }
 
@@ -1021,21 +1006,18 @@ pub fn run(a: Args) -> Result<(), Failure> {
 fn idle_words(game: &GameServer) -> String {
     let name = game.name();
     let mut give = vec![];
-    if let GameServer::Defined { def, .. } = game {
-        if def.players.protocol != tickpack_game::PlayerProtocol::None {
-            give.push(format!(
-                "emulated players (--players-per-server N, up to {})",
-                def.slots
-            ));
-        }
-        if def.bots_max() > 0 {
-            give.push(format!(
-                "server-side bots (--bots N, up to {})",
-                def.bots_max()
-            ));
-        }
-    } else {
-        give.push("emulated players (--players-per-server N)".into());
+    let def = &game.def;
+    if def.players.protocol != tickpack_game::PlayerProtocol::None {
+        give.push(format!(
+            "emulated players (--players-per-server N, up to {})",
+            def.slots
+        ));
+    }
+    if def.bots_max() > 0 {
+        give.push(format!(
+            "server-side bots (--bots N, up to {})",
+            def.bots_max()
+        ));
     }
     give.push(
         "a load command of your own (`[load]` in the game's definition; docs/games.md)".into(),
