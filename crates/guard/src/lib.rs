@@ -98,3 +98,22 @@ pub fn policy() -> BatchPolicyFactory {
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_handed_to_the_host_starts_the_batch_on_the_whole_server_cores() {
+        let p = policy()(vec![1, 2, 3]);
+        assert_eq!(p.quota_cores(), 3.0);
+        assert_eq!(p.baseline(), None);
+    }
+
+    #[test]
+    fn the_servers_tick_rate_sets_the_limits_judged() {
+        let mut g = Guard::new(QosLimits::default(), Tuning::default(), vec![1]);
+        g.set_tick_hz(60);
+        assert_eq!(*g.controller().limits(), QosLimits::for_tick_hz(60));
+    }
+}

@@ -33,7 +33,7 @@ pub struct InstanceSignal {
     pub query_us: Option<u32>,
 }
 
-/// Everything the controller sees in one period.
+/// Everything the policy sees in one period.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Signals {
     pub instances: Vec<InstanceSignal>,
@@ -67,7 +67,7 @@ pub struct Allowance {
     pub cpus: Vec<usize>,
 }
 
-/// What the controller did this period.
+/// What the policy did this period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {

@@ -455,6 +455,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_guard_without_its_policy_is_refused_as_a_config_error() {
+        let cfg = crate::fleet::FleetFile {
+            batch: Some(vec!["sh".into()]),
+            batch_control: Some(BatchControl::Guard),
+            ..Default::default()
+        }
+        .resolve(Path::new("/run/tickpack"))
+        .unwrap();
+        let e = Batch::new(&cfg, vec![1], None).err().expect("refused");
+        assert!(
+            matches!(e, HostError::Config(_)) && e.to_string().contains("policy"),
+            "{e}"
+        );
+        let idle = FleetConfig {
+            batch_control: BatchControl::Idle,
+            ..cfg
+        };
+        assert!(Batch::new(&idle, vec![1], None).is_ok());
+    }
+
+    #[test]
     fn stress_ng_metrics_are_summed_over_stressors() {
         let log = "stress-ng: info:  [11012] dispatching hogs: 1 cpu
 stress-ng: metrc: [11012] stressor       bogo ops real time  usr time  sys time   bogo ops/s     bogo ops/s
