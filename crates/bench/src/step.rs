@@ -88,7 +88,9 @@ impl StepRunner for HostStepRunner<'_> {
             .restart
             .start_timeout_s
             .max(game.start_limit(req.servers).as_secs_f64());
-        let mut sup = Supervisor::start(fleet, plan.exe.clone()).map_err(BenchError::Host)?;
+        let mut sup =
+            Supervisor::start_with_policy(fleet, plan.exe.clone(), Some(tickpack_guard::policy()))
+                .map_err(BenchError::Host)?;
         let run_dir = sup.config().run_dir.clone();
         let batches = sup.config().batch.len();
         // The host is polled through the step when any variant runs batch

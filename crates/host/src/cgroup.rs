@@ -189,7 +189,7 @@ impl Cgroup {
             dirs,
             created: Vec::new(),
         };
-        let set_up = backend::for_version(layout.version).set_up(&mut cgroup, limits, quota, mems);
+        let set_up = backend_for(layout.version).set_up(&mut cgroup, limits, quota, mems);
         match set_up {
             Ok(()) => Ok(cgroup),
             Err(e) => {
@@ -334,7 +334,7 @@ impl Cgroup {
     }
 
     fn backend(&self) -> &'static dyn backend::Backend {
-        backend::for_version(self.version)
+        backend_for(self.version)
     }
 
     /// SIGKILLs every process in the cgroup and waits until it is empty
@@ -505,6 +505,15 @@ fn validate_name(name: &str) -> Result<(), CgroupError> {
         }
     }
     Ok(())
+}
+
+/// The backend for `version` (here, above both: `backend.rs` is the
+/// seam the versions implement and names neither).
+fn backend_for(version: CgroupVersion) -> &'static dyn backend::Backend {
+    match version {
+        CgroupVersion::V1 => &v1::V1,
+        CgroupVersion::V2 => &v2::V2,
+    }
 }
 
 #[cfg(test)]

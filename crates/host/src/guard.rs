@@ -1,27 +1,31 @@
-//! The QoS guard: batch work as a tenant of the host, and the controller
-//! that lets it use only the CPU the game servers leave idle.
+//! Batch work as a tenant of the host, and the mechanism that holds it to
+//! the CPU its policy allows. The policy itself (the QoS guard's
+//! controller) is not here: it is `tickpack-guard`'s, handed to the
+//! supervisor through [`policy::BatchPolicy`].
 //!
 //! - [`batch`]: `--batch CMD` (its own cgroup under the host's, on the
 //!   server CPUs, an unprivileged user, supervised) and `--batch-cgroup`
 //!   (an existing cgroup, adopted); parsing and checking the command.
-//! - [`controller`]: sans-I/O; signals in, the batch's allowance out, on a
-//!   virtual clock; also the instance-move decision.
+//! - [`policy`]: what the supervisor and the policy say to each other
+//!   (signals, allowance, decision, instance move) and the
+//!   [`policy::BatchPolicy`] trait.
 //! - [`cpu_time`]: the server cores' idle and the machine's steal in a
 //!   period, from `/proc/stat`'s text.
 //!
-//! The supervisor (`supervisor/batch.rs`) gathers the signals every
-//! [`controller::PERIOD`], applies the allowance with the cgroup actuators
-//! ([`crate::cgroup::Cgroup::set_cpu_quota`], `set_cpus`, `set_idle`), logs
-//! every decision as a host event and shows the last ones in the status.
+//! The supervisor (`supervisor/guard_loop.rs`) gathers the signals every
+//! [`policy::PERIOD`], asks the policy, applies the allowance with the
+//! cgroup actuators ([`crate::cgroup::Cgroup::set_cpu_quota`], `set_cpus`,
+//! `set_idle`), logs every decision as a host event and shows the last
+//! ones in the status.
 
 pub mod batch;
-pub mod controller;
 pub mod cpu_time;
+pub mod policy;
 
 use serde::{Deserialize, Serialize};
 
-pub use controller::{Action, Decision, QosLimits, Tuning};
 pub use cpu_time::{CpuPeriod, CpuSampler};
+pub use policy::{Action, BatchPolicy, BatchPolicyFactory, Decision};
 
 /// How the host treats its batch work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,8 +37,9 @@ pub enum BatchControl {
     /// SCHED_IDLE only (the kernel's own answer): the batch runs when the
     /// server CPUs would otherwise idle.
     Idle,
-    /// The guard: SCHED_IDLE plus a CPU quota and CPU set the controller
-    /// grows while the servers have slack and cuts when they lose it.
+    /// The guard: SCHED_IDLE plus a CPU quota and CPU set its policy
+    /// (`tickpack-guard`'s controller) grows while the servers have slack
+    /// and cuts when they lose it.
     Guard,
 }
 

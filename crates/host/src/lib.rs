@@ -8,7 +8,8 @@
 //!   [`tickpack_game::GameServer`] makes the launch spec), so no game is
 //!   named here.
 //! - [`guard`]: batch work beside the servers and the QoS guard that lets
-//!   it use only the CPU they leave idle (the controller is sans-I/O).
+//!   it use only the CPU they leave idle (the policy that decides how much,
+//!   `tickpack-guard`, is handed in through [`guard::BatchPolicy`]).
 //! - [`placement`]: CPU topology from /sys and the placement policies.
 //! - [`netpath`]: network namespaces and the links that reach them (veth,
 //!   bridge, macvlan), named with the `tp` prefix, recorded, removed; the

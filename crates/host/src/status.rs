@@ -11,6 +11,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// A round trip summary, as `host status --json` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+    pub count: u64,
+}
+
 /// Lifecycle of one instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -56,7 +65,7 @@ pub struct InstanceStatus {
     /// Round trips of the game queries (`q3`, `a2s`) since the host
     /// started, microseconds, from send to the kernel's receive stamp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub query_latency_us: Option<crate::supervisor::LatencySummary>,
+    pub query_latency_us: Option<LatencySummary>,
     pub memory_bytes: Option<u64>,
     pub memory_limit_bytes: Option<u64>,
     pub oom_kills: u64,

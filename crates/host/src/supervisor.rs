@@ -12,8 +12,10 @@
 //! `RUN_DIR/state.json` before it is created, so `host down` and the next
 //! `host up` can remove it even after the supervisor was killed with -9.
 //!
-//! Files: this one is the core (bring-up, spawning, reaping, status,
-//! teardown); `restart.rs` the restart policy as a pure tracker
+//! Files: this one is the core (spawning, reaping, status); `bring_up.rs`
+//! and `teardown.rs` the way up and down; `batch.rs` the batch tenants and
+//! `guard_loop.rs` the loop that holds them to their policy (handed in by
+//! the caller: [`Supervisor::start_with_policy`]); `restart.rs` the restart policy as a pure tracker
 //! ([`RestartTracker`]); `health.rs` health checks (a socket per
 //! instance), with the liveness rule in `liveness.rs`, readiness by a log
 //! line or a port in `ready.rs` and each instance's game query (`q3`,
@@ -24,9 +26,11 @@
 //! server's config files, written into its directory before each start.
 
 mod batch;
+mod bring_up;
 mod config_files;
 mod control;
 mod disk;
+mod guard_loop;
 mod health;
 mod host_lock;
 mod liveness;
@@ -35,27 +39,30 @@ mod probe;
 mod ready;
 mod restart;
 mod run_dir;
+mod teardown;
 mod uid_block;
 mod usage;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::cgroup::{self, Cgroup, CgroupLayout, Limits};
+use crate::cgroup::{Cgroup, CgroupLayout};
 use crate::fleet::{Backend, FleetConfig, Health, InstanceSpec};
+use crate::guard::BatchPolicyFactory;
 use crate::launch::Slot;
-use crate::netpath::{self, AddrPlan, HostNet};
-use crate::placement::{self, Placement, Topology};
+use crate::netpath::{self, HostNet};
+use crate::placement::{self, Placement};
 use crate::spawn::{self, Isolation, Spec};
 use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
 
+pub use crate::status::LatencySummary;
 pub use batch::{batch_log_path, stress_ng_bogo_ops_per_s};
 pub use load::{load_log_path, LoadExit, LoadProcess};
-pub use probe::{LatencySummary, QUERY_INTERVAL};
+pub use probe::QUERY_INTERVAL;
 pub use restart::{RestartDecision, RestartTracker};
 pub use run_dir::{
     check_run_dir, live_supervisor, log_path, recorded_name, recover, remove_run_dir, RunDirState,
@@ -166,6 +173,8 @@ pub struct Supervisor {
     record: StateRecord,
     /// Batch work and the guard (`--batch`, `--batch-cgroup`).
     batch: Option<batch::Batch>,
+    /// Makes the batch's policy at bring-up (the guard's, from the caller).
+    batch_policy: Option<BatchPolicyFactory>,
     /// The players' p99 transaction latency handed over since the guard's
     /// last period ([`Supervisor::set_players_transaction_p99`]).
     players_p99_us: Option<u32>,
@@ -183,7 +192,21 @@ pub struct Supervisor {
 
 impl Supervisor {
     /// Brings the fleet up. On error, everything created is removed again.
+    /// A fleet whose batch runs under the guard needs its policy:
+    /// [`Supervisor::start_with_policy`].
     pub fn start(cfg: FleetConfig, exe: PathBuf) -> Result<Supervisor, HostError> {
+        Supervisor::start_with_policy(cfg, exe, None)
+    }
+
+    /// Brings the fleet up with `batch_policy` making the policy of its
+    /// batch under the guard (`tickpack_guard::policy()`; ignored without
+    /// batch work or with another batch control). On error, everything
+    /// created is removed again.
+    pub fn start_with_policy(
+        cfg: FleetConfig,
+        exe: PathBuf,
+        batch_policy: Option<BatchPolicyFactory>,
+    ) -> Result<Supervisor, HostError> {
         if cfg.backend == Backend::Netns && !is_root() {
             return Err(HostError::Isolation(
                 "the netns backend needs root (namespaces, cgroups, links); run as root or use --backend process".into(),
@@ -217,6 +240,7 @@ impl Supervisor {
             control: None,
             pending_down: None,
             batch: None,
+            batch_policy,
             players_p99_us: None,
             instance_oom_score_adj: 0,
             uid_block: None,
@@ -280,172 +304,6 @@ impl Supervisor {
             // the next save.
             let _ = write_state(&dir, &rec);
         }
-    }
-
-    fn bring_up(&mut self) -> Result<(), HostError> {
-        let dir = self.cfg.run_dir.clone();
-        for sub in ["instances", "logs"] {
-            let d = dir.join(sub);
-            std::fs::create_dir_all(&d).map_err(io(format!("creating {}", d.display())))?;
-            private_dir(&d)?;
-        }
-        // A new host starts new logs: what the last tenants of this name
-        // printed stays readable after their `down`, until this `up`.
-        run_dir::clear_logs(&dir.join("logs"))?;
-        self.save()?;
-        if self.cfg.backend == Backend::Netns {
-            let block = uid_block::UidBlock::take(&dir)
-                .map_err(io(format!("taking a uid block in {BLOCK_DIR}")))?;
-            self.uid_base = block.base;
-            self.uid_block = Some(block);
-        }
-
-        let topo = Topology::read(Path::new("/sys"))
-            .map_err(|e| HostError::Isolation(format!("reading CPU topology: {e}")))?;
-        self.reserved = self
-            .cfg
-            .reserved_cpus
-            .clone()
-            .unwrap_or_else(|| placement::default_reserved(&topo));
-        let n = self.cfg.instances.len();
-        let plan = placement::plan(&topo, n, self.cfg.placement, &self.reserved)
-            .map_err(|e| HostError::Isolation(format!("placing {n} instances: {e}")))?;
-        for w in &plan.warnings {
-            let w = w.clone();
-            self.event(w);
-        }
-        self.record.placement = Some(plan.clone());
-        self.placement = Some(plan.clone());
-        if !self.cfg.batch.is_empty() || self.cfg.batch_cgroup.is_some() {
-            let mut server_cpus: Vec<usize> = topo
-                .online()
-                .into_iter()
-                .filter(|c| !self.reserved.contains(c))
-                .collect();
-            if server_cpus.is_empty() {
-                server_cpus = topo.online();
-            }
-            self.batch = Some(batch::Batch::new(&self.cfg, server_cpus));
-        }
-
-        let ids: Vec<u32> = self.cfg.instances.iter().map(|i| i.id).collect();
-        if self.cfg.backend == Backend::Netns {
-            let layout = CgroupLayout::detect(Path::new("/sys/fs/cgroup"))
-                .map_err(|e| HostError::Isolation(format!("cgroups: {e}")))?;
-            self.layout = Some(layout);
-            let (ip, name, kind) = (netpath::Ip::default(), &self.cfg.name, self.cfg.net);
-            let plan = AddrPlan::parse(&self.cfg.range)
-                .and_then(|p| p.with_sources(kind, self.cfg.source_addrs))
-                .map_err(|e| HostError::Isolation(e.to_string()))?;
-            let net = HostNet::setup_journaled(ip, name, kind, plan, &ids, &mut self.journal())
-                .map_err(|e| HostError::Isolation(format!("network ({}): {e}", self.cfg.net)))?;
-            self.record.net = Some(net.record().clone());
-            self.net = Some(net);
-            self.save()?;
-            let mut journal = self.journal();
-            let net = self.net.as_mut().expect("set above");
-            let filtered =
-                net.install_filter(self.cfg.port, &self.cfg.allow_host_ports, &mut journal);
-            self.record.net = Some(net.record().clone());
-            filtered.map_err(|e| HostError::Isolation(format!("instance firewall: {e}")))?;
-            self.save()?;
-        }
-
-        for (k, spec) in self.cfg.instances.clone().into_iter().enumerate() {
-            let slot = &plan.instances[k];
-            let addr = match &self.net {
-                Some(net) => SocketAddr::new(IpAddr::V4(net.instance_addr(spec.id)), self.cfg.port),
-                None => SocketAddr::new(
-                    IpAddr::V4(Ipv4Addr::LOCALHOST),
-                    self.cfg.port + (spec.id - 1) as u16,
-                ),
-            };
-            let idir = dir.join("instances").join(spec.id.to_string());
-            std::fs::create_dir_all(&idir).map_err(io(format!("creating {}", idir.display())))?;
-            if self.cfg.backend == Backend::Netns {
-                // `instances/` is root's, so the instance cannot swap its
-                // directory for a link; the check holds anyway.
-                let bytes = spec.disk_bytes.unwrap_or(disk::DEFAULT_DISK_BYTES);
-                disk::tenant_dir(&idir, bytes, self.uid_base + spec.id)?;
-            }
-            let cgroup = match &self.layout {
-                Some(layout) => {
-                    let name = format!("tp{}/tp{}-{}", self.cfg.name, self.cfg.name, spec.id);
-                    let limits = Limits {
-                        cpus: Some(slot.cpus.clone()),
-                        cpu_quota: spec.cpu_quota,
-                        memory_bytes: spec.memory_bytes,
-                        pids_max: self.cfg.pids_max,
-                    };
-                    let cg = Cgroup::create(layout, &name, &limits).map_err(|e| {
-                        HostError::Isolation(format!("cgroup for instance {}: {e}", spec.id))
-                    })?;
-                    self.record.cgroups.extend(cg.paths());
-                    self.save()?;
-                    Some(cg)
-                }
-                None => None,
-            };
-            let spec_timing = spec.server.timing();
-            self.instances.push(Instance {
-                spec,
-                addr,
-                cpus: slot.cpus.clone(),
-                node: slot.node,
-                dir: idir,
-                cgroup,
-                child: None,
-                state: InstanceState::Starting,
-                restarts: 0,
-                exits: RestartTracker::new(self.cfg.restart),
-                restart_at: None,
-                last_exit: None,
-                started: Instant::now(),
-                last_heard: None,
-                ready: false,
-                killed: false,
-                check: None,
-                check_drops: 0,
-                health_key: None,
-                health_seq: 0,
-                in_flood: false,
-                liveness: liveness::Liveness::new(spec_timing, self.query_clock()),
-                log_watch: None,
-                stats: None,
-                probe: probe::Probe::with_interval(self.cfg.health, spec_timing.interval()),
-                cpu_sample: None,
-                cpu_percent: None,
-                memory_bytes: None,
-                oom_kills: 0,
-            });
-        }
-        if self.cfg.health != Health::None {
-            if let Some(net) = &self.net {
-                for i in &self.instances {
-                    net.check_route(match i.addr.ip() {
-                        IpAddr::V4(a) => a,
-                        IpAddr::V6(_) => unreachable!("instances are IPv4"),
-                    })
-                    .map_err(|e| {
-                        HostError::Isolation(format!("route to instance {}: {e}", i.spec.id))
-                    })?;
-                }
-            }
-            for i in &mut self.instances {
-                let s = health::check_socket(i.addr).map_err(io(format!(
-                    "the health-check socket of instance {}",
-                    i.spec.id
-                )))?;
-                i.check = Some(s);
-            }
-        }
-        for k in 0..self.instances.len() {
-            self.start_instance(k)?;
-        }
-        self.batch_up()?;
-        self.control = Some(control::bind(&dir)?);
-        self.save()?;
-        Ok(())
     }
 
     fn start_instance(&mut self, k: usize) -> Result<(), HostError> {
@@ -634,7 +492,7 @@ impl Supervisor {
     /// The current status.
     /// Hands the guard the players' p99 transaction latency of the last
     /// period (players run beside the host, as in the bench): judged in the
-    /// guard's next period against [`crate::guard::QosLimits::transaction_us`],
+    /// guard's next period against its transaction latency limit,
     /// then forgotten, so a figure that stops coming is not judged again.
     pub fn set_players_transaction_p99(&mut self, p99_us: Option<u64>) {
         self.players_p99_us = p99_us.map(|v| v.min(u64::from(u32::MAX)) as u32);
@@ -732,66 +590,6 @@ impl Supervisor {
         let problems = self.teardown();
         if let Some(s) = self.pending_down.take() {
             control::answer_down(s, &problems);
-        }
-        problems
-    }
-
-    fn teardown(&mut self) -> Vec<String> {
-        let mut problems = self.batch_down();
-        // Each server's own stop signal (its game's definition; SIGTERM by
-        // default), then SIGKILL after the longest grace time.
-        let mut grace = Duration::ZERO;
-        for i in &mut self.instances {
-            if let Some(c) = &i.child {
-                let stop = i.spec.server.stop;
-                grace = grace.max(stop.grace());
-                // SAFETY: signalling a child we spawned and have not reaped.
-                unsafe { libc::kill(c.id() as i32, stop.signal.number()) };
-            }
-        }
-        let deadline = Instant::now() + grace;
-        for i in &mut self.instances {
-            if let Some(mut c) = i.child.take() {
-                while Instant::now() < deadline {
-                    if let Ok(Some(_)) = c.try_wait() {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                if let Ok(None) = c.try_wait() {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                }
-            }
-            i.state = InstanceState::Stopped;
-            if let Some(cg) = i.cgroup.take() {
-                if let Err(e) = cg.remove() {
-                    problems.push(format!("cgroup of instance {}: {e}", i.spec.id));
-                }
-            }
-        }
-        // Nothing of a tenant's survives it (its logs, in `logs/`, do).
-        let (_, gone_wrong) = empty_tenant_dirs(&self.cfg.run_dir);
-        problems.extend(gone_wrong);
-        if let Some(layout) = &self.layout {
-            if let Err(e) = cgroup::remove_stale(layout, &format!("tp{}", self.cfg.name)) {
-                problems.push(format!("cgroups: {e}"));
-            }
-        }
-        let net = match self.net.take() {
-            Some(net) => net.teardown(),
-            None => self.record.net.as_ref().map_or(Ok(()), |r| r.cleanup()),
-        };
-        if let Err(e) = net {
-            problems.push(format!("network: {e}"));
-        }
-        if let Some(b) = self.uid_block.take() {
-            b.release();
-        }
-        self.control = None;
-        let _ = std::fs::remove_file(self.cfg.run_dir.join("control.sock"));
-        if problems.is_empty() {
-            let _ = std::fs::remove_file(self.cfg.run_dir.join("state.json"));
         }
         problems
     }

@@ -385,7 +385,8 @@ fn up(u: UpArgs) -> Result<(), Failure> {
         })?;
     let exe = std::env::current_exe().context("finding the tickpack binary")?;
     let t0 = Instant::now();
-    let mut sup = Supervisor::start(cfg, exe).map_err(host_failure)?;
+    let mut sup = Supervisor::start_with_policy(cfg, exe, Some(tickpack_guard::policy()))
+        .map_err(host_failure)?;
     let st = sup.status();
     eprintln!(
         "tickpack host {} up: {} instances ({}{}), placement {}, reserved CPUs {:?}, started in {} ms; run dir {}",
@@ -582,7 +583,7 @@ fn print_guard(out: &mut String, g: &tickpack_host::guard::GuardStatus) {
             out,
             "  servers' own slack (batch at zero): {:.0}%{}",
             b * 100.0,
-            if b < tickpack_host::guard::Tuning::default().grow_above {
+            if b < tickpack_guard::Tuning::default().grow_above {
                 " (below the growth band: the batch is judged on what it costs them)"
             } else {
                 ""

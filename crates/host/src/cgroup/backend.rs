@@ -1,11 +1,13 @@
 //! The seam between cgroup v1 and v2 (as firecracker's jailer has it): what
 //! differs per version is behind [`Backend`], implemented by `v1::V1` and
 //! `v2::V2`; [`Cgroup`](super::Cgroup) does the rest (names, directories it
-//! made, roll-back, joining, removal) once for both.
+//! made, roll-back, joining, removal) once for both, and picks the backend
+//! of its version (so this file names neither version: they use it, not
+//! it them).
 
 use std::path::Path;
 
-use super::{Cgroup, CgroupError, CgroupVersion, Limits, Usage};
+use super::{Cgroup, CgroupError, Limits, Usage};
 
 /// What one cgroup version does its own way.
 pub(super) trait Backend {
@@ -34,12 +36,4 @@ pub(super) trait Backend {
     /// Whatever the kernel offers to kill a whole cgroup at once, before
     /// the bounded SIGKILL loop (v2 `cgroup.kill`; nothing on v1).
     fn kill_first(&self, cg: &Cgroup) -> Result<(), CgroupError>;
-}
-
-/// The backend for `version`.
-pub(super) fn for_version(version: CgroupVersion) -> &'static dyn Backend {
-    match version {
-        CgroupVersion::V1 => &super::v1::V1,
-        CgroupVersion::V2 => &super::v2::V2,
-    }
 }

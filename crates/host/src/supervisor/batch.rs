@@ -1,39 +1,28 @@
-//! The host's batch tenants and the guard loop: starting, reaping,
-//! restarting and stopping `--batch` commands in the batch cgroup, and,
-//! every [`PERIOD`], gathering the guard's signals, asking the controller
-//! and applying its allowance (quota, CPU set; SCHED_IDLE for idle and
-//! guard), each decision logged as an event with its reason; with the guard
-//! and two or more server cores, an instance whose core loses QoS is moved
-//! to the core with the most slack (its cpuset), at most once per 10 s.
+//! The host's batch tenants: creating (or adopting) the batch cgroup and
+//! holding it as asked (no control, SCHED_IDLE, or the guard's first
+//! allowance), starting, reaping, restarting and stopping `--batch`
+//! commands in it, and their rows in the status. The guard loop that
+//! holds the batch to its policy's allowance every period is
+//! `guard_loop.rs`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use tickpack_wire::ServerStats;
-
+use super::guard_loop::{GuardLoop, HeldBatch};
 use super::{HostError, RestartDecision, RestartTracker, Supervisor};
-use crate::cgroup::{self, Cgroup, CgroupVersion, Limits};
+use crate::cgroup::{self, Cgroup, Limits};
 use crate::fleet::{Backend, FleetConfig};
 use crate::guard::batch::{BatchSpec, BatchStatus};
-use crate::guard::controller::{plan_move, Controller, InstanceSignal, Signals, PERIOD};
-use crate::guard::{Action, BatchControl, CpuSampler, Decision, GuardStatus, QosLimits, Tuning};
+use crate::guard::policy::{BatchPolicyFactory, PERIOD};
+use crate::guard::{BatchControl, GuardStatus};
 use crate::spawn::{self, Isolation, Spec};
-use crate::status::InstanceState;
 use tickpack_sys::is_root;
 
-/// The system PSI file.
-const PRESSURE_CPU: &str = "/proc/pressure/cpu";
-/// Decisions kept for the status.
-const LAST_DECISIONS: usize = 30;
 /// How long stopping batch work waits after SIGINT (stress-ng prints its
 /// metrics then) before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
-/// Periods between two instance moves (a moved server needs its caches
-/// and a few periods of figures before it is judged again).
-const MOVE_COOLDOWN: u32 = 10;
 
 /// One `--batch` command.
 pub(super) struct Tenant {
@@ -46,7 +35,8 @@ pub(super) struct Tenant {
     last_exit: Option<String>,
 }
 
-/// The batch: its cgroup, tenants and (with the guard) controller.
+/// The batch: its cgroup, tenants and guard loop (with the guard, its
+/// policy).
 pub(super) struct Batch {
     control: BatchControl,
     cgroup: Option<Cgroup>,
@@ -55,24 +45,7 @@ pub(super) struct Batch {
     adopted_cpus: Option<String>,
     tenants: Vec<Tenant>,
     server_cpus: Vec<usize>,
-    controller: Option<Controller>,
-    next_period: Instant,
-    guard_started: Instant,
-    prev_stats: HashMap<u32, ServerStats>,
-    /// The servers' tick rate the controller's limits were set for.
-    tick_hz: Option<u16>,
-    /// The server CPUs' idle and the machine's steal between periods.
-    cpu_time: CpuSampler,
-    cpu_sample: Option<(u64, Instant)>,
-    status: GuardStatus,
-    last: VecDeque<Decision>,
-    /// The allowance last written to the cgroup (written again only when
-    /// it changes: every write of a CFS quota takes the kernel's CPU
-    /// hotplug lock and resets the group's runtime on every CPU).
-    applied: Option<crate::guard::controller::Allowance>,
-    counts: BTreeMap<String, u64>,
-    /// Periods since the last instance move.
-    since_move: u32,
+    guard: GuardLoop,
 }
 
 /// How far above the instances' `oom_score_adj` a batch tenant's is.
@@ -84,10 +57,25 @@ pub fn batch_log_path(run_dir: &Path, k: usize) -> PathBuf {
 }
 
 impl Batch {
-    pub(super) fn new(cfg: &FleetConfig, server_cpus: Vec<usize>) -> Batch {
-        let controller = (cfg.batch_control == BatchControl::Guard)
-            .then(|| Controller::new(QosLimits::default(), Tuning::default(), server_cpus.clone()));
-        Batch {
+    /// The batch of `cfg` on `server_cpus`; with the guard, `policy`
+    /// makes its policy (the guard without one is refused).
+    pub(super) fn new(
+        cfg: &FleetConfig,
+        server_cpus: Vec<usize>,
+        policy: Option<BatchPolicyFactory>,
+    ) -> Result<Batch, HostError> {
+        let policy = match (cfg.batch_control, policy) {
+            (BatchControl::Guard, Some(make)) => Some(make(server_cpus.clone())),
+            (BatchControl::Guard, None) => {
+                return Err(HostError::Config(crate::fleet::FleetError::Invalid(
+                    "the guard (--batch-control guard) needs its policy: the caller starts the \
+                     supervisor with Supervisor::start_with_policy and tickpack_guard::policy()"
+                        .into(),
+                )))
+            }
+            _ => None,
+        };
+        Ok(Batch {
             control: cfg.batch_control,
             cgroup: None,
             adopted: false,
@@ -106,25 +94,9 @@ impl Batch {
                 })
                 .collect(),
             server_cpus,
-            controller,
-            next_period: Instant::now() + PERIOD,
-            guard_started: Instant::now(),
-            prev_stats: HashMap::new(),
-            tick_hz: None,
-            cpu_time: CpuSampler::default(),
-            cpu_sample: None,
-            status: GuardStatus::default(),
-            last: VecDeque::new(),
-            applied: None,
-            counts: BTreeMap::new(),
-            since_move: MOVE_COOLDOWN,
-        }
+            guard: GuardLoop::new(policy),
+        })
     }
-}
-
-/// `/proc/stat`'s text (empty when it cannot be read: no figures then).
-fn read_proc_stat() -> String {
-    std::fs::read_to_string("/proc/stat").unwrap_or_default()
 }
 
 impl Supervisor {
@@ -177,9 +149,10 @@ impl Supervisor {
                     }
                     BatchControl::Guard => {
                         cg.set_idle(true)?;
-                        // The controller's first allowance: the whole
-                        // server cores (no quota) unless it measures first.
-                        let first = batch.controller.as_ref().map_or(0.0, |c| c.quota_cores());
+                        // The policy's first allowance: the guard's is the
+                        // whole server cores (no quota) unless it measures
+                        // first.
+                        let first = batch.guard.first_quota().unwrap_or(0.0);
                         let whole = first >= batch.server_cpus.len() as f64;
                         cg.set_cpu_quota((!whole).then_some(first))
                     }
@@ -211,9 +184,7 @@ impl Supervisor {
                 batch.server_cpus
             ));
         }
-        batch.guard_started = Instant::now();
-        // The first period's idle is measured from here.
-        batch.cpu_time.sample(&read_proc_stat(), &batch.server_cpus);
+        batch.guard.start(&batch.server_cpus);
         Ok(())
     }
 
@@ -342,9 +313,13 @@ impl Supervisor {
                 events.push(format!("batch {} could not be restarted: {e}", k + 1));
             }
         }
-        if now >= batch.next_period {
-            batch.next_period = now + PERIOD;
-            if let Some(e) = self.guard_period(&mut batch, now) {
+        if batch.guard.take_due(now) {
+            let held = HeldBatch {
+                cgroup: batch.cgroup.as_ref(),
+                control: batch.control,
+                server_cpus: &batch.server_cpus,
+            };
+            if let Some(e) = self.guard_period(&mut batch.guard, held, now) {
                 events.push(e);
             }
         }
@@ -359,220 +334,13 @@ impl Supervisor {
     pub fn guard_period_due(&self) -> bool {
         self.batch
             .as_ref()
-            .is_some_and(|b| b.controller.is_some() && Instant::now() >= b.next_period)
-    }
-
-    /// The signals of one period.
-    fn guard_signals(&mut self, batch: &mut Batch, now: Instant) -> Signals {
-        let query = self.cfg.health.is_query();
-        let mut instances = vec![];
-        for i in &mut self.instances {
-            let answer_within = if query {
-                i.spec.server.timing().interval() * 2 + PERIOD
-            } else {
-                PERIOD * 3
-            };
-            let answered = i.state == InstanceState::Running
-                && i.last_heard
-                    .is_some_and(|t| now.duration_since(t) <= answer_within);
-            let (mut lag, mut frame, mut behind) = (None, None, None);
-            if let Some(s) = i.stats {
-                if let Some(r) = s.recent {
-                    // The server's own window: judged like the verdict.
-                    if s.tick_hz > 0 && batch.tick_hz != Some(s.tick_hz) {
-                        batch.tick_hz = Some(s.tick_hz);
-                        if let Some(c) = batch.controller.as_mut() {
-                            c.set_limits(QosLimits::for_tick_hz(u32::from(s.tick_hz)));
-                        }
-                    }
-                    if r.window_ms > 0 {
-                        (lag, frame) = (Some(r.lateness_p99_us), Some(r.frame_p99_us));
-                    }
-                } else if let Some(p) = batch.prev_stats.get(&i.spec.id) {
-                    if s.uptime_ms > p.uptime_ms && s.tick >= p.tick {
-                        let dt_ms = (s.uptime_ms - p.uptime_ms) as f64;
-                        let interval_us = 1e6 / f64::from(s.tick_hz.max(1));
-                        let expected = dt_ms * f64::from(s.tick_hz) / 1000.0;
-                        let ticks = (s.tick - p.tick) as f64;
-                        let overruns = s.overruns.saturating_sub(p.overruns) as f64;
-                        let behind_ticks = (expected - ticks).max(0.0) + overruns;
-                        behind = Some((behind_ticks * interval_us) as u32);
-                        let cpu = s.cpu_time_us.saturating_sub(p.cpu_time_us) as f64;
-                        frame = Some((cpu / ticks.max(1.0)) as u32);
-                    } else if s.uptime_ms == p.uptime_ms {
-                        // The same reply again: not a new period of figures.
-                        behind = Some(0);
-                    }
-                }
-                batch.prev_stats.insert(i.spec.id, s);
-            }
-            let query_us = query
-                .then(|| i.probe.take_recent_max())
-                .flatten()
-                .map(|u| u.min(u64::from(u32::MAX)) as u32);
-            instances.push(InstanceSignal {
-                id: i.spec.id,
-                cpu: i.cpus.first().copied().unwrap_or(0),
-                answered,
-                tick_lag_us: lag,
-                frame_us: frame,
-                behind_us: behind,
-                query_us,
-            });
-        }
-        let cpu = batch.cpu_time.sample(&read_proc_stat(), &batch.server_cpus);
-        Signals {
-            instances,
-            psi_some_avg10: cgroup::system_cpu_pressure(Path::new(PRESSURE_CPU)),
-            players_p99_us: self.players_p99_us.take(),
-            idle_cores: cpu.map(|c| c.idle_cores),
-            steal: cpu.map(|c| c.steal),
-        }
-    }
-
-    /// One guard period: signals, status figures, decision, actuation.
-    /// Returns the event to log (every decision that changes something,
-    /// and every zero).
-    fn guard_period(&mut self, batch: &mut Batch, now: Instant) -> Option<String> {
-        let signals = self.guard_signals(batch, now);
-        if let Some(e) = self.maybe_move(batch, &signals) {
-            self.event(e);
-        }
-        let st = &mut batch.status;
-        st.control = batch.control.to_string();
-        match &signals.psi_some_avg10 {
-            Ok(p) => (st.psi_some_avg10, st.psi_unavailable) = (Some(*p), None),
-            Err(e) => (st.psi_some_avg10, st.psi_unavailable) = (None, Some(e.clone())),
-        }
-        if let Some(cg) = &batch.cgroup {
-            match cg.cpu_pressure() {
-                Ok(p) => (st.cgroup_pressure, st.cgroup_pressure_unavailable) = (Some(p), None),
-                Err(e) => (st.cgroup_pressure, st.cgroup_pressure_unavailable) = (None, Some(e)),
-            }
-            if let Ok(t) = cg.throttling() {
-                st.nr_throttled = t.nr_throttled;
-                st.throttled_ms = t.throttled_ns / 1_000_000;
-            }
-            if let Some(ns) = cg.cpu_usage_ns() {
-                if let Some((prev, at)) = batch.cpu_sample {
-                    let dt = now.duration_since(at).as_secs_f64();
-                    if dt > 0.0 {
-                        st.batch_cpu_percent =
-                            Some(ns.saturating_sub(prev) as f64 / 1e9 / dt * 100.0);
-                    }
-                }
-                batch.cpu_sample = Some((ns, now));
-            }
-            if cg.version() == CgroupVersion::V1 && batch.control != BatchControl::None {
-                // Every task of the batch is SCHED_IDLE as well as its
-                // group (an older v1 kernel has no idle group): new ones
-                // inherit it, adopted ones are set here.
-                if let Ok(pids) = cg.pids() {
-                    for p in pids {
-                        cgroup::set_sched_idle(p);
-                    }
-                }
-            }
-        }
-        let controller = batch.controller.as_mut()?;
-        let d = controller.decide(now.duration_since(batch.guard_started), &signals);
-        let prev = batch.last.back().map(|p| (p.allowance.clone(), p.action));
-        let mut applied = Ok(());
-        if let Some(cg) = batch
-            .cgroup
-            .as_ref()
-            .filter(|_| batch.applied.as_ref() != Some(&d.allowance))
-        {
-            // The whole server cores is no quota at all: a quota equal to
-            // the cores still throttles in CFS slices, SCHED_IDLE alone not.
-            let whole = d.allowance.quota_cores >= batch.server_cpus.len() as f64;
-            applied = cg
-                .set_cpu_quota((!whole).then_some(d.allowance.quota_cores))
-                .and_then(|()| cg.set_cpus(&d.allowance.cpus));
-            batch.applied = applied.is_ok().then(|| d.allowance.clone());
-        }
-        batch.status.quota_cores = Some(d.allowance.quota_cores);
-        batch.status.baseline_slack = controller.baseline();
-        batch.status.steal = signals.steal;
-        batch.status.cpus = d.allowance.cpus.clone();
-        *batch
-            .counts
-            .entry(format!("{:?}", d.action).to_lowercase())
-            .or_default() += 1;
-        batch.status.decisions = batch.counts.clone();
-        let changed = prev
-            .as_ref()
-            .is_none_or(|(a, act)| *a != d.allowance || *act != d.action);
-        let event = (changed
-            || d.action == Action::Zero && prev.as_ref().is_some_and(|(a, _)| a.quota_cores > 0.0))
-        .then(|| {
-            format!(
-                "guard: {:?} to {:.2} cores on CPUs {:?}: {}{}",
-                d.action,
-                d.allowance.quota_cores,
-                d.allowance.cpus,
-                d.reason,
-                match &applied {
-                    Ok(()) => String::new(),
-                    Err(e) => format!(" (applying it failed: {e})"),
-                }
-            )
-            .replacen("guard: Grow", "guard: grow", 1)
-            .replacen("guard: Hold", "guard: hold", 1)
-            .replacen("guard: Cut", "guard: cut", 1)
-            .replacen("guard: Zero", "guard: zero", 1)
-        });
-        batch.last.push_back(d);
-        while batch.last.len() > LAST_DECISIONS {
-            batch.last.pop_front();
-        }
-        batch.status.last = batch.last.iter().cloned().collect();
-        event
-    }
-
-    /// The instance-move decision ([`plan_move`]), at most once every
-    /// [`MOVE_COOLDOWN`] periods, applied to the instance's cpuset (the
-    /// guard only; a host with one server core never moves).
-    fn maybe_move(&mut self, batch: &mut Batch, signals: &Signals) -> Option<String> {
-        batch.controller.as_ref()?;
-        if batch.server_cpus.len() < 2 {
-            return None;
-        }
-        if batch.since_move < MOVE_COOLDOWN {
-            batch.since_move += 1;
-            return None;
-        }
-        let m = plan_move(
-            &QosLimits::default(),
-            &Tuning::default(),
-            &batch.server_cpus,
-            signals,
-        )?;
-        let i = self
-            .instances
-            .iter_mut()
-            .find(|i| i.spec.id == m.instance)?;
-        let cg = i.cgroup.as_ref()?;
-        batch.since_move = 0;
-        Some(match cg.set_cpus(&[m.to]) {
-            Ok(()) => {
-                i.cpus = vec![m.to];
-                format!(
-                    "guard: moved instance {} from CPU {} to CPU {}: its core lost QoS and CPU {} had the most slack",
-                    m.instance, m.from, m.to, m.to
-                )
-            }
-            Err(e) => format!(
-                "guard: moving instance {} to CPU {} failed: {e}",
-                m.instance, m.to
-            ),
-        })
+            .is_some_and(|b| b.guard.decides_at(Instant::now()))
     }
 
     /// The guard's part of the status (`None` without batch work).
     pub(super) fn guard_status(&self) -> Option<GuardStatus> {
         let batch = self.batch.as_ref()?;
-        let mut st = batch.status.clone();
+        let mut st = batch.guard.status();
         st.control = batch.control.to_string();
         if batch.control != BatchControl::Guard {
             st.cpus = batch.server_cpus.clone();
@@ -685,6 +453,27 @@ pub fn stress_ng_bogo_ops_per_s(log: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_guard_without_its_policy_is_refused_as_a_config_error() {
+        let cfg = crate::fleet::FleetFile {
+            batch: Some(vec!["sh".into()]),
+            batch_control: Some(BatchControl::Guard),
+            ..Default::default()
+        }
+        .resolve(Path::new("/run/tickpack"))
+        .unwrap();
+        let e = Batch::new(&cfg, vec![1], None).err().expect("refused");
+        assert!(
+            matches!(e, HostError::Config(_)) && e.to_string().contains("policy"),
+            "{e}"
+        );
+        let idle = FleetConfig {
+            batch_control: BatchControl::Idle,
+            ..cfg
+        };
+        assert!(Batch::new(&idle, vec![1], None).is_ok());
+    }
 
     #[test]
     fn stress_ng_metrics_are_summed_over_stressors() {

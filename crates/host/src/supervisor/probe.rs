@@ -22,22 +22,13 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 use tickpack_game::query::{Event, Facts, Query, Schedule, Session};
 
 use crate::launch::Health;
+use crate::status::LatencySummary;
 
 /// How often an instance is asked (and how long a query waits) by default.
 pub const QUERY_INTERVAL: Duration = Duration::from_secs(2);
-
-/// A round trip summary, as `host status --json` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    pub p50: u64,
-    pub p99: u64,
-    pub max: u64,
-    pub count: u64,
-}
 
 /// One instance's query session and what it found.
 #[derive(Debug)]

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use tickpack_host::guard::controller::{
+use tickpack_guard::{
     plan_move, Action, Controller, InstanceSignal, Move, QosLimits, Signals, Tuning, PERIOD,
 };
 
