@@ -29,6 +29,14 @@ pub enum GameServer {
 }
 
 impl GameServer {
+    /// A game from its definition with the run's settings for it.
+    pub fn new(def: GameDef, settings: GameSettings) -> GameServer {
+        GameServer::Defined {
+            def: Box::new(def),
+            settings,
+        }
+    }
+
     /// The game's name, as results and host files record it.
     pub fn name(&self) -> &str {
         match self {
