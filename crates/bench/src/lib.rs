@@ -1,7 +1,9 @@
 //! `tickpack bench`: how many game servers fit on this machine before the
 //! players notice, at what CPU headroom, and what that saves.
 //!
-//! Order: [`BenchConfig`] → [`BenchConfig::validate`] → [`run`], which
+//! Order: the flags' typed [`plan::Request`] → [`plan::Request::plan`]
+//! (the game from its definition, every default, checked once) →
+//! [`BenchConfig`] → [`BenchConfig::validate`] → [`run`], which
 //! first removes what a killed earlier run of the same host name left
 //! ([`recover_leftovers`]; the records live in the stable
 //! [`BenchConfig::run_dir`]), then climbs one ladder per compared variant
@@ -20,7 +22,9 @@ pub mod foreign;
 pub mod game;
 pub mod ladder;
 pub mod load;
+pub mod plan;
 pub mod power;
+pub mod spec;
 pub mod step;
 pub mod summary;
 pub mod tco;
@@ -69,8 +73,8 @@ pub enum Compare {
     /// The QoS guard (`--batch`): no batch, batch with no control, batch
     /// under SCHED_IDLE only, batch under the guard.
     Guard,
-    /// tickpack's reference server vs the real OpenArena server, each with
-    /// its own players, bots and tick ([`BenchConfig::games`]).
+    /// Two games, each with its own players, bots and tick
+    /// ([`BenchConfig::games`]).
     Game,
 }
 
@@ -156,7 +160,7 @@ pub struct BenchConfig {
     /// one ladder.
     pub batch: Vec<String>,
     /// The games `--compare game` climbs, each with its own settings; the
-    /// first is the ratios' baseline (the reference server).
+    /// first is the ratios' baseline.
     pub games: Vec<GameVariant>,
     /// Whole comparisons run one after the other (`--repeat`).
     pub repeat: u32,
@@ -282,7 +286,7 @@ impl BenchConfig {
             return bad(format!("--repeat must be 1..=50, got {}", self.repeat));
         }
         if self.compare == Compare::Game && self.games.len() != 2 {
-            return bad("--compare game needs the reference and the OpenArena settings".into());
+            return bad("--compare game needs two games, each with its settings".into());
         }
         if self.compare == Compare::Backend && !is_root() {
             return Err(BenchError::Isolation(

@@ -32,7 +32,7 @@ use tickpack_report::bench::{BenchSettings, CpuUse, ForeignLoad, Power, Step, St
 use crate::cpu::{mean_over, CpuTimes};
 use crate::foreign::{foreign_percent, window_ticks, OwnCpu};
 use crate::game::GameServer;
-use crate::ladder::{LadderSpec, Plan, StepRequest, StepRunner};
+use crate::spec::{LadderSpec, Plan, StepRequest, StepRunner};
 use crate::power::PowerSource;
 use crate::verdict::{failures, StepFigures, Verdict};
 use crate::BenchError;
@@ -349,19 +349,14 @@ impl HostStepRunner<'_> {
         let query_latency = query
             .as_ref()
             .map(|(h, _)| tickpack_report::Percentiles::from_histogram(h));
-        let figures = StepFigures {
+        let figures = StepFigures::of(
             players,
-            connected: r.connected,
-            tick_hz: s.tick_hz,
-            transaction_latency_us: &r.measured.transaction_latency_us,
-            tick_lateness_us: &r.measured.tick_lateness_us,
-            server_frame_us: &r.measured.server_frame_us,
-            snapshots: &r.measured.snapshots,
-            commands: &r.measured.commands,
-            outages: &r.measured.outages,
-            query_latency_us: query_latency.as_ref(),
-            run_delay_us: run_delay_us.as_ref(),
-        };
+            r.connected,
+            s.tick_hz,
+            &r.measured,
+            query_latency.as_ref(),
+            run_delay_us.as_ref(),
+        );
         let why = failures(&figures, baseline, &s.qos);
         let batch = sup.status().guard.map(|g| {
             let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);

@@ -535,7 +535,7 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
     rejected(
         "game",
         &["bench", "--quick", "--out", "out", "--map", "oa_dm2"],
-        &["--game openarena"],
+        &["--map is gone", "--set map=NAME"],
     );
     rejected(
         "game",
@@ -549,7 +549,8 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
             "--bots",
             "14",
         ],
-        &["at most 16"],
+        // The definition's slots: 12 players and 14 bots do not fit 24.
+        &["at most 24"],
     );
     rejected(
         "game",
@@ -563,7 +564,12 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
             "--game-arg",
             "novalue",
         ],
-        &["--game-arg", "--set NAME=VALUE"],
+        &["--game-arg is gone", "--set NAME=VALUE"],
+    );
+    rejected(
+        "game",
+        &["bench", "--quick", "--out", "out", "--game", "nexuiz", "--cost", "light"],
+        &["--cost", "no", "cost"],
     );
     if std::path::Path::new("/usr/games/openarena-server").exists() {
         rejected(
@@ -575,8 +581,8 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
                 "out",
                 "--game",
                 "openarena",
-                "--map",
-                "nosuchmap",
+                "--set",
+                "map=nosuchmap",
             ],
             &["nosuchmap", "oa_dm1"],
         );

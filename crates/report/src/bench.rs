@@ -8,9 +8,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::probe::QueryCounts;
-use crate::qos::Verdict;
 use crate::system::SystemInfo;
+use crate::verdict::Verdict;
 use crate::{Measurements, Percentiles, PlayersHistograms};
+
+pub use crate::power::{Power, PowerSourceKind};
+pub use crate::tco::{Tco, TcoInputs, TcoSavings, TcoSide, WattsSource};
 
 /// Schema id of `result.json`.
 pub const BENCH_SCHEMA: &str = "tickpack.bench/1";
@@ -40,11 +43,14 @@ pub struct QosLimits {
 /// How a run was set up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchSettings {
-    /// The game every step ran: `reference` (tickpack's server),
-    /// `openarena` (the real OpenArena / ioquake3 server) or a defined
-    /// game's name (`nexuiz`, a user's definition). Not written for
-    /// the reference server (results from before games read the same).
-    #[serde(default = "reference_game", skip_serializing_if = "is_reference")]
+    /// The game every step ran: its definition's name (a built-in game's
+    /// or a user's file's). Results from before games were recorded read
+    /// as [`crate::GAME_OF_OLDER_RESULTS`], which is not written (so such
+    /// a result writes back the same).
+    #[serde(
+        default = "crate::game_of_older_results",
+        skip_serializing_if = "crate::is_game_of_older_results"
+    )]
     pub game: String,
     /// The game's own settings and versions, as recorded for the report
     /// (OpenArena: map rotation, sv_fps, bots, game arguments, packages; a
@@ -124,14 +130,6 @@ pub struct LoadSettings {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-fn reference_game() -> String {
-    "reference".into()
-}
-
-fn is_reference(game: &String) -> bool {
-    game == "reference"
 }
 
 /// Who used which cores.
@@ -248,52 +246,6 @@ impl CpuUse {
     }
 }
 
-/// Power during a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Power {
-    pub watts: f64,
-    pub source: PowerSourceKind,
-}
-
-/// Where a step's watts came from; stored as `"rapl"`, `"ipmi"`,
-/// `"command"` or `"modeled"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PowerSourceKind {
-    /// Intel RAPL energy counters (the CPU package).
-    Rapl,
-    /// The BMC's power reading over IPMI (the whole machine).
-    Ipmi,
-    /// A command the user gave that prints watts.
-    Command,
-    /// A linear model of the CPU busy share: an estimate, not a measurement.
-    Modeled,
-}
-
-impl PowerSourceKind {
-    /// As stored in `result.json`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PowerSourceKind::Rapl => "rapl",
-            PowerSourceKind::Ipmi => "ipmi",
-            PowerSourceKind::Command => "command",
-            PowerSourceKind::Modeled => "modeled",
-        }
-    }
-
-    /// False for the power model.
-    pub fn is_measured(self) -> bool {
-        self != PowerSourceKind::Modeled
-    }
-}
-
-impl std::fmt::Display for PowerSourceKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // `pad`, so widths like `{:>7}` apply.
-        f.pad(self.as_str())
-    }
-}
-
 /// One step of the ladder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -397,20 +349,15 @@ impl Step {
     /// `failures` say when fewer did), so `connected` is `players` then:
     /// these figures answer what was judged, they do not judge the step
     /// again.
-    pub fn figures(&self, tick_hz: u32) -> crate::qos::StepFigures<'_> {
-        crate::qos::StepFigures {
-            players: self.players,
-            connected: self.connected.unwrap_or(self.players),
+    pub fn figures(&self, tick_hz: u32) -> crate::figures::StepFigures<'_> {
+        crate::figures::StepFigures::of(
+            self.players,
+            self.connected.unwrap_or(self.players),
             tick_hz,
-            transaction_latency_us: &self.measured.transaction_latency_us,
-            tick_lateness_us: &self.measured.tick_lateness_us,
-            server_frame_us: &self.measured.server_frame_us,
-            snapshots: &self.measured.snapshots,
-            commands: &self.measured.commands,
-            outages: &self.measured.outages,
-            query_latency_us: self.query_latency_us.as_ref(),
-            run_delay_us: self.run_delay_us.as_ref(),
-        }
+            &self.measured,
+            self.query_latency_us.as_ref(),
+            self.run_delay_us.as_ref(),
+        )
     }
 }
 
@@ -460,7 +407,7 @@ pub struct Ladder {
 /// that follow from its tick.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LadderGame {
-    /// The game's name (`reference`, `openarena`, a defined game's).
+    /// The game's name (its definition's).
     pub game: String,
     #[serde(
         default,
@@ -481,7 +428,7 @@ impl Ladder {
         self.repetition.unwrap_or(1)
     }
 
-    /// The game this ladder ran (`reference` or `openarena`).
+    /// The game this ladder ran (its definition's name).
     pub fn game_name<'a>(&'a self, settings: &'a BenchSettings) -> &'a str {
         self.game
             .as_ref()
@@ -534,104 +481,6 @@ impl Ladder {
             (true, None) => "not reached".into(),
         }
     }
-}
-
-/// Cost figures (see `tickpack tco`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Tco {
-    pub inputs: TcoInputs,
-    pub before: TcoSide,
-    pub after: TcoSide,
-    pub savings: TcoSavings,
-    pub watts_source: WattsSource,
-    /// The currency the costs are in (`--currency`: the bill's, or the one
-    /// `currency_rate` converts to); absent in results written before it
-    /// was asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub currency: Option<String>,
-}
-
-/// Where a cost's watts came from; stored as `"given"` (typed in),
-/// `"modeled"` or `"measured (rapl)"`, `"measured (ipmi)"`, ...
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub enum WattsSource {
-    /// Watts the user typed in (`tickpack tco`).
-    Given,
-    /// The watts of a bench step, from this power source.
-    Source(PowerSourceKind),
-}
-
-impl WattsSource {
-    /// True for watts from the power model (an estimate).
-    pub fn is_modeled(self) -> bool {
-        self == WattsSource::Source(PowerSourceKind::Modeled)
-    }
-}
-
-impl std::fmt::Display for WattsSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WattsSource::Given => f.pad("given"),
-            WattsSource::Source(k) if !k.is_measured() => f.pad(k.as_str()),
-            WattsSource::Source(k) => f.pad(&format!("measured ({k})")),
-        }
-    }
-}
-
-impl From<WattsSource> for String {
-    fn from(w: WattsSource) -> String {
-        w.to_string()
-    }
-}
-
-impl TryFrom<String> for WattsSource {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        use PowerSourceKind::*;
-        Ok(match s.as_str() {
-            "given" => WattsSource::Given,
-            "modeled" => WattsSource::Source(Modeled),
-            "measured (rapl)" => WattsSource::Source(Rapl),
-            "measured (ipmi)" => WattsSource::Source(Ipmi),
-            "measured (command)" => WattsSource::Source(Command),
-            other => {
-                return Err(format!(
-                    "unknown watts_source {other:?} (expected \"given\", \"modeled\" or \"measured (rapl|ipmi|command)\")"
-                ))
-            }
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TcoInputs {
-    pub before_watts: f64,
-    pub after_watts: f64,
-    pub ratio: f64,
-    pub machines: u64,
-    pub price_per_kwh: f64,
-    pub currency_rate: f64,
-    pub hours_per_year: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TcoSide {
-    pub machines: u64,
-    pub watts_each: f64,
-    pub annual_kwh: f64,
-    pub annual_cost: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TcoSavings {
-    /// Machines saved: negative when consolidating needs more (a ratio
-    /// below 1).
-    pub machines: i64,
-    pub annual_kwh: f64,
-    pub annual: f64,
-    /// Savings as a share of the before cost, 0-100 %.
-    pub percent: f64,
 }
 
 /// The whole `result.json`.
@@ -712,182 +561,4 @@ impl BenchResult {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Outages;
-
-    #[test]
-    fn a_step_names_its_worst_steal_from_one_percent() {
-        let cpu = |steal: Vec<f64>| CpuUse {
-            steal_percent: steal,
-            ..Default::default()
-        };
-        assert_eq!(cpu(vec![]).steal_note(), None);
-        assert_eq!(cpu(vec![0.9, 0.2]).steal_note(), None);
-        assert_eq!(
-            cpu(vec![18.24, 2.0]).steal_note().as_deref(),
-            Some("steal 18.2% of CPU 0 (the hypervisor ran other guests)")
-        );
-        // Results from before steal was recorded read without it.
-        let old: CpuUse = serde_json::from_str(
-            r#"{"servers_busy_percent":1,"machine_busy_percent":1,"per_cpu_percent":[],"load_generator_cpu_s":0}"#,
-        )
-        .expect("an old result");
-        assert!(old.steal_percent.is_empty());
-        assert_eq!(old.foreign_percent, None);
-    }
-
-    #[test]
-    fn a_step_records_the_foreign_load_of_each_server_core_and_names_the_worst() {
-        // CPU 0 runs the load generator: its foreign load is not recorded.
-        let f = ForeignLoad::of_cores(&[50.0, 0.4, 42.04], &[1, 2, 7]);
-        assert_eq!(f.worst, 42.04);
-        assert_eq!(
-            f.per_core.len(),
-            3,
-            "a core missing from /proc/stat reads 0"
-        );
-        let cpu = CpuUse {
-            foreign_percent: Some(f),
-            ..Default::default()
-        };
-        assert_eq!(cpu.worst_foreign(), 42.04);
-        assert_eq!(
-            cpu.foreign_note().as_deref(),
-            Some("foreign 42.0% of CPU 2 (processes other than the servers and tickpack)")
-        );
-        let json = serde_json::to_value(&cpu).unwrap();
-        assert_eq!(
-            json["foreign_percent"],
-            serde_json::json!({"per_core": {"1": 0.4, "2": 42.04, "7": 0.0}, "worst": 42.04})
-        );
-        let back: CpuUse = serde_json::from_value(json).unwrap();
-        assert_eq!(back, cpu);
-        let quiet = CpuUse {
-            foreign_percent: Some(ForeignLoad::of_cores(&[0.0, 0.9], &[1])),
-            ..Default::default()
-        };
-        assert_eq!(quiet.foreign_note(), None, "under 1 % is not named");
-        assert_eq!(CpuUse::default().worst_foreign(), 0.0);
-    }
-
-    const STEP_KEYS: &[&str] = &[
-        "index",
-        "tiles",
-        "servers",
-        "players",
-        "verdict",
-        "failures",
-        "first_attempt_failures",
-        "duration_s",
-        "transaction_latency_us",
-        "rtt_us",
-        "server_frame_us",
-        "tick_lateness_us",
-        "snapshot_jitter_us",
-        "snapshots",
-        "commands",
-        "outages",
-        "reconnects",
-        "cpu",
-        "power",
-        "histograms",
-    ];
-
-    fn step() -> Step {
-        Step {
-            index: 1,
-            tiles: 1,
-            servers: 3,
-            players: 30,
-            connected: None,
-            verdict: crate::qos::Verdict::Pass,
-            failures: vec![],
-            first_attempt_failures: vec![],
-            disturbed_attempts: vec![],
-            disturbed: None,
-            duration_s: 1.0,
-            measured: Measurements {
-                reconnects: 7,
-                ..Default::default()
-            },
-            cpu: CpuUse::default(),
-            power: None,
-            query_latency_us: None,
-            run_delay_us: None,
-            queries: None,
-            clients_seen: None,
-            batch: None,
-            server_peak_rss_bytes: None,
-            histograms: PlayersHistograms::default(),
-        }
-    }
-
-    #[test]
-    fn a_steps_measurements_sit_at_the_steps_level_in_the_json_order() {
-        let v = serde_json::to_value(step()).unwrap();
-        let text = serde_json::to_string(&step()).unwrap();
-        let mut at: Vec<(usize, &str)> = STEP_KEYS
-            .iter()
-            .map(|k| (text.find(&format!("\"{k}\":")).expect(k), *k))
-            .collect();
-        at.sort_unstable();
-        let order: Vec<&str> = at.into_iter().map(|(_, k)| k).collect();
-        assert_eq!(order, STEP_KEYS);
-        assert_eq!(v.as_object().unwrap().len(), STEP_KEYS.len());
-        assert_eq!(v["reconnects"], 7);
-        assert!(v.get("measured").is_none());
-    }
-
-    #[test]
-    fn a_probed_steps_query_figures_sit_beside_the_players_figures() {
-        let mut st = step();
-        st.query_latency_us = Some(Percentiles {
-            p99: 1_500,
-            count: 3,
-            ..Default::default()
-        });
-        st.queries = Some(QueryCounts {
-            sent: 3,
-            answered: 3,
-            ..Default::default()
-        });
-        st.histograms.query_latency_us = "HISTO".into();
-        let v = serde_json::to_value(&st).unwrap();
-        assert_eq!(v["query_latency_us"]["p99"], 1_500);
-        assert_eq!(v["queries"]["answered"], 3);
-        assert_eq!(v["histograms"]["query_latency_us"], "HISTO");
-        let back: Step = serde_json::from_value(v).unwrap();
-        assert_eq!(back, st);
-        // Unprobed steps (and every step written before) have none of them.
-        let plain = serde_json::to_value(step()).unwrap();
-        assert!(plain.get("query_latency_us").is_none());
-        assert!(plain["histograms"].get("query_latency_us").is_none());
-        let back: Step = serde_json::from_value(plain).unwrap();
-        assert_eq!(back.query_latency_us, None);
-    }
-
-    #[test]
-    fn a_step_written_before_outages_and_reconnects_still_reads() {
-        let mut v = serde_json::to_value(step()).unwrap();
-        let o = v.as_object_mut().unwrap();
-        o.remove("outages");
-        o.remove("reconnects");
-        let back: Step = serde_json::from_value(v).unwrap();
-        assert_eq!(back.reconnects, 0);
-        assert_eq!(back.outages, Outages::default());
-    }
-
-    #[test]
-    fn a_steps_peak_memory_round_trips_and_older_steps_have_none() {
-        let mut st = step();
-        st.server_peak_rss_bytes = Some(48 << 20);
-        let v = serde_json::to_value(&st).unwrap();
-        assert_eq!(v["server_peak_rss_bytes"], 48u64 << 20);
-        assert_eq!(serde_json::from_value::<Step>(v).unwrap(), st);
-        let older = serde_json::to_value(step()).unwrap();
-        assert!(older.get("server_peak_rss_bytes").is_none());
-        let back: Step = serde_json::from_value(older).unwrap();
-        assert_eq!(back.server_peak_rss_bytes, None);
-    }
-}
+mod tests;

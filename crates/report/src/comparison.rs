@@ -233,7 +233,7 @@ impl Comparison {
                           the density of each isolation path relative to plain processes"
                 .into(),
             "placement" => "tickpack's placement against the kernel's scheduling".into(),
-            "game" => "The real game against the reference server".into(),
+            "game" => "One game against another: the density of each relative to the first".into(),
             "none" => "One variant, repeated".into(),
             other => format!("Comparison ({other})"),
         }

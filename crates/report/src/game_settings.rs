@@ -33,6 +33,10 @@ pub struct GameSettings {
     /// A defined game's `[variables]` as the run set them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub variables: BTreeMap<String, String>,
+    /// The game's definition's `description`, as the bench recorded it
+    /// (absent in results from before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// The installed version of each Debian package the game came from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub packages: BTreeMap<String, String>,

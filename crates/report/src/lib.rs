@@ -22,13 +22,21 @@ use serde::{Deserialize, Serialize};
 
 pub mod bench;
 pub mod comparison;
+pub mod figures;
 pub mod game_settings;
 pub mod headline;
 pub mod html;
+pub mod judged;
 pub mod merge;
+pub mod numbers;
+pub mod power;
 pub mod probe;
 pub mod qos;
+pub mod step_row;
 pub mod system;
+pub mod tco;
+pub mod text;
+pub mod verdict;
 pub mod words;
 
 /// Schema id of `tickpack players --json`.
@@ -270,8 +278,17 @@ pub struct RefereeRow {
     pub server_ping_us_median: Option<u64>,
 }
 
-fn reference_game() -> String {
-    "reference".into()
+/// The game of a result written before results named their game: every
+/// such run was of tickpack's own server, whose definition file gives it
+/// this name. A fact of the old schema, read only by serde.
+pub const GAME_OF_OLDER_RESULTS: &str = "reference";
+
+pub(crate) fn game_of_older_results() -> String {
+    GAME_OF_OLDER_RESULTS.into()
+}
+
+pub(crate) fn is_game_of_older_results(game: &str) -> bool {
+    game == GAME_OF_OLDER_RESULTS
 }
 
 /// The figures read as the document's own (`r.rtt_us`), as in the JSON.
@@ -287,8 +304,9 @@ impl std::ops::Deref for PlayersResult {
 pub struct PlayersResult {
     pub schema: String,
     pub tickpack_version: String,
-    /// The game the players spoke: `reference` or `openarena`.
-    #[serde(default = "reference_game")]
+    /// The game the players spoke (its definition's name); results from
+    /// before it was recorded read as [`GAME_OF_OLDER_RESULTS`].
+    #[serde(default = "game_of_older_results")]
     pub game: String,
     pub system: system::SystemInfo,
     pub targets: Vec<String>,

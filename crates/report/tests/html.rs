@@ -1093,8 +1093,12 @@ fn openarena_lists_only_the_limits_that_judged_it() {
 fn comparing_two_games_shows_a_game_row_and_one_shared_chart() {
     let mut oa = sample();
     oa.settings.game = "openarena".into();
+    oa.settings.game_settings.description = Some("OpenArena (the real ioquake3 server)".into());
     oa.cores.servers = vec![2, 3, 4];
-    let p = html::render(&[("ref.json".into(), sample()), ("oa.json".into(), oa)]);
+    let mut reference = sample();
+    reference.settings.game_settings.description =
+        Some("the reference server (tickpack's own)".into());
+    let p = html::render(&[("ref.json".into(), reference), ("oa.json".into(), oa)]);
     let comparison = &p[p.find("<h2>Comparison</h2>").unwrap()..p.find("<section").unwrap()];
     let row = comparison
         .lines()

@@ -7,11 +7,12 @@
 //! charts alone can make a failing step look better than the passing ones
 //! (its servers stalled, so they used less CPU; its transactions were fine
 //! but its ticks were late). With a chart per limit, what failed is drawn
-//! above its line. A rule that judged no step ([`crate::qos::judged_rules`])
+//! above its line. A rule that judged no step ([`crate::judged::judged_rules`])
 //! gets no chart, as it gets no line in the list of limits.
 
 use crate::bench::{BenchResult, QosLimits, Step};
-use crate::qos::{frame_limit_us, judged_rules, RuleId};
+use crate::judged::judged_rules;
+use crate::qos::{frame_limit_us, RuleId};
 
 use super::charts::{
     by_variant, by_variant_words, failed, ladder_color, name, tip, variant_series, Figure,

@@ -10,7 +10,8 @@
 use std::fmt::Write as _;
 
 use crate::bench::BenchResult;
-use crate::qos::{judged_rules, LimitText, RULES};
+use crate::judged::judged_rules;
+use crate::qos::{LimitText, RULES};
 
 /// The `<dt>`/`<dd>` pairs of the limits: every rule of the table that
 /// judged a step of `r`, with its limit; for a game without players, the

@@ -75,23 +75,18 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
     out.push_str("</dl>\n");
 }
 
-/// The game a run's settings name, in words (HTML, escaped): the reference
-/// server, OpenArena or a defined game, with its recorded settings.
+/// The game a run's settings name, in words (HTML, escaped): its name,
+/// what its definition says it is (as the bench recorded it; results from
+/// before it was say "from its definition"), and its recorded settings.
 pub(super) fn game_words(s: &BenchSettings) -> String {
     let settings = s.game_settings.lines().join(", ");
-    match s.game.as_str() {
-        "reference" => "the reference server (tickpack's own)".to_string(),
-        "openarena" => format!(
-            "OpenArena (the real ioquake3 server); {}",
-            super::format::esc(&settings)
-        ),
-        name if settings.is_empty() => {
-            format!("{} (from its definition)", super::format::esc(name))
-        }
-        name => format!(
-            "{} (from its definition); {}",
-            super::format::esc(name),
-            super::format::esc(&settings)
-        ),
+    let what = match &s.game_settings.description {
+        Some(d) => format!("{}: {d}", s.game),
+        None => format!("{} (from its definition)", s.game),
+    };
+    if settings.is_empty() {
+        super::format::esc(&what)
+    } else {
+        super::format::esc(&format!("{what}; {settings}"))
     }
 }

@@ -6,11 +6,12 @@
 use std::fmt::Write as _;
 
 use crate::bench::{BenchResult, Ladder};
-use crate::qos::Verdict;
+use crate::step_row::StepRow;
+use crate::verdict::Verdict;
 use crate::Outages;
 
 use super::charts;
-use super::format::{esc, fmt_int, fmt_ms, fmt_num, is_fail, percent_of, step_latency_ms, NA};
+use super::format::{esc, fmt_int, fmt_ms, fmt_num, is_fail, percent_of, NA};
 
 pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     let variants = charts::variants(r);
@@ -88,6 +89,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
     for st in &ladder.steps {
+        let row = StepRow::of(st);
         let fail = is_fail(st);
         let mut verdict = match st.verdict {
             Verdict::Pass => "<span class=\"badge pass\">pass</span>".to_string(),
@@ -144,7 +146,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
             }
             failures.push_str(&format!("<em>{}</em>", esc(&steal)));
         }
-        let watts = st.power.as_ref().map_or(NA.into(), |p| fmt_num(p.watts));
+        let watts = row.watts.map_or(NA.into(), |(w, _)| fmt_num(w));
         let query = match (&st.query_latency_us, &st.queries) {
             (Some(p), Some(q)) if has_query && p.count > 0 => format!(
                 "<td class=\"num\">{} ({} of {} answered)</td>",
@@ -187,19 +189,19 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
              <td class=\"num\">{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}{}</td>{foreign}{batch}<td class=\"num\">{watts}</td></tr>\n{}",
             if fail { " class=\"fail\"" } else { "" },
-            st.index,
-            st.servers,
-            st.players,
-            step_latency_ms(st, st.transaction_latency_us.p50),
-            step_latency_ms(st, st.transaction_latency_us.p99),
-            step_latency_ms(st, st.transaction_latency_us.p999),
-            reported_ms(&st.tick_lateness_us),
-            reported_ms(&st.server_frame_us),
+            row.index,
+            row.servers,
+            row.players,
+            or_na_ms(row.latency_us.map(|l| l[0])),
+            or_na_ms(row.latency_us.map(|l| l[1])),
+            or_na_ms(row.latency_us.map(|l| l[2])),
+            or_na_ms(row.tick_lateness_p99_us),
+            or_na_ms(row.server_frame_p99_us),
             fmt_int(st.snapshots.lost),
             percent_of(st.snapshots.lost, st.snapshots.expected),
             outages(&st.outages),
             fmt_int(st.reconnects),
-            fmt_num(st.cpu.servers_busy_percent),
+            fmt_num(row.cpu_busy_percent),
             // The servers' own share, from their cgroups.
             st.cpu
                 .servers_own_percent
@@ -254,12 +256,8 @@ pub(super) fn outages(o: &Outages) -> String {
     }
 }
 
-/// A figure the servers report about themselves (tick lateness, frame
-/// time): n/a where they report none (a real game server).
-fn reported_ms(p: &crate::Percentiles) -> String {
-    if p.count == 0 {
-        super::format::NA.into()
-    } else {
-        fmt_ms(p.p99)
-    }
+/// A figure of the row in ms, or n/a where the step has none (no
+/// players; a real game server reports no lateness or frame time).
+fn or_na_ms(us: Option<u64>) -> String {
+    us.map_or(NA.into(), fmt_ms)
 }

@@ -2,7 +2,7 @@
 //! else; misses print as `result.json` has always recorded them.
 
 use super::*;
-use crate::{new_histogram, record};
+use crate::{new_histogram, record, CommandCounts, Outages, Percentiles, SnapshotCounts};
 
 fn pct(values: impl IntoIterator<Item = u64>) -> Percentiles {
     let mut h = new_histogram();
