@@ -85,6 +85,9 @@ pub struct GameDef {
     /// start.
     #[serde(default, rename = "file")]
     pub files: Vec<FileDef>,
+    /// `[agones]`: the game in an Agones Fleet ([`crate::agones`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agones: Option<crate::agones::AgonesDef>,
 }
 
 /// `[load]`: a command `bench` starts for every server, on the load
@@ -682,6 +685,9 @@ impl GameDef {
                 ));
             }
             check_placeholders(&f.contents, &known).map_err(|m| (at("contents"), m))?;
+        }
+        if let Some(a) = &self.agones {
+            a.check(self)?;
         }
         Ok(())
     }
