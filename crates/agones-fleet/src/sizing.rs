@@ -13,7 +13,7 @@ use crate::FleetError;
 ///
 /// The peak is the kernel's high-water mark of one server's processes over
 /// a bench step; a pod's memory limit is its cgroup's, which also counts
-/// the page cache of the files it reads (an OpenArena server's pk3s) and
+/// the page cache of the files it reads (a game's maps and data) and
 /// kernel memory, and a long-running server meets maps, players and chat
 /// a short step did not. Reaching the limit means the OOM killer ends the
 /// match, so the limit sits half again above the measured peak.
@@ -28,41 +28,6 @@ pub const MEMORY_FLOOR_MIB: u64 = 32;
 /// comparison ran once, so no range over repetitions can judge it: a 10 %
 /// difference is more than one step of a small ladder's noise.
 pub const PINNING_RATIO_ONE_RUN: f64 = 1.10;
-
-/// Which game the fleet runs: one of the games tickpack builds a container
-/// image for (`docker/`). Its launch comes from the game crate, the same
-/// contract the host and the bench use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Game {
-    /// `tickpack server` in the `tickpack-server` image.
-    Reference,
-    /// The OpenArena server in the `tickpack-openarena` image.
-    OpenArena,
-}
-
-impl Game {
-    /// Every game with an image, in the order messages list them.
-    pub const ALL: [Game; 2] = [Game::Reference, Game::OpenArena];
-
-    /// The game's name, as results record it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Game::Reference => "reference",
-            Game::OpenArena => "openarena",
-        }
-    }
-}
-
-fn parse_game(name: &str) -> Result<Game, FleetError> {
-    Game::ALL
-        .into_iter()
-        .find(|g| g.as_str() == name)
-        .ok_or_else(|| {
-            FleetError::Input(format!(
-                "the result's game {name:?} has no container image here (reference or openarena): tickpack can deploy only those to Agones"
-            ))
-        })
-}
 
 /// Whether a server needs a core of its own, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,7 +70,8 @@ pub enum MemorySource {
 /// Everything the manifest needs, each figure with its origin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sizing {
-    pub game: Game,
+    /// The game the result measured (its first ladder's), as it names it.
+    pub game: String,
     /// Servers the bench recommends on the measured machine.
     pub recommended_servers: u32,
     /// The cores those servers ran on (the load generator had its own).
@@ -122,7 +88,7 @@ pub struct Sizing {
     pub memory_source: MemorySource,
     /// The measured machine, for the header.
     pub machine: String,
-    /// The reference server's or OpenArena's settings the steps ran.
+    /// The bench's settings the steps ran.
     pub settings: tickpack_report::bench::BenchSettings,
     /// The game settings of the ladder used (`--compare game` keeps its own).
     pub ladder_game: Option<tickpack_report::bench::LadderGame>,
@@ -243,9 +209,11 @@ pub fn size(result: &BenchResult, memory_mib_given: Option<u64>) -> Result<Sizin
         .filter(|&n| n > 0)
         .ok_or_else(|| FleetError::Input("the result records no server cores".into()))?;
     let first = result.ladders.first();
-    let game = parse_game(first.map_or(result.settings.game.as_str(), |l| {
-        l.game_name(&result.settings)
-    }))?;
+    let game = first
+        .map_or(result.settings.game.as_str(), |l| {
+            l.game_name(&result.settings)
+        })
+        .to_string();
     let pinning = pinning(result);
     let shared = shared_millis(recommended, server_cores);
     let cpu = if pinning.matters {
@@ -259,7 +227,7 @@ pub fn size(result: &BenchResult, memory_mib_given: Option<u64>) -> Result<Sizin
     let peak = result
         .ladders
         .iter()
-        .filter(|l| l.game_name(&result.settings) == game.as_str())
+        .filter(|l| l.game_name(&result.settings) == game)
         .flat_map(|l| &l.steps)
         .filter_map(|s| s.server_peak_rss_bytes)
         .max();

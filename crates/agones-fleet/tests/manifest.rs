@@ -1,10 +1,13 @@
 //! The generated manifests against Agones' real CRD schemas
 //! (`../shared/agones/install.yaml`, see `tickpack_testkit::agones_crds`),
-//! and the sizing read from whole bench results.
+//! and the sizing read from whole bench results. The games come from their
+//! definitions: the shipped ones, and one from a fixture file alone
+//! (`fixtures/mygame.toml`, a game tickpack does not ship).
 
 use serde_json::Value;
-use tickpack_agones_fleet::sizing::{Cpu, Game};
-use tickpack_agones_fleet::{fleet_manifest, size, FleetOptions};
+use tickpack_agones_fleet::sizing::Cpu;
+use tickpack_agones_fleet::{definition, size, FleetError, FleetOptions};
+use tickpack_game::GameDef;
 use tickpack_report::bench::{
     BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, QosLimits, Step, BENCH_SCHEMA,
 };
@@ -129,6 +132,29 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
     }
 }
 
+/// The manifest for a result of a built-in game, its definition looked up
+/// as `tickpack agones fleet` does without `--game`.
+fn fleet_manifest(
+    r: &BenchResult,
+    memory_mib: Option<u64>,
+    opts: &FleetOptions,
+) -> Result<String, FleetError> {
+    let s = size(r, memory_mib)?;
+    let def = definition(&s.game, None)?;
+    tickpack_agones_fleet::render(&s, &def, opts)
+}
+
+/// The value of a container's environment variable.
+fn env<'a>(container: &'a Value, name: &str) -> &'a str {
+    container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str())
+        .unwrap_or_else(|| panic!("no {name} in {container}"))
+}
+
 fn opts() -> FleetOptions {
     FleetOptions {
         name: None,
@@ -196,9 +222,21 @@ fn reference_fleet_with_shared_cores_is_valid_against_the_crds() {
             "12",
             "--cost",
             "default",
+            "--name",
+            "tickpack-1",
             "--agones"
         ]
     );
+    // The server calls the SDK itself: no sidecar.
+    assert_eq!(
+        gs["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(gs["container"], "tickpack-server");
+    assert_eq!(c["image"], "tickpack-server:0.1.0");
     assert_eq!(fas["spec"]["fleetName"], fleet["metadata"]["name"]);
     assert_eq!(fas["spec"]["policy"]["buffer"]["bufferSize"], 2);
     assert_eq!(fas["spec"]["policy"]["buffer"]["maxReplicas"], 7);
@@ -248,12 +286,14 @@ fn openarena_fleet_with_pinning_is_guaranteed_and_valid_against_the_crds() {
         [
             "/usr/local/bin/tickpack",
             "agones-sidecar",
-            "--game",
-            "openarena",
+            "--query",
+            "q3",
             "--target",
             "127.0.0.1:27960"
         ]
     );
+    assert_eq!(containers[0]["image"], "tickpack-openarena:0.1.0");
+    assert_eq!(containers[1]["image"], "tickpack-openarena:0.1.0");
     let cmd = containers[0]["command"].as_array().unwrap();
     let text: Vec<&str> = cmd.iter().map(|v| v.as_str().unwrap()).collect();
     assert!(text.contains(&"/usr/games/openarena-server"), "{text:?}");
@@ -265,11 +305,18 @@ fn openarena_fleet_with_pinning_is_guaranteed_and_valid_against_the_crds() {
         text.windows(3).any(|w| w == ["+set", "net_port", "27960"]),
         "{text:?}"
     );
-    let cfg = containers[0]["env"][1]["value"].as_str().unwrap();
+    assert_eq!(env(&containers[0], "HOME"), "/home/openarena");
+    // The config file of the definition, written by the shell before the
+    // server starts. A result before OpenArena was a definition only
+    // recorded its maps: the first is the definition's `map`.
+    let cfg = env(&containers[0], "TICKPACK_FILE_1");
+    assert!(cfg.contains("map oa_dm1"), "the map in the config: {cfg}");
+    assert_eq!(text[0], "/bin/sh");
     assert!(
-        cfg.contains("oa_dm4"),
-        "the map rotation in the config: {cfg}"
+        text[2].contains("'/home/openarena/.openarena/baseoa/tickpack.cfg'"),
+        "{text:?}"
     );
+    assert!(text[2].ends_with("exec \"$@\""), "{text:?}");
     assert!(yaml.contains("1.25x"), "the evidence for pinning: {yaml}");
 }
 
@@ -330,7 +377,7 @@ fn pinning_needs_a_placement_comparison_that_shows_it() {
     r.comparison_ratio = Some(1.5);
     let s = size(&r, None).unwrap();
     assert_eq!(s.cpu, Cpu::Whole { cpus: 1 });
-    assert_eq!(s.game, Game::Reference);
+    assert_eq!(s.game, "reference");
 }
 
 #[test]
@@ -432,4 +479,132 @@ fn over_repetitions_pinning_needs_separated_ranges_and_the_density_is_the_lower_
     assert!(!s.pinning.matters, "{}", s.pinning.why);
     assert!(s.pinning.why.contains("cannot tell"), "{}", s.pinning.why);
     assert_eq!(s.cpu, Cpu::Shared { millis: 400 }, "2 cores / 5 servers");
+}
+
+/// The fixture's definition, read as `--game FILE` reads a file.
+fn mygame() -> GameDef {
+    GameDef::parse("fixtures/mygame.toml", include_str!("fixtures/mygame.toml")).unwrap()
+}
+
+#[test]
+fn a_game_from_its_definition_file_alone_gets_a_valid_fleet() {
+    let mut r = result("mygame", Some(5));
+    r.settings.game_settings.tick_hz = Some(60);
+    r.settings.game_settings.bots = Some(3);
+    r.settings
+        .game_settings
+        .variables
+        .insert("map".into(), "arena2".into());
+    let s = size(&r, None).unwrap();
+    assert_eq!(s.game, "mygame");
+    let def = definition(&s.game, Some(mygame())).unwrap();
+    let yaml = tickpack_agones_fleet::render(&s, &def, &opts()).unwrap();
+    let Some(crds) =
+        AgonesCrds::load_or_skip("a_game_from_its_definition_file_alone_gets_a_valid_fleet")
+    else {
+        return;
+    };
+    let docs = valid_documents(crds, &yaml);
+    let fleet = &docs[0];
+    assert_eq!(fleet["metadata"]["name"], "tickpack-mygame");
+    assert_eq!(fleet["metadata"]["labels"]["tickpack.dev/game"], "mygame");
+    let gs = &fleet["spec"]["template"]["spec"];
+    assert_eq!(gs["container"], "mygame-server");
+    assert_eq!(gs["ports"][0]["containerPort"], 7777);
+    assert_eq!(gs["ports"][0]["protocol"], "UDP");
+    assert_eq!(gs["health"]["initialDelaySeconds"], 15, "[ready] timeout_s");
+    let containers = gs["template"]["spec"]["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 2, "the game and the sidecar");
+    let (game, sidecar) = (&containers[0], &containers[1]);
+    assert_eq!(game["name"], "mygame-server");
+    assert_eq!(game["image"], "registry.example.com/mygame:1.4");
+    let cmd: Vec<&str> = game["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &cmd[3..],
+        [
+            "/opt/mygame/server",
+            "-ip",
+            "0.0.0.0",
+            "-port",
+            "7777",
+            "-tickrate",
+            "60",
+            "-bots",
+            "3",
+            "-config",
+            "/srv/mygame/cfg/server.cfg"
+        ],
+        "the definition's command with the result's settings"
+    );
+    assert_eq!(
+        cmd[2],
+        "mkdir -p '/srv/mygame/cfg' && printf '%s' \"$TICKPACK_FILE_1\" > '/srv/mygame/cfg/server.cfg' && exec \"$@\""
+    );
+    assert_eq!(env(game, "HOME"), "/srv/mygame");
+    assert_eq!(env(game, "MYGAME_DATA"), "/srv/mygame/data");
+    assert_eq!(
+        env(game, "TICKPACK_FILE_1"),
+        "\nmap arena2\nmode duel\nmaxplayers 16\n",
+        "the recorded variable, the default one, the slots"
+    );
+    assert_eq!(game["resources"]["requests"]["cpu"], "400m", "2 cores / 5");
+    assert_eq!(sidecar["image"], "registry.example.com/tickpack:0.1.0");
+    let side: Vec<&str> = sidecar["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        side,
+        [
+            "/usr/local/bin/tickpack",
+            "agones-sidecar",
+            "--query",
+            "a2s",
+            "--target",
+            "127.0.0.1:7777"
+        ]
+    );
+}
+
+#[test]
+fn a_recorded_variable_reaches_the_config_of_a_shipped_game() {
+    let mut r = result("openarena", Some(4));
+    r.settings
+        .game_settings
+        .variables
+        .insert("map".into(), "oa_dm4".into());
+    let yaml = fleet_manifest(&r, None, &opts()).unwrap();
+    let docs = yaml_documents(&yaml).unwrap();
+    let c = &docs[0]["spec"]["template"]["spec"]["template"]["spec"]["containers"][0];
+    assert!(env(c, "TICKPACK_FILE_1").contains("map oa_dm4"), "{yaml}");
+}
+
+#[test]
+fn the_definition_must_be_the_results_game_and_have_an_agones_table() {
+    let e = definition("mygame", None).unwrap_err().to_string();
+    assert!(e.contains("--game FILE"), "{e}");
+    let e = definition("reference", Some(mygame()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the result measured \"reference\""), "{e}");
+    let mut no_table = mygame();
+    no_table.agones = None;
+    let e = definition("mygame", Some(no_table))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no [agones] table"), "{e}");
+    assert!(e.contains("openarena") && e.contains("reference"), "{e}");
+    // A game setting the definition refuses is refused, not deployed.
+    let mut r = result("mygame", Some(5));
+    r.settings.game_settings.tick_hz = Some(500);
+    let s = size(&r, None).unwrap();
+    let e = tickpack_agones_fleet::render(&s, &mygame(), &opts()).unwrap_err();
+    assert!(e.to_string().contains("10..=120"), "{e}");
 }

@@ -1,6 +1,7 @@
-//! Agones for tickpack's game servers: the reference server speaks the
+//! Agones for tickpack's game servers: tickpack's own server speaks the
 //! Agones SDK itself (`tickpack server --agones`), and a sidecar speaks it
-//! for games we did not write (`tickpack agones-sidecar --game openarena`).
+//! for games we did not write (`tickpack agones-sidecar --game NAME|FILE`,
+//! or `--query PROTOCOL --target ADDR` as the fleet manifests run it).
 //!
 //! It deliberately does not manage Kubernetes objects (fleets, autoscalers)
 //! and does not speak gRPC: it talks to the SDK server beside the game over

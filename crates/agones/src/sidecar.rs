@@ -8,13 +8,13 @@
 //! are the players, and `stop` (SIGTERM) ends in Shutdown.
 //!
 //! What it asks ([`Options::query`], from the game's definition):
-//! - OpenArena (and other ioquake3 games): `getstatus`, whose answer lists
+//! - q3 games (ioquake3 and its kin): `getstatus`, whose answer lists
 //!   every client by name (bots too: ioq3's answer does not tell them
 //!   apart), colour codes removed. ioq3 answers one `getstatus` a second
 //!   per address, the sidecar's pace at most.
-//! - The reference server: `A2S_INFO` (with its challenge); it gives a
-//!   count, so the players are named `player-1`, `player-2`, ... (humans
-//!   only: bots are left out). See [`players`].
+//! - A2S games and tickpack's own protocol: `A2S_INFO` (with its
+//!   challenge); it gives a count, so the players are named `player-1`,
+//!   `player-2`, ... (humans only: bots are left out). See [`players`].
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};

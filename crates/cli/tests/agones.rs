@@ -539,6 +539,54 @@ fn the_sidecar_refuses_a_pace_ioquake3_would_rate_limit() {
 }
 
 #[test]
+fn the_sidecar_takes_a_query_protocol_with_a_target_instead_of_a_game() {
+    // As the fleet manifests run it: the pace rule holds for q3 alone too.
+    let out = Command::new(exe())
+        .args([
+            "agones-sidecar",
+            "--query",
+            "q3",
+            "--target",
+            "127.0.0.1:27960",
+            "--every",
+            "200ms",
+        ])
+        .output()
+        .unwrap();
+    let err = assert_one_error_line(&out, &[2], "sidecar --query q3 --every 200ms");
+    assert!(err.contains("--every"), "{err}");
+    for (args, words) in [
+        (&["agones-sidecar", "--query", "q3"][..], "--target"),
+        (
+            &[
+                "agones-sidecar",
+                "--query",
+                "gamedig",
+                "--target",
+                "127.0.0.1:1",
+            ][..],
+            "gamedig",
+        ),
+        (
+            &[
+                "agones-sidecar",
+                "--game",
+                "openarena",
+                "--query",
+                "q3",
+                "--target",
+                "127.0.0.1:1",
+            ][..],
+            "--query",
+        ),
+    ] {
+        let out = Command::new(exe()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(words), "{args:?}: {}", text(&out));
+    }
+}
+
+#[test]
 fn a_demo_in_an_agones_pod_keeps_its_own_server_away_from_the_pods_sdk_server() {
     // The variables name an SDK server nothing serves: a demo server that
     // inherited them would exit 5 and the demo would never start.

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use support::{run, text};
-use tickpack_agones_fleet::manifest::{OPENARENA_HOME, TICKPACK_IN_IMAGE};
+use tickpack_agones_fleet::TICKPACK_IN_IMAGE;
 use tickpack_testkit::agones_crds::{yaml_documents, AgonesCrds};
 
 fn tmp(name: &str) -> PathBuf {
@@ -330,23 +330,19 @@ fn the_dockerfiles_build_the_binary_the_manifests_run() {
     // The OpenArena image: the server the host launches, and the home the
     // manifest writes the config under.
     let oa = instructions(&repo_root().join("deploy/docker/openarena.Dockerfile"));
+    let (oa_def, _) = tickpack_game::registry::find("openarena").unwrap();
+    let oa_home = &oa_def.agones.as_ref().expect("an [agones] table").dir;
     let run_all: String = oa
         .iter()
         .filter(|(o, _)| o == "RUN")
         .map(|(_, r)| r.as_str())
         .collect();
     assert!(run_all.contains("apt-get install -y --no-install-recommends openarena-server"));
-    assert!(run_all.contains(&format!("--home-dir {OPENARENA_HOME}")));
-    assert!(oa.contains(&("ENV".into(), format!("HOME={OPENARENA_HOME}"))));
+    assert!(run_all.contains(&format!("--home-dir {oa_home}")));
+    assert!(oa.contains(&("ENV".into(), format!("HOME={oa_home}"))));
     let cmd: Vec<String> =
         serde_json::from_str(&oa.iter().rfind(|(o, _)| o == "CMD").unwrap().1).unwrap();
-    assert_eq!(
-        cmd[0],
-        tickpack_game::GameServer::built_in("openarena")
-            .unwrap()
-            .def
-            .program()
-    );
+    assert_eq!(cmd[0], oa_def.program());
     for k in 1..=5 {
         let master = format!("sv_master{k}");
         assert!(

@@ -98,6 +98,9 @@ pub struct GameDef {
     /// start.
     #[serde(default, rename = "file")]
     pub files: Vec<FileDef>,
+    /// `[agones]`: the game in an Agones Fleet ([`crate::agones`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agones: Option<crate::agones::AgonesDef>,
 }
 
 /// `[load]`: a command `bench` starts for every server, on the load

@@ -21,6 +21,8 @@
 //!   command words with per-instance placeholders, environment, files,
 //!   health check), and the reference server's typed options (for
 //!   `tickpack server`'s own flags; benchmarks launch it from its file).
+//! - [`agones`]: a definition's `[agones]` table (image, home, who
+//!   reports to the SDK), read by `tickpack agones fleet`.
 //! - [`check`]: when a started server is ready ([`check::Ready`]: its
 //!   health check, a log line, its port) and the health check's timing
 //!   ([`check::HealthTiming`]), carried in the spec.
@@ -47,6 +49,7 @@
 //! of a Quake 3 data file, [`pk3::maps_in`]): the host runs the spec; the host, the prober and the Agones sidecar
 //! drive query sessions over their own sockets.
 
+pub mod agones;
 pub mod check;
 pub mod def;
 pub mod env_name;

@@ -305,6 +305,9 @@ impl GameDef {
                 .map_err(|m| (at("contents"), format!("file {:?}: {m}", f.path)))?;
         }
         self.check_data()?;
+        if let Some(a) = &self.agones {
+            a.check(self)?;
+        }
         Ok(())
     }
 

@@ -225,6 +225,47 @@ fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
             "not an absolute directory",
         ),
         ("[players]\nmax_with_bots = 99\n", 10, "max_with_bots must be 1..=8"),
+        // [agones]: the game in an Agones Fleet.
+        (
+            "[query]\nprotocol = \"q3\"\n[agones]\nimage = \"my game:1\"\ndir = \"/srv\"\n",
+            12,
+            "agones: image \"my game:1\"",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\n[agones]\nimage = \"mine:{tag}\"\ndir = \"/srv\"\n",
+            12,
+            "{version} for tickpack's version",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\n[agones]\nimage = \"mine:1\"\ndir = \"srv/../x\"\n",
+            13,
+            "agones: dir \"srv/../x\": an absolute path",
+        ),
+        (
+            "[agones]\nimage = \"mine:1\"\ndir = \"/srv\"\n",
+            9,
+            "the sidecar asks the game's [query]",
+        ),
+        (
+            "[agones]\nimage = \"mine:1\"\ndir = \"/srv\"\nreports = \"server\"\nargs = [\"--a b\"]\n",
+            13,
+            "agones: args \"--a b\": one word each",
+        ),
+        (
+            "[query]\nprotocol = \"q3\"\n[agones]\nimage = \"mine:1\"\ndir = \"/srv\"\ncontainer = \"Mine\"\n",
+            14,
+            "agones: container \"Mine\"",
+        ),
+        (
+            "[agones]\nimage = \"mine:1\"\ndir = \"/srv\"\nreports = \"itself\"\n",
+            12,
+            "unknown variant `itself`",
+        ),
+        (
+            "[agones]\nimage = \"mine:1\"\n",
+            9,
+            "missing field `dir`",
+        ),
     ];
     for (extra, line, needle) in cases {
         let text = format!("{MINIMAL}{extra}");

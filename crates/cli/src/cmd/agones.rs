@@ -1,13 +1,15 @@
 //! `tickpack agones fleet`: an Agones Fleet and FleetAutoscaler sized from a
-//! bench result. The sizing and the YAML are `tickpack_agones_fleet`'s;
-//! this reads the result and writes the manifest (stdout, or `--out`
+//! bench result, for any game whose definition has an `[agones]` table.
+//! The sizing and the YAML are `tickpack_agones_fleet`'s; this reads the
+//! result and the definition and writes the manifest (stdout, or `--out`
 //! atomically).
 
 use std::path::PathBuf;
 
-use tickpack_agones_fleet::manifest::DEFAULT_BUFFER;
-use tickpack_agones_fleet::{fleet_manifest, FleetOptions};
+use tickpack_agones_fleet::options::DEFAULT_BUFFER;
+use tickpack_agones_fleet::{definition, render, size, FleetOptions};
 
+use super::{parse_game, GameArg};
 use crate::exit::{fail, Code, Failure, WithCode};
 
 #[derive(clap::Args, Debug)]
@@ -26,10 +28,11 @@ pub enum AgonesCmd {
     /// `--compare placement` run showed that pinning matters, whole CPUs in
     /// a Guaranteed pod (the kubelet's static CPU manager pins only those).
     /// Memory: the largest measured peak RSS of one server times 3/2,
-    /// request == limit. Ports, health checks and the container command
-    /// come from the game; every number is explained in a comment in the
-    /// manifest. Images: deploy/docker/*.Dockerfile; walkthrough:
-    /// docs/agones.md.
+    /// request == limit. The image, port, health checks and the container
+    /// command come from the game's definition (its `[agones]` table, its
+    /// command and files, its `[query]` for the sidecar); every number is
+    /// explained in a comment in the manifest. Images of the built-in
+    /// games: deploy/docker/*.Dockerfile; walkthrough: docs/agones.md.
     #[command(after_help = crate::EXIT_CODES)]
     Fleet(FleetArgs),
 }
@@ -44,12 +47,17 @@ pub struct FleetArgs {
     /// default: standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// The game's definition, a built-in game or a definition file's path
+    /// (docs/games.md); it must be the game the result measured and have an
+    /// `[agones]` table [default: the result's game, built in].
+    #[arg(long, value_name = "NAME|FILE", value_parser = parse_game)]
+    pub game: Option<GameArg>,
     /// The Fleet's name (the autoscaler adds `-autoscaler`); default
-    /// `tickpack-reference` or `tickpack-openarena`.
+    /// `tickpack-GAME`.
     #[arg(long)]
     pub name: Option<String>,
-    /// The container image; default `tickpack-server:VERSION` or
-    /// `tickpack-openarena:VERSION`, as docs/agones.md builds them.
+    /// The container image; default the definition's `[agones] image`
+    /// (`{version}`: tickpack's version).
     #[arg(long)]
     pub image: Option<String>,
     /// Servers the Fleet starts with, and the fewest the autoscaler keeps
@@ -89,8 +97,12 @@ fn fleet(a: FleetArgs) -> Result<(), Failure> {
         source: a.from.display().to_string(),
         version: env!("CARGO_PKG_VERSION").into(),
     };
-    let text = fleet_manifest(&result, a.memory_mib, &opts)
-        .map_err(|e| fail(Code::Config, format!("{}: {e}", a.from.display())))?;
+    let in_result = |e: tickpack_agones_fleet::FleetError| {
+        fail(Code::Config, format!("{}: {e}", a.from.display()))
+    };
+    let sizing = size(&result, a.memory_mib).map_err(in_result)?;
+    let def = definition(&sizing.game, a.game.map(|g| g.def)).map_err(in_result)?;
+    let text = render(&sizing, &def, &opts).map_err(in_result)?;
     match a.out {
         Some(path) => tickpack_report::write_atomic(&path, text.as_bytes()).code(Code::Runtime)?,
         None => print!("{text}"),

@@ -24,11 +24,18 @@ use crate::exit::{fail, Code, Failure};
 pub struct SidecarArgs {
     /// The game beside which the sidecar runs: a built-in game or a
     /// definition file's path (docs/games.md). Its query protocol is asked:
-    /// q3 `getstatus` (openarena, nexuiz), A2S `A2S_INFO` (reference).
-    #[arg(long, value_name = "NAME|FILE", value_parser = parse_game)]
-    pub game: GameArg,
-    /// The game's query address [default: 127.0.0.1 and the game's port:
-    /// 27960 for openarena, 26000 for nexuiz, 27015 for reference].
+    /// q3 `getstatus`, A2S `A2S_INFO` (also the tickpack protocol's).
+    #[arg(long, value_name = "NAME|FILE", value_parser = parse_game,
+          required_unless_present = "query", conflicts_with = "query")]
+    pub game: Option<GameArg>,
+    /// Instead of --game: the query protocol alone (q3, a2s or tickpack, as
+    /// a definition's `[query] protocol`), with --target; what the
+    /// manifests of `tickpack agones fleet` run, so a game from a file
+    /// needs no file in the sidecar's image.
+    #[arg(long, value_name = "PROTOCOL", value_parser = parse_query, requires = "target")]
+    pub query: Option<tickpack_game::QueryProtocol>,
+    /// The game's query address [default: 127.0.0.1 and the game's port,
+    /// its definition's `port`].
     #[arg(long, value_parser = parse_target)]
     pub target: Option<SocketAddr>,
     /// The SDK server's HTTP port on 127.0.0.1 [default: $AGONES_SDK_HTTP_PORT,
@@ -144,22 +151,42 @@ pub fn print_action(a: &Action) {
     }
 }
 
+/// clap's parser for `--query PROTOCOL`: a protocol the sidecar can ask.
+fn parse_query(s: &str) -> Result<tickpack_game::QueryProtocol, String> {
+    use tickpack_game::QueryProtocol;
+    [
+        QueryProtocol::Q3,
+        QueryProtocol::A2s,
+        QueryProtocol::Tickpack,
+    ]
+    .into_iter()
+    .find(|p| p.as_str() == s)
+    .ok_or_else(|| format!("{s:?}: the sidecar asks q3, a2s or tickpack"))
+}
+
 pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
-    if a.game.def.query.protocol == tickpack_game::QueryProtocol::Gamedig {
+    // The game's name, its query protocol and its port (for the default
+    // target): from --game, or --query with --target (clap requires one).
+    let (what, protocol, port) = match (&a.game, a.query) {
+        (Some(g), _) => (
+            format!("--game {}", g.def.name),
+            g.def.query.protocol,
+            g.def.port,
+        ),
+        (None, Some(q)) => (format!("--query {}", q.as_str()), q, 0),
+        (None, None) => return Err(fail(Code::Config, "--game or --query is needed")),
+    };
+    if protocol == tickpack_game::QueryProtocol::Gamedig {
         return Err(fail(
             Code::Config,
-            format!(
-                "--game {}: the sidecar asks q3 and a2s only, not gamedig protocols (yet)",
-                a.game.def.name
-            ),
+            format!("{what}: the sidecar asks q3 and a2s only, not gamedig protocols (yet)"),
         ));
     }
-    let Some(query) = a.game.def.query.protocol.status_query() else {
+    let Some(query) = protocol.status_query() else {
         return Err(fail(
             Code::Config,
             format!(
-                "--game {}: its definition has no [query] protocol, so the sidecar has nothing to ask",
-                a.game.def.name
+                "{what}: its definition has no [query] protocol, so the sidecar has nothing to ask"
             ),
         ));
     };
@@ -172,7 +199,6 @@ pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
             ),
         ));
     }
-    let port = a.game.def.port;
     let target = a.target.unwrap_or(SocketAddr::from(([127, 0, 0, 1], port)));
     let (client, settings) = connect(true, a.sdk_http_port, "--sdk-http-port")?
         .expect("asked for, so resolved or refused");
@@ -182,7 +208,7 @@ pub fn run_sidecar(a: SidecarArgs) -> Result<(), Failure> {
     }
     eprintln!(
         "agones: watching {} at {target} every {}",
-        a.game.def.name,
+        a.game.as_ref().map_or("the game", |g| g.def.name.as_str()),
         humantime::format_duration(a.every)
     );
     let mut errors = ErrorLog::new();
