@@ -424,12 +424,12 @@ impl BenchConfig {
 /// or host killed with -9): recorded processes, namespaces, links, the guard
 /// route, the firewall table and cgroups. Returns what was removed.
 pub fn recover_leftovers(cfg: &BenchConfig) -> Result<Vec<String>, BenchError> {
-    let fleet = tickpack_host::fleet::FleetFile {
+    let fleet = tickpack_fleet::FleetPlan {
         name: Some(cfg.host_name.clone()),
         run_dir: Some(cfg.run_dir.clone()),
         ..Default::default()
     }
-    .resolve(&cfg.run_dir)
+    .build(&cfg.run_dir)
     .map_err(|e| BenchError::Config(e.to_string()))?;
     Ok(tickpack_host::supervisor::recover(&fleet)?)
 }
@@ -463,7 +463,12 @@ pub fn run(
         host_name: cfg.host_name.clone(),
         range: cfg.range.clone(),
         game: cfg.game.clone(),
-        batch: cfg.batch.clone(),
+        batch: cfg
+            .batch
+            .iter()
+            .map(|c| tickpack_host::guard::batch::BatchSpec::parse(c))
+            .collect::<Result<_, _>>()
+            .map_err(BenchError::Config)?,
     };
     let removed = recover_leftovers(cfg)?;
     if !removed.is_empty() {

@@ -102,8 +102,9 @@ pub struct Plan {
     pub range: Option<String>,
     /// The game server the steps run.
     pub game: crate::GameServer,
-    /// Batch commands (`--batch`) for the variants that run batch work.
-    pub batch: Vec<String>,
+    /// Batch commands (`--batch`, parsed) for the variants that run batch
+    /// work.
+    pub batch: Vec<tickpack_host::guard::batch::BatchSpec>,
 }
 
 /// Told about progress (a progress bar, a log line).

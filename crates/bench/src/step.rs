@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tickpack_host::fleet::{Backend, FleetFile};
+use tickpack_fleet::FleetPlan;
+use tickpack_host::fleet::Backend;
 use tickpack_host::launch::ServerSpec;
 use tickpack_host::status::InstanceState;
 use tickpack_host::supervisor::{batch_log_path, stress_ng_bogo_ops_per_s, Supervisor};
@@ -59,13 +60,16 @@ impl StepRunner for HostStepRunner<'_> {
         let s = &spec.settings(&plan.settings);
         let game = spec.game_server(&plan.game);
         let server = server_spec(game, s)?;
-        let fleet = FleetFile {
+        // The host gets typed values (CPU numbers, the spec, counts),
+        // checked by the same rules as a host file.
+        let mut fleet = FleetPlan {
             name: Some(plan.host_name.clone()),
             instances: Some(req.servers),
             backend: Some(spec.backend),
             net: Some(spec.net),
             placement: Some(spec.placement),
-            reserved_cpus: Some(tickpack_sys::format_cpu_list(&plan.load_generator_cpus)),
+            reserved_cpus: Some(plan.load_generator_cpus.clone()),
+            game: game.clone(),
             server: Some(server),
             port: Some(if spec.backend == Backend::Process {
                 47015
@@ -74,16 +78,15 @@ impl StepRunner for HostStepRunner<'_> {
             }),
             run_dir: Some(plan.run_dir.clone()),
             range: plan.range.clone(),
-            batch: spec.batch.map(|_| plan.batch.clone()),
-            batch_control: spec.batch,
+            batch: spec.batch.map(|_| plan.batch.clone()).unwrap_or_default(),
+            batch_control: spec.batch.unwrap_or_default(),
             // Enough source addresses on the host side of every path that
             // no server sees more players from one than the game allows.
-            source_addrs: Some(crate::game::source_addrs_for(game, s.players_per_server)),
+            source_addrs: crate::game::source_addrs_for(game, s.players_per_server),
             ..Default::default()
         }
-        .resolve(&plan.run_dir)
+        .build(&plan.run_dir)
         .map_err(|e| BenchError::Config(e.to_string()))?;
-        let mut fleet = fleet;
         fleet.restart.start_timeout_s = fleet
             .restart
             .start_timeout_s

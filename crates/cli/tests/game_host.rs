@@ -173,7 +173,7 @@ fn root_openarena_instances_answer_getinfo_on_their_own_ips_and_come_back_after_
 }
 
 #[test]
-fn openarena_on_127_0_0_1_rotates_its_maps_and_takes_game_args() {
+fn openarena_on_127_0_0_1_rotates_its_maps_from_its_map_variable() {
     let _g = serial();
     require_openarena();
     let port = free_udp_ports(1);
@@ -187,8 +187,8 @@ fn openarena_on_127_0_0_1_rotates_its_maps_and_takes_game_args() {
             "process",
             "--port",
             &port.to_string(),
-            "--map",
-            "oa_dm2,oa_dm1",
+            "--set",
+            "map=oa_dm2,oa_dm1",
             "--bots",
             "2",
         ],
@@ -334,7 +334,7 @@ fn an_unknown_map_is_one_line_and_creates_nothing() {
     require_openarena();
     rejected(
         "bg2",
-        &["--game", "openarena", "--map", "oa_dm1,no_such_map"],
+        &["--game", "openarena", "--set", "map=oa_dm1,no_such_map"],
         "map \"no_such_map\" is not in the openarena data",
     );
 }
@@ -343,19 +343,23 @@ fn an_unknown_map_is_one_line_and_creates_nothing() {
 fn bad_game_settings_are_one_line_each() {
     for (args, needle) in [
         (
-            &["--game", "openarena", "--game-arg", "g_gravity"][..],
-            "game_args are gone",
+            &["--game-arg", "g_gravity=600"][..],
+            "--game-arg is gone from host up; write --set g_gravity=600",
         ),
         (
-            &["--game", "openarena", "--players-per-server", "17"],
-            "players_per_server and game_args are gone",
+            &["--players-per-server", "12"],
+            "write --bots 12 instead",
         ),
-        (&["--game", "openarena", "--bots", "17"], "at most 16 bots"),
+        (&["--sv-fps", "40"], "write --tick-hz 40 instead"),
+        (&["--map", "m1,m2"], "write --set map=m1,m2 instead"),
         (
-            &["--game", "openarena", "--command", "{tickpack} server"],
+            &["--game", "openarena", "--bots", "17"][..],
+            "at most 16 bots",
+        ),
+        (
+            &["--game", "nexuiz", "--command", "{tickpack} server"],
             "not both",
         ),
-        (&["--map", "oa_dm1"], "map: not a variable of reference"),
         (&["--health", "ping"], "q3, a2s"),
     ] {
         rejected("bg3", args, needle);

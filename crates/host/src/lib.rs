@@ -3,10 +3,12 @@
 //!
 //! - [`cgroup`]: per-instance cgroups (cpuset, CPU quota, memory limit) on
 //!   cgroup v1 or v2, detected; roots are parameters so tests use temp trees.
-//! - [`fleet`]: the host file and flags, validated once into a
-//!   [`fleet::FleetConfig`]; the game itself is `tickpack-game`'s (a
-//!   [`tickpack_game::GameServer`] makes the launch spec), so no game is
-//!   named here.
+//! - [`fleet`]: the typed configuration the supervisor runs
+//!   ([`fleet::FleetConfig`]: instances, backend, limits, restart policy).
+//!   The host file, its flags and the rules that check them are not here:
+//!   `tickpack-fleet` reads them and builds this (so is the bench's);
+//!   the game is `tickpack-game`'s (its `ServerSpec` is what runs), so no
+//!   game is named here.
 //! - [`guard`]: batch work beside the servers and the QoS guard that lets
 //!   it use only the CPU they leave idle (the policy that decides how much,
 //!   `tickpack-guard`, is handed in through [`guard::BatchPolicy`]).

@@ -3,13 +3,16 @@
 
 use std::path::Path;
 
-use tickpack_host::fleet::{FleetConfig, FleetError, FleetFile};
+use tickpack_fleet::FleetFile;
+use tickpack_host::fleet::{FleetConfig, FleetError};
 use tickpack_host::netpath::validate_host_name;
 
 fn resolve(name: &str) -> Result<FleetConfig, FleetError> {
-    toml::from_str::<FleetFile>(&format!("name = {name:?}\ninstances = 250\n"))
-        .map_err(|e| FleetError::Invalid(e.to_string()))?
-        .resolve(Path::new("/run/tickpack"))
+    FleetFile::from_toml(
+        &format!("name = {name:?}\ninstances = 250\n"),
+        Path::new("host.toml"),
+    )?
+    .resolve(Path::new("/run/tickpack"))
 }
 
 #[test]

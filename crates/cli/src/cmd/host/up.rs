@@ -1,0 +1,81 @@
+//! `tickpack host up`: starts the instances and supervises them in the
+//! foreground, printing events and serving metrics, until told to stop.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tickpack_host::supervisor::Supervisor;
+use tickpack_sys::text::{escape, EXCERPT};
+
+use super::args::UpArgs;
+use super::config::fleet_config;
+use super::failure::host_failure;
+use super::metrics::metric_families;
+use crate::exit::{fail, Code, Failure};
+
+/// Runs `host up` until the host is down.
+pub fn up(u: UpArgs) -> Result<(), Failure> {
+    let cfg = fleet_config(&u)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let metrics = u
+        .metrics
+        .map(tickpack_server::metrics::Endpoint::serve)
+        .transpose()
+        .map_err(|e| Failure {
+            code: Code::Config,
+            error: e.into(),
+        })?;
+    let exe = std::env::current_exe().context("finding the tickpack binary")?;
+    let t0 = Instant::now();
+    let mut sup = Supervisor::start_with_policy(cfg, exe, Some(tickpack_guard::policy()))
+        .map_err(host_failure)?;
+    let st = sup.status();
+    eprintln!(
+        "tickpack host {} up: {} instances ({}{}), placement {}, reserved CPUs {:?}, started in {} ms; run dir {}",
+        st.name,
+        st.instances.len(),
+        st.backend,
+        st.net.as_deref().map(|n| format!(", {n}")).unwrap_or_default(),
+        st.placement,
+        st.reserved_cpus,
+        t0.elapsed().as_millis(),
+        sup.config().run_dir.display()
+    );
+    for i in &st.instances {
+        println!("instance {} at {} on CPUs {:?}", i.id, i.address, i.cpus);
+    }
+    let mut next_metrics = Instant::now();
+    let mut events_seen = 0;
+    loop {
+        let down = sup.poll();
+        let (events, seen) = sup.events_since(events_seen);
+        events_seen = seen;
+        for e in events {
+            eprintln!("tickpack host: {}", escape(&e, EXCERPT));
+        }
+        if down || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Some(m) = &metrics {
+            if Instant::now() >= next_metrics {
+                next_metrics = Instant::now() + Duration::from_secs(1);
+                m.publish(&metric_families(&sup.status()));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("tickpack host: stopping instances and removing what was created");
+    let problems = sup.shutdown();
+    if !problems.is_empty() {
+        return Err(fail(
+            Code::Isolation,
+            format!("could not remove everything: {}", problems.join("; ")),
+        ));
+    }
+    Ok(())
+}
