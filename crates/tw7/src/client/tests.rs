@@ -1,9 +1,7 @@
 use super::*;
 use crate::msg::{game, sys};
 use crate::packer::{pack_int, Packer};
-use crate::packet::{
-    ChunkHeader, PacketHeader, CHUNK_VITAL, CTRL_ACCEPT, CTRL_CLOSE, CTRL_TOKEN, FLAG_CONTROL,
-};
+use crate::packet::{ChunkHeader, PacketHeader, CHUNK_VITAL, CTRL_ACCEPT, CTRL_CLOSE, CTRL_TOKEN};
 use proptest::prelude::*;
 
 const ME: u32 = 0x0a0b_0c0d;
