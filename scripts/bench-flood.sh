@@ -30,26 +30,12 @@ rounds=${1:-3}
 secs=${2:-5}
 qos_ms=${3:-15}
 rate=${4:-400000}
-tp=target/release/tickpack
-[ -x "$tp" ] || cargo build --release -q -p tickpack
+. scripts/bench-common.sh # tp, scpu, tmp, pids, stop; ends them at exit
 server_bin=${SERVER:-$tp}
 flood_wrap=${FLOOD_WRAP-chrt --idle 0}
-ncpu=$(nproc)
-scpu=$((ncpu - 1))
 ccpu=0
-tmp=$(mktemp -d)
-pids=()
-# Ends our own children by PID: TERM, then KILL after 5 s.
-stop() {
-  for p in "$@"; do kill "$p" 2>/dev/null || true; done
-  for p in "$@"; do
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-}
-cleanup() { stop "${pids[@]}"; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
+# Stricter than the common clean-up: wait for each, SIGKILL after 5 s.
+cleanup() { stop "${pids[@]}"; rm -rf "$tmp"; } # the common trap calls it
 
 # One run: kind, rate (0: none, max: as fast as the sender goes). Appends a row to $tmp/rows.
 run() {

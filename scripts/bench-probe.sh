@@ -18,16 +18,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 targets=${2:-20}
 players=${3:-12}
-. scripts/bench-common.sh # tp, scpu, tmp, pids; ends them at exit
+. scripts/bench-common.sh # tp, scpu, tmp, pids, stop; ends them at exit
 # Stricter than the common clean-up: wait for each, SIGKILL after 5 s.
-stop() {
-  for p in "$@"; do kill "$p" 2>/dev/null || true; done
-  for p in "$@"; do
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-}
 cleanup() { stop "${pids[@]}"; rm -rf "$tmp"; } # the common trap calls it
 
 "$tp" server --bind 127.0.0.1:0 --cpu "$scpu" >"$tmp/s.out" 2>"$tmp/s.err" &

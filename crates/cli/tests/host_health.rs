@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::host::{temp_run_dir, Host};
+use support::host::{one_netns_instance, temp_run_dir, Host};
 use support::{require_root, serial, wait_until, Leftovers};
 
 /// What the root tests need root for.
@@ -52,18 +52,7 @@ fn up_one(name: &str, def: &Path, range: &str, started: &str) -> Host {
     let host = Host::spawn(
         name,
         &dir,
-        &[
-            "--game",
-            def.to_str().unwrap(),
-            "--instances",
-            "1",
-            "--backend",
-            "netns",
-            "--net",
-            "veth",
-            "--range",
-            range,
-        ],
+        &one_netns_instance(range, &["--game", def.to_str().unwrap()]),
         Stdio::null(),
     )
     .remove_on_drop(&dir)

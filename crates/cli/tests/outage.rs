@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::host::Host;
+use support::host::{one_netns_instance, Host};
 use support::{children, exe, require_root, serial, text, wait_until};
 
 /// `players` exit code when anything was lost or there was an outage.
@@ -28,18 +28,13 @@ fn host_up(name: &str, range: &str) -> Host {
     Host::up_in_temp(
         "outage-test",
         name,
-        &[
-            "--instances",
-            "1",
-            "--backend",
-            "netns",
-            "--net",
-            "veth",
-            "--range",
+        &one_netns_instance(
             range,
-            "--command",
-            "{tickpack} server --bind {ip}:{port} --cost light",
-        ],
+            &[
+                "--command",
+                "{tickpack} server --bind {ip}:{port} --cost light",
+            ],
+        ),
     )
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::host::{host_down, temp_run_dir, Host};
+use support::host::{host_down, one_netns_instance, temp_run_dir, Host};
 use support::{children, require_root, run, serial, text, Leftovers};
 
 const ROOT: &str = "instances in their own namespaces and cgroups as their own uids";
@@ -47,18 +47,7 @@ fn script_game(tag: &str, script: &str, extra: &str) -> Scratch {
 }
 
 fn netns_args<'a>(def: &'a Path, range: &'a str) -> Vec<&'a str> {
-    vec![
-        "--game",
-        def.to_str().unwrap(),
-        "--instances",
-        "1",
-        "--backend",
-        "netns",
-        "--net",
-        "veth",
-        "--range",
-        range,
-    ]
+    one_netns_instance(range, &["--game", def.to_str().unwrap()])
 }
 
 fn instance(s: &Value, id: u64) -> Value {
@@ -191,16 +180,7 @@ fn root_a_stats_flood_from_many_ports_got_a_healthy_server_killed() {
     let mut host = Host::spawn(
         "wfl",
         &dir,
-        &[
-            "--instances",
-            "1",
-            "--backend",
-            "netns",
-            "--net",
-            "veth",
-            "--range",
-            "198.19.162.0/24",
-        ],
+        &one_netns_instance("198.19.162.0/24", &[]),
         Stdio::null(),
     )
     .remove_on_drop(&dir)

@@ -13,7 +13,7 @@
 //!   the kernel's reason, and the run goes on).
 //!
 //! Per path, `streams` echo servers (one per network namespace, each on
-//! `instance_addr:27015`; native: that many ports on 127.0.0.1) answer
+//! `instance_addr:`[`settings::ECHO_PORT`]; native: that many ports on 127.0.0.1) answer
 //! `streams` closed-loop client streams in the root namespace. Two modes
 //! are reported separately: `blocking` (what a normal server sees) and
 //! `busy` (busy polling on both ends: the path's own cost); see

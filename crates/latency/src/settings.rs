@@ -24,8 +24,9 @@ pub const GAME_REQUEST_MAX: usize = 200;
 pub const GAME_RESPONSE: usize = 2000;
 /// Most parallel streams (the veth plan of a `/24` holds 63 instances).
 pub const MAX_STREAMS: u32 = 32;
-/// The port the echo servers bind in every namespace.
-pub const GAME_PORT: u16 = 27015;
+/// The port the echo servers bind in every namespace: any free port does
+/// (each namespace has its own), this one is clear of every shipped game's.
+pub const ECHO_PORT: u16 = 27100;
 /// The default address range: four `/24`s of the upper half of the RFC 2544
 /// benchmarking range, clear of `tickpack host`'s default `198.18.0.0/16`.
 pub const DEFAULT_RANGE: &str = "198.19.240.0/22";
@@ -300,7 +301,7 @@ impl Default for Settings {
             timeout: Duration::from_millis(200),
             name: DEFAULT_NAME.into(),
             range: DEFAULT_RANGE.parse().expect("static range"),
-            port: GAME_PORT,
+            port: ECHO_PORT,
             client_cpu: None,
             echo_cpu: None,
         }

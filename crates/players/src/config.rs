@@ -4,6 +4,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use tickpack_game::PlayerProtocol;
+
 use crate::PlayersError;
 
 /// Size of each command datagram in bytes, drawn per command.
@@ -69,22 +71,32 @@ pub enum Protocol {
     /// tickpack's own protocol (the reference server).
     #[default]
     Tickpack,
-    /// Quake III Arena protocol 71, as the OpenArena (ioquake3) dedicated
-    /// server speaks it.
+    /// Quake III Arena protocol 71, as ioquake3 dedicated servers speak it.
     Q3,
-    /// Teeworlds 0.7 (0.7.5), as Debian's `teeworlds-server` speaks it.
+    /// The 0.7 protocol (0.7.5) of the tw7 engine ([`tickpack_tw7`]).
     Tw7,
 }
 
 impl Protocol {
-    /// The game results name for the players' protocol (the one whose
-    /// server it was written against; results from before keep reading).
-    pub fn as_str(self) -> &'static str {
+    /// The game definitions' name for this protocol (`[players] protocol`).
+    pub fn definition_protocol(self) -> PlayerProtocol {
         match self {
-            Protocol::Tickpack => "reference",
-            Protocol::Q3 => "openarena",
-            Protocol::Tw7 => "teeworlds",
+            Protocol::Tickpack => PlayerProtocol::Reference,
+            Protocol::Q3 => PlayerProtocol::Q3,
+            Protocol::Tw7 => PlayerProtocol::Tw7,
         }
+    }
+
+    /// The game results name for the players' protocol: the name of the
+    /// first built-in game definition whose players speak it (the server
+    /// the protocol was written against, so results from before keep
+    /// reading), or the protocol's own name if none does.
+    pub fn game_name(self) -> String {
+        let protocol = self.definition_protocol();
+        tickpack_game::registry::built_in()
+            .into_iter()
+            .find(|(def, _)| def.players.protocol == protocol)
+            .map_or_else(|| protocol.as_str().to_string(), |(def, _)| def.name)
     }
 }
 

@@ -17,6 +17,18 @@
 
 use std::collections::VecDeque;
 
+/// The step between the frames (or ticks) of the first snapshots a player
+/// saw, each `(arrival_us, number)`: the smallest positive difference of
+/// consecutive numbers (a gap is a lost one, never a smaller step); `None`
+/// when no two differ.
+pub fn smallest_step(learning: &[(u64, i32)]) -> Option<i32> {
+    learning
+        .windows(2)
+        .map(|w| w[1].1 - w[0].1)
+        .filter(|d| *d > 0)
+        .min()
+}
+
 /// A stretch without snapshots at least this long is an outage (a player
 /// notices a freeze of a tenth of a second; this is twice that). The time
 /// between two server processes (a restart) is an outage however short.

@@ -1,7 +1,7 @@
 //! What the I/O loop ([`crate::run`]) needs of one emulated player,
 //! whatever game it speaks: a sans-I/O state machine driven by deadlines
 //! and datagrams. [`crate::Player`] speaks tickpack's protocol;
-//! [`crate::openarena::Q3Player`] speaks Quake III's.
+//! [`crate::q3::Q3Player`] speaks Quake III's.
 
 use std::net::SocketAddr;
 

@@ -29,13 +29,13 @@ pub mod config;
 pub mod coverage;
 pub mod emulated;
 pub mod io;
-pub mod openarena;
 pub mod player;
+pub mod q3;
 pub mod recorder;
 pub mod referee;
 pub mod run;
 pub mod sources;
-pub mod teeworlds;
+pub mod tw7;
 
 pub use config::{PlayersConfig, Protocol, SizeDist};
 pub use emulated::Emulated;
@@ -82,15 +82,15 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
     PlayersResult {
         schema: tickpack_report::PLAYERS_SCHEMA.into(),
         tickpack_version: env!("CARGO_PKG_VERSION").into(),
-        game: cfg.game.as_str().into(),
+        game: cfg.game.game_name(),
         system: tickpack_report::system::SystemInfo::collect(),
         targets: cfg.targets.iter().map(ToString::to_string).collect(),
         players: cfg.players as u32,
         connected: o.connected as u32,
         cmd_rate_hz: cfg.cmd_rate_hz.unwrap_or(match cfg.game {
             Protocol::Tickpack => f64::from(o.tick_hz),
-            Protocol::Q3 => openarena::DEFAULT_CMD_RATE_HZ,
-            Protocol::Tw7 => teeworlds::DEFAULT_CMD_RATE_HZ,
+            Protocol::Q3 => q3::DEFAULT_CMD_RATE_HZ,
+            Protocol::Tw7 => tw7::DEFAULT_CMD_RATE_HZ,
         }),
         tick_hz: o.tick_hz,
         duration_s: match o.interrupted_us {

@@ -368,18 +368,7 @@ impl Player {
                 }
                 self.outstanding.pop_front();
                 let latency = now_us.saturating_sub(due);
-                if latency <= deadline {
-                    rec.recent_transaction(latency);
-                }
-                if !self.in_span(due) {
-                    continue;
-                }
-                if latency <= deadline {
-                    record(&mut rec.transaction, latency);
-                    rec.commands_reflected += 1;
-                } else {
-                    rec.commands_lost += 1;
-                }
+                rec.reflected_command(latency, deadline, self.in_span(due), None);
             }
         }
     }

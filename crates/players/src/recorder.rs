@@ -68,6 +68,46 @@ impl Recorder {
         record(&mut self.recent_transaction, latency_us);
     }
 
+    /// A command reflected `latency_us` after it was due: within
+    /// `deadline_us` it counts for the recent figure; if it was due in the
+    /// player's measured span (`in_span`) it is recorded as a transaction
+    /// (and pushed to `samples`, the player's own list, if it keeps one) or,
+    /// past the deadline, counted lost.
+    pub fn reflected_command(
+        &mut self,
+        latency_us: u64,
+        deadline_us: u64,
+        in_span: bool,
+        samples: Option<&mut Vec<u32>>,
+    ) {
+        if latency_us <= deadline_us {
+            self.recent_transaction(latency_us);
+        }
+        if !in_span {
+            return;
+        }
+        if latency_us <= deadline_us {
+            record(&mut self.transaction, latency_us);
+            if let Some(samples) = samples {
+                samples.push(latency_us.min(u64::from(u32::MAX)) as u32);
+            }
+            self.commands_reflected += 1;
+        } else {
+            self.commands_lost += 1;
+        }
+    }
+
+    /// A round trip to the server of a datagram sent at `sent_us`, answered
+    /// at `now_us`: recorded (and pushed to `samples`) when it was sent in
+    /// the measurement window.
+    pub fn round_trip(&mut self, sent_us: u64, now_us: u64, samples: &mut Vec<u32>) {
+        if self.in_window(sent_us) {
+            let rtt = now_us.saturating_sub(sent_us);
+            record(&mut self.rtt, rtt);
+            samples.push(rtt.min(u64::from(u32::MAX)) as u32);
+        }
+    }
+
     /// True when an event at `t_us` falls in the measurement window.
     pub fn in_window(&self, t_us: u64) -> bool {
         t_us >= self.window.0 && t_us < self.window.1

@@ -1,4 +1,4 @@
-//! The real server as referee: what an OpenArena server itself says about
+//! The real server as referee: what a Quake III protocol server itself says about
 //! our players. It computes a ping for every client from its own side (the
 //! average of acknowledged minus sent over its last 32 snapshots, in whole
 //! milliseconds of its frame clock) and lists it in `getstatus` by name.

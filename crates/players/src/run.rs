@@ -22,11 +22,11 @@ use tickpack_net::socket::{SocketOptions, UdpSocket};
 use crate::config::{PlayersConfig, Protocol};
 use crate::emulated::Emulated;
 use crate::io::{Incoming, PlayerIo};
-use crate::openarena::Q3Player;
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
+use crate::q3::Q3Player;
 use crate::recorder::Recorder;
 use crate::referee::Referee;
-use crate::teeworlds::TwPlayer;
+use crate::tw7::TwPlayer;
 use crate::{with_causes, PlayersError};
 
 /// Live counters for a progress display, updated by the threads, and the
@@ -86,7 +86,7 @@ pub struct Outcome {
     /// When `stop` was seen (Ctrl-C, SIGTERM), if the run was interrupted:
     /// the measured span then ends there.
     pub interrupted_us: Option<u64>,
-    /// Per player, our figures beside the server's own ping (OpenArena).
+    /// Per player, our figures beside the server's own ping (Quake III protocol servers).
     pub referee: Vec<tickpack_report::RefereeRow>,
     /// The I/O the threads used: `ring` or `epoll`.
     pub io: &'static str,
@@ -412,9 +412,9 @@ fn thread_main<P: Emulated>(
         (hz, _) if hz > 0 => hz,
         (_, Protocol::Tickpack) => DEFAULT_TICK_HZ,
         // The engine's default sv_fps.
-        (_, Protocol::Q3) => crate::openarena::DEFAULT_SV_FPS,
+        (_, Protocol::Q3) => crate::q3::DEFAULT_SV_FPS,
         // Fixed in the engine.
-        (_, Protocol::Tw7) => crate::teeworlds::TICK_HZ,
+        (_, Protocol::Tw7) => crate::tw7::TICK_HZ,
     };
     let mut referee_rows = vec![];
     for (i, p) in players.iter_mut().enumerate() {

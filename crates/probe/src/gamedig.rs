@@ -23,7 +23,7 @@ use tickpack_net::clock::now_us;
 use tickpack_report::probe::ServerFacts;
 
 use crate::figures::TargetFigures;
-use crate::run::{thread_rusage_ns, INTERRUPT_DRAIN_US};
+use crate::loop_clock::{thread_rusage_ns, INTERRUPT_DRAIN_US};
 use crate::{Live, ProbeConfig, ProbeError, ProbeOutcome};
 
 /// How often the loop looks at calls in flight (their round trips are

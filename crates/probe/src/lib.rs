@@ -23,11 +23,14 @@
 //! - [`gamedig`]: the loop for gamedig protocols: the same schedule and
 //!   counts, each query a call of `tickpack-gamedig-query`'s driver (a
 //!   thread per call, our own deadline).
+//! - [`loop_clock`]: what both loops share about time (the drain after an
+//!   interruption, the thread's CPU time).
 //! - [`figures`]: [`TargetFigures`], one target's figures as a run hands
 //!   them back, whoever asked.
 
 pub mod figures;
 pub mod gamedig;
+pub mod loop_clock;
 pub mod protocol;
 pub mod result;
 pub mod run;

@@ -18,12 +18,9 @@ use tickpack_net::clock::now_us;
 use tickpack_net::socket::{RecvBatch, SocketOptions, UdpSocket};
 
 use crate::figures::TargetFigures;
+use crate::loop_clock::{thread_rusage_ns, INTERRUPT_DRAIN_US};
 use crate::target::{ProbeSettings, QueryTarget};
 use crate::{ProbeProtocol, Protocol};
-
-/// After an interruption, replies to the queries in flight are awaited this
-/// long at most (then those queries are not counted).
-pub(crate) const INTERRUPT_DRAIN_US: u64 = 200_000;
 
 /// What to probe, how often and for how long (validated by the caller).
 #[derive(Debug, Clone)]
@@ -244,19 +241,6 @@ fn run_own(
         interrupted,
         cpu_time_ns: thread_rusage_ns().saturating_sub(cpu0),
     })
-}
-
-/// User + system CPU time of the calling thread, from
-/// `getrusage(RUSAGE_THREAD)`, ns (0 if the call fails).
-pub(crate) fn thread_rusage_ns() -> u64 {
-    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes one rusage into the valid, writable `ru`.
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
-        return 0;
-    }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    ns(ru.ru_utime) + ns(ru.ru_stime)
 }
 
 #[cfg(test)]

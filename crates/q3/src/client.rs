@@ -35,15 +35,15 @@
 //! table), so [`SnapshotInfo`] has no ping; a caller measures round trips
 //! itself (e.g. `command_time` against the times it sent).
 
+use crate::delta::{self, EntityState, PlayerState, GENTITYNUM_BITS, MAX_GENTITIES};
 use crate::huffman;
-use crate::msg::{
-    self, EntityState, PlayerState, Reader, Writer, GENTITYNUM_BITS, MAX_GENTITIES, MAX_MSGLEN,
-};
+use crate::msg::{Reader, Writer, MAX_MSGLEN};
 use crate::netchan::{self, Netchan};
 use crate::oob;
 use crate::Q3Error;
 
-pub use crate::msg::UserCmd;
+pub use crate::delta::UserCmd;
+pub use crate::session::{ClientConfig, ClientState, Event, SnapshotInfo};
 
 /// Snapshots kept for delta decoding (`PACKET_BACKUP`).
 pub const PACKET_BACKUP: usize = 32;
@@ -67,133 +67,6 @@ const CLC_MOVE: u8 = 2;
 const CLC_MOVE_NO_DELTA: u8 = 3;
 const CLC_CLIENT_COMMAND: u8 = 4;
 const CLC_EOF: u8 = 5;
-
-/// How a client presents itself.
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
-    /// The player name (userinfo `name`).
-    pub name: String,
-    /// The 16-bit port id that lets the server follow a client across
-    /// source-port changes; distinct per client of one address.
-    pub qport: u16,
-    /// The client's challenge, echoed in `challengeResponse`.
-    pub client_challenge: i32,
-    /// The protocol announced in `connect` (71).
-    pub protocol: i32,
-    /// Speak the legacy channel (no checksums, XOR-encoded bodies): what a
-    /// server whose `com_legacyprotocol` equals `protocol` expects (the
-    /// Debian OpenArena server: both 71).
-    pub legacy: bool,
-    /// The game name in `getchallenge` (the server's `com_gamename`).
-    pub gamename: String,
-    /// Further userinfo keys in order (rate, snaps, model, ...).
-    pub userinfo: Vec<(String, String)>,
-}
-
-impl ClientConfig {
-    /// A config for the Debian OpenArena server: protocol 71, legacy
-    /// channel, gamename `Quake3Arena`, userinfo `rate 25000`,
-    /// `snaps 1000` (the server caps snaps at its sv_fps) and a `cl_guid`
-    /// of 32 hex digits derived from name, qport and challenge (the
-    /// OpenArena game refuses a client without a valid, unique one).
-    pub fn new(name: &str, qport: u16, client_challenge: i32) -> ClientConfig {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in name.bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        let guid = format!("{qport:08X}{:08X}{h:016X}", client_challenge as u32);
-        ClientConfig {
-            name: name.to_string(),
-            qport,
-            client_challenge,
-            protocol: 71,
-            legacy: true,
-            gamename: "Quake3Arena".to_string(),
-            userinfo: vec![
-                ("rate".into(), "25000".into()),
-                ("snaps".into(), "1000".into()),
-                ("cl_guid".into(), guid),
-            ],
-        }
-    }
-}
-
-/// Where the session is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ClientState {
-    /// Sending `getchallenge` (the engine's CA_CONNECTING).
-    Challenging,
-    /// Sending `connect` (the engine's CA_CHALLENGING).
-    Connecting,
-    /// Channel open, no gamestate yet (CA_CONNECTED).
-    AwaitingGamestate,
-    /// Gamestate in, no valid snapshot yet (CA_PRIMED).
-    Primed,
-    /// Snapshots arriving (CA_ACTIVE).
-    Active,
-}
-
-/// What one snapshot said.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SnapshotInfo {
-    /// The netchan sequence of the message that carried it.
-    pub message_num: i32,
-    /// The server's time for it, in ms.
-    pub server_time: i32,
-    /// The message it is a delta from, or -1.
-    pub delta_num: i32,
-    /// False if the delta base was missing: not a valid frame (it is not
-    /// kept, and the next usercmd packet asks for a full one).
-    pub delta_ok: bool,
-    /// `snapFlags`.
-    pub snap_flags: u8,
-    /// `ps.commandTime`: the server time of the last usercmd the server ran.
-    pub command_time: i32,
-    /// `ps.clientNum`.
-    pub client_num: i32,
-    /// Entities in the snapshot.
-    pub entities: usize,
-    /// `ps.origin`.
-    pub origin: [f32; 3],
-}
-
-/// Something the server said.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    /// `challengeResponse` accepted.
-    Challenged,
-    /// `connectResponse` accepted; the channel is open.
-    Connected,
-    /// A gamestate.
-    Gamestate {
-        /// `sv_serverid` from the systeminfo configstring.
-        server_id: i32,
-        /// Our client slot.
-        client_num: i32,
-        /// The usercmd key's base.
-        checksum_feed: i32,
-        /// Configstrings received.
-        configstrings: usize,
-        /// `mapname` from the serverinfo configstring.
-        mapname: String,
-    },
-    /// A snapshot.
-    Snapshot(SnapshotInfo),
-    /// A new reliable server command.
-    ServerCommand {
-        /// Its sequence.
-        sequence: i32,
-        /// Its text.
-        text: String,
-    },
-    /// The server dropped us.
-    Disconnected {
-        /// Its reason, if any.
-        reason: String,
-    },
-    /// A connectionless `print` (e.g. why a connect was refused).
-    Print(String),
-}
 
 #[derive(Clone)]
 struct Snapshot {
@@ -428,11 +301,12 @@ impl Client {
             let delta = self.last_snap == Some(self.server_message_sequence);
             w.write_byte(if delta { CLC_MOVE } else { CLC_MOVE_NO_DELTA });
             w.write_byte(cmds.len() as u8);
-            let key =
-                self.checksum_feed ^ self.server_message_sequence ^ msg::hash_key(last_command, 32);
+            let key = self.checksum_feed
+                ^ self.server_message_sequence
+                ^ delta::hash_key(last_command, 32);
             let mut from = UserCmd::default();
             for c in cmds {
-                msg::write_delta_usercmd(&mut w, key, &from, c);
+                delta::write_delta_usercmd(&mut w, key, &from, c);
                 from = *c;
             }
         }
@@ -603,8 +477,8 @@ impl Client {
                 SVC_BASELINE => {
                     let n = r.read_bits(GENTITYNUM_BITS)? as i32;
                     // A removed baseline is all zeros (the engine keeps it).
-                    let mut e =
-                        msg::read_delta_entity(r, &EntityState::default(), n)?.unwrap_or_default();
+                    let mut e = delta::read_delta_entity(r, &EntityState::default(), n)?
+                        .unwrap_or_default();
                     e.number = n;
                     match self.baselines.binary_search_by_key(&n, |b| b.number) {
                         Ok(k) => self.baselines[k] = e,
@@ -728,7 +602,7 @@ impl Client {
         for _ in 0..len {
             r.read_byte()?;
         }
-        let ps = msg::read_delta_playerstate(r, old.map(|o| &o.ps))?;
+        let ps = delta::read_delta_playerstate(r, old.map(|o| &o.ps))?;
         let old_entities: &[EntityState] = old.map_or(&[], |o| &o.entities);
         let mut oi = 0;
         let oldnum = |oi: usize| old_entities.get(oi).map_or(99999, |e| e.number);
@@ -750,7 +624,7 @@ impl Client {
             } else {
                 self.baseline(newnum)
             };
-            if let Some(e) = msg::read_delta_entity(r, &base, newnum)? {
+            if let Some(e) = delta::read_delta_entity(r, &base, newnum)? {
                 entities.push(e);
             }
         }
@@ -763,91 +637,4 @@ impl Client {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn info_value_finds_keys() {
-        let i = "\\mapname\\oa_dm1\\sv_serverid\\12345\\x\\";
-        assert_eq!(info_value(i, "mapname"), "oa_dm1");
-        assert_eq!(info_value(i, "sv_serverid"), "12345");
-        assert_eq!(info_value(i, "nope"), "");
-        assert_eq!(atoi(" -42x"), -42);
-        assert_eq!(atoi("abc"), 0);
-    }
-
-    #[test]
-    fn the_handshake_sends_getchallenge_then_a_compressed_connect() {
-        let mut c = Client::new(ClientConfig::new("bot\\1", 777, 4242));
-        let p = c.handshake_packet().unwrap();
-        assert_eq!(p, oob::encode("getchallenge 4242 Quake3Arena"));
-        let mut ev = Vec::new();
-        // A wrong client challenge is ignored.
-        c.handle(&oob::encode("challengeResponse 99 1 71"), &mut ev)
-            .unwrap();
-        assert_eq!(c.state(), ClientState::Challenging);
-        c.handle(&oob::encode("challengeResponse -99 4242 71"), &mut ev)
-            .unwrap();
-        assert_eq!(ev, vec![Event::Challenged]);
-        assert_eq!(c.state(), ClientState::Connecting);
-        let p = c.handshake_packet().unwrap();
-        assert_eq!(&p[..12], b"\xff\xff\xff\xffconnect ");
-        let plain = huffman::decompress(&p, 12, MAX_MSGLEN).unwrap();
-        let text = String::from_utf8(plain[12..].to_vec()).unwrap();
-        assert_eq!(
-            text,
-            format!(
-                "\"\\name\\bot1\\rate\\25000\\snaps\\1000\\cl_guid\\{}\\protocol\\71\\qport\\777\\challenge\\-99\"",
-                info_value(&c.userinfo(), "cl_guid")
-            )
-        );
-        assert_eq!(info_value(&c.userinfo(), "cl_guid").len(), 32);
-        c.handle(&oob::encode("print\nServer is full.\n"), &mut ev)
-            .unwrap();
-        assert_eq!(ev.last(), Some(&Event::Print("Server is full.\n".into())));
-        c.handle(&oob::encode("connectResponse -99"), &mut ev)
-            .unwrap();
-        assert_eq!(c.state(), ClientState::AwaitingGamestate);
-        assert_eq!(c.handshake_packet(), None);
-        assert!(c.last_snapshot().is_none());
-        c.reset();
-        assert_eq!(c.state(), ClientState::Challenging);
-    }
-
-    /// A baseline sent as removed used to be stored with number 0, out of
-    /// order, so later baseline lookups missed.
-    #[test]
-    fn removed_baseline_keeps_its_number_and_the_order() {
-        let mut c = Client::new(ClientConfig::new("a", 1, 2));
-        let mut w = Writer::new();
-        w.write_long(0); // serverCommandSequence
-        for (n, removed) in [(5, false), (9, true), (12, false)] {
-            w.write_byte(SVC_BASELINE);
-            let e = EntityState {
-                number: n,
-                fields: [7; 51],
-            };
-            if removed {
-                msg::write_delta_entity(&mut w, Some(&e), None, false);
-            } else {
-                msg::write_delta_entity(&mut w, None, Some(&e), true);
-            }
-        }
-        w.write_byte(SVC_EOF);
-        w.write_long(3);
-        w.write_long(4);
-        let body = w.into_bytes();
-        let mut ev = Vec::new();
-        c.parse_gamestate(&mut Reader::new(&body), &mut ev).unwrap();
-        let numbers: Vec<i32> = c.baselines.iter().map(|b| b.number).collect();
-        assert_eq!(numbers, vec![5, 9, 12]);
-        assert_eq!(c.baseline(12).fields[0], 7);
-        assert_eq!(c.baseline(9).fields, [0; 51]);
-    }
-
-    #[test]
-    fn a_usercmd_packet_before_the_channel_opens_is_none() {
-        let mut c = Client::new(ClientConfig::new("a", 1, 2));
-        assert_eq!(c.usercmd_packet(&[]), None);
-    }
-}
+mod tests;

@@ -9,8 +9,8 @@
 //! than [`FRAGMENT_SIZE`] ends the message.
 //!
 //! Legacy ("compat") mode is what a server whose `com_legacyprotocol`
-//! equals the protocol the client announces speaks (the Debian OpenArena
-//! server sets both to 71): no checksum, and message bodies are XORed with
+//! equals the protocol the client announces speaks (Debian's packaged
+//! ioquake3 game server sets both to 71): no checksum, and message bodies are XORed with
 //! a rolling key ([`legacy_encode`], [`legacy_decode`]).
 //!
 //! Outgoing fragmentation is not implemented: a client message of

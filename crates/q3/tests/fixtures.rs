@@ -10,7 +10,7 @@ mod fixture_data;
 
 use fixture_data::{capture_config, captured};
 use tickpack_q3::msg::Reader;
-use tickpack_q3::{msg, netchan, oob, Client, ClientState, Event, SnapshotInfo, UserCmd};
+use tickpack_q3::{delta, netchan, oob, Client, ClientState, Event, SnapshotInfo, UserCmd};
 
 fn replay(upto: usize) -> (Client, Vec<Vec<Event>>) {
     let mut c = Client::new(capture_config());
@@ -214,11 +214,11 @@ fn server_reads(c: &Client, datagram: &[u8]) -> (u8, Vec<UserCmd>) {
         op = r.read_byte().unwrap();
     }
     let n = r.read_byte().unwrap();
-    let key = -1362216928 ^ message_ack ^ msg::hash_key(acked.as_bytes(), 32);
+    let key = -1362216928 ^ message_ack ^ delta::hash_key(acked.as_bytes(), 32);
     let mut from = UserCmd::default();
     let mut got = Vec::new();
     for _ in 0..n {
-        from = msg::read_delta_usercmd(&mut r, key, &from).unwrap();
+        from = delta::read_delta_usercmd(&mut r, key, &from).unwrap();
         got.push(from);
     }
     assert_eq!(r.read_byte().unwrap(), 5, "clc_EOF");

@@ -3,7 +3,8 @@
 //! snapshots decode into buffers the client reuses. A counting allocator
 //! (per thread, so other tests do not disturb it) counts the calls.
 
-use tickpack_q3::msg::{self, EntityState, PlayerState, Writer, GENTITYNUM_BITS, MAX_GENTITIES};
+use tickpack_q3::delta::{self, EntityState, PlayerState, GENTITYNUM_BITS, MAX_GENTITIES};
+use tickpack_q3::msg::Writer;
 use tickpack_q3::netchan::checksum;
 use tickpack_q3::{oob, Client, ClientConfig, ClientState, Event, UserCmd};
 use tickpack_testkit::alloc::{allocations, Counting};
@@ -50,9 +51,9 @@ fn snapshot(n: i32) -> Vec<u8> {
     w.write_byte(u8::from(n > 0)); // delta from the previous message
     w.write_byte(0); // snapFlags
     w.write_byte(0); // areamask length
-    msg::write_delta_playerstate(&mut w, (n > 0).then_some(&old_ps), &ps);
+    delta::write_delta_playerstate(&mut w, (n > 0).then_some(&old_ps), &ps);
     for (old, new) in old_ents.iter().zip(&ents) {
-        msg::write_delta_entity(&mut w, (n > 0).then_some(old), Some(new), n == 0);
+        delta::write_delta_entity(&mut w, (n > 0).then_some(old), Some(new), n == 0);
     }
     w.write_bits(MAX_GENTITIES - 1, GENTITYNUM_BITS);
     w.write_byte(8); // svc_EOF

@@ -16,12 +16,11 @@ fn free_tcp_addr() -> SocketAddr {
     l.local_addr().unwrap()
 }
 
-#[test]
-fn the_driver_ticks_serves_metrics_and_stops_when_told() {
-    let metrics = free_tcp_addr();
-    let stop = AtomicBool::new(false);
-    let live = Arc::new(Live::default());
-    let opts = Options {
+/// Options for a 100 Hz server on a free loopback port with the precise
+/// timer, stopped after 30 s at the latest (a bound in case the stop flag
+/// is never seen).
+fn loopback_at_100_hz() -> Options {
+    Options {
         config: ServerConfig {
             tick_hz: 100,
             ..Default::default()
@@ -30,10 +29,21 @@ fn the_driver_ticks_serves_metrics_and_stops_when_told() {
         cpu: None,
         timer: WaitMode::Precise,
         read_at_tick: false,
-        metrics: Some(metrics),
-        // A bound in case the stop flag is never seen.
+        metrics: None,
         duration: Some(Duration::from_secs(30)),
+        live: None,
+    }
+}
+
+#[test]
+fn the_driver_ticks_serves_metrics_and_stops_when_told() {
+    let metrics = free_tcp_addr();
+    let stop = AtomicBool::new(false);
+    let live = Arc::new(Live::default());
+    let opts = Options {
+        metrics: Some(metrics),
         live: Some(live.clone()),
+        ..loopback_at_100_hz()
     };
     let mut bound = None;
     let stopped = std::thread::scope(|s| {
@@ -99,18 +109,8 @@ fn a_metrics_address_in_use_is_a_config_error() {
 fn a_server_reading_at_the_tick_still_answers_a_hello() {
     let stop = AtomicBool::new(false);
     let opts = Options {
-        config: ServerConfig {
-            tick_hz: 100,
-            ..Default::default()
-        },
-        bind: "127.0.0.1:0".parse().unwrap(),
-        cpu: None,
-        timer: WaitMode::Precise,
         read_at_tick: true,
-        metrics: None,
-        // A bound in case the stop flag is never seen.
-        duration: Some(Duration::from_secs(30)),
-        live: None,
+        ..loopback_at_100_hz()
     };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {

@@ -9,6 +9,8 @@
 //! - [`server`]: connections (challenge, token, accept), commands applied at
 //!   the next tick, per-player delta snapshots, A2S queries, stats, and the
 //!   anti-amplification rule.
+//! - [`config`]: [`ServerConfig`] (a server's validated settings) and
+//!   [`Counters`] (its monotonic totals).
 //! - [`flood`]: token buckets per source and global budgets for what
 //!   unproven sources may ask (hello, connect, A2S, stats, ping).
 //! - [`recent`]: [`RecentWindow`], tick lateness and frame time over the
@@ -20,13 +22,15 @@
 //! each datagram, [`Server::tick`] when a tick is due and
 //! [`Server::record_frame`] after it, and [`Server::drain_transmits`].
 
+pub mod config;
 pub mod flood;
 pub mod recent;
 pub mod server;
 pub mod tick_clock;
 pub mod world;
 
+pub use config::{Counters, ServerConfig};
 pub use flood::{Ask, FloodCounters, FloodLimits, Rate};
 pub use recent::RecentWindow;
-pub use server::{Counters, Server, ServerConfig};
+pub use server::Server;
 pub use tick_clock::{Advance, TickClock};

@@ -22,74 +22,19 @@ use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
 use tickpack_wire::{
-    a2s, delta, Command, Datagram, DisconnectReason, EntityState, HealthKey, Packet, RefuseReason,
+    a2s, delta, Command, Datagram, DisconnectReason, EntityState, Packet, RefuseReason,
     ServerStats, Snapshot, TokenKey, PROTOCOL_VERSION,
 };
 
-use crate::flood::{Ask, FloodCounters, FloodGuard, FloodLimits, Rate, TokenBucket};
+pub use crate::config::{Counters, ServerConfig, HEALTH_CHECK_RATE};
+use crate::flood::{Ask, FloodGuard, TokenBucket};
 use crate::recent::RecentWindow;
-use crate::world::{CostProfile, World, WorldConfig};
+use crate::world::{World, WorldConfig};
 
 /// Snapshots kept per player as delta baselines.
 const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
 /// Entity ids of bots start here; humans take 1..=255.
 const BOT_ID_BASE: u16 = 1000;
-
-/// Validated settings of one server.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    pub tick_hz: u16,
-    pub max_players: u8,
-    pub bots: u8,
-    /// Bytes of each snapshot datagram (padded up to it).
-    pub snapshot_len: u16,
-    /// Server name shown by A2S_INFO.
-    pub name: String,
-    /// Map name shown by A2S_INFO.
-    pub map: String,
-    /// Game port shown by A2S_INFO.
-    pub port: u16,
-    pub cost: CostProfile,
-    /// A player not heard from for this long is dropped.
-    pub timeout_us: u64,
-    pub seed: u64,
-    /// What unproven sources may ask, per source and in all (see [`crate::flood`]).
-    pub flood: FloodLimits,
-    /// The host's health-check key: a stats request whose nonce it
-    /// verifies is answered from a budget of its own ([`HEALTH_CHECK_RATE`]),
-    /// never from the one strangers share.
-    pub health_key: Option<HealthKey>,
-}
-
-/// How many of the host's health checks a server answers (per second,
-/// and back to back): the host sends about one a second.
-pub const HEALTH_CHECK_RATE: Rate = Rate::new(20, 20);
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            tick_hz: 100,
-            max_players: 12,
-            bots: 0,
-            snapshot_len: 2000,
-            name: "tickpack reference server".into(),
-            map: "tp_arena".into(),
-            port: 27015,
-            cost: CostProfile::default(),
-            timeout_us: 5_000_000,
-            seed: 1,
-            flood: FloodLimits::default(),
-            health_key: None,
-        }
-    }
-}
-
-impl ServerConfig {
-    /// Tick interval in microseconds.
-    pub fn tick_interval_us(&self) -> u64 {
-        tickpack_wire::TickRate::from_wire(self.tick_hz).interval_us()
-    }
-}
 
 struct Client {
     addr: SocketAddr,
@@ -104,31 +49,6 @@ struct Client {
     acked_tick: Option<u32>,
     /// Ring of (tick, entities) sent to this player.
     history: VecDeque<(u32, Vec<EntityState>)>,
-}
-
-/// Counters since start (monotonic), for stats and metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
-    pub packets_in: u64,
-    pub packets_out: u64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
-    /// Datagrams that did not decode, came from strangers, or were refused.
-    pub malformed: u64,
-    /// Replies withheld because they would have been larger than the request
-    /// of an unproven source.
-    pub amplification_drops: u64,
-    pub connects: u64,
-    pub disconnects: u64,
-    pub commands: u64,
-    pub overruns: u64,
-    pub ticks: u64,
-    /// Requests from unproven sources dropped by the flood limits.
-    pub flood: FloodCounters,
-    /// The host's health checks (their nonce verified) answered, and
-    /// dropped past [`HEALTH_CHECK_RATE`].
-    pub health_checks: u64,
-    pub health_limited: u64,
 }
 
 /// The server state machine.

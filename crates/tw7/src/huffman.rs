@@ -1,4 +1,4 @@
-//! The fixed Huffman code Teeworlds compresses packet payloads with
+//! The fixed Huffman code the 0.7 engine compresses packet payloads with
 //! (src/engine/shared/huffman.cpp): 256 byte symbols plus an end-of-stream
 //! symbol, one tree built once from a frequency table compiled into the
 //! engine, bits packed LSB first.

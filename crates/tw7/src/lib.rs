@@ -1,5 +1,5 @@
-//! The Teeworlds 0.7 network protocol (0.7.5, as Debian 12's
-//! `teeworlds-server` speaks it), client side, sans-I/O: no sockets, no
+//! The tw7 network protocol (version 0.7 of the engine's protocol, 0.7.5,
+//! as Debian 12's packaged server speaks it), client side, sans-I/O: no sockets, no
 //! clock, no threads. Bytes and `now` in, values, events and bytes out;
 //! fuzzed like the crate's Quake III sibling, `tickpack-q3`.
 //!
@@ -7,8 +7,8 @@
 //! snapshots, send inputs at the server's 50 Hz, and tell which snapshot
 //! first reflects an input (see [`client`]).
 //!
-//! Facts about the protocol come from the engine's source (teeworlds/
-//! teeworlds tag 0.7.5: src/engine/shared/network*.cpp, huffman.cpp,
+//! Facts about the protocol come from the engine's source (tag 0.7.5 of
+//! <https://github.com/teeworlds/teeworlds>: src/engine/shared/network*.cpp, huffman.cpp,
 //! compression.cpp, packer.cpp, snapshot.cpp, protocol.h,
 //! src/engine/client/client.cpp, src/engine/server/server.cpp,
 //! src/game/server/gamecontext.cpp, entities/character.cpp,
@@ -18,7 +18,7 @@
 //!
 //! Why no libtw2 crate: libtw2 splits exactly these layers into crates
 //! (`libtw2-huffman`, `libtw2-packer`, `libtw2-net`, `libtw2-snapshot`,
-//! `libtw2-gamenet-teeworlds-0-7`, MIT/Apache-2.0 like us), but none of
+//! and the 0.7 game messages' crate, MIT/Apache-2.0 like us), but none of
 //! them is published on crates.io (`cargo info` finds none, 2026-11-27):
 //! they live as path dependencies of one Git workspace at version 0.0.1.
 //! Depending on them would mean a Git dependency on a moving workspace of
@@ -58,6 +58,8 @@ pub mod msg;
 pub mod packer;
 pub mod packet;
 pub mod snapshot;
+#[cfg(test)]
+mod test_packets;
 
 pub use client::{Client, ClientConfig, ClientState, Event, SnapshotInfo};
 pub use error::Tw7Error;

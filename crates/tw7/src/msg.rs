@@ -1,4 +1,4 @@
-//! The messages an emulated Teeworlds 0.7 player sends and reads: system
+//! The messages an emulated tw7 (0.7 protocol) player sends and reads: system
 //! messages (src/engine/shared/protocol.h, client.cpp, server.cpp) and the
 //! few game messages of the join (datasrc/network.py: CL_STARTINFO,
 //! SV_READYTOENTER, SV_CLIENTINFO).

@@ -1,4 +1,4 @@
-//! Teeworlds 0.7 packet and chunk headers (src/engine/shared/network.h,
+//! tw7 (0.7 protocol) packet and chunk headers (src/engine/shared/network.h,
 //! network.cpp; libtw2 doc/packet7.md).
 //!
 //! ```text

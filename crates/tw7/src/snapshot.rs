@@ -1,4 +1,4 @@
-//! Teeworlds 0.7 snapshots (src/engine/shared/snapshot.cpp; libtw2
+//! tw7 (0.7 protocol) snapshots (src/engine/shared/snapshot.cpp; libtw2
 //! doc/snapshot.md): the items, the delta codec, the checksum, part
 //! reassembly, and a bounded history of baselines.
 //!

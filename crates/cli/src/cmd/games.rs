@@ -13,7 +13,7 @@ use crate::exit::{fail, Code, Failure};
 #[command(
     after_help = "A game is a definition file (TOML): see docs/games.md for an annotated \
 complete example. Every --game flag takes a built-in name or a file's path.\n\n\
-Examples:\n  tickpack games list\n  tickpack games show nexuiz > mine.toml\n  \
+Examples:\n  tickpack games list\n  tickpack games show NAME > mine.toml (NAME: one that `games list` shows)\n  \
 tickpack games check mine.toml\n  tickpack bench --game ./mine.toml --tile-servers 1"
 )]
 pub struct Args {

@@ -186,7 +186,7 @@ pub fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
             .next()
             .ok_or_else(|| format!("{s:?} resolves to no address")),
         Err(_) => Err(format!(
-            "{s:?} is not an address of the form IP:PORT (e.g. 127.0.0.1:27015)"
+            "{s:?} is not an address of the form IP:PORT (e.g. 127.0.0.1:5000)"
         )),
     }
 }
@@ -307,10 +307,22 @@ pub fn parse_game(s: &str) -> Result<GameArg, String> {
         .map_err(|e| e.to_string())
 }
 
+impl std::fmt::Display for GameArg {
+    /// The game's name (clap shows and re-parses it for a default).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.def.name)
+    }
+}
+
 impl GameArg {
-    /// The reference server's built-in definition.
+    /// The built-in definition of tickpack's own server: the game whose
+    /// players speak tickpack's protocol.
     pub fn reference() -> GameArg {
-        parse_game("reference").expect("the reference server is built in")
+        tickpack_game::registry::built_in()
+            .into_iter()
+            .find(|(def, _)| def.players.protocol == tickpack_game::PlayerProtocol::Reference)
+            .map(|(def, _)| GameArg { def })
+            .expect("tickpack's own server is a built-in game")
     }
 
     /// The players' protocol for this game; exit 2 for a game tickpack

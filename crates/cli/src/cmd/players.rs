@@ -20,11 +20,14 @@ use crate::table;
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("servers").required(true).args(["target", "targets_file"])))]
 #[command(after_help = concat!("Examples:
-  tickpack players --target 127.0.0.1:27015 --players 12 --duration 30s --json p.json
-  tickpack players --game openarena --target 198.18.0.3:27960 --players 6 --duration 30s
-  tickpack players --game teeworlds --target 127.0.0.1:8303 --players 16 \
+  tickpack players --target 127.0.0.1:PORT --players 12 --duration 30s --json p.json
+  tickpack players --game NAME --target 198.18.0.3:PORT --players 6 --duration 30s
+  tickpack players --game NAME --target 127.0.0.1:PORT --players 16 \
     --source-addrs 127.0.0.2-127.0.0.5
   kubectl get gameservers -o json | tickpack players --targets-file - --players 1200 --json lg1.json
+
+NAME is a built-in game (see `tickpack games list`), PORT the port its
+server listens on (its definition's `port`: `tickpack games show NAME`).
 
 Several servers (--target A,B or --targets-file): --players is the total,
 spread round robin (player i plays on server i mod the number of servers),
@@ -32,25 +35,26 @@ so 100 servers at 12 players each is --players 1200. Several load generator
 machines: give each its share of the servers, start them together, then
 `tickpack report merge` their --json files into one result.
 
-With --game openarena the players speak Quake III protocol 71 to an
-OpenArena (ioquake3) server: challenge, connect, gamestate, delta-coded
-snapshots, usercmds. ioquake3 answers connection requests from one source
-address in a burst of 10, then one per second (two requests per player),
-so the default warm-up grows with the players per server and source
-address. --source-addrs spreads each server's players over several local
-addresses (on loopback any of 127.0.0.0/8; `bench` adds its own on the host
-side of its network paths), e.g. 12 players per server from three:
-  tickpack players --game openarena --target 127.0.0.1:27960 --players 12 \
+With a game whose [players] protocol is q3 the players speak Quake III
+protocol 71 to an ioquake3 server: challenge, connect, gamestate,
+delta-coded snapshots, usercmds. ioquake3 answers connection requests from
+one source address in a burst of 10, then one per second (two requests per
+player), so the default warm-up grows with the players per server and
+source address. --source-addrs spreads each server's players over several
+local addresses (on loopback any of 127.0.0.0/8; `bench` adds its own on
+the host side of its network paths), e.g. 12 players per server from three:
+  tickpack players --game NAME --target 127.0.0.1:PORT --players 12 \
     --source-addrs 127.0.0.2-127.0.0.4
 
 ", exit_codes!()))]
 pub struct Args {
-    /// The game whose protocol the players speak: a built-in game
-    /// (reference: tickpack's server; openarena: Quake III protocol 71;
-    /// teeworlds: Teeworlds 0.7, 4 players per source address) or
-    /// a definition file's path whose [players] protocol is reference, q3
-    /// or teeworlds7 (docs/games.md).
-    #[arg(long, default_value = "reference", value_name = "NAME|FILE", value_parser = parse_game)]
+    /// The game whose protocol the players speak: a built-in game (see
+    /// `tickpack games list`) or a definition file's path, whose [players]
+    /// protocol is reference (tickpack's server), q3 (Quake III protocol
+    /// 71) or teeworlds7 (the 0.7 protocol, 4 players per source address)
+    /// (docs/games.md) [default: the built-in game tickpack's players
+    /// speak to natively].
+    #[arg(long, default_value_t = GameArg::reference(), hide_default_value = true, value_name = "NAME|FILE", value_parser = parse_game)]
     pub game: GameArg,
     /// Server address; repeat (or separate with commas) to spread the players
     /// over several servers, round robin.
@@ -71,7 +75,7 @@ pub struct Args {
     /// Local addresses the players' sockets bind: a comma list of
     /// addresses and FIRST-LAST ranges (e.g. 127.0.0.2-127.0.0.4); each
     /// server's players are spread over them round robin. With a game
-    /// that limits players per source address (openarena: 4), too few
+    /// that limits players per source address (q3: 4), too few
     /// addresses is an error (exit 2) before any player starts
     /// [default: one, the kernel's choice].
     #[arg(long, value_name = "LIST", value_parser = parse_source_addrs)]
@@ -80,12 +84,12 @@ pub struct Args {
     #[arg(long, default_value = "10s", allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub duration: Duration,
     /// Time after start that is not measured (handshakes, settling)
-    /// [default: 1s; teeworlds: 2s; openarena: 2s, plus 1s per player per
+    /// [default: 1s; teeworlds7: 2s; q3: 2s, plus 1s per player per
     /// server and source address beyond 5].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Commands per second per player [default: the server's tick rate;
-    /// openarena: 30, ioquake3's default cl_maxpackets; teeworlds: 50, one
+    /// q3: 30, ioquake3's default cl_maxpackets; teeworlds7: 50, one
     /// new input per server tick].
     #[arg(long)]
     pub cmd_rate: Option<f64>,
@@ -99,7 +103,7 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub ping_size: usize,
     /// Give up on a server that does not complete the handshake in this time
-    /// [default: 3s; openarena: the warm-up plus 5s; teeworlds: 7s].
+    /// [default: 3s; q3: the warm-up plus 5s; teeworlds7: 7s].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub connect_timeout: Option<Duration>,
     /// A command not reflected by a snapshot this long after it was due is
@@ -237,7 +241,7 @@ fn parse_source_addrs(s: &str) -> Result<SourceAddrs, String> {
 }
 
 /// The default warm-up and connect timeout for `per_source` players per
-/// server and source address. An OpenArena (ioquake3) server answers
+/// server and source address. An ioquake3 (Quake III protocol) server answers
 /// connection requests (`getchallenge`, `connect`, and queries) from one
 /// source address in a burst of 10, then one per second (sv_main.c,
 /// `SVC_RateLimitAddress`), so players beyond the fifth from one address
@@ -250,7 +254,7 @@ pub fn defaults_for(game: tickpack_players::Protocol, per_source: usize) -> (Dur
             let warmup = Duration::from_secs(2 + queued);
             (warmup, warmup + Duration::from_secs(5))
         }
-        // A Teeworlds 0.7 join is six round trips (token, connect, info,
+        // A 0.7 protocol (tw7) join is six round trips (token, connect, info,
         // ready, start info, enter game); the server rate-limits no
         // requests, only the players per address (refused at once).
         tickpack_players::Protocol::Tw7 => (Duration::from_secs(2), Duration::from_secs(7)),

@@ -45,8 +45,8 @@ pub struct Args {
     /// repeat or separate with commas for several.
     #[arg(long, required = true, value_delimiter = ',', value_parser = parse_target)]
     pub target: Vec<SocketAddr>,
-    /// Query protocol: q3 (id Tech 3 `getinfo`: ioquake3, OpenArena,
-    /// DarkPlaces), a2s (Valve `A2S_INFO`, with its challenge round trip)
+    /// Query protocol: q3 (id Tech 3 `getinfo`: ioquake3 and
+    /// DarkPlaces games), a2s (Valve `A2S_INFO`, with its challenge round trip)
     /// or gamedig:NAME (a protocol of the gamedig crate, e.g.
     /// gamedig:unreal2; IPv4 only; docs/games.md lists the names).
     #[arg(long, value_parser = parse_protocol, required_unless_present = "game", conflicts_with = "game")]

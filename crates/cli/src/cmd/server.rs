@@ -28,10 +28,17 @@ pub enum Timer {
     Plain,
 }
 
+/// Where the server listens by default: every address, at the port its
+/// built-in game definition gives.
+fn default_bind() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], super::GameArg::reference().def.port))
+}
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Address to listen on (UDP); port 0 picks a free port, printed at start.
-    #[arg(long, default_value = "0.0.0.0:27015", value_parser = parse_addr)]
+    /// Address to listen on (UDP); port 0 picks a free port, printed at start
+    /// [default: 0.0.0.0 and the port of this server's game definition].
+    #[arg(long, default_value_t = default_bind(), hide_default_value = true, value_parser = parse_addr)]
     pub bind: SocketAddr,
     /// Ticks per second.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]

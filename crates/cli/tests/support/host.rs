@@ -31,6 +31,24 @@ pub fn host_down(name: &str, run_dir: &Path) -> Output {
         .expect("host down")
 }
 
+/// The flags of one instance in its own network namespace behind a veth
+/// pair on `range` (`--instances 1 --backend netns --net veth --range
+/// RANGE`), followed by `more`.
+pub fn one_netns_instance<'a>(range: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--instances",
+        "1",
+        "--backend",
+        "netns",
+        "--net",
+        "veth",
+        "--range",
+        range,
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
 /// `TMPDIR/tp-TAG-NAME-PID`: a run dir of this test process.
 pub fn temp_run_dir(tag: &str, name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("tp-{tag}-{name}-{}", std::process::id()))

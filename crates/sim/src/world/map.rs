@@ -6,7 +6,7 @@
 //! `0..size[0]` by `0..size[1]`.
 
 use super::geom::{Aabb, V3};
-use super::physics::{CROUCH_HEIGHT, HULL_HALF_WIDTH, STAND_HEIGHT};
+use super::hull::{CROUCH_HEIGHT, HULL_HALF_WIDTH, STAND_HEIGHT};
 use super::rng::Rng;
 
 /// Height of the outer walls.

@@ -74,6 +74,7 @@ mod bots;
 mod combat;
 mod cost;
 mod geom;
+mod hull;
 mod map;
 mod physics;
 mod rng;

@@ -16,12 +16,7 @@ use super::geom::{Aabb, SweepHit, V3};
 use super::map::Map;
 use tickpack_wire::buttons;
 
-/// Half the width of the player's box (16 u).
-pub const HULL_HALF_WIDTH: f32 = 0.41;
-/// Height of the standing box (72 u).
-pub const STAND_HEIGHT: f32 = 1.83;
-/// Height of the crouched box (36 u).
-pub const CROUCH_HEIGHT: f32 = 0.91;
+pub use super::hull::{CROUCH_HEIGHT, HULL_HALF_WIDTH, STAND_HEIGHT};
 /// Eye height above the feet, standing.
 pub const STAND_EYE: f32 = 1.63;
 /// Eye height above the feet, crouched.

@@ -1,4 +1,4 @@
-//! One emulated OpenArena (Quake III protocol 71) player as a state
+//! One emulated Quake III protocol 71 (ioquake3) player as a state
 //! machine, measured like [`crate::Player`]: no sockets, no clock.
 //!
 //! The protocol itself (challenge, Huffman-compressed connect, netchan with
@@ -45,7 +45,7 @@ use crate::player::{
 };
 use crate::recorder::Recorder;
 
-/// The protocol the OpenArena server speaks (Debian sets `com_protocol 71`).
+/// The protocol number ioquake3 servers speak (Debian's set `com_protocol 71`).
 pub const PROTOCOL: i32 = 71;
 /// Frames per second assumed for a server that never sent a snapshot: the
 /// engine's default `sv_fps`.
@@ -83,7 +83,7 @@ struct Sent {
     sent_us: u64,
 }
 
-/// One emulated OpenArena player.
+/// One emulated Quake III protocol player.
 pub struct Q3Player {
     pub index: usize,
     pub target: SocketAddr,
@@ -311,27 +311,16 @@ impl Q3Player {
             self.outstanding.pop_front();
             newest_sent = Some(c.sent_us);
             let latency = now_us.saturating_sub(c.due_us);
-            if latency <= deadline {
-                rec.recent_transaction(latency);
-            }
-            if !self.in_span(c.due_us) {
-                continue;
-            }
-            if latency <= deadline {
-                record(&mut rec.transaction, latency);
-                self.transaction_samples
-                    .push(latency.min(u64::from(u32::MAX)) as u32);
-                rec.commands_reflected += 1;
-            } else {
-                rec.commands_lost += 1;
-            }
+            let in_span = self.in_span(c.due_us);
+            rec.reflected_command(
+                latency,
+                deadline,
+                in_span,
+                Some(&mut self.transaction_samples),
+            );
         }
         if let Some(sent) = newest_sent {
-            if rec.in_window(sent) {
-                let rtt = now_us.saturating_sub(sent);
-                record(&mut rec.rtt, rtt);
-                self.rtt_samples.push(rtt.min(u64::from(u32::MAX)) as u32);
-            }
+            rec.round_trip(sent, now_us, &mut self.rtt_samples);
         }
     }
 
@@ -344,13 +333,7 @@ impl Q3Player {
         }
         self.learning.push((now_us, server_time));
         if self.learning.len() >= LEARN_SNAPSHOTS {
-            let step = self
-                .learning
-                .windows(2)
-                .map(|w| w[1].1 - w[0].1)
-                .filter(|d| *d > 0)
-                .min()
-                .unwrap_or(50);
+            let step = crate::coverage::smallest_step(&self.learning).unwrap_or(50);
             self.tick_hz = (1000 / step.max(1)) as u32;
             self.settle_frame_interval(step, rec);
         }
@@ -451,8 +434,8 @@ impl Emulated for Q3Player {
                 let why = match &self.refusal {
                     Some(r) => format!("{} refused the connection: {r}", self.target),
                     None => format!(
-                        "no answer from {} to the Quake III handshake (is an OpenArena server \
-                         listening there?)",
+                        "no answer from {} to the Quake III handshake (is a Quake III protocol \
+                         server listening there?)",
                         self.target
                     ),
                 };

@@ -1,5 +1,5 @@
-//! One emulated Teeworlds 0.7 player as a state machine, measured like
-//! [`crate::Player`] and [`crate::openarena::Q3Player`]: no sockets, no
+//! One emulated tw7 (0.7 protocol) player as a state machine, measured like
+//! [`crate::Player`] and [`crate::q3::Q3Player`]: no sockets, no
 //! clock of its own (the caller's monotonic microseconds are mapped onto
 //! the [`std::time::Instant`]s the protocol crate takes).
 //!
@@ -61,7 +61,7 @@ pub const DEFAULT_CMD_RATE_HZ: f64 = TICK_HZ as f64;
 /// Snapshots per second assumed for a server that never sent one: the
 /// engine's default, one every second tick (`sv_high_bandwidth 0`).
 pub const DEFAULT_SNAP_HZ: u32 = TICK_HZ / 2;
-/// `sv_max_clients_per_ip`'s default in Teeworlds 0.7.5.
+/// `sv_max_clients_per_ip`'s default in the 0.7.5 engine.
 pub const PER_ADDRESS_DEFAULT: usize = 4;
 /// Snapshots needed to learn the snapshot step (the smallest tick step
 /// between consecutive snapshots).
@@ -82,7 +82,7 @@ struct Sent {
     due_us: u64,
 }
 
-/// One emulated Teeworlds player.
+/// One emulated tw7 protocol player.
 pub struct TwPlayer {
     pub index: usize,
     pub target: SocketAddr,
@@ -310,27 +310,16 @@ impl TwPlayer {
             }
             self.outstanding.pop_front();
             let latency = now_us.saturating_sub(c.due_us);
-            if latency <= deadline {
-                rec.recent_transaction(latency);
-            }
-            if !self.in_span(c.due_us) {
-                continue;
-            }
-            if latency <= deadline {
-                record(&mut rec.transaction, latency);
-                self.transaction_samples
-                    .push(latency.min(u64::from(u32::MAX)) as u32);
-                rec.commands_reflected += 1;
-            } else {
-                rec.commands_lost += 1;
-            }
+            let in_span = self.in_span(c.due_us);
+            rec.reflected_command(
+                latency,
+                deadline,
+                in_span,
+                Some(&mut self.transaction_samples),
+            );
         }
         let sent = self.us(sent_at);
-        if rec.in_window(sent) {
-            let rtt = now_us.saturating_sub(sent);
-            record(&mut rec.rtt, rtt);
-            self.rtt_samples.push(rtt.min(u64::from(u32::MAX)) as u32);
-        }
+        rec.round_trip(sent, now_us, &mut self.rtt_samples);
     }
 
     /// Feeds one snapshot to the schedule's account, learning the
@@ -342,13 +331,7 @@ impl TwPlayer {
         }
         self.learning.push((now_us, tick));
         if self.learning.len() >= LEARN_SNAPSHOTS {
-            let step = self
-                .learning
-                .windows(2)
-                .map(|w| w[1].1 - w[0].1)
-                .filter(|d| *d > 0)
-                .min()
-                .unwrap_or(2);
+            let step = crate::coverage::smallest_step(&self.learning).unwrap_or(2);
             self.settle_step(step, rec);
         }
     }
@@ -439,7 +422,7 @@ impl Emulated for TwPlayer {
         if !self.ever_connected && now_us >= self.settings.connect_deadline_us {
             self.client = None;
             self.ended = Some(format!(
-                "no answer from {} to the Teeworlds 0.7 join (is a Teeworlds 0.7 server \
+                "no answer from {} to the tw7 (0.7 protocol) join (is a 0.7 protocol server \
                  listening there, with a free slot for this address?)",
                 self.target
             ));

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use tickpack_players::player::PlayerSettings;
-use tickpack_players::teeworlds::TwPlayer;
+use tickpack_players::tw7::TwPlayer;
 use tickpack_players::{Emulated, Recorder, SizeDist};
 use tickpack_tw7::huffman::Huffman;
 use tickpack_tw7::msg::{game, sys};
