@@ -106,6 +106,13 @@ fn root_a_tickpack_thread_ran_on_a_server_core() {
     let mut server_on_server_core = false;
     let deadline = Instant::now() + Duration::from_secs(120);
     while cleanup.0.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        // The bench pins itself first thing in its run (after parsing its
+        // flags): from then on, every thread of it.
+        let pid_text = pid.to_string();
+        if bench_threads.is_empty() && allowed(pid, &pid_text).is_some_and(|c| c != load) {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        }
         let (threads, children) = threads_and_children(pid);
         for (tid, name) in threads {
             if let Some(cpus) = allowed(pid, &tid) {
@@ -133,7 +140,12 @@ fn root_a_tickpack_thread_ran_on_a_server_core() {
         use std::io::Read;
         let _ = e.read_to_string(&mut err);
     }
-    assert!(status.success(), "the bench ran: {err}");
+    // Its verdicts do not matter here (a busy CI machine fails QoS): that
+    // it ran steps does.
+    assert!(
+        err.contains("step 1"),
+        "the bench ran a step ({status}): {err}"
+    );
     assert!(
         bench_threads.len() > 1,
         "threads were sampled: {bench_threads:?}"
