@@ -22,6 +22,7 @@ pub mod foreign;
 pub mod game;
 pub mod ladder;
 pub mod load;
+pub mod pin;
 pub mod plan;
 pub mod power;
 pub mod spec;
@@ -442,6 +443,9 @@ pub fn run(
     obs: &mut dyn Observer,
 ) -> Result<BenchResult, BenchError> {
     cfg.validate()?;
+    // First, before any thread is started: no thread of the bench runs on
+    // a server core.
+    pin::pin_process(&cfg.load_generator_cpus).map_err(BenchError::Config)?;
     std::fs::create_dir_all(&cfg.out_dir)
         .map_err(|e| BenchError::Config(format!("cannot create {}: {e}", cfg.out_dir.display())))?;
     let online = tickpack_net::cpu::online_cpus();

@@ -30,8 +30,8 @@ use tickpack_players::PlayersConfig;
 use tickpack_probe::{ProbeConfig, ProbeProtocol, ProbeSettings};
 use tickpack_report::bench::{BenchSettings, CpuUse, ForeignLoad, Power, Step, StepBatch};
 
-use crate::cpu::{mean_over, CpuTimes};
-use crate::foreign::{foreign_percent, window_ticks, OwnCpu};
+use crate::cpu::mean_over;
+use crate::foreign::OwnCpu;
 use crate::game::GameServer;
 use crate::spec::{LadderSpec, Plan, StepRequest, StepRunner};
 use crate::power::PowerSource;
@@ -235,7 +235,7 @@ impl HostStepRunner<'_> {
             )?),
             None => None,
         };
-        let (outcome, (cpu, steal, foreign, servers_ticks), watts, probed) =
+        let (outcome, (cpu, steal, foreign, servers_percent), watts, probed) =
             std::thread::scope(|scope| {
                 let h = (players > 0)
                     .then(|| scope.spawn(|| tickpack_players::run(&pcfg, stop, &live)));
@@ -256,9 +256,7 @@ impl HostStepRunner<'_> {
                 let pids = server_pids(sup);
                 threads.run_delay.sample(&pids);
                 threads.run_delay.reset();
-                threads.own_cpu.sample(&pids, &me);
-                threads.own_cpu.reset();
-                let c0 = CpuTimes::read();
+                threads.own_cpu.start_window(&pids, &me);
                 let started_power = power.start();
                 wait_until(
                     sup,
@@ -269,12 +267,12 @@ impl HostStepRunner<'_> {
                     Some(&mut samples),
                     Some(&mut threads),
                 );
-                threads.own_cpu.sample(&server_pids(sup), &me);
-                let c1 = CpuTimes::read();
-                let per_cpu = c0.busy_percent(&c1);
-                let steal = c0.steal_percent(&c1);
-                let foreign = foreign_percent(&c0, &c1, threads.own_cpu.per_cpu_ticks());
-                let servers_ticks = threads.own_cpu.servers_ticks() as f64 / window_ticks(&c0, &c1);
+                // Exact figures on both sides ([`crate::foreign`]).
+                let window = threads.own_cpu.end_window(&server_pids(sup), &me);
+                let per_cpu = window.cpu.busy_percent();
+                let steal = window.cpu.steal_percent();
+                let foreign = window.foreign_percent;
+                let servers_percent = window.servers_percent;
                 // The power model sees the machine's busy share without the
                 // foreign load: it models what the servers (and tickpack) draw.
                 let machine = (mean_over(&per_cpu, &[]) - mean_over(&foreign, &[])).max(0.0);
@@ -298,7 +296,7 @@ impl HostStepRunner<'_> {
                 });
                 (
                     outcome,
-                    (per_cpu, steal, foreign, servers_ticks),
+                    (per_cpu, steal, foreign, servers_percent),
                     watts,
                     probed,
                 )
@@ -402,7 +400,7 @@ impl HostStepRunner<'_> {
         // From the host's samples of the servers' cgroups when it was
         // polled, else from their threads' CPU time.
         let servers_own = Some(if samples.servers_cpu.is_empty() {
-            servers_ticks * 100.0
+            servers_percent
         } else {
             samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64
         })

@@ -213,16 +213,17 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
     // Everything the child needs, prepared before fork.
     let procs: Vec<RawFd> = spec.cgroup_procs.iter().map(AsRawFd::as_raw_fd).collect();
     let netns_fd = netns.as_ref().map(AsRawFd::as_raw_fd);
-    let mut cpuset: Option<libc::cpu_set_t> = None;
-    if let Some(cpus) = &spec.cpus {
-        // SAFETY: cpu_set_t is a plain bit array; zeroed is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &c in cpus {
-            // SAFETY: CPU_SET only sets a bit inside `set`; c is bounds-checked by libc's macro.
-            unsafe { libc::CPU_SET(c, &mut set) };
-        }
-        cpuset = Some(set);
+    // SAFETY: cpu_set_t is a plain bit array; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // Without CPUs of its own, every CPU: not the mask the supervisor may
+    // be held to (the bench pins itself to the load generator's CPUs). The
+    // kernel narrows it to the instance's cpuset, joined just before.
+    let all: Vec<usize> = (0..libc::CPU_SETSIZE as usize).collect();
+    for &c in spec.cpus.as_deref().unwrap_or(&all) {
+        // SAFETY: CPU_SET only sets a bit inside `set`; c is bounds-checked by libc's macro.
+        unsafe { libc::CPU_SET(c, &mut set) };
     }
+    let cpuset = set;
     let mounts = if isolated {
         Some(MountPlan::new(spec)?)
     } else {
@@ -254,10 +255,8 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            if let Some(set) = &cpuset {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpuset) < 0 {
+                return Err(std::io::Error::last_os_error());
             }
             if own_session {
                 libc::setsid();
