@@ -33,11 +33,12 @@ impl Chosen {
     /// The `cost` variable's value, for the settings' `cost` field
     /// (`default` when the game has none).
     pub fn cost(&self) -> String {
-        match &self.server {
-            GameServer::Defined { settings, .. } => settings.variables.get("cost").cloned(),
-            _ => None,
-        }
-        .unwrap_or_else(|| "default".into())
+        self.server
+            .settings
+            .variables
+            .get("cost")
+            .cloned()
+            .unwrap_or_else(|| "default".into())
     }
 
     /// One variant of `--compare game`.
@@ -312,14 +313,12 @@ fn default_probe(game: &GameServer) -> Option<String> {
 /// them.
 pub fn recorded_settings(game: &GameServer) -> tickpack_report::game_settings::GameSettings {
     let def = game.definition();
-    let (tick_hz, bots, variables) = match game {
-        GameServer::Defined { settings, .. } => (
-            Some(u32::from(settings.tick_hz)),
-            Some(u32::from(settings.bots)),
-            settings.variables.clone(),
-        ),
-        _ => (None, None, Default::default()),
-    };
+    let settings = &game.settings;
+    let (tick_hz, bots, variables) = (
+        Some(u32::from(settings.tick_hz)),
+        Some(u32::from(settings.bots)),
+        settings.variables.clone(),
+    );
     tickpack_report::game_settings::GameSettings {
         tick_hz,
         bots,

@@ -456,13 +456,27 @@ mod tests {
 
     #[test]
     fn the_guard_without_its_policy_is_refused_as_a_config_error() {
-        let cfg = crate::fleet::FleetFile {
-            batch: Some(vec!["sh".into()]),
-            batch_control: Some(BatchControl::Guard),
-            ..Default::default()
-        }
-        .resolve(Path::new("/run/tickpack"))
-        .unwrap();
+        let cfg = FleetConfig {
+            name: "tpguard".into(),
+            run_dir: "/run/tickpack/tpguard".into(),
+            backend: Backend::Netns,
+            net: crate::fleet::DEFAULT_NET,
+            range: "198.18.0.0/16".into(),
+            port: 27_100,
+            placement: crate::placement::Policy::Spread,
+            reserved_cpus: None,
+            health: crate::fleet::Health::None,
+            restart: crate::fleet::RestartPolicy::default(),
+            instances: vec![],
+            allow_host_ports: vec![],
+            game: Default::default(),
+            batch: vec![BatchSpec::parse("sh").unwrap()],
+            batch_cgroup: None,
+            batch_control: BatchControl::Guard,
+            log_bytes: 1 << 20,
+            source_addrs: 0,
+            pids_max: None,
+        };
         let e = Batch::new(&cfg, vec![1], None).err().expect("refused");
         assert!(
             matches!(e, HostError::Config(_)) && e.to_string().contains("policy"),
