@@ -71,11 +71,7 @@ pub fn game_settings(s: &Sizing, def: &GameDef) -> Result<(GameSettings, Vec<Str
         .unwrap_or(ladder.map_or(s.settings.bots_per_server, |g| g.bots_per_server));
     let bad = |m: String| FleetError::Input(format!("{}: {m}", def.name));
     let mut settings = GameSettings::defaults(def);
-    settings.tick_hz = u16::try_from(tick_hz).map_err(|_| {
-        bad(format!(
-            "the result's tick rate {tick_hz} Hz is out of range"
-        ))
-    })?;
+    settings.tick_hz = tick_hz;
     settings.bots = u16::try_from(bots)
         .map_err(|_| bad(format!("the result's {bots} bots is out of range")))?;
     let mut wanted: Vec<(String, String)> = vec![];

@@ -66,7 +66,7 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
     let mut game_settings = tickpack_report::game_settings::GameSettings::default();
     if game == "openarena" {
         game_settings.maps = vec!["oa_dm1".into(), "oa_dm4".into()];
-        game_settings.tick_hz = Some(20);
+        game_settings.tick_hz = tickpack_report::bench::TickRate::new(20);
         game_settings.bots = Some(4);
         game_settings.slots_filled = Some(8);
     }
@@ -85,7 +85,7 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
             tile_servers: 1,
             players_per_server: 12,
             bots_per_server: 2,
-            tick_hz: 64,
+            tick_hz: tickpack_report::bench::TickRate::new(64).unwrap(),
             cost: "default".into(),
             step_duration_s: 10.0,
             warmup_s: 2.0,
@@ -489,7 +489,7 @@ fn mygame() -> GameDef {
 #[test]
 fn a_game_from_its_definition_file_alone_gets_a_valid_fleet() {
     let mut r = result("mygame", Some(5));
-    r.settings.game_settings.tick_hz = Some(60);
+    r.settings.game_settings.tick_hz = tickpack_report::bench::TickRate::new(60);
     r.settings.game_settings.bots = Some(3);
     r.settings
         .game_settings
@@ -525,7 +525,13 @@ fn a_game_from_its_definition_file_alone_gets_a_valid_fleet() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert_eq!(
-        &cmd[3..],
+        &cmd[..2],
+        ["/bin/sh", "-c"],
+        "the shell writes the files first"
+    );
+    assert_eq!(cmd[3], "mygame", "the shell's $0");
+    assert_eq!(
+        &cmd[4..],
         [
             "/opt/mygame/server",
             "-ip",
@@ -549,7 +555,7 @@ fn a_game_from_its_definition_file_alone_gets_a_valid_fleet() {
     assert_eq!(env(game, "MYGAME_DATA"), "/srv/mygame/data");
     assert_eq!(
         env(game, "TICKPACK_FILE_1"),
-        "\nmap arena2\nmode duel\nmaxplayers 16\n",
+        "map arena2\nmode duel\nmaxplayers 16\n",
         "the recorded variable, the default one, the slots"
     );
     assert_eq!(game["resources"]["requests"]["cpu"], "400m", "2 cores / 5");
@@ -603,7 +609,7 @@ fn the_definition_must_be_the_results_game_and_have_an_agones_table() {
     assert!(e.contains("openarena") && e.contains("reference"), "{e}");
     // A game setting the definition refuses is refused, not deployed.
     let mut r = result("mygame", Some(5));
-    r.settings.game_settings.tick_hz = Some(500);
+    r.settings.game_settings.tick_hz = tickpack_report::bench::TickRate::new(500);
     let s = size(&r, None).unwrap();
     let e = tickpack_agones_fleet::render(&s, &mygame(), &opts()).unwrap_err();
     assert!(e.to_string().contains("10..=120"), "{e}");

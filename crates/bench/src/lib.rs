@@ -197,7 +197,7 @@ impl BenchConfig {
         if !(s.warmup_s >= 0.0 && s.warmup_s <= 3600.0) {
             return bad("--warmup must be 0..1h".into());
         }
-        if !(s.tick_hz >= 1 && s.tick_hz <= 1000) {
+        if s.tick_hz.hz() > tickpack_report::bench::TickRate::SERVER_MAX_HZ {
             return bad(format!("--tick-hz must be 1..=1000, got {}", s.tick_hz));
         }
         let q = &s.qos;

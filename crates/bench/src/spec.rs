@@ -37,7 +37,7 @@ pub struct GameVariant {
     pub server: crate::GameServer,
     pub players_per_server: u32,
     pub bots_per_server: u32,
-    pub tick_hz: u32,
+    pub tick_hz: tickpack_report::bench::TickRate,
     pub warmup_s: f64,
     pub qos: tickpack_report::bench::QosLimits,
     /// As recorded in result.json (versions, map, ...).

@@ -33,8 +33,8 @@ use tickpack_report::bench::{BenchSettings, CpuUse, ForeignLoad, Power, Step, St
 use crate::cpu::mean_over;
 use crate::foreign::OwnCpu;
 use crate::game::GameServer;
-use crate::spec::{LadderSpec, Plan, StepRequest, StepRunner};
 use crate::power::PowerSource;
+use crate::spec::{LadderSpec, Plan, StepRequest, StepRunner};
 use crate::verdict::{failures, StepFigures, Verdict};
 use crate::BenchError;
 
@@ -130,7 +130,7 @@ impl StepRunner for HostStepRunner<'_> {
 fn server_spec(game: &GameServer, s: &BenchSettings) -> Result<ServerSpec, BenchError> {
     let mut game = game.clone();
     let settings = &mut game.settings;
-    settings.tick_hz = u16::try_from(s.tick_hz).unwrap_or(u16::MAX);
+    settings.tick_hz = s.tick_hz;
     settings.bots = u16::try_from(s.bots_per_server).unwrap_or(u16::MAX);
     settings.players = u16::try_from(s.players_per_server).unwrap_or(u16::MAX);
     game.spec().map_err(BenchError::Config)
@@ -621,16 +621,16 @@ mod tests {
     #[test]
     fn the_steps_servers_are_launched_with_the_bench_settings() {
         let mut s = settings(1, 0, false);
-        s.tick_hz = 64;
+        s.tick_hz = tickpack_report::bench::TickRate::new(64).unwrap();
         s.bots_per_server = 2;
         s.players_per_server = 10;
         let mut game = GameServer::default();
         game.settings.set(&game.def.clone(), "cost=light").unwrap();
         assert_eq!(
             server_spec(&game, &s).unwrap().template(),
-            "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost light --name tickpack-{id}"
+            "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 12 --cost light --name tickpack-{id}"
         );
-        s.tick_hz = 5000;
+        s.tick_hz = tickpack_report::bench::TickRate::new(5000).unwrap();
         assert!(server_spec(&game, &s).is_err());
     }
 

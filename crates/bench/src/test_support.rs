@@ -55,7 +55,7 @@ pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
         tile_servers: 3,
         players_per_server: 1,
         bots_per_server: 0,
-        tick_hz: 100,
+        tick_hz: tickpack_report::bench::TickRate::new(100).unwrap(),
         cost: "default".into(),
         step_duration_s: 1.0,
         warmup_s: 0.0,

@@ -345,7 +345,7 @@ fn too_many_players_for_the_open_file_limit_is_rejected_before_any_socket() {
     // The bench's last step holds max-steps x tile-servers x players sockets.
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
-        .arg("ulimit -n 1024 && exec \"$0\" bench --out out --max-steps 12 --tile-servers 3 --players-per-server 100")
+        .arg("ulimit -n 1024 && exec \"$0\" bench --out out --max-steps 30 --tile-servers 10 --players-per-server 12")
         .arg(exe());
     expect_rejected(cmd, &dir, &["3600 players", "open files", "ulimit -n"]);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -568,7 +568,9 @@ fn bench_and_players_bad_game_settings_are_one_line_before_any_work() {
     );
     rejected(
         "game",
-        &["bench", "--quick", "--out", "out", "--game", "nexuiz", "--cost", "light"],
+        &[
+            "bench", "--quick", "--out", "out", "--game", "nexuiz", "--cost", "light",
+        ],
         &["--cost", "no", "cost"],
     );
     if std::path::Path::new("/usr/games/openarena-server").exists() {

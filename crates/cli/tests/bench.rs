@@ -201,7 +201,7 @@ fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
     assert_eq!(r["complete"], true, "{text}");
     assert_eq!(r["settings"]["game"], "openarena", "{text}");
     let g = &r["settings"]["game_settings"];
-    assert_eq!(g["maps"], serde_json::json!(["oa_dm1"]));
+    assert_eq!(g["variables"]["map"], "oa_dm1");
     assert_eq!(g["tick_hz"], 20);
     assert!(
         g["packages"]["ioquake3-server"].as_str().is_some(),

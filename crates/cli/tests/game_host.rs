@@ -106,6 +106,8 @@ fn root_openarena_instances_answer_getinfo_on_their_own_ips_and_come_back_after_
             "bridge",
             "--range",
             "198.19.60.0/24",
+            "--bots",
+            "12",
         ],
     );
     let st = host.wait_for(|s| all_on_map(s, "oa_dm1"), "both instances on oa_dm1");
@@ -346,10 +348,7 @@ fn bad_game_settings_are_one_line_each() {
             &["--game-arg", "g_gravity=600"][..],
             "--game-arg is gone from host up; write --set g_gravity=600",
         ),
-        (
-            &["--players-per-server", "12"],
-            "write --bots 12 instead",
-        ),
+        (&["--players-per-server", "12"], "write --bots 12 instead"),
         (&["--sv-fps", "40"], "write --tick-hz 40 instead"),
         (&["--map", "m1,m2"], "write --set map=m1,m2 instead"),
         (

@@ -125,7 +125,7 @@ pub struct FleetFile {
     /// Bots per server (default: the game's).
     pub bots: Option<u8>,
     /// The server's tick rate in Hz (default: the game's).
-    pub tick_hz: Option<u16>,
+    pub tick_hz: Option<tickpack_game::TickRate>,
     pub run_dir: Option<PathBuf>,
     pub allow_host_ports: Option<Vec<u16>>,
     #[serde(default, rename = "instance")]
@@ -159,8 +159,16 @@ const GONE_KEYS: [(&str, Instead); 4] = [
             toml::Value::Array(a) => a.iter().filter_map(|m| m.as_str()).collect(),
             v => v.as_str().into_iter().collect(),
         };
-        let maps: Vec<&str> = maps.iter().flat_map(|m| m.split(',')).map(str::trim).collect();
-        let maps = if maps.is_empty() { "NAME".to_string() } else { maps.join(",") };
+        let maps: Vec<&str> = maps
+            .iter()
+            .flat_map(|m| m.split(','))
+            .map(str::trim)
+            .collect();
+        let maps = if maps.is_empty() {
+            "NAME".to_string()
+        } else {
+            maps.join(",")
+        };
         format!(
             "game_vars = [\"map={}\"]",
             tickpack_sys::text::escape(&maps, 80)
@@ -324,7 +332,7 @@ impl FleetFile {
 fn game_ask(
     game: Option<String>,
     bots: Option<u8>,
-    tick_hz: Option<u16>,
+    tick_hz: Option<tickpack_game::TickRate>,
     game_vars: Option<Vec<String>>,
 ) -> GameAsk {
     GameAsk {

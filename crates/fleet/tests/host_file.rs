@@ -257,7 +257,8 @@ fn a_defined_game_is_launched_from_its_definition() {
             "not a variable of nexuiz",
         ),
         ("game = \"nexuiz\"\ncommand = \"x\"", "not both"),
-        ("game_vars = [\"map=x\"]", "--game"),
+        // No game named: the reference server, which has no map.
+        ("game_vars = [\"map=x\"]", "not a variable of reference"),
         ("game = \"./no-such-game.toml\"", "no-such-game.toml"),
     ] {
         let e = resolve(file).unwrap_err().to_string();
@@ -300,7 +301,7 @@ fn a_host_file_with_one_games_keys_is_told_what_to_write_instead() {
         (
             "game = \"nexuiz\"\nmap = [\"oa_dm1,oa_dm2\", \"oa_dm3\"]",
             2,
-            "write game_vars = [\"map=oa_dm1\"] instead",
+            "write game_vars = [\"map=oa_dm1,oa_dm2,oa_dm3\"] instead",
         ),
         ("sv_fps = 40", 1, "write tick_hz = 40 instead"),
         (

@@ -178,11 +178,11 @@ pub enum Transport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TickDef {
-    pub hz: u16,
+    pub hz: TickRate,
     #[serde(default)]
-    pub min_hz: Option<u16>,
+    pub min_hz: Option<TickRate>,
     #[serde(default)]
-    pub max_hz: Option<u16>,
+    pub max_hz: Option<TickRate>,
 }
 
 /// Server-side bots: how many by default and at most. They are asked for
@@ -450,7 +450,7 @@ impl GameDef {
     }
 
     /// The tick rates the game accepts (the default alone when fixed).
-    pub fn tick_range(&self) -> (u16, u16) {
+    pub fn tick_range(&self) -> (TickRate, TickRate) {
         let t = &self.tick;
         (t.min_hz.unwrap_or(t.hz), t.max_hz.unwrap_or(t.hz))
     }
@@ -499,7 +499,7 @@ impl GameDef {
 
     /// The default tick rate.
     pub fn tick(&self) -> TickRate {
-        TickRate::new(self.tick.hz).unwrap_or(TickRate::DEFAULT)
+        self.tick.hz
     }
 
     /// The program: the command's first word.

@@ -72,3 +72,5 @@ pub use launch::{Health, ServerSpec};
 pub use registry::Source;
 pub use server::{GameAsk, GameServer};
 pub use settings::GameSettings;
+/// The one tick rate type (crate `tickpack-units`), in every schema.
+pub use tickpack_wire::TickRate;

@@ -115,22 +115,22 @@ mod tests {
         let (r, _) = find("reference").unwrap();
         assert_eq!(r.players.protocol, PlayerProtocol::Reference);
         assert_eq!(r.port, 27015);
-        assert_eq!(r.tick.hz, 100);
+        assert_eq!(r.tick.hz.hz(), 100);
         let (oa, _) = find("openarena").unwrap();
         assert_eq!(oa.players.protocol, PlayerProtocol::Q3);
         assert_eq!(oa.players.q3_protocol, Some(71));
         assert_eq!(oa.port, 27960);
-        assert_eq!(oa.tick.hz, 20);
+        assert_eq!(oa.tick.hz.hz(), 20);
         let (nx, _) = find("nexuiz").unwrap();
         assert_eq!(nx.players.protocol, PlayerProtocol::None);
         assert_eq!(nx.bots.default, 8);
-        assert_eq!(nx.tick.hz, 60);
+        assert_eq!(nx.tick.hz.hz(), 60);
         assert_eq!(nx.packages, ["nexuiz-server", "nexuiz-data"]);
         let (tw, _) = find("teeworlds").unwrap();
         assert_eq!(tw.players.protocol, PlayerProtocol::Tw7);
         assert_eq!(tw.players.per_address, Some(4));
         assert_eq!(
-            (tw.tick.hz, tw.tick.min_hz, tw.tick.max_hz),
+            (tw.tick.hz.hz(), tw.tick.min_hz, tw.tick.max_hz),
             (50, None, None)
         );
         assert_eq!(tw.port, 8303);

@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use tickpack_wire::TickRate;
+
 use crate::launch::ServerSpec;
 use crate::{GameDef, GameSettings, PlayerProtocol};
 
@@ -118,7 +120,7 @@ pub struct GameAsk {
     /// Bots per server.
     pub bots: Option<u8>,
     /// The tick rate.
-    pub tick_hz: Option<u16>,
+    pub tick_hz: Option<TickRate>,
     /// The game's variables, `NAME=VALUE`.
     pub game_vars: Option<Vec<String>>,
 }
@@ -150,6 +152,9 @@ impl GameAsk {
             })?
             .0;
         let mut s = GameSettings::defaults(&def);
+        // A host runs no emulated players (people join from outside), so
+        // `{players}` is 0 and `{players_and_bots}` the bots asked for.
+        s.players = 0;
         for v in self.game_vars.iter().flatten() {
             s.set(&def, v)?;
         }

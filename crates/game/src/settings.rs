@@ -22,7 +22,7 @@ use crate::names::{check_value, placeholders_in};
 pub struct GameSettings {
     /// The game's name (its definition's `name`).
     pub game: String,
-    pub tick_hz: u16,
+    pub tick_hz: TickRate,
     pub bots: u16,
     /// Emulated players per server (`{players}`); recorded since the
     /// definitions took it, 0 in older records.
@@ -47,7 +47,7 @@ impl GameSettings {
 
     /// The tick rate as a type.
     pub fn tick(&self) -> TickRate {
-        TickRate::new(self.tick_hz).unwrap_or(TickRate::DEFAULT)
+        self.tick_hz
     }
 
     /// Sets `NAME=VALUE` (`--set`): a `[variables]` name of the game.

@@ -2,6 +2,8 @@
 //! errors) and the check of the definition as a whole, every refusal one
 //! line, `FILE:LINE: what is wrong` ([`DefError`]).
 
+use tickpack_wire::TickRate;
+
 use crate::check::Ready;
 use crate::def::*;
 use crate::gamedig::GamedigProtocol;
@@ -86,7 +88,7 @@ impl GameDef {
             return Err((key(&["slots"]), "slots must be 1..=1024".into()));
         }
         if let Some(h) = self.players.snapshot_hz {
-            if h == 0 || h > self.tick.hz {
+            if h == 0 || h > self.tick.hz.hz() {
                 return Err((
                     key(&["players", "snapshot_hz"]),
                     format!("snapshot_hz must be 1..={} (the tick rate)", self.tick.hz),
@@ -119,7 +121,7 @@ impl GameDef {
         let uses = |name: &str| self.uses(name);
         let t = &self.tick;
         let (min, max) = self.tick_range();
-        if t.hz == 0 || min == 0 || min > max || !(min..=max).contains(&t.hz) || max > 1000 {
+        if min > max || !(min..=max).contains(&t.hz) || max.hz() > TickRate::SERVER_MAX_HZ {
             return Err((key(&["tick", "hz"]),
                 format!("tick: expected 1 <= min_hz <= hz <= max_hz <= 1000, got hz {} in {min}..={max}", t.hz),
             ));

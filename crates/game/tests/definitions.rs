@@ -24,7 +24,7 @@ fn a_minimal_definition_gets_its_defaults() {
     assert_eq!(d.players.protocol, PlayerProtocol::None);
     assert_eq!(d.ready_by(), ReadyBy::Process);
     assert_eq!(d.stop.signal, StopSignal::Term);
-    assert_eq!(d.tick_range(), (30, 30));
+    assert_eq!((d.tick_range().0.hz(), d.tick_range().1.hz()), (30, 30));
     assert_eq!(d.bots_max(), 0);
     let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
     assert_eq!(spec.template(), "/opt/mine/server --ip {ip} --port {port}");
@@ -358,9 +358,9 @@ fn game_variables_fill_the_command_and_files_once() {
         let e = GameSettings::defaults(&d).set(&d, bad).unwrap_err();
         assert!(e.contains(needle), "{bad}: {e}");
     }
-    s.tick_hz = 200;
+    s.tick_hz = tickpack_wire::TickRate::new(200).unwrap();
     assert!(d.server_spec(&s).unwrap_err().contains("10..=100 Hz"));
-    s.tick_hz = 60;
+    s.tick_hz = tickpack_wire::TickRate::new(60).unwrap();
     s.bots = 9;
     assert!(d.server_spec(&s).unwrap_err().contains("at most 8 bots"));
 }
@@ -369,7 +369,7 @@ fn game_variables_fill_the_command_and_files_once() {
 fn a_fixed_tick_cannot_be_changed() {
     let d = GameDef::parse("mine.toml", MINIMAL).unwrap();
     let mut s = GameSettings::defaults(&d);
-    s.tick_hz = 60;
+    s.tick_hz = tickpack_wire::TickRate::new(60).unwrap();
     let e = d.server_spec(&s).unwrap_err();
     assert!(e.contains("fixed 30 Hz"), "{e}");
 }

@@ -62,7 +62,7 @@ impl BatchPolicy for Guard {
         self.controller.quota_cores()
     }
 
-    fn set_tick_hz(&mut self, tick_hz: u32) {
+    fn set_tick_hz(&mut self, tick_hz: tickpack_report::qos::TickRate) {
         self.controller.set_limits(QosLimits::for_tick_hz(tick_hz));
     }
 
@@ -113,7 +113,10 @@ mod tests {
     #[test]
     fn the_servers_tick_rate_sets_the_limits_judged() {
         let mut g = Guard::new(QosLimits::default(), Tuning::default(), vec![1]);
-        g.set_tick_hz(60);
-        assert_eq!(*g.controller().limits(), QosLimits::for_tick_hz(60));
+        g.set_tick_hz(tickpack_report::qos::TickRate::new(60).unwrap());
+        assert_eq!(
+            *g.controller().limits(),
+            QosLimits::for_tick_hz(tickpack_report::qos::TickRate::new(60).unwrap())
+        );
     }
 }

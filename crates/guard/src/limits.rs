@@ -5,6 +5,7 @@
 //! recent window may fall, a LAN query's round trip, the PSI emergency).
 
 use serde::{Deserialize, Serialize};
+use tickpack_report::qos::TickRate;
 
 /// The QoS limits the guard keeps, per instance and period (and
 /// system-wide PSI).
@@ -46,7 +47,7 @@ pub struct QosLimits {
 }
 
 /// The reference server's tick rate, whose limits are the default ones.
-const DEFAULT_TICK_HZ: u32 = 100;
+const DEFAULT_TICK_HZ: TickRate = TickRate::DEFAULT;
 
 /// The guard's query limit: a query round trip on a LAN.
 const QUERY_US: u32 = 5_000;
@@ -73,7 +74,7 @@ impl QosLimits {
     /// table ([`tickpack_report::qos::default_limits`]: p99 tick lateness,
     /// p99 frame within the frame budget, p99 transaction latency), with
     /// the guard's own extras.
-    pub fn for_tick_hz(tick_hz: u32) -> QosLimits {
+    pub fn for_tick_hz(tick_hz: TickRate) -> QosLimits {
         let verdict = tickpack_report::qos::default_limits(tick_hz);
         QosLimits {
             tick_lag_us: us(verdict.p99_tick_lateness_us),
@@ -100,6 +101,7 @@ mod tests {
     #[test]
     fn the_guards_limits_are_the_verdicts_at_every_tick_rate() {
         for hz in [1, 20, 30, 50, 60, 64, 66, 100, 128, 144, 1000] {
+            let hz = TickRate::new(hz).unwrap();
             let verdict = tickpack_report::qos::default_limits(hz);
             let guard = QosLimits::for_tick_hz(hz);
             assert_eq!(
@@ -131,7 +133,7 @@ mod tests {
         );
         assert_eq!((l.behind_us, l.query_us), (30_000, 5_000));
         assert_eq!(l.psi_emergency, 100.0);
-        let l = QosLimits::for_tick_hz(60);
+        let l = QosLimits::for_tick_hz(TickRate::new(60).unwrap());
         assert_eq!(
             (l.tick_lag_us, l.frame_us, l.transaction_us),
             (4_166, 8_333, 21_666)

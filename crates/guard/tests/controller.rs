@@ -426,10 +426,10 @@ fn a_server_without_the_recent_window_is_judged_on_its_schedule() {
 
 #[test]
 fn limits_follow_the_verdict_at_the_tick_rate() {
-    let l = QosLimits::for_tick_hz(100);
+    let l = QosLimits::for_tick_hz(tickpack_report::qos::TickRate::new(100).unwrap());
     assert_eq!((l.tick_lag_us, l.frame_us), (2_500, 5_000));
     assert_eq!(QosLimits::default(), l);
-    let l = QosLimits::for_tick_hz(20);
+    let l = QosLimits::for_tick_hz(tickpack_report::qos::TickRate::new(20).unwrap());
     assert_eq!((l.tick_lag_us, l.frame_us), (12_500, 25_000));
 }
 

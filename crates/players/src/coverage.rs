@@ -144,7 +144,8 @@ impl Coverage {
 
     /// The server's tick rate, once known.
     pub fn set_tick_hz(&mut self, hz: u32) {
-        self.tick_us = 1e6 / f64::from(hz.max(1));
+        let tick = tickpack_wire::TickRate::from_wire(u16::try_from(hz).unwrap_or(u16::MAX));
+        self.tick_us = tick.interval_ns() as f64 / 1e3;
     }
 
     /// The server's tick interval, once known, when it is not a whole

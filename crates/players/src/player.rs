@@ -81,7 +81,9 @@ pub(crate) fn measured_span(first_us: u64, (w0, w1): (u64, u64)) -> (u64, u64) {
 
 /// How long a connected player waits for a snapshot before re-handshaking.
 pub fn silence_us(tick_hz: u32) -> u64 {
-    SILENCE_US.max(10 * 1_000_000 / u64::from(tick_hz.max(1)))
+    // 0 (no rate announced yet) counts as 1 Hz, as the protocol reads it.
+    let tick = tickpack_wire::TickRate::from_wire(u16::try_from(tick_hz).unwrap_or(u16::MAX));
+    SILENCE_US.max(10 * tick.interval_us())
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -342,8 +342,11 @@ impl TwPlayer {
         let ticks = ticks.clamp(1, TICK_HZ as i32);
         self.snap_step = Some(ticks);
         self.tick_hz = TICK_HZ;
-        self.coverage
-            .set_tick_interval_us(f64::from(ticks) * 1e6 / f64::from(TICK_HZ));
+        self.coverage.set_tick_interval_us(
+            f64::from(ticks)
+                * tickpack_wire::TickRate::from_wire(TICK_HZ as u16).interval_ns() as f64
+                / 1e3,
+        );
         for (at, t) in std::mem::take(&mut self.learning) {
             self.snapshot(at, t, rec);
         }

@@ -6,6 +6,7 @@
 //! steps merged later.
 
 use serde::{Deserialize, Serialize};
+pub use tickpack_units::TickRate;
 
 use crate::probe::QueryCounts;
 use crate::system::SystemInfo;
@@ -66,7 +67,7 @@ pub struct BenchSettings {
     pub tile_servers: u32,
     pub players_per_server: u32,
     pub bots_per_server: u32,
-    pub tick_hz: u32,
+    pub tick_hz: TickRate,
     /// The server's `--cost` profile.
     pub cost: String,
     pub step_duration_s: f64,
@@ -349,7 +350,7 @@ impl Step {
     /// `failures` say when fewer did), so `connected` is `players` then:
     /// these figures answer what was judged, they do not judge the step
     /// again.
-    pub fn figures(&self, tick_hz: u32) -> crate::figures::StepFigures<'_> {
+    pub fn figures(&self, tick_hz: TickRate) -> crate::figures::StepFigures<'_> {
         crate::figures::StepFigures::of(
             self.players,
             self.connected.unwrap_or(self.players),
@@ -417,7 +418,7 @@ pub struct LadderGame {
     pub game_settings: crate::game_settings::GameSettings,
     pub players_per_server: u32,
     pub bots_per_server: u32,
-    pub tick_hz: u32,
+    pub tick_hz: TickRate,
     pub warmup_s: f64,
     pub qos: QosLimits,
 }
@@ -441,7 +442,7 @@ impl Ladder {
     }
 
     /// The tick rate this ladder's servers ran at.
-    pub fn tick_hz(&self, settings: &BenchSettings) -> u32 {
+    pub fn tick_hz(&self, settings: &BenchSettings) -> TickRate {
         self.game.as_ref().map_or(settings.tick_hz, |g| g.tick_hz)
     }
 

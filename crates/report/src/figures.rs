@@ -3,13 +3,14 @@
 //! a result recorded, and the rule table ([`crate::qos::RULES`]) reads them.
 
 use crate::{CommandCounts, Measurements, Outages, Percentiles, SnapshotCounts};
+use tickpack_units::TickRate;
 
 /// What the verdict looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct StepFigures<'a> {
     pub players: u32,
     pub connected: u32,
-    pub tick_hz: u32,
+    pub tick_hz: TickRate,
     pub transaction_latency_us: &'a Percentiles,
     pub tick_lateness_us: &'a Percentiles,
     pub server_frame_us: &'a Percentiles,
@@ -29,7 +30,7 @@ impl<'a> StepFigures<'a> {
     pub fn of(
         players: u32,
         connected: u32,
-        tick_hz: u32,
+        tick_hz: TickRate,
         measured: &'a Measurements,
         query_latency_us: Option<&'a Percentiles>,
         run_delay_us: Option<&'a Percentiles>,

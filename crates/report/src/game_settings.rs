@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
+use tickpack_units::TickRate;
 
 /// What a run set in its game beyond the bench's own settings.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -19,7 +20,7 @@ pub struct GameSettings {
     /// The server's tick rate as the game was told it (OpenArena's
     /// `sv_fps`, a defined game's `{tick_hz}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tick_hz: Option<u32>,
+    pub tick_hz: Option<TickRate>,
     /// Server-side bots per server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bots: Option<u32>,
@@ -79,7 +80,7 @@ impl GameSettings {
         for (k, v) in flat {
             match k.as_str() {
                 "map" => s.maps = v.split(',').map(str::to_string).collect(),
-                "sv_fps" | "tick_hz" if num(&v).is_some() => s.tick_hz = num(&v),
+                "sv_fps" | "tick_hz" => s.tick_hz = v.trim().parse().ok(),
                 "bots" if num(&v).is_some() => s.bots = num(&v),
                 "slots_filled" if num(&v).is_some() => s.slots_filled = num(&v),
                 "game_args" => s.game_args = v.split_whitespace().map(str::to_string).collect(),
@@ -137,7 +138,7 @@ mod tests {
         assert_eq!(s.maps, ["oa_dm1", "oa_dm4"]);
         assert_eq!(
             (s.tick_hz, s.bots, s.slots_filled),
-            (Some(20), Some(4), Some(8))
+            (crate::bench::TickRate::new(20), Some(4), Some(8))
         );
         assert_eq!(s.game_args, ["g_gravity=600", "g_speed=300"]);
         assert_eq!(s.packages["ioquake3-server"], "1.36+u20230614");
@@ -148,7 +149,7 @@ mod tests {
     #[test]
     fn typed_settings_round_trip_and_numbers_stay_numbers() {
         let s = GameSettings {
-            tick_hz: Some(60),
+            tick_hz: crate::bench::TickRate::new(60),
             bots: Some(8),
             variables: [("map".to_string(), "ruiner".to_string())].into(),
             ..Default::default()

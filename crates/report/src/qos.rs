@@ -20,12 +20,13 @@ use crate::bench::QosLimits;
 pub use crate::figures::StepFigures;
 use crate::numbers::fmt_num as num;
 pub use crate::verdict::{idle_reason, StepLoad, Verdict, IDLE_FLOOR_PERCENT_PER_SERVER};
+pub use tickpack_units::TickRate;
 
 /// Defaults for a tick rate: p99 transaction latency within one tick + 5 ms
 /// and within 1.5x the one-tile baseline; p99 tick lateness within a quarter
 /// tick; at most 0.1 % snapshots lost; p99 frame within half the tick.
-pub fn default_limits(tick_hz: u32) -> QosLimits {
-    let tick_us = 1_000_000 / u64::from(tick_hz.max(1));
+pub fn default_limits(tick: TickRate) -> QosLimits {
+    let tick_us = tick.interval_us();
     QosLimits {
         p99_transaction_us: tick_us + 5_000,
         p99_relative_to_baseline: 1.5,
@@ -42,12 +43,12 @@ pub fn default_limits(tick_hz: u32) -> QosLimits {
 /// a server that waits for a CPU starts its tick that late) and on its
 /// own query (p99 within two ticks + 5 ms: a query waits for the next
 /// frame, then for a CPU).
-pub fn default_limits_without_players(tick_hz: u32) -> QosLimits {
-    let tick_us = 1_000_000 / u64::from(tick_hz.max(1));
+pub fn default_limits_without_players(tick: TickRate) -> QosLimits {
+    let tick_us = tick.interval_us();
     QosLimits {
         p99_query_us: Some(2 * tick_us + 5_000),
         p99_run_delay_us: Some(tick_us / 4),
-        ..default_limits(tick_hz)
+        ..default_limits(tick)
     }
 }
 
@@ -58,8 +59,8 @@ pub fn default_limits_without_players(tick_hz: u32) -> QosLimits {
 /// sub-millisecond run delay times a factor would judge noise; with the
 /// floor, the rule fails a step whose servers wait far longer than one
 /// did alone, and scales with the tick as the absolute limit does.
-pub fn run_delay_relative_floor_us(tick_hz: u32) -> u64 {
-    1_000_000 / u64::from(tick_hz.max(1)) / 8
+pub fn run_delay_relative_floor_us(tick: TickRate) -> u64 {
+    tick.interval_us() / 8
 }
 
 /// Which rule: one per row of [`RULES`].
@@ -313,7 +314,7 @@ pub struct Rule {
     /// n/a for a game tickpack cannot play.
     pub players: bool,
     /// The limit in words for these limits and tick rate.
-    pub limit: fn(&QosLimits, u32) -> LimitText,
+    pub limit: fn(&QosLimits, TickRate) -> LimitText,
     /// True when the rule had something to judge in a step with these
     /// figures: its limit is set and the figure it reads was measured.
     /// A figure no server reports (OpenArena reports no tick lateness or
@@ -335,8 +336,8 @@ impl fmt::Debug for Rule {
 }
 
 /// The p99 server-frame limit in microseconds at `tick_hz`.
-pub fn frame_limit_us(q: &QosLimits, tick_hz: u32) -> u64 {
-    (1_000_000.0 / f64::from(tick_hz.max(1)) * q.p99_frame_budget) as u64
+pub fn frame_limit_us(q: &QosLimits, tick: TickRate) -> u64 {
+    (tick.interval_ns() as f64 / 1_000.0 * q.p99_frame_budget) as u64
 }
 
 /// Every rule, in the order misses are reported.
@@ -484,15 +485,11 @@ pub const RULES: [Rule; 12] = [
         players: true,
         name: "p99 server frame",
         description: "the servers' frames fit their tick budget",
-        limit: |q, tick_hz| {
-            let at = if tick_hz > 0 {
-                format!(
-                    " ({} ms at {tick_hz} Hz)",
-                    num(1000.0 / f64::from(tick_hz) * q.p99_frame_budget)
-                )
-            } else {
-                String::new()
-            };
+        limit: |q, tick| {
+            let at = format!(
+                " ({} ms at {tick} Hz)",
+                num(tick.interval_ms() * q.p99_frame_budget)
+            );
             LimitText::AtMost {
                 measure: "p99 server frame",
                 bound: format!(
@@ -570,13 +567,13 @@ pub const RULES: [Rule; 12] = [
         players: false,
         name: "p99 run delay relative to the first step",
         description: "packing more servers does not make them wait much longer for a CPU than the first step did (plus an eighth of a tick: the noise floor)",
-        limit: |q, tick_hz| match q.p99_run_delay_us {
+        limit: |q, tick| match q.p99_run_delay_us {
             Some(_) => LimitText::AtMost {
                 measure: "p99 run delay",
                 bound: format!(
                     "{}x the ladder's first step + {} ms (an eighth of a tick)",
                     num(q.p99_relative_to_baseline),
-                    num(ms(run_delay_relative_floor_us(tick_hz)))
+                    num(ms(run_delay_relative_floor_us(tick)))
                 ),
             },
             None => LimitText::Off,

@@ -153,7 +153,7 @@ fn sample() -> BenchResult {
             tile_servers: 3,
             players_per_server: 10,
             bots_per_server: 2,
-            tick_hz: 64,
+            tick_hz: tickpack_report::bench::TickRate::new(64).unwrap(),
             cost: "arena".into(),
             step_duration_s: 30.0,
             warmup_s: 5.0,
@@ -900,8 +900,10 @@ fn a_step_shows_its_foreign_load_and_that_it_stood_disturbed() {
 fn a_game_without_players_shows_its_run_delay_and_the_rules_that_did_not_apply() {
     let mut r = sample();
     r.settings.players_per_server = 0;
-    r.settings.qos = tickpack_report::qos::default_limits_without_players(60);
-    r.settings.tick_hz = 60;
+    r.settings.qos = tickpack_report::qos::default_limits_without_players(
+        tickpack_report::bench::TickRate::new(60).unwrap(),
+    );
+    r.settings.tick_hz = tickpack_report::bench::TickRate::new(60).unwrap();
     for l in &mut r.ladders {
         for s in &mut l.steps {
             s.players = 0;
@@ -944,7 +946,7 @@ fn report_names_a_defined_game_not_the_reference_server() {
     let mut r = sample();
     r.settings.game = "nexuiz".into();
     r.settings.game_settings.bots = Some(8);
-    r.settings.game_settings.tick_hz = Some(60);
+    r.settings.game_settings.tick_hz = tickpack_report::bench::TickRate::new(60);
     r.settings
         .game_settings
         .variables
@@ -1213,10 +1215,12 @@ fn cost_figures_name_their_currency_and_where_each_number_came_from() {
 fn without_players() -> BenchResult {
     let mut r = sample();
     r.settings.players_per_server = 0;
-    r.settings.qos = tickpack_report::qos::default_limits_without_players(60);
+    r.settings.qos = tickpack_report::qos::default_limits_without_players(
+        tickpack_report::bench::TickRate::new(60).unwrap(),
+    );
     // A game with no query protocol: no query limit, no query ran.
     r.settings.qos.p99_query_us = None;
-    r.settings.tick_hz = 60;
+    r.settings.tick_hz = tickpack_report::bench::TickRate::new(60).unwrap();
     for l in &mut r.ladders {
         for s in &mut l.steps {
             s.players = 0;

@@ -42,7 +42,10 @@ impl TickClock {
 
     /// A schedule of `tick_hz` ticks per second starting at `now_ns`.
     pub fn with_rate(now_ns: u64, tick_hz: u16) -> Self {
-        Self::new(now_ns, 1_000_000_000 / u64::from(tick_hz.max(1)))
+        Self::new(
+            now_ns,
+            tickpack_wire::TickRate::from_wire(tick_hz).interval_ns(),
+        )
     }
 
     /// When the next tick is due (ns).

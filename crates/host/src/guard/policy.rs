@@ -108,7 +108,7 @@ pub trait BatchPolicy: Send {
 
     /// The servers' tick rate, learnt from their first stats: the limits
     /// judged from now on are those of `tick_hz`.
-    fn set_tick_hz(&mut self, tick_hz: u32);
+    fn set_tick_hz(&mut self, tick_hz: tickpack_wire::TickRate);
 
     /// One period: decide from `signals` at virtual time `at` (since the
     /// guard started).

@@ -135,7 +135,7 @@ impl Supervisor {
                     if s.tick_hz > 0 && g.tick_hz != Some(s.tick_hz) {
                         g.tick_hz = Some(s.tick_hz);
                         if let Some(p) = g.policy.as_mut() {
-                            p.set_tick_hz(u32::from(s.tick_hz));
+                            p.set_tick_hz(tickpack_wire::TickRate::from_wire(s.tick_hz));
                         }
                     }
                     if r.window_ms > 0 {
@@ -144,7 +144,9 @@ impl Supervisor {
                 } else if let Some(p) = g.prev_stats.get(&i.spec.id) {
                     if s.uptime_ms > p.uptime_ms && s.tick >= p.tick {
                         let dt_ms = (s.uptime_ms - p.uptime_ms) as f64;
-                        let interval_us = 1e6 / f64::from(s.tick_hz.max(1));
+                        let interval_us = tickpack_wire::TickRate::from_wire(s.tick_hz)
+                            .interval_ns() as f64
+                            / 1e3;
                         let expected = dt_ms * f64::from(s.tick_hz) / 1000.0;
                         let ticks = (s.tick - p.tick) as f64;
                         let overruns = s.overruns.saturating_sub(p.overruns) as f64;

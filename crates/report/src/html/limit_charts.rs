@@ -37,7 +37,7 @@ struct Measure {
     unit: &'static str,
     parts: &'static [Part],
     /// The limit in the chart's units for a ladder's limits and tick.
-    limit: fn(&QosLimits, u32) -> Option<f64>,
+    limit: fn(&QosLimits, crate::bench::TickRate) -> Option<f64>,
     /// What the figure is, for the caption.
     about: &'static str,
 }

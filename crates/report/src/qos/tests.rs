@@ -45,7 +45,7 @@ impl Fixture {
         StepFigures {
             players: 12,
             connected: 12,
-            tick_hz: 100,
+            tick_hz: crate::bench::TickRate::new(100).unwrap(),
             transaction_latency_us: &self.tl,
             tick_lateness_us: &self.late,
             server_frame_us: &self.frame,
@@ -70,7 +70,11 @@ fn sentences(s: &StepFigures<'_>, baseline_p99_us: Option<u64>, q: &QosLimits) -
 fn a_healthy_step_passes() {
     let f = Fixture::good();
     assert_eq!(
-        sentences(&f.figures(), Some(10_900), &default_limits(100)),
+        sentences(
+            &f.figures(),
+            Some(10_900),
+            &default_limits(crate::bench::TickRate::new(100).unwrap())
+        ),
         Vec::<String>::new()
     );
 }
@@ -80,7 +84,11 @@ fn a_slow_tail_fails_the_absolute_and_relative_limits() {
     let mut f = Fixture::good();
     // 2 % of transactions take 40 ms: p99 lands in the tail.
     f.tl = pct((0..10_000).map(|i| if i % 50 == 0 { 40_000 } else { 1_000 + i }));
-    let why = sentences(&f.figures(), Some(10_000), &default_limits(100));
+    let why = sentences(
+        &f.figures(),
+        Some(10_000),
+        &default_limits(crate::bench::TickRate::new(100).unwrap()),
+    );
     assert_eq!(why.len(), 2, "{why:?}");
     assert!(why[0].starts_with("p99 transaction latency 40."), "{why:?}");
     assert!(why[1].contains("1.5x the one-tile baseline"), "{why:?}");
@@ -90,9 +98,19 @@ fn a_slow_tail_fails_the_absolute_and_relative_limits() {
 fn the_first_step_has_no_relative_limit() {
     let mut f = Fixture::good();
     f.tl = pct((0..10_000).map(|i| 1_000 + i + 3_000)); // p99 ~ 13.9 ms: within 15 ms
-    assert!(sentences(&f.figures(), None, &default_limits(100)).is_empty());
+    assert!(sentences(
+        &f.figures(),
+        None,
+        &default_limits(crate::bench::TickRate::new(100).unwrap())
+    )
+    .is_empty());
     assert_eq!(
-        sentences(&f.figures(), Some(5_000), &default_limits(100)).len(),
+        sentences(
+            &f.figures(),
+            Some(5_000),
+            &default_limits(crate::bench::TickRate::new(100).unwrap())
+        )
+        .len(),
         1
     );
 }
@@ -107,7 +125,11 @@ fn late_ticks_slow_frames_and_loss_each_fail() {
         received: 9_980,
         lost: 20,
     };
-    let why = sentences(&f.figures(), None, &default_limits(100));
+    let why = sentences(
+        &f.figures(),
+        None,
+        &default_limits(crate::bench::TickRate::new(100).unwrap()),
+    );
     assert_eq!(why.len(), 3, "{why:?}");
     assert!(why[0].contains("tick lateness 6."), "{why:?}");
     assert!(why[1].contains("0.200% of snapshots lost"), "{why:?}");
@@ -121,7 +143,11 @@ fn missing_players_and_empty_measurements_fail() {
     fig.connected = 10;
     let empty = Percentiles::default();
     fig.transaction_latency_us = &empty;
-    let why = sentences(&fig, None, &default_limits(100));
+    let why = sentences(
+        &fig,
+        None,
+        &default_limits(crate::bench::TickRate::new(100).unwrap()),
+    );
     assert!(why.iter().any(|w| w.contains("only 10 of 12")), "{why:?}");
     assert!(why.iter().any(|w| w.contains("no transaction")), "{why:?}");
 }
@@ -141,7 +167,11 @@ fn a_step_with_an_outage_fails_qos_even_if_its_loss_is_below_the_limit() {
         total_us: 250_000,
         longest_us: 250_000,
     };
-    let why = sentences(&f.figures(), None, &default_limits(100));
+    let why = sentences(
+        &f.figures(),
+        None,
+        &default_limits(crate::bench::TickRate::new(100).unwrap()),
+    );
     assert_eq!(why.len(), 1, "{why:?}");
     assert!(why[0].starts_with("outage: 1 "), "{why:?}");
     assert!(why[0].contains("longest 250 ms"), "{why:?}");
@@ -156,7 +186,11 @@ fn commands_never_sent_to_a_dead_server_fail_the_loss_limit() {
         reflected: 0,
         lost: 12_000,
     };
-    let why = sentences(&f.figures(), None, &default_limits(100));
+    let why = sentences(
+        &f.figures(),
+        None,
+        &default_limits(crate::bench::TickRate::new(100).unwrap()),
+    );
     assert!(
         why.iter()
             .any(|w| w.contains("12000 of 12000 due commands lost")),
@@ -166,7 +200,7 @@ fn commands_never_sent_to_a_dead_server_fail_the_loss_limit() {
 
 #[test]
 fn limits_follow_the_tick_rate() {
-    let q = default_limits(64);
+    let q = default_limits(crate::bench::TickRate::new(64).unwrap());
     assert_eq!(q.p99_transaction_us, 15_625 + 5_000);
     assert_eq!(q.p99_tick_lateness_us, 3_906);
 }
@@ -182,7 +216,11 @@ fn every_rule_reports_misses_under_its_own_id() {
     f.outages.count = 1;
     let mut fig = f.figures();
     fig.connected = 10;
-    let misses = failures(&fig, Some(1_000), &default_limits(100));
+    let misses = failures(
+        &fig,
+        Some(1_000),
+        &default_limits(crate::bench::TickRate::new(100).unwrap()),
+    );
     // Every rule but "transactions measured" (there are some) is missed,
     // in table order, each under its own rule; the query and run-delay
     // rules have no limit by default.
@@ -208,7 +246,11 @@ fn every_rule_reports_misses_under_its_own_id() {
 fn a_miss_carries_the_measured_value_and_the_limit() {
     let mut f = Fixture::good();
     f.late = pct((0..1000).map(|i| if i % 20 == 0 { 6_000 } else { 10 }));
-    let misses = failures(&f.figures(), None, &default_limits(100));
+    let misses = failures(
+        &f.figures(),
+        None,
+        &default_limits(crate::bench::TickRate::new(100).unwrap()),
+    );
     let [Miss::P99TickLateness { p99_us, limit_us }] = misses[..] else {
         panic!("{misses:?}");
     };
@@ -218,10 +260,10 @@ fn a_miss_carries_the_measured_value_and_the_limit() {
 
 #[test]
 fn the_limits_read_from_the_table_include_the_outage_rule() {
-    let q = default_limits(64);
+    let q = default_limits(crate::bench::TickRate::new(64).unwrap());
     let text: Vec<String> = RULES
         .iter()
-        .map(|r| (r.limit)(&q, 64).to_string())
+        .map(|r| (r.limit)(&q, crate::bench::TickRate::new(64).unwrap()).to_string())
         .collect();
     assert_eq!(text.len(), 12);
     assert!(text.contains(&"not judged".into()), "{text:?}");
@@ -249,7 +291,7 @@ fn the_query_rule_judges_only_when_its_limit_is_set() {
     let f = Fixture::good();
     let fast = pct((0..100).map(|i| 300 + i));
     let slow = pct((0..100).map(|i| if i < 5 { 90_000 } else { 300 }));
-    let mut q = default_limits(100);
+    let mut q = default_limits(crate::bench::TickRate::new(100).unwrap());
     let mut fig = f.figures();
     fig.query_latency_us = Some(&slow);
     assert!(failures(&fig, None, &q).is_empty(), "no limit: not judged");
@@ -287,7 +329,7 @@ fn the_query_rule_judges_only_when_its_limit_is_set() {
 #[test]
 fn a_step_without_players_is_judged_on_run_delay_and_query_only() {
     let f = Fixture::good();
-    let q = crate::qos::default_limits_without_players(60);
+    let q = crate::qos::default_limits_without_players(crate::bench::TickRate::new(60).unwrap());
     assert_eq!(q.p99_run_delay_us, Some(4_166));
     assert_eq!(q.p99_query_us, Some(38_332));
     let rd = Percentiles {
@@ -304,7 +346,7 @@ fn a_step_without_players_is_judged_on_run_delay_and_query_only() {
     let mut fig = f.figures();
     fig.players = 0;
     fig.connected = 0;
-    fig.tick_hz = 60;
+    fig.tick_hz = crate::bench::TickRate::new(60).unwrap();
     fig.transaction_latency_us = &empty;
     fig.run_delay_us = Some(&rd);
     fig.query_latency_us = Some(&query);
@@ -357,7 +399,12 @@ fn a_step_with_players_is_not_judged_on_run_delay_by_default() {
     };
     let mut fig = f.figures();
     fig.run_delay_us = Some(&slow);
-    assert!(failures(&fig, None, &default_limits(100)).is_empty());
+    assert!(failures(
+        &fig,
+        None,
+        &default_limits(crate::bench::TickRate::new(100).unwrap())
+    )
+    .is_empty());
 }
 
 /// A figure no server reports (count 0, as OpenArena's tick lateness and
@@ -365,7 +412,7 @@ fn a_step_with_players_is_not_judged_on_run_delay_by_default() {
 #[test]
 fn a_figure_no_server_reports_is_not_judged() {
     let mut f = Fixture::good();
-    let q = default_limits(100);
+    let q = default_limits(crate::bench::TickRate::new(100).unwrap());
     let rule = |id| RULES.iter().find(|r| r.id == id).unwrap();
     assert!(rule(RuleId::P99TickLateness).judges(&f.figures(), &q));
     f.late = Percentiles::default();

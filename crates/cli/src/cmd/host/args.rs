@@ -76,7 +76,7 @@ pub struct UpArgs {
     pub bots: Option<u8>,
     /// The server's tick rate in Hz [default: the game's definition's].
     #[arg(long)]
-    pub tick_hz: Option<u16>,
+    pub tick_hz: Option<tickpack_game::TickRate>,
     // Flags of one game that are gone, refused with their replacement.
     #[command(flatten)]
     pub gone: GoneFlags,

@@ -99,7 +99,12 @@ fn refuse_gone_flags(u: &UpArgs) -> Result<(), Failure> {
     let first = |v: &[String], default: &str| v.first().cloned().unwrap_or_else(|| default.into());
     let said = if !g.map.is_empty() {
         // A rotation is the `map` variable's comma list.
-        let maps: Vec<&str> = g.map.iter().flat_map(|m| m.split(',')).map(str::trim).collect();
+        let maps: Vec<&str> = g
+            .map
+            .iter()
+            .flat_map(|m| m.split(','))
+            .map(str::trim)
+            .collect();
         Some(("--map", format!("--set map={}", maps.join(","))))
     } else if let Some(n) = &g.players_per_server {
         Some(("--players-per-server", format!("--bots {n}")))
