@@ -177,7 +177,7 @@ fn quick_ladder_writes_a_result_that_report_renders() {
 
 #[test]
 fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
-    if !tickpack_testkit::OpenArena::available("bench --game openarena") {
+    if !tickpack_testkit::Q3Server::available("bench --game openarena") {
         return;
     }
     let _g = serial();
@@ -266,7 +266,7 @@ fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
         );
         return;
     }
-    if !tickpack_testkit::OpenArena::available("root openarena 12 players") {
+    if !tickpack_testkit::Q3Server::available("root openarena 12 players") {
         return;
     }
     let _g = serial();

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use support::server::Server;
 use support::{exe, run, serial, text, wait_until};
-use tickpack_testkit::OpenArena;
+use tickpack_testkit::Q3Server;
 
 const EXIT_CONFIG: i32 = 2;
 const EXIT_UNREACHABLE: i32 = 5;
@@ -76,12 +76,12 @@ fn probe_measures_the_reference_servers_a2s_round_trips() {
 
 #[test]
 fn probe_reads_the_real_ioq3_servers_getinfo() {
-    if !OpenArena::available("probe q3") {
+    if !Q3Server::available("probe q3") {
         return;
     }
     let _g = serial();
     // The engine's default 8 slots and two bots, at sv_fps 20.
-    let oa = OpenArena::start(&[
+    let oa = Q3Server::start(&[
         "+set",
         "sv_maxclients",
         "8",
@@ -397,11 +397,11 @@ fn probe_asks_the_reference_server_through_a_gamedig_definition() {
 
 #[test]
 fn probe_asks_openarena_with_gamedig_quake3_and_leaves_players_unknown() {
-    if !OpenArena::available("probe gamedig quake3") {
+    if !Q3Server::available("probe gamedig quake3") {
         return;
     }
     let _g = serial();
-    let oa = OpenArena::start(&["+set", "sv_maxclients", "8", "+set", "bot_minplayers", "2"]);
+    let oa = Q3Server::start(&["+set", "sv_maxclients", "8", "+set", "bot_minplayers", "2"]);
     let def = GamedigDef::write("quake3", "quake3");
     let json = json_file("gamedig-q3");
     let addr = oa.addr().to_string();
