@@ -9,34 +9,16 @@ use tickpack_agones_fleet::sizing::Cpu;
 use tickpack_agones_fleet::{definition, size, FleetError, FleetOptions};
 use tickpack_game::GameDef;
 use tickpack_report::bench::{
-    BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, QosLimits, Step, BENCH_SCHEMA,
+    BenchResult, BenchSettings, CoreUse, Ladder, QosLimits, Step, BENCH_SCHEMA,
 };
-use tickpack_report::qos::Verdict;
 use tickpack_testkit::agones_crds::{yaml_documents, AgonesCrds};
+use tickpack_testkit::results::passed_step;
 
 fn step(servers: u32, rss: Option<u64>) -> Step {
     Step {
-        index: servers,
-        tiles: servers,
-        servers,
-        players: servers * 12,
-        connected: None,
-        verdict: Verdict::Pass,
-        failures: vec![],
-        first_attempt_failures: vec![],
-        disturbed_attempts: vec![],
-        disturbed: None,
         duration_s: 10.0,
-        measured: Default::default(),
-        cpu: CpuUse::default(),
-        power: None,
-        query_latency_us: None,
-        run_delay_us: None,
-        queries: None,
-        clients_seen: None,
-        batch: None,
         server_peak_rss_bytes: rss,
-        histograms: Default::default(),
+        ..passed_step(servers, servers, servers * 12)
     }
 }
 

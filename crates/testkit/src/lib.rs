@@ -17,6 +17,8 @@
 //! - [`procs`]: whether a PID is alive, its children;
 //! - [`q3_server`]: a real ioquake3 server (the shipped game whose players
 //!   speak Quake III) on 127.0.0.1, killed on drop;
+//! - [`results`]: a bench step with nothing measured, for tests that name
+//!   only the figures they look at;
 //! - [`agones_crds`]: Agones' Fleet and FleetAutoscaler CRD schemas, to
 //!   validate generated manifests offline.
 //!
@@ -31,6 +33,7 @@ pub mod leftovers;
 pub mod ports;
 pub mod procs;
 pub mod q3_server;
+pub mod results;
 pub mod root;
 pub mod skip;
 pub mod wait;

@@ -62,6 +62,15 @@ pub fn all_running(s: &Value) -> bool {
         .is_some_and(|v| !v.is_empty() && v.iter().all(|i| i["state"] == "running"))
 }
 
+/// Instance `id` of a `host status --json` document (`null` if absent).
+pub fn instance(s: &Value, id: u64) -> Value {
+    s["instances"]
+        .as_array()
+        .and_then(|v| v.iter().find(|i| i["id"] == id))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
 /// A `host up` running in the background; see the module header for what
 /// its drop does.
 pub struct Host {
