@@ -127,6 +127,16 @@ fn fleet_manifest(
 }
 
 /// The value of a container's environment variable.
+/// A container's command, word by word.
+fn command(container: &Value) -> Vec<&str> {
+    container["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect()
+}
+
 fn env<'a>(container: &'a Value, name: &str) -> &'a str {
     container["env"]
         .as_array()
@@ -183,12 +193,7 @@ fn reference_fleet_with_shared_cores_is_valid_against_the_crds() {
     // 60 MiB peak x 3/2.
     assert_eq!(c["resources"]["requests"]["memory"], "90Mi");
     assert_eq!(c["resources"]["limits"]["memory"], "90Mi");
-    let cmd: Vec<&str> = c["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let cmd = command(c);
     assert_eq!(
         cmd,
         [
@@ -257,12 +262,7 @@ fn openarena_fleet_with_pinning_is_guaranteed_and_valid_against_the_crds() {
         assert_eq!(c["resources"]["requests"], c["resources"]["limits"], "{c}");
     }
     assert_eq!(containers[0]["resources"]["limits"]["cpu"], "1");
-    let sidecar: Vec<&str> = containers[1]["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let sidecar = command(&containers[1]);
     assert_eq!(
         sidecar,
         [
@@ -276,8 +276,7 @@ fn openarena_fleet_with_pinning_is_guaranteed_and_valid_against_the_crds() {
     );
     assert_eq!(containers[0]["image"], "tickpack-openarena:0.1.0");
     assert_eq!(containers[1]["image"], "tickpack-openarena:0.1.0");
-    let cmd = containers[0]["command"].as_array().unwrap();
-    let text: Vec<&str> = cmd.iter().map(|v| v.as_str().unwrap()).collect();
+    let text = command(&containers[0]);
     assert!(text.contains(&"/usr/games/openarena-server"), "{text:?}");
     assert!(
         text.windows(3).any(|w| w == ["+set", "sv_fps", "20"]),
@@ -500,12 +499,7 @@ fn a_game_from_its_definition_file_alone_gets_a_valid_fleet() {
     let (game, sidecar) = (&containers[0], &containers[1]);
     assert_eq!(game["name"], "mygame-server");
     assert_eq!(game["image"], "registry.example.com/mygame:1.4");
-    let cmd: Vec<&str> = game["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let cmd = command(game);
     assert_eq!(
         &cmd[3..],
         [
@@ -536,12 +530,7 @@ fn a_game_from_its_definition_file_alone_gets_a_valid_fleet() {
     );
     assert_eq!(game["resources"]["requests"]["cpu"], "400m", "2 cores / 5");
     assert_eq!(sidecar["image"], "registry.example.com/tickpack:0.1.0");
-    let side: Vec<&str> = sidecar["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let side = command(sidecar);
     assert_eq!(
         side,
         [

@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use support::host::{instance, one_netns_instance, temp_run_dir, Host};
 use support::{require_root, serial, wait_until, Leftovers};
 

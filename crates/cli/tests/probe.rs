@@ -185,17 +185,22 @@ fn bad_probe_input_exits_2_before_sending() {
             "more than 0",
         ),
     ] {
-        let mut all = vec!["probe"];
-        all.extend_from_slice(args);
-        let out = run(&all);
-        assert_eq!(
-            out.status.code(),
-            Some(EXIT_CONFIG),
-            "{all:?}: {}",
-            text(&out)
-        );
-        assert!(text(&out).contains(says), "{all:?}: {}", text(&out));
+        refused_as_config(&["probe"], args, says);
     }
+}
+
+/// `tickpack COMMAND.. ARGS..` exits with the config error and says `says`.
+fn refused_as_config(command: &[&str], args: &[&str], says: &str) {
+    let mut all = command.to_vec();
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_CONFIG),
+        "{all:?}: {}",
+        text(&out)
+    );
+    assert!(text(&out).contains(says), "{all:?}: {}", text(&out));
 }
 
 #[test]
@@ -261,16 +266,7 @@ fn bench_query_limit_needs_a_probe_and_a_known_protocol() {
             "more than 0",
         ),
     ] {
-        let mut all = vec!["bench", "--quick"];
-        all.extend_from_slice(args);
-        let out = run(&all);
-        assert_eq!(
-            out.status.code(),
-            Some(EXIT_CONFIG),
-            "{all:?}: {}",
-            text(&out)
-        );
-        assert!(text(&out).contains(says), "{all:?}: {}", text(&out));
+        refused_as_config(&["bench", "--quick"], args, says);
     }
 }
 

@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use support::host::{host_down, instance, one_netns_instance, temp_run_dir, Host};
 use support::{children, require_root, run, serial, text, Leftovers};
 
