@@ -240,12 +240,7 @@ fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
 /// connects within the 2 s warm-up.
 #[test]
 fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        tickpack_testkit::skip_unless_ci(
-            "root_an_openarena_bench_connects_twelve_players_on_every_server",
-            "needs root (network namespaces, veth links, addresses)",
-        );
+    if !tickpack_testkit::root_or_skip("root_an_openarena_bench_connects_twelve_players_on_every_server") {
         return;
     }
     if !tickpack_testkit::Q3Server::available("root openarena 12 players") {

@@ -191,12 +191,7 @@ fn sixteen_teeworlds_players_play_a_real_server_and_every_input_shows() {
 
 #[test]
 fn root_a_teeworlds_bench_connects_every_player_on_every_server() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        tickpack_testkit::skip_unless_ci(
-            "root_a_teeworlds_bench_connects_every_player_on_every_server",
-            "needs root (network namespaces, veth links, addresses)",
-        );
+    if !tickpack_testkit::root_or_skip("root_a_teeworlds_bench_connects_every_player_on_every_server") {
         return;
     }
     if !available("root teeworlds bench") {

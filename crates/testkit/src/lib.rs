@@ -5,7 +5,8 @@
 //! - [`alloc`]: a counting global allocator, for tests that show a steady
 //!   state allocates nothing;
 //! - [`root`]: [`require_root`], the check that makes a root test fail with
-//!   a clear message instead of passing silently;
+//!   a clear message instead of passing silently, and [`root_or_skip`] for
+//!   a test skipped without root (failed under CI);
 //! - [`leftovers`]: [`Leftovers`], the scanner for what a host named
 //!   `tp<name>` may leave behind (namespaces, links, routes, nftables tables,
 //!   cgroups, processes), in the words an operator would see;
@@ -43,6 +44,6 @@ pub use leftovers::Leftovers;
 pub use ports::{free_tcp_port, free_tcp_ports, free_udp_ports};
 pub use procs::{alive, children};
 pub use q3_server::Q3Server;
-pub use root::require_root;
+pub use root::{require_root, root_or_skip};
 pub use skip::skip_unless_ci;
 pub use wait::wait_until;
