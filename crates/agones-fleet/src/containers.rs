@@ -30,7 +30,7 @@ pub fn main_container(
     launch: &PodLaunch,
     opts: &FleetOptions,
 ) -> Result<(), FleetError> {
-    y.string(12, "- name", agones.container(def));
+    y.string(12, "- name", agones.container(&def.name));
     let image = opts
         .image
         .clone()

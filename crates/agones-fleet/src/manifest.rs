@@ -76,7 +76,7 @@ pub fn render(sizing: &Sizing, def: &GameDef, opts: &FleetOptions) -> Result<Str
         6,
         "The game server's container (Agones adds its SDK server beside it).",
     );
-    y.string(6, "container", agones.container(def));
+    y.string(6, "container", agones.container(&def.name));
     ports(&mut y, def);
     health(&mut y, def, agones);
     y.line(6, "template:");

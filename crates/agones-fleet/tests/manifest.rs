@@ -9,34 +9,16 @@ use tickpack_agones_fleet::sizing::Cpu;
 use tickpack_agones_fleet::{definition, size, FleetError, FleetOptions};
 use tickpack_game::GameDef;
 use tickpack_report::bench::{
-    BenchResult, BenchSettings, CoreUse, CpuUse, Ladder, QosLimits, Step, BENCH_SCHEMA,
+    BenchResult, BenchSettings, CoreUse, Ladder, QosLimits, Step, BENCH_SCHEMA,
 };
-use tickpack_report::qos::Verdict;
 use tickpack_testkit::agones_crds::{yaml_documents, AgonesCrds};
+use tickpack_testkit::results::passed_step;
 
 fn step(servers: u32, rss: Option<u64>) -> Step {
     Step {
-        index: servers,
-        tiles: servers,
-        servers,
-        players: servers * 12,
-        connected: None,
-        verdict: Verdict::Pass,
-        failures: vec![],
-        first_attempt_failures: vec![],
-        disturbed_attempts: vec![],
-        disturbed: None,
         duration_s: 10.0,
-        measured: Default::default(),
-        cpu: CpuUse::default(),
-        power: None,
-        query_latency_us: None,
-        run_delay_us: None,
-        queries: None,
-        clients_seen: None,
-        batch: None,
         server_peak_rss_bytes: rss,
-        histograms: Default::default(),
+        ..passed_step(servers, servers, servers * 12)
     }
 }
 
@@ -145,6 +127,16 @@ fn fleet_manifest(
 }
 
 /// The value of a container's environment variable.
+/// A container's command, word by word.
+fn command(container: &Value) -> Vec<&str> {
+    container["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect()
+}
+
 fn env<'a>(container: &'a Value, name: &str) -> &'a str {
     container["env"]
         .as_array()
@@ -201,12 +193,7 @@ fn reference_fleet_with_shared_cores_is_valid_against_the_crds() {
     // 60 MiB peak x 3/2.
     assert_eq!(c["resources"]["requests"]["memory"], "90Mi");
     assert_eq!(c["resources"]["limits"]["memory"], "90Mi");
-    let cmd: Vec<&str> = c["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let cmd = command(c);
     assert_eq!(
         cmd,
         [
@@ -275,12 +262,7 @@ fn openarena_fleet_with_pinning_is_guaranteed_and_valid_against_the_crds() {
         assert_eq!(c["resources"]["requests"], c["resources"]["limits"], "{c}");
     }
     assert_eq!(containers[0]["resources"]["limits"]["cpu"], "1");
-    let sidecar: Vec<&str> = containers[1]["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let sidecar = command(&containers[1]);
     assert_eq!(
         sidecar,
         [
@@ -294,8 +276,7 @@ fn openarena_fleet_with_pinning_is_guaranteed_and_valid_against_the_crds() {
     );
     assert_eq!(containers[0]["image"], "tickpack-openarena:0.1.0");
     assert_eq!(containers[1]["image"], "tickpack-openarena:0.1.0");
-    let cmd = containers[0]["command"].as_array().unwrap();
-    let text: Vec<&str> = cmd.iter().map(|v| v.as_str().unwrap()).collect();
+    let text = command(&containers[0]);
     assert!(text.contains(&"/usr/games/openarena-server"), "{text:?}");
     assert!(
         text.windows(3).any(|w| w == ["+set", "sv_fps", "20"]),
@@ -518,12 +499,7 @@ fn a_game_from_its_definition_file_alone_gets_a_valid_fleet() {
     let (game, sidecar) = (&containers[0], &containers[1]);
     assert_eq!(game["name"], "mygame-server");
     assert_eq!(game["image"], "registry.example.com/mygame:1.4");
-    let cmd: Vec<&str> = game["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let cmd = command(game);
     assert_eq!(
         &cmd[..2],
         ["/bin/sh", "-c"],
@@ -560,12 +536,7 @@ fn a_game_from_its_definition_file_alone_gets_a_valid_fleet() {
     );
     assert_eq!(game["resources"]["requests"]["cpu"], "400m", "2 cores / 5");
     assert_eq!(sidecar["image"], "registry.example.com/tickpack:0.1.0");
-    let side: Vec<&str> = sidecar["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let side = command(sidecar);
     assert_eq!(
         side,
         [

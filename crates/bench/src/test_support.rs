@@ -2,18 +2,14 @@
 
 use tickpack_report::bench::{BenchSettings, CpuUse, QosLimits, Step};
 use tickpack_report::qos::Verdict;
-use tickpack_report::{Measurements, Percentiles, PlayersHistograms};
+use tickpack_report::{Measurements, Percentiles};
+use tickpack_testkit::results::passed_step;
 
 use crate::ladder::StepRequest;
 
 /// A judged step with the figures the ladder and the summary look at.
 pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, p99: u64) -> Step {
     Step {
-        index: req.index,
-        tiles: req.index,
-        servers: req.servers,
-        players: req.servers,
-        connected: None,
         verdict: match verdict {
             "pass" => Verdict::Pass,
             "fail" => Verdict::Fail,
@@ -21,10 +17,6 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
             v => panic!("a step's verdict is pass, fail or idle, not {v:?}"),
         },
         failures,
-        first_attempt_failures: vec![],
-        disturbed_attempts: vec![],
-        disturbed: None,
-        duration_s: 1.0,
         measured: Measurements {
             transaction_latency_us: Percentiles {
                 p99,
@@ -36,14 +28,7 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
             servers_busy_percent: busy,
             ..Default::default()
         },
-        power: None,
-        query_latency_us: None,
-        run_delay_us: None,
-        queries: None,
-        clients_seen: None,
-        batch: None,
-        server_peak_rss_bytes: None,
-        histograms: PlayersHistograms::default(),
+        ..passed_step(req.index, req.servers, req.servers)
     }
 }
 

@@ -95,15 +95,16 @@ enum Command {
     /// CPU and memory each, placed on cores, restarted when they crash.
     #[command(after_help = EXIT_CODES, allow_negative_numbers = true)]
     Host(cmd::host::Args),
-    /// Run beside a game server we did not write (OpenArena) under Agones:
+    /// Run beside a game server we did not write (any --game) under Agones:
     /// ask it its query protocol once a second and drive the Agones SDK
     /// from the answers: Ready after the first answer, Health while answers
     /// come (a hung server stops them, so Agones replaces it), the players
     /// named in the answers as the `players` list and counter, Shutdown on
     /// SIGTERM. Exits 5 if no SDK server answers at start.
     ///
-    /// Example (the sidecar container of an OpenArena GameServer pod):
-    ///   tickpack agones-sidecar --game openarena --target 127.0.0.1:27960
+    /// Example (the sidecar container of a GameServer pod; GAME is a name
+    /// from `tickpack games`, PORT the port of its definition):
+    ///   tickpack agones-sidecar --game GAME --target 127.0.0.1:PORT
     #[command(name = "agones-sidecar", after_help = EXIT_CODES, verbatim_doc_comment)]
     AgonesSidecar(cmd::agones_sidecar::SidecarArgs),
     /// The games tickpack knows and the check of your own: a game is a

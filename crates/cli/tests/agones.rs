@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{assert_one_error_line, exe, serial, server, text, wait_until};
-use tickpack_testkit::{free_tcp_ports, skip_unless_ci, OpenArena};
+use tickpack_testkit::{free_tcp_ports, skip_unless_ci, Q3Server};
 
 /// The variable that overrides where the SDK server binary is.
 const ENV_SDK_SERVER: &str = "TICKPACK_AGONES_SDK_SERVER";
@@ -414,11 +414,11 @@ fn the_openarena_sidecar_makes_an_unmodified_server_an_agones_game_server() {
     let Some(program) = sdk_server_available("openarena sidecar") else {
         return;
     };
-    if !OpenArena::available("openarena sidecar") {
+    if !Q3Server::available("openarena sidecar") {
         return;
     }
     let _g = serial();
-    let oa = OpenArena::start(&["+set", "sv_fps", "20"]);
+    let oa = Q3Server::start(&["+set", "sv_fps", "20"]);
     let sdk = SdkServer::start(&program);
     let target = oa.addr().to_string();
     let port = sdk.http_port.to_string();

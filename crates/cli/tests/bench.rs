@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use support::host::BenchHosts;
 use support::{assert_success, exe, serial, text, Leftovers};
 
 fn tmp(name: &str) -> PathBuf {
@@ -177,7 +178,7 @@ fn quick_ladder_writes_a_result_that_report_renders() {
 
 #[test]
 fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
-    if !tickpack_testkit::OpenArena::available("bench --game openarena") {
+    if !tickpack_testkit::Q3Server::available("bench --game openarena") {
         return;
     }
     let _g = serial();
@@ -232,25 +233,6 @@ fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
-/// Takes down what a bench named `bs` left (it removes its own hosts; this
-/// is for a bench that crashed or was killed), then checks nothing named
-/// `tpbs` is left: on drop, so also when an assertion failed.
-struct BenchHostGuard;
-
-impl Drop for BenchHostGuard {
-    fn drop(&mut self) {
-        let _ = Command::new(exe())
-            .args(["host", "down", "--name", "bs"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let left = Leftovers::of("tpbs").scan();
-        if !std::thread::panicking() {
-            assert!(left.is_empty(), "left over: {left:?}");
-        }
-    }
-}
-
 /// Regression: ioquake3 answers 10 connection requests per source address
 /// and then one a second, so the bench ran 4 emulated players per
 /// OpenArena server (and 8 bots). With 12 per server spread over 3 source
@@ -258,19 +240,19 @@ impl Drop for BenchHostGuard {
 /// connects within the 2 s warm-up.
 #[test]
 fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        tickpack_testkit::skip_unless_ci(
-            "root_an_openarena_bench_connects_twelve_players_on_every_server",
-            "needs root (network namespaces, veth links, addresses)",
-        );
+    if !tickpack_testkit::root_or_skip("root_an_openarena_bench_connects_twelve_players_on_every_server") {
         return;
     }
-    if !tickpack_testkit::OpenArena::available("root openarena 12 players") {
+    if !tickpack_testkit::Q3Server::available("root openarena 12 players") {
         return;
     }
     let _g = serial();
-    let _down = BenchHostGuard;
+    // Whatever the bench named `bs` left is taken down, and nothing named
+    // `tpbs` may be left.
+    let _down = BenchHosts {
+        name: "bs",
+        check_leftovers: true,
+    };
     let out_dir = tmp("openarena12");
     for net in ["veth", "bridge"] {
         let out = Command::new(exe())

@@ -63,12 +63,7 @@ impl Drop for Cleanup {
 
 #[test]
 fn root_a_tickpack_thread_ran_on_a_server_core() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        tickpack_testkit::skip_unless_ci(
-            "root_a_tickpack_thread_ran_on_a_server_core",
-            "needs root (network namespaces, veth links, addresses)",
-        );
+    if !tickpack_testkit::root_or_skip("root_a_tickpack_thread_ran_on_a_server_core") {
         return;
     }
     let online = tickpack_net::cpu::online_cpus();

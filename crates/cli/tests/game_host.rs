@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tickpack_q3::query::{self as q3, Info, Reply};
-use tickpack_testkit::openarena::PROGRAM;
+use tickpack_testkit::q3_server;
 
 use support::host::{all_running, temp_run_dir, Host};
 use support::{children, exe, free_udp_ports, require_root, serial, Leftovers};
@@ -27,9 +27,10 @@ const ROOT: &str = "namespaces, cgroups, links";
 
 /// Fails (never passes silently) unless the OpenArena server is installed.
 fn require_openarena() {
+    let program = q3_server::program();
     assert!(
-        Path::new(PROGRAM).is_file(),
-        "this test needs the OpenArena server ({PROGRAM}): apt-get install openarena-server, or run scripts/setup.sh"
+        Path::new(&program).is_file(),
+        "this test needs the OpenArena server ({program}): apt-get install openarena-server, or run scripts/setup.sh"
     );
 }
 

@@ -15,21 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use support::host::{one_netns_instance, temp_run_dir, Host};
+use support::host::{instance, one_netns_instance, temp_run_dir, Host};
 use support::{require_root, serial, wait_until, Leftovers};
 
 /// What the root tests need root for.
 const ROOT: &str = "namespaces, cgroups, links";
-
-fn instance(s: &Value, id: u64) -> Value {
-    s["instances"]
-        .as_array()
-        .and_then(|v| v.iter().find(|i| i["id"] == id))
-        .cloned()
-        .unwrap_or(Value::Null)
-}
 
 fn write_temp(name: &str, text: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("tp-health-{name}-{}.toml", std::process::id()));

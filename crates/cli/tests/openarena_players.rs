@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{exe, serial, text};
-use tickpack_testkit::OpenArena;
+use tickpack_testkit::Q3Server;
 
 /// `players` exit code when anything was lost or there was an outage.
 const EXIT_LOST: i32 = 6;
@@ -45,12 +45,12 @@ fn json(out: &std::process::Output) -> Value {
 
 #[test]
 fn openarena_players_play_a_real_server_appear_in_its_status_and_lose_nothing() {
-    if !OpenArena::available("openarena players") {
+    if !Q3Server::available("openarena players") {
         return;
     }
     let _g = serial();
     // 4 emulated players and bots up to 8: what a real server carries.
-    let server = OpenArena::start(&["+set", "bot_minplayers", "8", "+set", "sv_fps", "20"]);
+    let server = Q3Server::start(&["+set", "bot_minplayers", "8", "+set", "sv_fps", "20"]);
     let target = server.addr().to_string();
     // A VM stall can lose a snapshot in one attempt; a protocol bug loses
     // in every attempt.
@@ -107,11 +107,11 @@ fn openarena_players_play_a_real_server_appear_in_its_status_and_lose_nothing() 
 
 #[test]
 fn a_kill_9_of_the_openarena_server_is_an_outage_and_the_players_come_back() {
-    if !OpenArena::available("openarena outage") {
+    if !Q3Server::available("openarena outage") {
         return;
     }
     let _g = serial();
-    let mut server = OpenArena::start(&[]);
+    let mut server = Q3Server::start(&[]);
     let target = server.addr().to_string();
     let child = players(&target, "3", "12s").spawn().unwrap();
     // Warm-up is 2 s for 3 players; kill 3 s into the measured window and
@@ -145,11 +145,11 @@ fn a_kill_9_of_the_openarena_server_is_an_outage_and_the_players_come_back() {
 /// Spread over four loopback addresses (4 each), all 16 connect.
 #[test]
 fn openarena_sixteen_players_from_four_source_addresses_all_connect_at_once() {
-    if !OpenArena::available("openarena players from three addresses") {
+    if !Q3Server::available("openarena players from three addresses") {
         return;
     }
     let _g = serial();
-    let server = OpenArena::start(&["+set", "sv_fps", "20"]);
+    let server = Q3Server::start(&["+set", "sv_fps", "20"]);
     let target = server.addr().to_string();
     // The test server has 16 slots.
     let out = players(&target, "16", "2s")

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use support::server::Server;
 use support::{exe, run, serial, text, wait_until};
-use tickpack_testkit::OpenArena;
+use tickpack_testkit::Q3Server;
 
 const EXIT_CONFIG: i32 = 2;
 const EXIT_UNREACHABLE: i32 = 5;
@@ -36,19 +36,7 @@ fn probe_measures_the_reference_servers_a2s_round_trips() {
     let server = Server::start(&["--cost", "light"]);
     let json = json_file("a2s");
     let addr = server.addr.to_string();
-    let out = run(&[
-        "probe",
-        "--target",
-        &addr,
-        "--protocol",
-        "a2s",
-        "--interval",
-        "1s",
-        "--duration",
-        "3s",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let out = probe_for_3s(&addr, ["--protocol", "a2s"], &json);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -76,12 +64,12 @@ fn probe_measures_the_reference_servers_a2s_round_trips() {
 
 #[test]
 fn probe_reads_the_real_ioq3_servers_getinfo() {
-    if !OpenArena::available("probe q3") {
+    if !Q3Server::available("probe q3") {
         return;
     }
     let _g = serial();
     // The engine's default 8 slots and two bots, at sv_fps 20.
-    let oa = OpenArena::start(&[
+    let oa = Q3Server::start(&[
         "+set",
         "sv_maxclients",
         "8",
@@ -95,19 +83,7 @@ fn probe_reads_the_real_ioq3_servers_getinfo() {
     let json = json_file("q3");
     let addr = oa.addr().to_string();
     // One query a second: within ioq3's per-address limit after its burst.
-    let out = run(&[
-        "probe",
-        "--target",
-        &addr,
-        "--protocol",
-        "q3",
-        "--interval",
-        "1s",
-        "--duration",
-        "3s",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let out = probe_for_3s(&addr, ["--protocol", "q3"], &json);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let v = read_json(&json);
     let q = &v["queries"];
@@ -185,17 +161,22 @@ fn bad_probe_input_exits_2_before_sending() {
             "more than 0",
         ),
     ] {
-        let mut all = vec!["probe"];
-        all.extend_from_slice(args);
-        let out = run(&all);
-        assert_eq!(
-            out.status.code(),
-            Some(EXIT_CONFIG),
-            "{all:?}: {}",
-            text(&out)
-        );
-        assert!(text(&out).contains(says), "{all:?}: {}", text(&out));
+        refused_as_config(&["probe"], args, says);
     }
+}
+
+/// `tickpack COMMAND.. ARGS..` exits with the config error and says `says`.
+fn refused_as_config(command: &[&str], args: &[&str], says: &str) {
+    let mut all = command.to_vec();
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_CONFIG),
+        "{all:?}: {}",
+        text(&out)
+    );
+    assert!(text(&out).contains(says), "{all:?}: {}", text(&out));
 }
 
 #[test]
@@ -261,16 +242,7 @@ fn bench_query_limit_needs_a_probe_and_a_known_protocol() {
             "more than 0",
         ),
     ] {
-        let mut all = vec!["bench", "--quick"];
-        all.extend_from_slice(args);
-        let out = run(&all);
-        assert_eq!(
-            out.status.code(),
-            Some(EXIT_CONFIG),
-            "{all:?}: {}",
-            text(&out)
-        );
-        assert!(text(&out).contains(says), "{all:?}: {}", text(&out));
+        refused_as_config(&["bench", "--quick"], args, says);
     }
 }
 
@@ -352,15 +324,15 @@ impl Drop for GamedigDef {
     }
 }
 
-/// `probe --game DEF` of one target, a query a second for 3 s, its
-/// result in `json`.
-fn probe_for_3s(addr: &str, def: &str, json: &Path) -> std::process::Output {
+/// `probe` of one target, asked as `how` says (`["--game", DEF]` or
+/// `["--protocol", NAME]`), a query a second for 3 s, its result in `json`.
+fn probe_for_3s(addr: &str, how: [&str; 2], json: &Path) -> std::process::Output {
     run(&[
         "probe",
         "--target",
         addr,
-        "--game",
-        def,
+        how[0],
+        how[1],
         "--interval",
         "1s",
         "--duration",
@@ -377,7 +349,7 @@ fn probe_asks_the_reference_server_through_a_gamedig_definition() {
     let def = GamedigDef::write("valve", "valve");
     let json = json_file("gamedig");
     let addr = server.addr.to_string();
-    let out = probe_for_3s(&addr, def.path(), &json);
+    let out = probe_for_3s(&addr, ["--game", def.path()], &json);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("gamedig valve queries"), "{stdout}");
@@ -397,15 +369,15 @@ fn probe_asks_the_reference_server_through_a_gamedig_definition() {
 
 #[test]
 fn probe_asks_openarena_with_gamedig_quake3_and_leaves_players_unknown() {
-    if !OpenArena::available("probe gamedig quake3") {
+    if !Q3Server::available("probe gamedig quake3") {
         return;
     }
     let _g = serial();
-    let oa = OpenArena::start(&["+set", "sv_maxclients", "8", "+set", "bot_minplayers", "2"]);
+    let oa = Q3Server::start(&["+set", "sv_maxclients", "8", "+set", "bot_minplayers", "2"]);
     let def = GamedigDef::write("quake3", "quake3");
     let json = json_file("gamedig-q3");
     let addr = oa.addr().to_string();
-    let out = probe_for_3s(&addr, def.path(), &json);
+    let out = probe_for_3s(&addr, ["--game", def.path()], &json);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let v = read_json(&json);
     assert!(v["queries"]["answered"].as_u64().unwrap() > 0, "{v}");

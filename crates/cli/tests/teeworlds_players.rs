@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::host::BenchHosts;
 use support::{exe, serial, text};
 
 const SERVER: &str = "/usr/games/teeworlds-server";
@@ -188,35 +189,19 @@ fn sixteen_teeworlds_players_play_a_real_server_and_every_input_shows() {
     panic!("three attempts lost something: {last}");
 }
 
-/// What a bench named `tw` left: taken down on drop, also when an
-/// assertion failed.
-struct BenchHostGuard;
-
-impl Drop for BenchHostGuard {
-    fn drop(&mut self) {
-        let _ = Command::new(exe())
-            .args(["host", "down", "--name", "tw"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 #[test]
 fn root_a_teeworlds_bench_connects_every_player_on_every_server() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        tickpack_testkit::skip_unless_ci(
-            "root_a_teeworlds_bench_connects_every_player_on_every_server",
-            "needs root (network namespaces, veth links, addresses)",
-        );
+    if !tickpack_testkit::root_or_skip("root_a_teeworlds_bench_connects_every_player_on_every_server") {
         return;
     }
     if !available("root teeworlds bench") {
         return;
     }
     let _g = serial();
-    let _down = BenchHostGuard;
+    let _down = BenchHosts {
+        name: "tw",
+        check_leftovers: false,
+    };
     let out_dir = std::env::temp_dir().join(format!("tp-tw-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = Command::new(exe())

@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use support::host::{host_down, one_netns_instance, temp_run_dir, Host};
+use support::host::{host_down, instance, one_netns_instance, temp_run_dir, Host};
 use support::{children, require_root, run, serial, text, Leftovers};
 
 const ROOT: &str = "instances in their own namespaces and cgroups as their own uids";
@@ -48,14 +46,6 @@ fn script_game(tag: &str, script: &str, extra: &str) -> Scratch {
 
 fn netns_args<'a>(def: &'a Path, range: &'a str) -> Vec<&'a str> {
     one_netns_instance(range, &["--game", def.to_str().unwrap()])
-}
-
-fn instance(s: &Value, id: u64) -> Value {
-    s["instances"]
-        .as_array()
-        .and_then(|v| v.iter().find(|i| i["id"] == id))
-        .cloned()
-        .unwrap_or(Value::Null)
 }
 
 /// The processes below `pid` (children, grandchildren, ...).

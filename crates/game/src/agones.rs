@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::def::{GameDef, QueryProtocol};
+use crate::query_protocol::QueryProtocol;
 
 /// Where tickpack's images put the tickpack binary (`{tickpack}` in the
 /// pod, and the sidecar's program), unless `[agones] tickpack` says.
@@ -78,14 +78,14 @@ impl AgonesDef {
             .replace(IMAGE_PLACEHOLDER, version)
     }
 
-    /// The game container's name.
-    pub fn container<'a>(&'a self, def: &'a GameDef) -> &'a str {
-        self.container.as_deref().unwrap_or(&def.name)
+    /// The game container's name: `container`, else the game's name.
+    pub fn container<'a>(&'a self, game_name: &'a str) -> &'a str {
+        self.container.as_deref().unwrap_or(game_name)
     }
 
-    /// Checks the table against its definition: the key at fault (under
-    /// `agones`) and what is wrong.
-    pub(crate) fn check(&self, def: &GameDef) -> Result<(), (Vec<String>, String)> {
+    /// Checks the table against its definition's `[query] protocol`: the
+    /// key at fault (under `agones`) and what is wrong.
+    pub(crate) fn check(&self, query: QueryProtocol) -> Result<(), (Vec<String>, String)> {
         let at = |k: &str| vec!["agones".to_string(), k.to_string()];
         check_image(&self.image).map_err(|m| (at("image"), format!("agones: image {m}")))?;
         if let Some(i) = &self.sidecar_image {
@@ -115,10 +115,7 @@ impl AgonesDef {
             return Err((at("args"), "agones: at most 32 args".into()));
         }
         if self.reports == Reporter::Sidecar
-            && matches!(
-                def.query.protocol,
-                QueryProtocol::None | QueryProtocol::Gamedig
-            )
+            && matches!(query, QueryProtocol::None | QueryProtocol::Gamedig)
         {
             return Err((
                 at("reports"),

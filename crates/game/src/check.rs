@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::def::Transport;
+use crate::transport::Transport;
 
 /// The longest `[ready] log` line fragment, in bytes.
 pub const MAX_READY_LOG_LEN: usize = 128;

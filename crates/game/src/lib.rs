@@ -59,11 +59,13 @@ mod lines;
 mod names;
 pub mod pk3;
 pub mod query;
+pub mod query_protocol;
 pub mod registry;
 pub mod server;
 pub mod settings;
 pub mod source;
 pub mod template;
+pub mod transport;
 mod validate;
 
 pub use def::{DefError, GameDef, PlayerProtocol, QueryProtocol};

@@ -308,7 +308,7 @@ impl GameDef {
         }
         self.check_data()?;
         if let Some(a) = &self.agones {
-            a.check(self)?;
+            a.check(self.query.protocol)?;
         }
         Ok(())
     }

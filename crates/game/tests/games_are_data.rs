@@ -14,16 +14,19 @@
 //!   ordinary English word (`reference`) counts only as a whole string
 //!   literal, `"reference"`: "a reference to" is prose, `"reference"` is the
 //!   game.
-//!   One line is allowed by name in [`ALLOWED`]: the cost profile called
-//!   `reference` (`--cost reference`), a profile, not the game.
+//!   Two lines are allowed by name in [`ALLOWED`]: the cost profile called
+//!   `reference` (`--cost reference`), a profile, not the game; and the
+//!   game that results from before results named their game were of
+//!   (`report` depends on no tickpack crate, so it cannot ask the registry).
 //! - A port, as a whole number (`27960`, not `279600` or `1.27960`).
 //! - Comments count too: a comment that names a game is a place a newcomer
 //!   reads as "this code is about that game". The one exception is a link
 //!   (a word with `://` in it), which may have to name an upstream project.
 //!
 //! What does not count: test code. Files named `tests.rs`, anything under a
-//! `tests/` directory, and every item behind `#[cfg(test)]` (an inline
-//! `mod tests { .. }` is skipped to its closing brace).
+//! `tests/` directory, every item behind `#[cfg(test)]` (an inline
+//! `mod tests { .. }` is skipped to its closing brace), and the file of a
+//! module declared behind it (`#[cfg(test)] mod test_support;`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,11 +35,20 @@ use std::path::{Path, PathBuf};
 const ORDINARY_WORDS: &[&str] = &["reference"];
 
 /// Lines that may keep a match: (file under crates/, text on the line, why).
-const ALLOWED: &[(&str, &str, &str)] = &[(
-    "sim/src/world/cost.rs",
-    "\"reference\" | \"default\" => CostProfile::reference()",
-    "the cost profile named reference (`--cost reference`), not the game",
-)];
+const ALLOWED: &[(&str, &str, &str)] = &[
+    (
+        "sim/src/world/cost.rs",
+        "\"reference\" | \"default\" => CostProfile::reference()",
+        "the cost profile named reference (`--cost reference`), not the game",
+    ),
+    (
+        "report/src/lib.rs",
+        "pub const GAME_OF_OLDER_RESULTS: &str = \"reference\";",
+        "a fact of the old result schema: results written before results \
+         named their game were all of tickpack's own server, and `report` \
+         depends on no tickpack crate to ask the registry its name",
+    ),
+];
 
 fn workspace_crates() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -138,8 +150,36 @@ fn without_links(line: &str) -> String {
         .join(" ")
 }
 
+/// The files of the modules `file` declares behind `#[cfg(test)]`
+/// (`#[cfg(test)] mod test_support;`): `NAME.rs` or `NAME/mod.rs` beside a
+/// `lib.rs`, `main.rs` or `mod.rs`, else in the directory named after
+/// `file`.
+fn test_module_files(file: &Path, text: &str) -> Vec<PathBuf> {
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let parent = file.parent().unwrap_or(Path::new("."));
+    let dir = if matches!(stem, "lib" | "main" | "mod") {
+        parent.to_path_buf()
+    } else {
+        parent.join(stem)
+    };
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut out = Vec::new();
+    for pair in lines.windows(2) {
+        let [attr, item] = pair else { continue };
+        if *attr != "#[cfg(test)]" {
+            continue;
+        }
+        let item = item.strip_prefix("pub(crate) ").unwrap_or(item);
+        let item = item.strip_prefix("pub ").unwrap_or(item);
+        if let Some(name) = item.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+            out.push(dir.join(format!("{name}.rs")));
+            out.push(dir.join(name).join("mod.rs"));
+        }
+    }
+    out
+}
+
 #[test]
-#[ignore = "until issue 32 lands"]
 fn no_rust_outside_the_game_crate_names_a_shipped_game_or_its_port() {
     let defs = tickpack_game::registry::built_in();
     assert!(!defs.is_empty(), "no shipped game definitions");
@@ -159,6 +199,11 @@ fn no_rust_outside_the_game_crate_names_a_shipped_game_or_its_port() {
         source_files(&dir.join("src"), &mut files);
     }
     assert!(!files.is_empty(), "no source files found under {crates:?}");
+    let test_modules: Vec<PathBuf> = files
+        .iter()
+        .flat_map(|f| test_module_files(f, &fs::read_to_string(f).unwrap_or_default()))
+        .collect();
+    files.retain(|f| !test_modules.contains(f));
 
     let mut hits = Vec::new();
     for file in &files {
@@ -217,4 +262,15 @@ fn the_scan_skips_test_items_and_sees_the_rest() {
     assert!(has_word("mod openarena;", "openarena", false));
     assert!(!has_word("myopenarenax", "openarena", false));
     assert_eq!(without_links("see https://openarena.ws now"), "see  now");
+    let declared = test_module_files(
+        Path::new("b/src/lib.rs"),
+        "#[cfg(test)]\nmod test_support;\nmod kept;\n",
+    );
+    assert!(declared.contains(&PathBuf::from("b/src/test_support.rs")));
+    assert!(!declared.iter().any(|p| p.ends_with("kept.rs")));
+    let nested = test_module_files(
+        Path::new("b/src/ladder.rs"),
+        "#[cfg(test)]\nmod fixtures;\n",
+    );
+    assert!(nested.contains(&PathBuf::from("b/src/ladder/fixtures.rs")));
 }

@@ -85,7 +85,7 @@
 //! let mut net = HostNet::setup("h1", NetKind::Bridge, AddrPlan::default(), &[1, 2, 3])?;
 //! let record = serde_json::to_string(net.record()).unwrap(); // persist in the run dir
 //! let ns = net.netns_path(1);        // the spawner setns()es into this file
-//! let addr = net.instance_addr(1);   // the server binds addr:27015
+//! let addr = net.instance_addr(1);   // the server binds addr:PORT
 //! net.check_route(addr)?;            // the load generator checks before sending
 //! check_route(addr)?;                // (or, without the HostNet: any `tp` link)
 //! net.add_instance(4)?;              // re-persist net.record() after changes

@@ -54,7 +54,7 @@ pub struct BenchSettings {
     )]
     pub game: String,
     /// The game's own settings and versions, as recorded for the report
-    /// (OpenArena: map rotation, sv_fps, bots, game arguments, packages; a
+    /// (an ioquake3 game: map rotation, sv_fps, bots, game arguments, packages; a
     /// defined game: tick, bots, variables, packages). Typed; results that
     /// kept a flat map of text still read.
     #[serde(

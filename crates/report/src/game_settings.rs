@@ -2,7 +2,7 @@
 //!
 //! Results written before this type kept a flat map of text (`"map":
 //! "oa_dm1,oa_dm4"`, `"sv_fps": "20"`, `"engine": "ioquake3-server
-//! 1.36"`, `"package nexuiz-server": "2.5.2"`, a defined game's variables);
+//! 1.36"`, `"package NAME-server": "2.5.2"`, a defined game's variables);
 //! [`read`] still takes those and gives the same typed value.
 
 use std::collections::BTreeMap;
@@ -14,21 +14,21 @@ use tickpack_units::TickRate;
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GameSettings {
-    /// OpenArena's map rotation, in order.
+    /// An ioquake3 game's map rotation, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<String>,
-    /// The server's tick rate as the game was told it (OpenArena's
+    /// The server's tick rate as the game was told it (ioquake3's
     /// `sv_fps`, a defined game's `{tick_hz}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_hz: Option<TickRate>,
     /// Server-side bots per server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bots: Option<u32>,
-    /// OpenArena: players and bots each server is filled to
+    /// An ioquake3 game: players and bots each server is filled to
     /// (`bot_minplayers`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots_filled: Option<u32>,
-    /// OpenArena's extra cvars, `CVAR=VALUE` each.
+    /// An ioquake3 game's extra cvars, `CVAR=VALUE` each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub game_args: Vec<String>,
     /// A defined game's `[variables]` as the run set them.

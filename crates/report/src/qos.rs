@@ -317,7 +317,7 @@ pub struct Rule {
     pub limit: fn(&QosLimits, TickRate) -> LimitText,
     /// True when the rule had something to judge in a step with these
     /// figures: its limit is set and the figure it reads was measured.
-    /// A figure no server reports (OpenArena reports no tick lateness or
+    /// A figure no server reports (an ioquake3 game reports no tick lateness or
     /// frame time: their count is 0) passes [`Rule::check`] without being
     /// judged, and the report must not list its limit as one the step met.
     pub judged: fn(&StepFigures<'_>, &QosLimits) -> bool,

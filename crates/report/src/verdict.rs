@@ -53,7 +53,7 @@ impl Verdict {
 /// nothing at all. Measured on a 2-vCPU VM with `bench --allow-idle`
 /// (docs/methodology.md, "Idle servers"): servers with no players and no
 /// bots took 0.3 % of a core each (the reference server at 30 Hz) to
-/// 1.3 % (Nexuiz at 60 Hz), while the reference server at 30 Hz with 4
+/// 1.3 % (a DarkPlaces game at 60 Hz), while the reference server at 30 Hz with 4
 /// bots took 0.5 %: CPU alone cannot tell a light game from an idle one,
 /// so the floor only catches servers that do nothing at all (a stopped
 /// loop, a program that sleeps). That nothing was asked of them is refused

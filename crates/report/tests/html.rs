@@ -15,6 +15,7 @@ use tickpack_report::{
     encode_histogram, html, new_histogram, record, CommandCounts, Measurements, Outages,
     Percentiles, PlayersHistograms, SnapshotCounts,
 };
+use tickpack_testkit::results::passed_step;
 
 /// A step whose latencies centre on `base_us`, with a tail 6x longer.
 fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
@@ -35,20 +36,13 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
     let hist = encode_histogram(&h);
     let small_p = Percentiles::from_histogram(&small);
     Step {
-        index,
         tiles: servers / 3,
-        servers,
-        players: servers * 10,
-        connected: None,
         verdict: if fail { Verdict::Fail } else { Verdict::Pass },
         failures: if fail {
             vec!["p99 transaction latency 61.2 ms > 50 ms".into()]
         } else {
             vec![]
         },
-        first_attempt_failures: vec![],
-        disturbed_attempts: vec![],
-        disturbed: None,
         duration_s: 30.0,
         measured: Measurements {
             transaction_latency_us: p,
@@ -93,12 +87,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             query_latency_us: String::new(),
             run_delay_us: String::new(),
         },
-        query_latency_us: None,
-        run_delay_us: None,
-        queries: None,
-        clients_seen: None,
-        batch: None,
-        server_peak_rss_bytes: None,
+        ..passed_step(index, servers, servers * 10)
     }
 }
 

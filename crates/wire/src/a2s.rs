@@ -296,25 +296,28 @@ mod tests {
         assert!(out.len() <= req.len(), "challenge never amplifies");
     }
 
+    /// A server "tp" on de_dust2 with 5 of 12 players (4 bots), port 27015,
+    /// keywords "k".
+    fn five_players_on_de_dust2() -> ServerInfo<'static> {
+        ServerInfo {
+            name: "tp",
+            map: "de_dust2",
+            folder: "tickpack",
+            game: "tickpack",
+            app_id: 0,
+            players: 5,
+            max_players: 12,
+            bots: 4,
+            version: "0.1.0",
+            port: 27015,
+            keywords: "k",
+        }
+    }
+
     #[test]
     fn info_reply_layout() {
         let mut out = Vec::new();
-        encode_info(
-            &ServerInfo {
-                name: "tp",
-                map: "de_dust2",
-                folder: "tickpack",
-                game: "tickpack",
-                app_id: 0,
-                players: 5,
-                max_players: 12,
-                bots: 4,
-                version: "0.1.0",
-                port: 27015,
-                keywords: "k",
-            },
-            &mut out,
-        );
+        encode_info(&five_players_on_de_dust2(), &mut out);
         assert_eq!(&out[..6], &[0xFF, 0xFF, 0xFF, 0xFF, 0x49, 17]);
         assert_eq!(&out[6..9], b"tp\0");
         assert!(out.windows(9).any(|w| w == b"de_dust2\0"));
@@ -366,16 +369,9 @@ mod tests {
         encode_info(
             &ServerInfo {
                 name: "arena 1",
-                map: "de_dust2",
-                folder: "tickpack",
                 game: "tickpack game",
                 app_id: 7,
-                players: 5,
-                max_players: 12,
-                bots: 4,
-                version: "0.1.0",
-                port: 27015,
-                keywords: "k",
+                ..five_players_on_de_dust2()
             },
             &mut out,
         );

@@ -43,7 +43,7 @@ pub struct SidecarArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub sdk_http_port: Option<u16>,
     /// Time between two queries (ioquake3 answers one `getstatus` a second
-    /// per address, so at least 1s for openarena).
+    /// per address, so at least 1s for a game on that engine).
     #[arg(long, default_value = "1s", value_parser = parse_positive_duration)]
     pub every: Duration,
 }

@@ -62,6 +62,40 @@ pub fn all_running(s: &Value) -> bool {
         .is_some_and(|v| !v.is_empty() && v.iter().all(|i| i["state"] == "running"))
 }
 
+/// Instance `id` of a `host status --json` document (`null` if absent).
+pub fn instance(s: &Value, id: u64) -> Value {
+    s["instances"]
+        .as_array()
+        .and_then(|v| v.iter().find(|i| i["id"] == id))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The hosts of a bench named `name`, taken down on drop, also when an
+/// assertion failed (a bench removes its own hosts; this is for one that
+/// crashed or was killed). With `check_leftovers`, nothing named
+/// `tp<name>` may be left then, unless the test is already failing.
+pub struct BenchHosts {
+    pub name: &'static str,
+    pub check_leftovers: bool,
+}
+
+impl Drop for BenchHosts {
+    fn drop(&mut self) {
+        let _ = Command::new(exe())
+            .args(["host", "down", "--name", self.name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if self.check_leftovers {
+            let left = Leftovers::of(&format!("tp{}", self.name)).scan();
+            if !std::thread::panicking() {
+                assert!(left.is_empty(), "left over: {left:?}");
+            }
+        }
+    }
+}
+
 /// A `host up` running in the background; see the module header for what
 /// its drop does.
 pub struct Host {

@@ -48,6 +48,16 @@ fn q3_target() -> QueryTarget {
     QueryTarget::new(addr(), Protocol::Q3, ProbeSettings::DEFAULT, 0, 10_000 * MS)
 }
 
+fn a2s_target() -> QueryTarget {
+    QueryTarget::new(
+        addr(),
+        Protocol::A2s,
+        ProbeSettings::DEFAULT,
+        0,
+        10_000 * MS,
+    )
+}
+
 /// The datagrams due at `now`.
 fn sends(t: &mut QueryTarget, now: u64) -> Vec<Vec<u8>> {
     let mut out = vec![];
@@ -144,13 +154,7 @@ fn the_timeout_is_capped_at_the_interval() {
 
 #[test]
 fn a2s_answers_the_challenge_and_times_the_resend() {
-    let mut t = QueryTarget::new(
-        addr(),
-        Protocol::A2s,
-        ProbeSettings::DEFAULT,
-        0,
-        10_000 * MS,
-    );
+    let mut t = a2s_target();
     let first = sends(&mut t, 0);
     assert_eq!(first.len(), 1);
     assert_eq!(first[0].len(), 25, "no challenge yet");
@@ -184,13 +188,7 @@ fn a2s_answers_the_challenge_and_times_the_resend() {
 
 #[test]
 fn an_a2s_server_that_only_sends_challenges_loses_the_query() {
-    let mut t = QueryTarget::new(
-        addr(),
-        Protocol::A2s,
-        ProbeSettings::DEFAULT,
-        0,
-        10_000 * MS,
-    );
+    let mut t = a2s_target();
     sends(&mut t, 0);
     for i in 0..5u64 {
         t.handle(i * 10 * MS + 1, &a2s_challenge(i as u32));
@@ -206,13 +204,7 @@ fn an_a2s_server_that_only_sends_challenges_loses_the_query() {
 
 #[test]
 fn a_late_a2s_reply_is_not_given_to_the_next_query() {
-    let mut t = QueryTarget::new(
-        addr(),
-        Protocol::A2s,
-        ProbeSettings::DEFAULT,
-        0,
-        10_000 * MS,
-    );
+    let mut t = a2s_target();
     sends(&mut t, 0);
     assert!(sends(&mut t, 1_000 * MS).is_empty());
     t.handle(1_500 * MS, &a2s_info());

@@ -6,18 +6,18 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 use tickpack_q3::{Client, ClientState, Event, UserCmd};
-use tickpack_testkit::OpenArena;
+use tickpack_testkit::Q3Server;
 
 /// Whether the server can run here; without it a test prints a skip line
 /// and returns, except in CI (env `CI=true`), where that is a failure.
 pub fn server_available(test: &str) -> bool {
-    OpenArena::available(test)
+    Q3Server::available(test)
 }
 
 /// A running server (tickpack-testkit's), killed by PID and its HOME
 /// removed on drop.
 pub struct ServerGuard {
-    server: OpenArena,
+    server: Q3Server,
     /// Its UDP port on 127.0.0.1.
     pub port: u16,
 }
@@ -42,7 +42,7 @@ impl ServerGuard {
         for (k, v) in extra {
             words.extend(["+set", k, v]);
         }
-        let server = OpenArena::start(&words);
+        let server = Q3Server::start(&words);
         let port = server.port;
         ServerGuard { server, port }
     }

@@ -2,7 +2,7 @@
 //! table ([`crate::qos::RULES`]), so the page never restates a rule by hand.
 //!
 //! Only the rules that judged a step are listed as limits: a rule whose
-//! figure no step measured (OpenArena's servers report no tick lateness or
+//! figure no step measured (a third-party game's servers report no tick lateness or
 //! frame time) passed every step without looking at anything, and listing
 //! it would claim a check that never happened. Such rules are named apart,
 //! as "not judged", and a game's player rules as "not applicable".

@@ -1,11 +1,13 @@
-//! A real OpenArena (ioquake3) dedicated server on 127.0.0.1 for tests that
-//! need the third-party game server: started on a free port with a private
-//! HOME, never talking to a master server, killed by its PID (and its home
+//! A real third-party ioquake3 dedicated server on 127.0.0.1 for tests that
+//! need one: the shipped game whose players speak the Quake III protocol
+//! (`[players] protocol = "q3"` in `games/*.toml`), its program taken from
+//! that definition's command. Started on a free port with a private HOME,
+//! never talking to a master server, killed by its PID (and its home
 //! removed) when dropped, even if the test failed.
 //!
-//! The Debian package `openarena-server` provides it (scripts/setup.sh
-//! installs it). Where it is missing, [`OpenArena::available`] says why: a
-//! test then fails under CI (`CI=true`) and prints a skip line elsewhere.
+//! The definition's `packages` provide it (scripts/setup.sh installs them).
+//! Where it is missing, [`Q3Server::available`] says why: a test then fails
+//! under CI (`CI=true`) and prints a skip line elsewhere.
 
 use std::io::{Read, Write};
 use std::net::UdpSocket;
@@ -13,29 +15,48 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The dedicated server's wrapper script from the Debian package.
-pub const PROGRAM: &str = "/usr/games/openarena-server";
+use tickpack_game::def::{GameDef, PlayerProtocol};
 
-/// A running OpenArena server on 127.0.0.1.
-pub struct OpenArena {
+/// The definition of the shipped game whose players speak Quake III.
+fn definition() -> GameDef {
+    tickpack_game::registry::built_in()
+        .into_iter()
+        .map(|(def, _)| def)
+        .find(|def| def.players.protocol == PlayerProtocol::Q3)
+        .expect("a shipped game definition with [players] protocol = \"q3\"")
+}
+
+/// The dedicated server's program: the first word of its definition's
+/// command (the package's wrapper script).
+pub fn program() -> String {
+    definition()
+        .command
+        .split_whitespace()
+        .next()
+        .expect("a game definition's command names its program")
+        .to_string()
+}
+
+/// A running ioquake3 server on 127.0.0.1.
+pub struct Q3Server {
     child: Option<Child>,
     pub port: u16,
     home: PathBuf,
     args: Vec<String>,
 }
 
-impl OpenArena {
+impl Q3Server {
     /// `Ok(())` when the server can be started here; otherwise what is
     /// missing. Under CI a missing server panics (CI installs it).
     pub fn available(test: &str) -> bool {
-        if Path::new(PROGRAM).exists() {
+        let program = program();
+        if Path::new(&program).exists() {
             return true;
         }
+        let packages = definition().packages.join(" ");
         crate::skip_unless_ci(
             test,
-            &format!(
-                "{PROGRAM} is missing (apt-get install openarena-server, or scripts/setup.sh)"
-            ),
+            &format!("{program} is missing (apt-get install {packages}, or scripts/setup.sh)"),
         );
         false
     }
@@ -44,7 +65,7 @@ impl OpenArena {
     /// (e.g. `["+set", "bot_minplayers", "4"]`), then waits until it
     /// answers `getinfo` (at most 30 s: many servers may be loading at once
     /// on two cores).
-    pub fn start(extra: &[&str]) -> OpenArena {
+    pub fn start(extra: &[&str]) -> Q3Server {
         let port = crate::free_udp_ports(1);
         let home = std::env::temp_dir().join(format!("tp-oa-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&home).unwrap();
@@ -69,7 +90,7 @@ impl OpenArena {
         args.extend(["+set".into(), "net_port".into(), port.to_string()]);
         args.extend(extra.iter().map(|s| s.to_string()));
         args.extend(["+map".into(), "oa_dm1".into()]);
-        let mut s = OpenArena {
+        let mut s = Q3Server {
             child: None,
             port,
             home,
@@ -86,7 +107,8 @@ impl OpenArena {
             .append(true)
             .open(self.home.join("server.log"))
             .unwrap();
-        let child = Command::new(PROGRAM)
+        let program = program();
+        let child = Command::new(&program)
             .args(&self.args)
             .env("HOME", &self.home)
             .current_dir(&self.home)
@@ -94,7 +116,7 @@ impl OpenArena {
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
-            .unwrap_or_else(|e| panic!("starting {PROGRAM}: {e}"));
+            .unwrap_or_else(|e| panic!("starting {program}: {e}"));
         self.child = Some(child);
     }
 
@@ -125,13 +147,13 @@ impl OpenArena {
             }
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(st)) = c.try_wait() {
-                    panic!("OpenArena exited ({st}):\n{}", self.log());
+                    panic!("the q3 server exited ({st}):\n{}", self.log());
                 }
             }
             std::thread::sleep(Duration::from_millis(200));
         }
         panic!(
-            "OpenArena did not answer getinfo in {limit:?}:\n{}",
+            "the q3 server did not answer getinfo in {limit:?}:\n{}",
             self.log()
         );
     }
@@ -168,7 +190,7 @@ impl OpenArena {
     }
 }
 
-impl Drop for OpenArena {
+impl Drop for Q3Server {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.home);
