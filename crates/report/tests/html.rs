@@ -1297,3 +1297,37 @@ fn a_disturbed_deciding_step_was_not_said_in_the_headline() {
         .disturbed_words()
         .is_none());
 }
+
+/// The steps table fits a 1280-pixel window: a fixed layout over the page's
+/// width, cells that wrap, and a bounded number of columns.
+#[test]
+fn the_steps_table_fits_the_page_width() {
+    let p = page(sample());
+    let css = p.split("</style>").next().unwrap();
+    assert!(css.contains("table.steps { width: 100%; table-layout: fixed;"));
+    assert!(css.contains("max-width: 1200px"));
+    // The steps table's header row: at most 15 headings over two rows
+    // (the three latency percentiles sit under one heading).
+    let table = &p[p.find("<table class=\"steps\">").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let head = &table[..table.find("</tr>").unwrap()];
+    assert!(head.matches("<th").count() <= 15, "{head}");
+}
+
+/// A step's servers' own CPU may read above its cores' busy share (their
+/// kernel work on other cores, their sum in % of one core): the table
+/// says so under it and in the column's title, so no one takes it for an
+/// error.
+#[test]
+fn servers_cpu_above_the_busy_share_is_explained() {
+    let mut r = sample();
+    r.ladders[0].steps[0].cpu.servers_busy_percent = 47.0;
+    r.ladders[0].steps[0].cpu.servers_own_percent = Some(49.8);
+    let p = page(r);
+    assert!(p.contains("47 (servers 49.8)") || p.contains("47.0 (servers 49.8)"));
+    assert!(
+        p.contains("title=\"The server cores&#39; busy share")
+            || p.contains("title=\"The server cores' busy share")
+    );
+    assert!(p.contains("it can read above the busy share"));
+}

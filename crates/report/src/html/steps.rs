@@ -13,6 +13,19 @@ use crate::Outages;
 use super::charts;
 use super::format::{esc, fmt_int, fmt_ms, fmt_num, is_fail, percent_of, NA};
 
+/// What the CPU column holds, as the header's title.
+const CPU_TITLE: &str = "The server cores' busy share (mean over them, less foreign load); \
+in brackets the servers' own CPU summed over the servers, % of one core";
+
+/// Why the two CPU figures of a step differ, under the table: they are
+/// not one measure of the same cores, so the servers' own can read above
+/// the busy share and a reader must not take that for an error.
+pub(crate) const CPU_NOTE: &str = "CPU busy, %: the server cores' busy share, the mean over them, \
+whatever ran there less the foreign load. In brackets the servers' own, % of a core, summed over \
+the servers (from their cgroups or threads): it also counts the kernel's work for their \
+packets wherever it ran (often the load generator's cores) and their time on any core, so with \
+one server core it can read above the busy share, and with several it is not bounded by 100";
+
 pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     let variants = charts::variants(r);
     let vi = variants
@@ -84,7 +97,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
          <th class=\"num\" rowspan=\"2\">Outages</th>\
          <th class=\"num\" rowspan=\"2\">Reconnects</th>\
-         <th class=\"num\" rowspan=\"2\">CPU busy, %</th>{foreign_head}{batch_head}\
+         <th class=\"num\" rowspan=\"2\" title=\"{CPU_TITLE}\">CPU busy, % (servers)</th>{foreign_head}{batch_head}\
          <th class=\"num\" rowspan=\"2\">{watts_head}</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
@@ -222,11 +235,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     }
     out.push_str("</table></div>\n");
     // What the short headings mean, once under the table.
-    let mut notes = vec![
-        "CPU busy, %: the server cores' busy share, whatever ran there; \
-         in brackets the servers' own, % of a core (from their cgroups)"
-            .to_string(),
-    ];
+    let mut notes = vec![CPU_NOTE.to_string()];
     if has_run_delay {
         notes.push("Run delay: the servers' threads waiting for a CPU".into());
     }
