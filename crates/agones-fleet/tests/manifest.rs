@@ -25,6 +25,7 @@ fn step(servers: u32, rss: Option<u64>) -> Step {
         failures: vec![],
         first_attempt_failures: vec![],
         disturbed_attempts: vec![],
+        attempts: vec![],
         disturbed: None,
         duration_s: 10.0,
         measured: Default::default(),

@@ -23,6 +23,7 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
         failures,
         first_attempt_failures: vec![],
         disturbed_attempts: vec![],
+        attempts: vec![],
         disturbed: None,
         duration_s: 1.0,
         measured: Measurements {

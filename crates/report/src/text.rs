@@ -227,10 +227,10 @@ pub fn bench_summary(r: &BenchResult) -> String {
         {
             let _ = writeln!(
                 out,
-                "  {}: first attempt failed ({}); second attempt {}",
+                "  {}: first attempt failed ({}); {}",
                 words::servers(s.servers),
                 s.first_attempt_failures.join("; "),
-                s.verdict
+                confirmation_words(s)
             );
         }
         let _ = writeln!(
@@ -374,6 +374,17 @@ pub fn first_step_always_failed(r: &BenchResult) -> bool {
         .iter()
         .filter(|l| l.label == first.label)
         .all(|l| l.steps.first().is_some_and(|s| s.verdict.is_fail()))
+}
+
+/// How a confirmed step's attempts went: "attempts fail, pass, pass: pass",
+/// or, in results from before every attempt was recorded, "second attempt
+/// pass".
+fn confirmation_words(s: &crate::bench::Step) -> String {
+    if s.attempts.is_empty() {
+        return format!("second attempt {}", s.verdict);
+    }
+    let each: Vec<&str> = s.attempts.iter().map(|a| a.verdict.as_str()).collect();
+    format!("attempts {}: {}", each.join(", "), s.verdict)
 }
 
 #[cfg(test)]

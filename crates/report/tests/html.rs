@@ -48,6 +48,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
         },
         first_attempt_failures: vec![],
         disturbed_attempts: vec![],
+        attempts: vec![],
         disturbed: None,
         duration_s: 30.0,
         measured: Measurements {

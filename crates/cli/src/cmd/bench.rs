@@ -119,8 +119,9 @@ pub struct Args {
     /// Steps to run past the first failure, to show the knee.
     #[arg(long, default_value_t = 0)]
     pub steps_past_failure: u32,
-    /// Do not re-run a failing step to confirm it (by default a step fails
-    /// only if it fails twice in a row: one noisy moment must not end a ladder).
+    /// Do not re-run a failing step to confirm it (by default a failed step
+    /// runs again and passes only if 2 of 3 attempts pass: one noisy moment
+    /// must not end a ladder, nor one lucky one pass it).
     #[arg(long)]
     pub no_confirm: bool,
     /// Run a step again when a CPU lost more than this share of its measured
