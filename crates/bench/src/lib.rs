@@ -92,9 +92,11 @@ impl Compare {
     }
 }
 
-/// Repetitions of a comparison when `--repeat` is not given: enough for a
-/// median and a range (a single variant runs once).
-pub const DEFAULT_COMPARE_REPEAT: u32 = 3;
+/// Ladders (of a single variant or a whole comparison) when `--repeat` is
+/// not given: enough for a median and a range; `--quick` runs one. One
+/// default ladder of the reference server takes about 85 s on a 2-core
+/// machine, so three stay within about five minutes.
+pub const DEFAULT_REPEAT: u32 = 3;
 
 /// The variants of a run and the ratios it asks about.
 #[derive(Debug, Clone, PartialEq)]
@@ -498,6 +500,8 @@ pub fn run(
         },
         ladders: vec![],
         servers_per_core: None,
+        servers_per_core_spread: None,
+        limit_estimate: None,
         limit_found: None,
         recommended_servers: None,
         max_servers: None,

@@ -522,6 +522,17 @@ pub struct BenchResult {
     /// results written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servers_per_core: Option<f64>,
+    /// The headline over repeated ladders: its median, range and number
+    /// of ladders ([`crate::spread`]). Absent for one ladder, and in
+    /// results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers_per_core_spread: Option<crate::spread::HeadlineSpread>,
+    /// On few server cores, where between the last passing and the first
+    /// failing step the QoS limit lies: an estimate, not a measured step
+    /// ([`crate::estimate`]). Absent when there is none, and in results
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_estimate: Option<crate::estimate::LimitEstimate>,
     /// True when every ladder of the first variant found its limit (a step
     /// failed QoS); false when one stopped with every step passing: its
     /// densities are lower bounds ("at least"). Absent in results written

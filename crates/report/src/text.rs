@@ -104,8 +104,11 @@ pub fn headline_lines(r: &BenchResult) -> String {
         Some(h) => {
             let mut s = format!(
                 "{} at QoS within the headroom target\n",
-                h.per_core_words().to_uppercase()
+                h.answer_words().to_uppercase()
             );
+            for line in h.trust_lines() {
+                s += &format!("  {line}\n");
+            }
             if let Some(d) = h.disturbed_words() {
                 s += &format!("  {d}\n");
             }

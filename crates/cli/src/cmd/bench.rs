@@ -61,8 +61,9 @@ pub struct Args {
     #[arg(long = "batch", value_name = "CMD")]
     pub batch: Vec<String>,
     /// Run the whole comparison (or the single ladder) this many times; the
-    /// result keeps every repetition and reports the median and range of
-    /// each variant's densities [default: 3 with --compare, else 1].
+    /// result keeps every repetition and reports the headline as the median
+    /// with its range over the ladders, and each variant's densities alike
+    /// [default: 3; --quick: 1].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub repeat: Option<u32>,
     /// The game server the steps run: a built-in game's name (`tickpack
