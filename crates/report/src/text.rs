@@ -143,14 +143,23 @@ pub fn ladder_title(l: &Ladder, repeated: bool) -> String {
 pub fn comparison_lines(c: &crate::comparison::Comparison) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\ncomparison ({}): {} of {} repetition{} finished, steps interleaved",
-        c.kind,
-        c.repetitions_finished,
-        c.repetitions,
-        if c.repetitions == 1 { "" } else { "s" }
-    );
+    if c.kind == "none" {
+        // One variant repeated: the ladders behind the headline's spread.
+        let _ = writeln!(
+            out,
+            "\nrepeated ladders: {} of {} finished, one after the other",
+            c.repetitions_finished, c.repetitions
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\ncomparison ({}): {} of {} repetition{} finished, steps interleaved",
+            c.kind,
+            c.repetitions_finished,
+            c.repetitions,
+            if c.repetitions == 1 { "" } else { "s" }
+        );
+    }
     let width = c
         .variants
         .iter()

@@ -285,7 +285,12 @@ pub fn run(a: Args) -> Result<(), Failure> {
         cfg.load_generator_cpus,
         cfg.out_dir.display()
     );
-    if cfg.compare != Compare::None || cfg.repeat > 1 {
+    if cfg.compare == Compare::None && cfg.repeat > 1 {
+        eprintln!(
+            "tickpack bench: {} ladders, one after the other; the headline is their median with its range",
+            cfg.repeat
+        );
+    } else if cfg.compare != Compare::None {
         eprintln!(
             "tickpack bench: {} variant{}, steps interleaved, {} repetition{}",
             ladders,
