@@ -8,16 +8,19 @@
 //! ([`recover_leftovers`]; the records live in the stable
 //! [`BenchConfig::run_dir`]), then climbs one ladder per compared variant
 //! ([`ladder`], interleaved across the variants of a comparison, and the
-//! whole comparison `--repeat` times; each step run by [`step`]), judges every step ([`verdict`]),
+//! whole comparison, or the single ladder, `--repeat` times, 3 by default;
+//! each step run by [`step`]), judges every step ([`verdict`]),
 //! samples CPU ([`cpu`]) and power ([`power`]), rewrites `OUT/result.json`
 //! atomically after every step (so Ctrl-C keeps every finished step), and
-//! fills in the summary ([`summary`], pure) and the cost figures ([`tco`])
-//! at the end. The HTML report is rendered by `tickpack_report::html`.
+//! fills in the summary ([`summary`], pure: the headline with its spread
+//! over the ladders, and on few server cores the limit between two steps,
+//! [`estimate`]) and the cost figures ([`tco`]) at the end. The HTML report is rendered by `tickpack_report::html`.
 //!
 //! Not here: the servers (`tickpack server`), the host (`tickpack-host`),
 //! the players (`tickpack-players`); this crate only drives them.
 
 pub mod cpu;
+pub mod estimate;
 pub mod foreign;
 pub mod game;
 pub mod ladder;

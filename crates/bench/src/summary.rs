@@ -6,14 +6,14 @@
 //! whether the ladders found their limit, the headline (servers per server
 //! core, [`tickpack_report::headline`]) with its spread over the ladders
 //! ([`tickpack_report::spread`]) and, on few server cores, the limit
-//! estimated between two steps ([`tickpack_report::estimate`]) and, only against a "before" the
+//! estimated between two steps ([`crate::estimate`]) and, only against a "before" the
 //! user gave, the consolidation ratio and the cost figures.
 
 use tickpack_report::bench::{BenchResult, Ladder, Tco, TcoInputs};
 use tickpack_report::comparison::{Comparison, DensityRatio, Separation, Spread, VariantSummary};
-use tickpack_report::estimate::estimate;
 use tickpack_report::spread::HeadlineSpread;
 
+use crate::estimate::estimate;
 use crate::{tco, Before, Compare, ComparisonPlan};
 
 /// What [`summarize`] fills into the result.

@@ -1,14 +1,16 @@
 //! The estimate between steps, on ladders built from the v1 fixture.
 
 use super::*;
-use crate::bench::BenchResult;
-use crate::verdict::Verdict;
+use tickpack_report::bench::BenchResult;
+use tickpack_report::verdict::Verdict;
 
 /// The fixture's result with its first ladder's steps set to (servers,
 /// pass?, p99 tick lateness µs); its tick-lateness limit is 2000 µs.
 fn result(steps: &[(u32, bool, u64)]) -> BenchResult {
-    let mut r: BenchResult =
-        serde_json::from_str(include_str!("../../tests/fixtures/result-v1.json")).unwrap();
+    let mut r: BenchResult = serde_json::from_str(include_str!(
+        "../../../report/tests/fixtures/result-v1.json"
+    ))
+    .unwrap();
     let template = r.ladders[0].steps[0].clone();
     r.ladders[0].steps = steps
         .iter()
@@ -67,7 +69,8 @@ fn a_step_that_failed_on_its_frame_time_is_interpolated_on_it() {
     let mut r = result(&[(1, true, 500), (2, false, 1_500)]);
     r.ladders[0].steps[0].measured.server_frame_us.p99 = 2_000;
     r.ladders[0].steps[1].measured.server_frame_us.p99 = 12_000;
-    let limit = crate::qos::frame_limit_us(&r.settings.qos, r.ladders[0].tick_hz(&r.settings));
+    let limit =
+        tickpack_report::qos::frame_limit_us(&r.settings.qos, r.ladders[0].tick_hz(&r.settings));
     let c = ladder_limit(&r.ladders[0], &r.settings).unwrap();
     assert_eq!((c.figure, c.limit_us), ("p99 server frame", limit));
     let want = 1.0 + (limit - 2_000) as f64 / 10_000.0;
