@@ -100,6 +100,8 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
         },
         ladders: vec![ladder("tickpack", &[Some(40 << 20), Some(60 << 20)])],
         servers_per_core: None,
+        servers_per_core_spread: None,
+        limit_estimate: None,
         limit_found: Some(true),
         recommended_servers: recommended,
         max_servers: recommended,

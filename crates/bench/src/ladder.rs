@@ -3,7 +3,8 @@
 //! Step `n` runs `n x tile` servers through a [`StepRunner`] (the real one,
 //! [`crate::step::HostStepRunner`], brings up servers and players; tests
 //! script one). The ladder decides what to run next and what it found: a
-//! failing step is run again when asked to confirm it, the first step's p99
+//! failing step is run again when asked to confirm it and passes only when
+//! most of its attempts pass ([`CONFIRM_ATTEMPTS`]), the first step's p99
 //! is the baseline of the later ones, the largest passing step is the
 //! maximum density and the largest within the headroom target the
 //! recommended one, and it stops `steps_past_failure` steps after the first
@@ -19,7 +20,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tickpack_host::fleet::Backend;
-use tickpack_report::bench::{BenchSettings, Ladder, Step};
+use tickpack_report::bench::{Attempt, BenchSettings, Ladder, Step};
 
 use crate::power::PowerSource;
 use crate::step::HostStepRunner;
@@ -141,6 +142,57 @@ fn run_undisturbed(
     }
 }
 
+/// Attempts of a step in a confirmation: a failed step is run until most
+/// of this many attempts agree, so it passes with 2 of 3.
+pub const CONFIRM_ATTEMPTS: usize = 3;
+
+/// Confirms a failed first attempt: runs the step again until most of
+/// [`CONFIRM_ATTEMPTS`] attempts agree (fail, fail: fail after two; fail,
+/// pass, pass: pass; fail, pass, fail: fail), so one lucky attempt does
+/// not pass it. The last attempt stands, carrying every attempt's verdict
+/// and failures ([`Step::attempts`]), the first attempt's failures and
+/// every attempt set aside as disturbed. `None`: interrupted.
+fn confirm(
+    s: &BenchSettings,
+    spec: &LadderSpec,
+    req: &StepRequest,
+    first: Step,
+    runner: &mut dyn StepRunner,
+    obs: &mut dyn Observer,
+) -> Result<Option<Step>, BenchError> {
+    let majority = CONFIRM_ATTEMPTS / 2 + 1;
+    let mut attempts = vec![Attempt {
+        verdict: first.verdict,
+        failures: first.failures.clone(),
+    }];
+    let mut disturbed = first.disturbed_attempts;
+    let first_failures = first.failures;
+    loop {
+        let Some(mut again) = run_undisturbed(s, spec, req, runner, obs)? else {
+            return Ok(None);
+        };
+        attempts.push(Attempt {
+            verdict: again.verdict,
+            failures: again.failures.clone(),
+        });
+        disturbed.append(&mut again.disturbed_attempts);
+        let passes = attempts.iter().filter(|a| a.verdict.is_pass()).count();
+        let others = attempts.len() - passes;
+        if passes >= majority || others >= majority {
+            again.disturbed_attempts = disturbed;
+            again.first_attempt_failures = first_failures;
+            again.attempts = attempts;
+            return Ok(Some(again));
+        }
+        obs.note(&format!(
+            "{}: {} servers: {passes} of {} attempts passed; running the step again",
+            spec.label,
+            req.servers,
+            attempts.len()
+        ));
+    }
+}
+
 /// What spoiled a step's measurement, if anything, and the limit it
 /// passed: the hypervisor's steal on any CPU over `max_steal_percent`
 /// first, else other processes on a server core over
@@ -230,21 +282,15 @@ impl<'a> Climb<'a> {
             return Ok(true);
         }
         if !passed(&step) && s.confirm_failures {
-            // One noisy moment must not end the ladder: run it again; the
-            // step fails only if both attempts fail. Both are recorded.
             obs.note(&format!(
                 "{}: {servers} servers failed ({}); running the step again to confirm",
                 spec.label,
                 step.failures.join("; ")
             ));
-            let Some(mut again) = run_undisturbed(s, spec, &req, runner, obs)? else {
+            let Some(confirmed) = confirm(s, spec, &req, step, runner, obs)? else {
                 return Ok(false);
             };
-            step.disturbed_attempts
-                .append(&mut again.disturbed_attempts);
-            again.disturbed_attempts = std::mem::take(&mut step.disturbed_attempts);
-            again.first_attempt_failures = std::mem::take(&mut step.failures);
-            step = again;
+            step = confirmed;
         }
         if index == 1 {
             // A game without players is judged relative to its run delay.

@@ -8,16 +8,19 @@
 //! ([`recover_leftovers`]; the records live in the stable
 //! [`BenchConfig::run_dir`]), then climbs one ladder per compared variant
 //! ([`ladder`], interleaved across the variants of a comparison, and the
-//! whole comparison `--repeat` times; each step run by [`step`]), judges every step ([`verdict`]),
+//! whole comparison, or the single ladder, `--repeat` times, 3 by default;
+//! each step run by [`step`]), judges every step ([`verdict`]),
 //! samples CPU ([`cpu`]) and power ([`power`]), rewrites `OUT/result.json`
 //! atomically after every step (so Ctrl-C keeps every finished step), and
-//! fills in the summary ([`summary`], pure) and the cost figures ([`tco`])
-//! at the end. The HTML report is rendered by `tickpack_report::html`.
+//! fills in the summary ([`summary`], pure: the headline with its spread
+//! over the ladders, and on few server cores the limit between two steps,
+//! [`estimate`]) and the cost figures ([`tco`]) at the end. The HTML report is rendered by `tickpack_report::html`.
 //!
 //! Not here: the servers (`tickpack server`), the host (`tickpack-host`),
 //! the players (`tickpack-players`); this crate only drives them.
 
 pub mod cpu;
+pub mod estimate;
 pub mod foreign;
 pub mod game;
 pub mod ladder;
@@ -92,9 +95,11 @@ impl Compare {
     }
 }
 
-/// Repetitions of a comparison when `--repeat` is not given: enough for a
-/// median and a range (a single variant runs once).
-pub const DEFAULT_COMPARE_REPEAT: u32 = 3;
+/// Ladders (of a single variant or a whole comparison) when `--repeat` is
+/// not given: enough for a median and a range; `--quick` runs one. One
+/// default ladder of the reference server takes about 85 s on a 2-core
+/// machine, so three stay within about five minutes.
+pub const DEFAULT_REPEAT: u32 = 3;
 
 /// The variants of a run and the ratios it asks about.
 #[derive(Debug, Clone, PartialEq)]
@@ -498,6 +503,8 @@ pub fn run(
         },
         ladders: vec![],
         servers_per_core: None,
+        servers_per_core_spread: None,
+        limit_estimate: None,
         limit_found: None,
         recommended_servers: None,
         max_servers: None,

@@ -449,6 +449,7 @@ impl HostStepRunner<'_> {
             failures,
             first_attempt_failures: vec![],
             disturbed_attempts: vec![],
+            attempts: vec![],
             disturbed: None,
             duration_s: s.step_duration_s,
             cpu: CpuUse {

@@ -75,7 +75,8 @@ pub struct BenchSettings {
     pub max_steps: u32,
     /// Steps run past the first failure, to show the knee.
     pub steps_past_failure: u32,
-    /// Run a failing step a second time; it fails only if both attempts fail.
+    /// Run a failing step again; it passes only if most of three attempts
+    /// pass (2 of 3).
     #[serde(default)]
     pub confirm_failures: bool,
     /// A step whose worst CPU lost more than this share of its measured
@@ -247,6 +248,23 @@ impl CpuUse {
     }
 }
 
+/// One attempt of a step run more than once to confirm a failure: what it
+/// gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub verdict: Verdict,
+    /// Each limit it missed, in words; empty when it passed.
+    #[serde(default)]
+    pub failures: Vec<String>,
+}
+
+impl Step {
+    /// How many attempts the step took (one unless confirmed).
+    pub fn attempt_count(&self) -> usize {
+        self.attempts.len().max(1)
+    }
+}
+
 /// One step of the ladder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -263,9 +281,15 @@ pub struct Step {
     /// Each limit missed, in words (a [`crate::qos::Miss`] each).
     pub failures: Vec<String>,
     /// What the first attempt missed when it failed and was run again to
-    /// confirm (a step fails only if both attempts fail); empty otherwise.
+    /// confirm; empty otherwise.
     #[serde(default)]
     pub first_attempt_failures: Vec<String>,
+    /// Every attempt of a step run again to confirm a failure, in order
+    /// (the step passes only when most of them pass: fail, pass, pass);
+    /// the step's own figures are the last attempt's. Empty when the step
+    /// ran once, and in results from before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
     /// Attempts of this step set aside because the machine's steal passed
     /// [`BenchSettings::max_steal_percent`] or its foreign load passed
     /// [`BenchSettings::max_foreign_percent`], each as "steal 31.0% of CPU
@@ -499,6 +523,17 @@ pub struct BenchResult {
     /// results written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servers_per_core: Option<f64>,
+    /// The headline over repeated ladders: its median, range and number
+    /// of ladders ([`crate::spread`]). Absent for one ladder, and in
+    /// results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers_per_core_spread: Option<crate::spread::HeadlineSpread>,
+    /// On few server cores, where between the last passing and the first
+    /// failing step the QoS limit lies: an estimate, not a measured step
+    /// ([`crate::estimate`]). Absent when there is none, and in results
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_estimate: Option<crate::estimate::LimitEstimate>,
     /// True when every ladder of the first variant found its limit (a step
     /// failed QoS); false when one stopped with every step passing: its
     /// densities are lower bounds ("at least"). Absent in results written

@@ -5,6 +5,10 @@
 //! (`--before-servers`), the consolidation ratio, in words when it is below
 //! one.
 //!
+//! Over repeated ladders the answer is their median with its range
+//! ([`crate::spread`]), and on few server cores the limit between two steps
+//! is estimated beside it ([`crate::estimate`]).
+//!
 //! One copy of the arithmetic: `bench` stores [`servers_per_core`] in
 //! result.json, the terminal and the HTML report print [`Headline`]'s
 //! sentences, and `agones fleet` sizes its pods from the same function.
@@ -15,6 +19,8 @@
 //! limiting. [`Headline::assumptions`] says so beside every figure.
 
 use crate::bench::BenchResult;
+use crate::estimate::LimitEstimate;
+use crate::spread::HeadlineSpread;
 
 /// Servers per server core: `servers / server_cores`; `None` without
 /// server cores.
@@ -63,6 +69,10 @@ pub struct Headline {
     /// that failed after it) stands disturbed: its reruns ran out while
     /// the hypervisor or another process took the machine. What it says.
     pub disturbed: Option<String>,
+    /// Over repeated ladders: the median, range and number of ladders.
+    pub spread: Option<HeadlineSpread>,
+    /// On few server cores: where between two steps the limit lies.
+    pub estimate: Option<LimitEstimate>,
 }
 
 impl Headline {
@@ -83,6 +93,8 @@ impl Headline {
             project_cores: r.settings.project_cores,
             idle_footprint: r.settings.allow_idle,
             disturbed: deciding_disturbance(r, servers),
+            spread: r.servers_per_core_spread.clone(),
+            estimate: r.limit_estimate.clone(),
         })
     }
 
@@ -123,6 +135,28 @@ impl Headline {
             self.per_core(),
             if self.idle_footprint { "idle " } else { "" }
         )
+    }
+
+    /// The answer first shown: over repeated ladders the median with its
+    /// range, "3 servers per server core, 2-3 over 3 ladders" (with "at
+    /// least" when the limit was not found); else [`Headline::per_core_words`].
+    pub fn answer_words(&self) -> String {
+        match self.spread.as_ref().filter(|_| !self.idle_footprint) {
+            Some(s) => format!("{}{}", self.at_least_words(), s.words()),
+            None => self.per_core_words(),
+        }
+    }
+
+    /// The lines under the answer about how far to trust it: "UNSTABLE:
+    /// ..." when the ladders differ by more than one step, and the limit
+    /// estimated between two steps on few server cores.
+    pub fn trust_lines(&self) -> Vec<String> {
+        let unstable = self
+            .spread
+            .as_ref()
+            .and_then(HeadlineSpread::unstable_words);
+        let estimate = self.estimate.as_ref().map(LimitEstimate::words);
+        unstable.into_iter().chain(estimate).collect()
     }
 
     /// "on 2 server cores: 3 servers" for `cores` server cores.
@@ -276,7 +310,38 @@ mod tests {
             project_cores: project,
             idle_footprint: false,
             disturbed: None,
+            spread: None,
+            estimate: None,
         }
+    }
+
+    #[test]
+    fn over_repeated_ladders_the_answer_is_the_median_with_its_range() {
+        let spread = |v: &[f64]| {
+            let s = crate::comparison::Spread::of(v.iter().map(|&x| Some(x)).collect());
+            HeadlineSpread::of(&s, 1, 1)
+        };
+        let one = headline(3, 1, false, None);
+        assert_eq!(one.answer_words(), "3.00 servers per server core");
+        assert!(one.trust_lines().is_empty());
+        let h = Headline {
+            spread: spread(&[2.0, 3.0, 3.0]),
+            ..headline(3, 1, false, None)
+        };
+        assert_eq!(
+            h.answer_words(),
+            "3 servers per server core, 2-3 over 3 ladders"
+        );
+        assert!(h.trust_lines().is_empty(), "one step apart is stable");
+        let h = Headline {
+            spread: spread(&[2.0, 3.0, 4.0]),
+            ..headline(3, 1, true, None)
+        };
+        assert_eq!(
+            h.answer_words(),
+            "at least 3 servers per server core, 2-4 over 3 ladders"
+        );
+        assert!(h.trust_lines()[0].starts_with("UNSTABLE: "));
     }
 
     #[test]

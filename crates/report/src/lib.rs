@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod bench;
 pub mod comparison;
+pub mod estimate;
 pub mod figures;
 pub mod game_settings;
 pub mod headline;
@@ -32,6 +33,7 @@ pub mod numbers;
 pub mod power;
 pub mod probe;
 pub mod qos;
+pub mod spread;
 pub mod step_row;
 pub mod system;
 pub mod tco;

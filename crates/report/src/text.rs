@@ -104,8 +104,11 @@ pub fn headline_lines(r: &BenchResult) -> String {
         Some(h) => {
             let mut s = format!(
                 "{} at QoS within the headroom target\n",
-                h.per_core_words().to_uppercase()
+                h.answer_words().to_uppercase()
             );
+            for line in h.trust_lines() {
+                s += &format!("  {line}\n");
+            }
             if let Some(d) = h.disturbed_words() {
                 s += &format!("  {d}\n");
             }
@@ -140,14 +143,23 @@ pub fn ladder_title(l: &Ladder, repeated: bool) -> String {
 pub fn comparison_lines(c: &crate::comparison::Comparison) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\ncomparison ({}): {} of {} repetition{} finished, steps interleaved",
-        c.kind,
-        c.repetitions_finished,
-        c.repetitions,
-        if c.repetitions == 1 { "" } else { "s" }
-    );
+    if c.kind == "none" {
+        // One variant repeated: the ladders behind the headline's spread.
+        let _ = writeln!(
+            out,
+            "\nrepeated ladders: {} of {} finished, one after the other",
+            c.repetitions_finished, c.repetitions
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\ncomparison ({}): {} of {} repetition{} finished, steps interleaved",
+            c.kind,
+            c.repetitions_finished,
+            c.repetitions,
+            if c.repetitions == 1 { "" } else { "s" }
+        );
+    }
     let width = c
         .variants
         .iter()
@@ -227,10 +239,10 @@ pub fn bench_summary(r: &BenchResult) -> String {
         {
             let _ = writeln!(
                 out,
-                "  {}: first attempt failed ({}); second attempt {}",
+                "  {}: first attempt failed ({}); {}",
                 words::servers(s.servers),
                 s.first_attempt_failures.join("; "),
-                s.verdict
+                confirmation_words(s)
             );
         }
         let _ = writeln!(
@@ -374,6 +386,17 @@ pub fn first_step_always_failed(r: &BenchResult) -> bool {
         .iter()
         .filter(|l| l.label == first.label)
         .all(|l| l.steps.first().is_some_and(|s| s.verdict.is_fail()))
+}
+
+/// How a confirmed step's attempts went: "attempts fail, pass, pass: pass",
+/// or, in results from before every attempt was recorded, "second attempt
+/// pass".
+fn confirmation_words(s: &crate::bench::Step) -> String {
+    if s.attempts.is_empty() {
+        return format!("second attempt {}", s.verdict);
+    }
+    let each: Vec<&str> = s.attempts.iter().map(|a| a.verdict.as_str()).collect();
+    format!("attempts {}: {}", each.join(", "), s.verdict)
 }
 
 #[cfg(test)]

@@ -175,6 +175,8 @@ fn sample() -> BenchResult {
         },
         ladders: vec![tickpack, kernel],
         servers_per_core: Some(1.5),
+        servers_per_core_spread: None,
+        limit_estimate: None,
         limit_found: None,
         recommended_servers: Some(9),
         max_servers: Some(9),

@@ -20,6 +20,7 @@ pub fn passed_step(index: u32, servers: u32, players: u32) -> Step {
         failures: vec![],
         first_attempt_failures: vec![],
         disturbed_attempts: vec![],
+        attempts: vec![],
         disturbed: None,
         duration_s: 1.0,
         measured: Measurements::default(),

@@ -275,9 +275,14 @@ fn bench_judged_a_step_spoiled_by_the_hypervisors_steal() {
         confirm_failures: true,
         ..steal(1)
     };
-    let mut r = Scripted::new(&[Outcome::Stolen, Outcome::Fail, Outcome::Stolen, OK]);
+    let mut r = Scripted::new(&[Outcome::Stolen, Outcome::Fail, Outcome::Stolen, OK, OK]);
     let (l, _) = climb_script(&confirm, &mut r);
-    assert_eq!(r.asked.len(), 4);
+    assert_eq!(r.asked.len(), 5);
+    assert_eq!(
+        l.steps[0].attempts.len(),
+        3,
+        "disturbed attempts do not count"
+    );
     assert!(l.steps[0].verdict.is_pass());
     assert_eq!(l.steps[0].disturbed_attempts.len(), 2);
     assert_eq!(l.steps[0].first_attempt_failures, vec!["attempt 2 missed"]);
@@ -337,34 +342,66 @@ fn first_step_failing_leaves_no_maximum() {
     assert_eq!(l.stopped, "step 1 (3 servers) failed QoS");
 }
 
+/// The verdicts of a step's attempts, in order.
+fn verdicts(step: &Step) -> Vec<&'static str> {
+    step.attempts.iter().map(|a| a.verdict.as_str()).collect()
+}
+
 #[test]
-fn a_failing_step_run_again_to_confirm_passes_if_the_second_attempt_passes() {
-    let mut r = Scripted::new(&[OK, Outcome::Fail, OK, OK]);
+fn a_failing_step_passes_its_confirmation_only_with_two_passes_of_three() {
+    // fail, pass, pass: most attempts passed.
+    let mut r = Scripted::new(&[OK, Outcome::Fail, OK, OK, OK]);
     let (l, seen) = climb_script(&settings(3, 0, true), &mut r);
-    // Step 2 ran twice with the same request.
-    assert_eq!(r.asked.len(), 4);
+    // Step 2 ran three times with the same request.
+    assert_eq!(r.asked.len(), 5);
     assert_eq!(r.asked[1], r.asked[2]);
+    assert_eq!(r.asked[2], r.asked[3]);
     assert_eq!(seen.started.len(), 3, "a confirmation is not a new step");
     assert_eq!(l.steps.len(), 3);
-    assert!(l.steps[1].verdict.is_pass());
-    assert_eq!(l.steps[1].first_attempt_failures, vec!["attempt 2 missed"]);
-    assert!(l.steps[1].failures.is_empty());
+    let st = &l.steps[1];
+    assert!(st.verdict.is_pass());
+    assert_eq!(st.attempt_count(), 3);
+    assert_eq!(verdicts(st), ["fail", "pass", "pass"]);
+    assert_eq!(st.attempts[0].failures, vec!["attempt 2 missed"]);
+    assert!(st.attempts[1].failures.is_empty());
+    assert_eq!(st.first_attempt_failures, vec!["attempt 2 missed"]);
+    assert!(st.failures.is_empty());
     assert_eq!(l.max_servers, Some(9));
-    assert_eq!(seen.notes.len(), 1);
     assert!(seen.notes[0].contains("6 servers failed (attempt 2 missed)"));
+    assert!(seen.notes[1].contains("1 of 2 attempts passed"));
     assert_eq!(
         l.stopped,
         "reached the last step (9 servers) without a QoS failure"
     );
+    // A step that passed at once took one attempt and lists none.
+    assert_eq!(l.steps[0].attempt_count(), 1);
+    assert!(l.steps[0].attempts.is_empty());
 }
 
 #[test]
-fn a_step_fails_when_both_attempts_fail_and_keeps_both_reasons() {
+fn one_lucky_attempt_does_not_pass_a_failing_step() {
+    // fail, pass, fail: the old rule passed it on the second attempt.
+    let mut r = Scripted::new(&[OK, Outcome::Fail, OK, Outcome::Fail]);
+    let (l, _) = climb_script(&settings(5, 0, true), &mut r);
+    assert_eq!(r.asked.len(), 4);
+    let st = &l.steps[1];
+    assert!(st.verdict.is_fail());
+    assert_eq!(verdicts(st), ["fail", "pass", "fail"]);
+    assert_eq!(st.failures, vec!["attempt 4 missed"]);
+    assert_eq!(st.attempts[2].failures, vec!["attempt 4 missed"]);
+    assert_eq!(l.max_servers, Some(3));
+    assert_eq!(l.stopped, "step 2 (6 servers) failed QoS");
+}
+
+#[test]
+fn a_step_fails_after_two_failing_attempts_and_keeps_both_reasons() {
     let mut r = Scripted::new(&[OK, Outcome::Fail, Outcome::Fail]);
     let (l, _) = climb_script(&settings(5, 0, true), &mut r);
-    assert_eq!(r.asked.len(), 3);
+    assert_eq!(r.asked.len(), 3, "no third attempt: two of three failed");
     let s = &l.steps[1];
     assert!(s.verdict.is_fail());
+    assert_eq!(s.attempt_count(), 2);
+    assert_eq!(verdicts(s), ["fail", "fail"]);
     assert_eq!(s.failures, vec!["attempt 3 missed"]);
     assert_eq!(s.first_attempt_failures, vec!["attempt 2 missed"]);
     assert_eq!(l.stopped, "step 2 (6 servers) failed QoS");
@@ -564,10 +601,10 @@ fn a_failed_variant_stops_climbing_while_the_others_go_on() {
 #[test]
 fn each_variant_keeps_its_steps_past_failure_and_its_confirmation() {
     // a fails step 1 twice (confirmed), then runs one step past it; b's
-    // step 2 fails once and passes when run again.
-    let mut r = PerVariant::new(&[("a", &[F, F, OK]), ("b", &[OK, F, OK, OK])]);
+    // step 2 fails once and passes the two attempts that confirm it.
+    let mut r = PerVariant::new(&[("a", &[F, F, OK]), ("b", &[OK, F, OK, OK, OK])]);
     let ls = climb_all(&settings(3, 1, true), &["a", "b"], 1, &mut r);
-    assert_eq!(r.order(), ["a1", "a1", "b1", "b2", "b2", "a2", "b3"]);
+    assert_eq!(r.order(), ["a1", "a1", "b1", "b2", "b2", "b2", "a2", "b3"]);
     assert_eq!(ls[0].steps.len(), 2);
     assert_eq!(ls[0].stopped, "step 1 (3 servers) failed QoS");
     assert_eq!(ls[0].max_servers, None);

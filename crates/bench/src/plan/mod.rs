@@ -220,11 +220,11 @@ impl Request {
             game,
             batch: self.batch.clone(),
             games,
-            repeat: self.repeat.unwrap_or(if self.compare.is_some() {
-                crate::DEFAULT_COMPARE_REPEAT
-            } else {
-                1
-            }),
+            // A short look runs once; otherwise enough ladders for a
+            // median and a range, as hyperfine times a command.
+            repeat: self
+                .repeat
+                .unwrap_or(if self.quick { 1 } else { crate::DEFAULT_REPEAT }),
         })
     }
 }

@@ -97,3 +97,20 @@ fn cost_flags_without_the_rest_name_the_missing_ones() {
     );
     assert_eq!(before::before(&before::BeforeFlags::default()), Ok(None));
 }
+
+#[test]
+fn three_ladders_by_default_one_with_quick_and_what_repeat_says() {
+    // The headline is a median with its range, so one ladder is no default.
+    assert_eq!(request(&[]).plan().unwrap().repeat, crate::DEFAULT_REPEAT);
+    assert_eq!(crate::DEFAULT_REPEAT, 3);
+    let quick = Request {
+        quick: true,
+        ..request(&[])
+    };
+    assert_eq!(quick.plan().unwrap().repeat, 1);
+    let five = Request {
+        repeat: Some(5),
+        ..quick
+    };
+    assert_eq!(five.plan().unwrap().repeat, 5);
+}

@@ -61,8 +61,9 @@ pub struct Args {
     #[arg(long = "batch", value_name = "CMD")]
     pub batch: Vec<String>,
     /// Run the whole comparison (or the single ladder) this many times; the
-    /// result keeps every repetition and reports the median and range of
-    /// each variant's densities [default: 3 with --compare, else 1].
+    /// result keeps every repetition and reports the headline as the median
+    /// with its range over the ladders, and each variant's densities alike
+    /// [default: 3; --quick: 1].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub repeat: Option<u32>,
     /// The game server the steps run: a built-in game's name (`tickpack
@@ -119,8 +120,9 @@ pub struct Args {
     /// Steps to run past the first failure, to show the knee.
     #[arg(long, default_value_t = 0)]
     pub steps_past_failure: u32,
-    /// Do not re-run a failing step to confirm it (by default a step fails
-    /// only if it fails twice in a row: one noisy moment must not end a ladder).
+    /// Do not re-run a failing step to confirm it (by default a failed step
+    /// runs again and passes only if 2 of 3 attempts pass: one noisy moment
+    /// must not end a ladder, nor one lucky one pass it).
     #[arg(long)]
     pub no_confirm: bool,
     /// Run a step again when a CPU lost more than this share of its measured
@@ -283,7 +285,12 @@ pub fn run(a: Args) -> Result<(), Failure> {
         cfg.load_generator_cpus,
         cfg.out_dir.display()
     );
-    if cfg.compare != Compare::None || cfg.repeat > 1 {
+    if cfg.compare == Compare::None && cfg.repeat > 1 {
+        eprintln!(
+            "tickpack bench: {} ladders, one after the other; the headline is their median with its range",
+            cfg.repeat
+        );
+    } else if cfg.compare != Compare::None {
         eprintln!(
             "tickpack bench: {} variant{}, steps interleaved, {} repetition{}",
             ladders,

@@ -92,6 +92,7 @@ fn step() -> Step {
         failures: vec![],
         first_attempt_failures: vec![],
         disturbed_attempts: vec![],
+        attempts: vec![],
         disturbed: None,
         duration_s: 1.0,
         measured: Measurements {

@@ -267,8 +267,16 @@ fn headline(out: &mut String, r: &BenchResult) {
     w!(
         out,
         "<p class=\"headline\"><strong>{}</strong> at QoS within the headroom target</p>\n",
-        esc(&h.per_core_words())
+        esc(&h.answer_words())
     );
+    for line in h.trust_lines() {
+        let class = if line.starts_with("UNSTABLE") {
+            "fail"
+        } else {
+            "muted estimate"
+        };
+        w!(out, "<p class=\"{class}\">{}</p>\n", esc(&line));
+    }
     if let Some(d) = h.disturbed_words() {
         w!(out, "<p class=\"fail\"><strong>{}</strong></p>\n", esc(&d));
     }

@@ -117,3 +117,53 @@ fn the_terminal_steps_table_says_n_a_where_the_html_does() {
     let html = crate::html::render(&[("r.json".into(), r.clone())]);
     assert!(html.contains("n/a"));
 }
+
+#[test]
+fn the_headline_gives_its_spread_its_stability_and_the_estimate_and_old_results_none() {
+    let mut r: BenchResult =
+        serde_json::from_str(include_str!("../../tests/fixtures/result-v1.json")).unwrap();
+    // An old result: no spread, no estimate, the headline as before.
+    assert_eq!(r.servers_per_core_spread, None);
+    assert_eq!(r.limit_estimate, None);
+    r.recommended_servers = Some(3);
+    r.cores.servers = vec![1];
+    let old = super::headline_lines(&r);
+    assert!(
+        old.starts_with("3.00 SERVERS PER SERVER CORE at QoS"),
+        "{old}"
+    );
+    assert!(
+        !old.contains("LADDERS") && !old.contains("estimate"),
+        "{old}"
+    );
+    let per_ladder = crate::comparison::Spread::of(vec![Some(2.0), Some(3.0), Some(4.0)]);
+    r.servers_per_core_spread = crate::spread::HeadlineSpread::of(&per_ladder, 1, 1);
+    r.limit_estimate = Some(crate::estimate::LimitEstimate {
+        servers: 3.4,
+        per_core: 3.4,
+        passed_servers: 3,
+        failed_servers: 4,
+        figure: "p99 tick lateness".into(),
+        limit_us: 2_500,
+        ladders: 3,
+    });
+    let text = super::headline_lines(&r);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "3 SERVERS PER SERVER CORE, 2-4 OVER 3 LADDERS at QoS within the headroom target"
+    );
+    assert!(
+        lines[1].starts_with("  UNSTABLE: the ladders' answers span 2-4"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("  estimate, not a measured step: the QoS limit lies near 3.4"),
+        "{text}"
+    );
+    let html = crate::html::render(&[("run".to_string(), r.clone())]);
+    let spread_at = html.find("3 servers per server core, 2-4 over 3 ladders");
+    assert!(spread_at.is_some(), "the HTML headline gives the spread");
+    assert!(html.contains("UNSTABLE: the ladders"));
+    assert!(html.contains("estimate, not a measured step"));
+}
