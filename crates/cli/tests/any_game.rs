@@ -133,7 +133,7 @@ fn a_bad_definition_given_to_bench_is_refused_before_anything_is_created() {
     .unwrap();
     let out_dir = dir.0.join("out");
     let out = Command::new(exe())
-        .args(["bench", "--game"])
+        .args(["bench", "--repeat", "1", "--game"])
         .arg(&bad)
         .arg("--out")
         .arg(&out_dir)
@@ -150,7 +150,7 @@ fn a_bad_definition_given_to_bench_is_refused_before_anything_is_created() {
     );
     assert!(!out_dir.exists(), "nothing was created");
     let out = Command::new(exe())
-        .args(["bench", "--game", "quake9", "--out"])
+        .args(["bench", "--repeat", "1", "--game", "quake9", "--out"])
         .arg(&out_dir)
         .output()
         .unwrap();
@@ -163,7 +163,7 @@ fn a_bad_definition_given_to_bench_is_refused_before_anything_is_created() {
 /// verdict), with `extra` flags: its result and what it printed.
 fn two_steps(dir: &TempDir, game: &str, extra: &[&str]) -> (Value, String) {
     let mut cmd = Command::new(exe());
-    cmd.args(["bench", "--game", game])
+    cmd.args(["bench", "--repeat", "1", "--game", game])
         .args(["--tile-servers", "1", "--max-steps", "2"])
         .args(["--steps-past-failure", "1"])
         .args(extra);
@@ -287,7 +287,7 @@ fn idle_servers_got_a_servers_per_core_figure() {
     let mine = my_definition(&dir, "[tick]\nhz = 30\n[bots]\nmax = 8\n");
     let out_dir = dir.0.join("out");
     let out = Command::new(exe())
-        .args(["bench", "--game"])
+        .args(["bench", "--repeat", "1", "--game"])
         .arg(&mine)
         .args(["--tile-servers", "1", "--max-steps", "2", "--out"])
         .arg(&out_dir)
@@ -335,7 +335,7 @@ fn servers_that_did_nothing_got_a_verdict_of_pass_or_fail() {
     .unwrap();
     let out_dir = dir.0.join("out");
     let out = Command::new(exe())
-        .args(["bench", "--game"])
+        .args(["bench", "--repeat", "1", "--game"])
         .arg(&def)
         .args([
             "--tile-servers",

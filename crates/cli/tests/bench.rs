@@ -240,7 +240,9 @@ fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
 /// connects within the 2 s warm-up.
 #[test]
 fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
-    if !tickpack_testkit::root_or_skip("root_an_openarena_bench_connects_twelve_players_on_every_server") {
+    if !tickpack_testkit::root_or_skip(
+        "root_an_openarena_bench_connects_twelve_players_on_every_server",
+    ) {
         return;
     }
     if !tickpack_testkit::Q3Server::available("root openarena 12 players") {
@@ -258,6 +260,8 @@ fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
         let out = Command::new(exe())
             .args([
                 "bench",
+                "--repeat",
+                "1",
                 "--game",
                 "openarena",
                 "--players-per-server",
@@ -316,6 +320,8 @@ fn an_interrupted_run_keeps_its_finished_steps() {
     let child = Command::new(exe())
         .args([
             "bench",
+            "--repeat",
+            "1",
             "--tile-servers",
             "1",
             "--max-steps",

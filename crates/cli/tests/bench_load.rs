@@ -38,7 +38,15 @@ impl Drop for TempDir {
 fn one_step(dir: &TempDir, tag: &str, extra: &[&str]) -> (Value, String) {
     let out_dir = dir.0.join(tag);
     let out = Command::new(exe())
-        .args(["bench", "--tile-servers", "1", "--max-steps", "1"])
+        .args([
+            "bench",
+            "--repeat",
+            "1",
+            "--tile-servers",
+            "1",
+            "--max-steps",
+            "1",
+        ])
         .args(["--step-duration", "4s", "--no-confirm"])
         .args(extra)
         .arg("--out")
@@ -103,7 +111,13 @@ fn a_load_command_that_crashes_or_never_connects_is_reported_as_such() {
     );
     // A bad placeholder is refused before anything starts.
     let out = Command::new(exe())
-        .args(["bench", "--load", "{tickpack} players --target {nope}"])
+        .args([
+            "bench",
+            "--repeat",
+            "1",
+            "--load",
+            "{tickpack} players --target {nope}",
+        ])
         .arg("--out")
         .arg(dir.0.join("refused"))
         .output()

@@ -191,7 +191,9 @@ fn sixteen_teeworlds_players_play_a_real_server_and_every_input_shows() {
 
 #[test]
 fn root_a_teeworlds_bench_connects_every_player_on_every_server() {
-    if !tickpack_testkit::root_or_skip("root_a_teeworlds_bench_connects_every_player_on_every_server") {
+    if !tickpack_testkit::root_or_skip(
+        "root_a_teeworlds_bench_connects_every_player_on_every_server",
+    ) {
         return;
     }
     if !available("root teeworlds bench") {
@@ -207,6 +209,8 @@ fn root_a_teeworlds_bench_connects_every_player_on_every_server() {
     let out = Command::new(exe())
         .args([
             "bench",
+            "--repeat",
+            "1",
             "--game",
             "teeworlds",
             "--name",

@@ -360,6 +360,15 @@ fn steal_percent(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--tick-hz`: a whole number of hertz, 1..=1000.
+fn parse_tick_rate(s: &str) -> Result<tickpack_report::bench::TickRate, String> {
+    let t: tickpack_report::bench::TickRate = s.parse().map_err(|e| format!("{e}"))?;
+    if t.hz() > tickpack_report::bench::TickRate::SERVER_MAX_HZ {
+        return Err(format!("{t} is not in 1..=1000"));
+    }
+    Ok(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::steal_percent;
@@ -375,13 +384,4 @@ mod tests {
             .unwrap_err()
             .contains("not a percentage"));
     }
-}
-
-/// `--tick-hz`: a whole number of hertz, 1..=1000.
-fn parse_tick_rate(s: &str) -> Result<tickpack_report::bench::TickRate, String> {
-    let t: tickpack_report::bench::TickRate = s.parse().map_err(|e| format!("{e}"))?;
-    if t.hz() > tickpack_report::bench::TickRate::SERVER_MAX_HZ {
-        return Err(format!("{t} is not in 1..=1000"));
-    }
-    Ok(t)
 }
