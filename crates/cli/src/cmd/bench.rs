@@ -362,11 +362,11 @@ fn steal_percent(s: &str) -> Result<f64, String> {
 
 /// `--tick-hz`: a whole number of hertz, 1..=1000.
 fn parse_tick_rate(s: &str) -> Result<tickpack_report::bench::TickRate, String> {
-    let t: tickpack_report::bench::TickRate = s.parse().map_err(|e| format!("{e}"))?;
-    if t.hz() > tickpack_report::bench::TickRate::SERVER_MAX_HZ {
-        return Err(format!("{t} is not in 1..=1000"));
-    }
-    Ok(t)
+    let max = tickpack_report::bench::TickRate::SERVER_MAX_HZ;
+    s.parse::<tickpack_report::bench::TickRate>()
+        .ok()
+        .filter(|t| t.hz() <= max)
+        .ok_or_else(|| format!("{s:?}: ticks a second, 1..={max}"))
 }
 
 #[cfg(test)]
