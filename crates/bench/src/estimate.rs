@@ -8,7 +8,7 @@
 
 use tickpack_report::bench::{BenchSettings, Ladder, Step};
 use tickpack_report::comparison::Spread;
-use tickpack_report::estimate::{Crossing, LimitEstimate, FEW_SERVER_CORES};
+use tickpack_report::estimate::{Crossing, LadderEstimate, LimitEstimate, FEW_SERVER_CORES};
 
 /// The largest passing step below the first failing one, and that failing
 /// step.
@@ -85,17 +85,37 @@ pub fn estimate(
         .iter()
         .filter_map(|l| ladder_limit(l, settings))
         .collect();
-    let first = found.first()?;
     let servers = Spread::of(found.iter().map(|c| Some(c.servers)).collect()).median?;
     let servers = (servers * 10.0).round() / 10.0;
+    // The ladder whose estimate is nearest the median names the steps and
+    // the figure; every ladder's own is kept beside it.
+    let nearest = found.iter().min_by(|a, b| {
+        (a.servers - servers)
+            .abs()
+            .total_cmp(&(b.servers - servers).abs())
+    })?;
+    let per_ladder = if found.len() > 1 {
+        found
+            .iter()
+            .map(|c| LadderEstimate {
+                servers: (c.servers * 10.0).round() / 10.0,
+                passed_servers: c.passed_servers,
+                failed_servers: c.failed_servers,
+                figure: c.figure.into(),
+            })
+            .collect()
+    } else {
+        vec![]
+    };
     Some(LimitEstimate {
         servers,
         per_core: (servers / f64::from(server_cores) * 1000.0).round() / 1000.0,
-        passed_servers: first.passed_servers,
-        failed_servers: first.failed_servers,
-        figure: first.figure.into(),
-        limit_us: first.limit_us,
+        passed_servers: nearest.passed_servers,
+        failed_servers: nearest.failed_servers,
+        figure: nearest.figure.into(),
+        limit_us: nearest.limit_us,
         ladders: found.len() as u32,
+        per_ladder,
     })
 }
 

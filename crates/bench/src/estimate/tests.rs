@@ -59,7 +59,48 @@ fn over_several_ladders_the_estimate_is_their_median() {
     let e = estimate(&ls, &a.settings, 1).unwrap();
     assert_eq!(e.servers, 1.5);
     assert_eq!(e.ladders, 3);
-    assert!(e.words().ends_with("limit; median over 3 ladders)"));
+    assert!(e.words().contains("the median of 3 ladders' estimates: 1.5 between the steps of 1 and 2 servers, 1.1 between 1 and 2, 1.5 between 1 and 2"), "{}", e.words());
+}
+
+/// Regression: three ladders whose limits lay between 5 and 6, 2 and 3, 4
+/// and 5 servers read "the QoS limit lies near 4.0 servers …, between the
+/// passing step of 5 servers and the failing one of 6": the median was
+/// worded with the first ladder's steps, which 4.0 does not lie between.
+#[test]
+fn a_median_estimate_named_the_steps_of_a_ladder_it_did_not_lie_between() {
+    let steps = |pass_to: u32, at_pass: u64, at_fail: u64| -> Vec<(u32, bool, u64)> {
+        (1..=pass_to + 1)
+            .map(|n| {
+                (
+                    n,
+                    n <= pass_to,
+                    if n <= pass_to { at_pass } else { at_fail },
+                )
+            })
+            .collect()
+    };
+    let a = result(&steps(5, 1_000, 3_000)); // 5.5
+    let b = result(&steps(2, 1_000, 11_000)); // 2.1
+    let c = result(&steps(4, 1_900, 12_000)); // 4.0
+    let ls = [&a.ladders[0], &b.ladders[0], &c.ladders[0]];
+    let e = estimate(&ls, &a.settings, 1).unwrap();
+    assert_eq!(e.servers, 4.0);
+    // The steps named are those of the ladder at the median.
+    assert_eq!((e.passed_servers, e.failed_servers), (4, 5));
+    let words = e.words();
+    assert!(!words.contains("passing step of 5"), "{words}");
+    assert_eq!(
+        words,
+        "estimate, not a measured step: the QoS limit lies near 4.0 servers (4 per server \
+         core), the median of 3 ladders' estimates: 5.5 between the steps of 5 and 6 servers, \
+         2.1 between 2 and 3, 4.0 between 4 and 5 (p99 tick lateness interpolated to its limit)"
+    );
+    let per: Vec<(f64, u32, u32)> = e
+        .per_ladder
+        .iter()
+        .map(|l| (l.servers, l.passed_servers, l.failed_servers))
+        .collect();
+    assert_eq!(per, vec![(5.5, 5, 6), (2.1, 2, 3), (4.0, 4, 5)]);
 }
 
 #[test]

@@ -146,6 +146,7 @@ fn the_headline_gives_its_spread_its_stability_and_the_estimate_and_old_results_
         figure: "p99 tick lateness".into(),
         limit_us: 2_500,
         ladders: 3,
+        per_ladder: vec![],
     });
     let text = super::headline_lines(&r);
     let lines: Vec<&str> = text.lines().collect();
