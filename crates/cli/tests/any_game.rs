@@ -11,8 +11,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use support::bench::{assert_no_leftovers, one_ladder, run_bench};
 use support::{exe, serial, text};
-use tickpack_testkit::Leftovers;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tp-game-test-{name}-{}", std::process::id()));
@@ -28,12 +28,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// Nothing the benches (host name `bn`) created is left.
-fn no_leftovers() {
-    let left = Leftovers::of("tpbn").scan();
-    assert!(left.is_empty(), "{left:?}");
 }
 
 /// A user's definition `mine.toml` in `dir`: tickpack's own server under
@@ -162,23 +156,19 @@ fn a_bad_definition_given_to_bench_is_refused_before_anything_is_created() {
 /// A ladder of two one-server steps of `game` (whatever the first
 /// verdict), with `extra` flags: its result and what it printed.
 fn two_steps(dir: &TempDir, game: &str, extra: &[&str]) -> (Value, String) {
-    let mut cmd = Command::new(exe());
-    cmd.args(["bench", "--repeat", "1", "--game", game])
-        .args(["--tile-servers", "1", "--max-steps", "2"])
-        .args(["--steps-past-failure", "1"])
-        .args(extra);
-    bench_in(dir, &mut cmd)
+    bench_in(
+        dir,
+        one_ladder("2")
+            .args(["--game", game, "--steps-past-failure", "1"])
+            .args(extra),
+    )
 }
 
 /// Runs `cmd` (a `tickpack bench`) with `--out` in `dir`: the result it
 /// wrote, which must exist, and what it printed.
 fn bench_in(dir: &TempDir, cmd: &mut Command) -> (Value, String) {
-    let out_dir = dir.0.join("out");
-    let out = cmd.arg("--out").arg(&out_dir).output().unwrap();
-    let text = text(&out);
-    let result = out_dir.join("result.json");
-    assert!(result.exists(), "no result.json: {text}");
-    (read(&result), text)
+    let run = run_bench(cmd, &dir.0.join("out"));
+    (run.result, run.text)
 }
 
 /// Two steps of a game judged without players: every step has its run
@@ -246,7 +236,7 @@ fn a_nexuiz_ladder_is_judged_on_run_delay_and_query_latency() {
             "Nexuiz answered getinfo: {s}"
         );
     }
-    no_leftovers();
+    assert_no_leftovers();
 }
 
 /// A definition a user writes from docs/games.md for a server we do not
@@ -273,7 +263,7 @@ fn a_users_own_definition_climbs_a_ladder() {
         "no query to probe"
     );
     assert_judged_without_players(&r, &text, 2);
-    no_leftovers();
+    assert_no_leftovers();
 }
 
 /// Issue 31: a definition with no players, no bots and no load command
@@ -314,7 +304,7 @@ fn idle_servers_got_a_servers_per_core_figure() {
         t.contains("IDLE FOOTPRINT, NOT A DENSITY"),
         "the headline says what it is: {t}"
     );
-    no_leftovers();
+    assert_no_leftovers();
 }
 
 /// Issue 31: a game asked for bots that never came (its program ignores
@@ -357,7 +347,7 @@ fn servers_that_did_nothing_got_a_verdict_of_pass_or_fail() {
     assert_eq!(steps.len(), 1, "the ladder stopped at the idle step: {t}");
     assert_eq!(steps[0]["verdict"], "idle", "{t}");
     assert!(r["recommended_servers"].is_null(), "{t}");
-    no_leftovers();
+    assert_no_leftovers();
 }
 
 /// `--compare game` takes any two games: here the reference server (with

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use support::bench::{assert_no_leftovers, one_ladder, run_bench, tco_of_ten_machines, BenchRun};
 use support::host::BenchHosts;
-use support::{assert_success, exe, serial, text, Leftovers};
+use support::{assert_success, exe, run, serial, text, tickpack};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tp-bench-test-{name}-{}", std::process::id()));
@@ -23,7 +24,6 @@ fn read(path: &Path) -> Value {
         .expect("valid JSON")
 }
 
-/// What a bench (host name `bn`) left: namespaces, links, tables, cgroups.
 /// A light server and QoS limits no step fails on this machine: the tests
 /// that use them check the ladder's bookkeeping, not a verdict.
 const LENIENT: [&str; 12] = [
@@ -41,21 +41,18 @@ const LENIENT: [&str; 12] = [
     "100",
 ];
 
-fn no_leftovers() -> Vec<String> {
-    Leftovers::of("tpbn").scan()
-}
-
 #[test]
 fn quick_ladder_writes_a_result_that_report_renders() {
     let _g = serial();
     let out_dir = tmp("quick");
-    let out = Command::new(exe())
-        .args(["bench", "--quick", "--cost", "light", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let text = text(&out);
-    let r = read(&out_dir.join("result.json"));
+    let BenchRun {
+        out,
+        text,
+        result: r,
+    } = run_bench(
+        &mut tickpack(&["bench", "--quick", "--cost", "light"]),
+        &out_dir,
+    );
     assert_eq!(r["schema"], "tickpack.bench/1");
     assert_eq!(r["complete"], true, "{text}");
     let ladder = &r["ladders"][0];
@@ -171,8 +168,7 @@ fn quick_ladder_writes_a_result_that_report_renders() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("tickpack.players/1"));
-    let left = no_leftovers();
-    assert!(left.is_empty(), "{:?}", left);
+    assert_no_leftovers();
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
@@ -184,21 +180,19 @@ fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
     let _g = serial();
     let out_dir = tmp("openarena");
     // Two steps whatever the first verdict (one past a failure).
-    let out = Command::new(exe())
-        .args([
+    let BenchRun {
+        text, result: r, ..
+    } = run_bench(
+        &mut tickpack(&[
             "bench",
             "--game",
             "openarena",
             "--quick",
             "--steps-past-failure",
             "1",
-            "--out",
-        ])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let text = text(&out);
-    let r = read(&out_dir.join("result.json"));
+        ]),
+        &out_dir,
+    );
     assert_eq!(r["complete"], true, "{text}");
     assert_eq!(r["settings"]["game"], "openarena", "{text}");
     let g = &r["settings"]["game_settings"];
@@ -228,8 +222,7 @@ fn an_openarena_ladder_of_two_steps_completes_with_real_servers() {
     assert!(text.contains("n/a"), "tick figures shown as n/a: {text}");
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("OpenArena"), "the report names the game");
-    let left = no_leftovers();
-    assert!(left.is_empty(), "{:?}", left);
+    assert_no_leftovers();
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
@@ -257,11 +250,10 @@ fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
     };
     let out_dir = tmp("openarena12");
     for net in ["veth", "bridge"] {
-        let out = Command::new(exe())
-            .args([
-                "bench",
-                "--repeat",
-                "1",
+        let BenchRun {
+            text, result: r, ..
+        } = run_bench(
+            one_ladder("2").args([
                 "--game",
                 "openarena",
                 "--players-per-server",
@@ -276,10 +268,6 @@ fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
                 "bs",
                 "--range",
                 "198.19.96.0/24",
-                "--tile-servers",
-                "1",
-                "--max-steps",
-                "2",
                 "--steps-past-failure",
                 "2",
                 "--no-confirm",
@@ -289,13 +277,9 @@ fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
                 "100",
                 "--max-foreign",
                 "100",
-                "--out",
-            ])
-            .arg(&out_dir)
-            .output()
-            .unwrap();
-        let text = text(&out);
-        let r = read(&out_dir.join("result.json"));
+            ]),
+            &out_dir,
+        );
         assert_eq!(r["complete"], true, "{net}: {text}");
         let steps = r["ladders"][0]["steps"].as_array().unwrap();
         assert_eq!(steps.len(), 2, "{net}: {text}");
@@ -317,20 +301,8 @@ fn root_an_openarena_bench_connects_twelve_players_on_every_server() {
 fn an_interrupted_run_keeps_its_finished_steps() {
     let _g = serial();
     let out_dir = tmp("int");
-    let child = Command::new(exe())
-        .args([
-            "bench",
-            "--repeat",
-            "1",
-            "--tile-servers",
-            "1",
-            "--max-steps",
-            "6",
-            "--step-duration",
-            "1s",
-            "--warmup",
-            "200ms",
-        ])
+    let child = one_ladder("6")
+        .args(["--step-duration", "1s", "--warmup", "200ms"])
         .args(LENIENT)
         .arg("--out")
         .arg(&out_dir)
@@ -394,8 +366,7 @@ fn an_interrupted_run_keeps_its_finished_steps() {
     assert!(steps
         .iter()
         .all(|s| s["transaction_latency_us"]["count"].as_u64().unwrap() > 0));
-    let left = no_leftovers();
-    assert!(left.is_empty(), "{:?}", left);
+    assert_no_leftovers();
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
@@ -433,24 +404,7 @@ fn tco_reproduces_the_case_study_table() {
     assert_eq!(t["after"]["machines"], 56);
     assert_eq!(t["currency"], "USD");
     // A ratio below 1 is computed and said to be no consolidation.
-    let below = Command::new(exe())
-        .args([
-            "tco",
-            "--before-watts",
-            "350",
-            "--after-watts",
-            "710",
-            "--ratio",
-            "0.5",
-            "--machines",
-            "10",
-            "--price-per-kwh",
-            "0.1",
-            "--currency",
-            "EUR",
-        ])
-        .output()
-        .unwrap();
+    let below = run(&tco_of_ten_machines("350", "710", "0.5"));
     assert_success(&below);
     let table = String::from_utf8_lossy(&below.stdout);
     assert!(table.starts_with("ratio 0.5 is below 1"), "{table}");
@@ -461,8 +415,10 @@ fn tco_reproduces_the_case_study_table() {
 fn a_repeated_placement_comparison_keeps_every_repetition_and_reports_the_ratio() {
     let _g = serial();
     let out_dir = tmp("cmp");
-    let out = Command::new(exe())
-        .args([
+    let BenchRun {
+        text, result: r, ..
+    } = run_bench(
+        tickpack(&[
             "bench",
             "--quick",
             "--backend",
@@ -478,13 +434,9 @@ fn a_repeated_placement_comparison_keeps_every_repetition_and_reports_the_ratio(
             "--warmup",
             "0s",
         ])
-        .args(LENIENT)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let text = text(&out);
-    let r = read(&out_dir.join("result.json"));
+        .args(LENIENT),
+        &out_dir,
+    );
     assert_eq!(r["complete"], true, "{text}");
     let ladders = r["ladders"].as_array().unwrap();
     let seen: Vec<(String, u64)> = ladders

@@ -12,8 +12,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use support::bench::{assert_no_leftovers, one_ladder, run_bench};
 use support::{exe, serial, text};
-use tickpack_testkit::Leftovers;
 
 /// A test's directory, removed even when the test fails.
 struct TempDir(PathBuf);
@@ -36,28 +36,13 @@ impl Drop for TempDir {
 /// One one-server step of the reference server with `extra` flags: the
 /// result and what the bench printed.
 fn one_step(dir: &TempDir, tag: &str, extra: &[&str]) -> (Value, String) {
-    let out_dir = dir.0.join(tag);
-    let out = Command::new(exe())
-        .args([
-            "bench",
-            "--repeat",
-            "1",
-            "--tile-servers",
-            "1",
-            "--max-steps",
-            "1",
-        ])
-        .args(["--step-duration", "4s", "--no-confirm"])
-        .args(extra)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let t = text(&out);
-    let result = out_dir.join("result.json");
-    assert!(result.exists(), "no result.json: {t}");
-    let r = serde_json::from_str(&std::fs::read_to_string(result).unwrap()).unwrap();
-    (r, t)
+    let run = run_bench(
+        one_ladder("1")
+            .args(["--step-duration", "4s", "--no-confirm"])
+            .args(extra),
+        &dir.0.join(tag),
+    );
+    (run.result, run.text)
 }
 
 fn first_step(r: &Value) -> &Value {
@@ -83,7 +68,7 @@ fn tickpack_players_as_a_load_command_gets_the_built_in_verdicts() {
     );
     assert_eq!(loaded["settings"]["load"]["players"], 12);
     assert!(b["cpu"]["load_generator_cpu_s"].as_f64().unwrap() > 0.0);
-    assert!(Leftovers::of("tpbn").scan().is_empty());
+    assert_no_leftovers();
 }
 
 #[test]
@@ -124,5 +109,5 @@ fn a_load_command_that_crashes_or_never_connects_is_reported_as_such() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("unknown placeholder {nope}"));
-    assert!(Leftovers::of("tpbn").scan().is_empty());
+    assert_no_leftovers();
 }

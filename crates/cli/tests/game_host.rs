@@ -179,17 +179,13 @@ fn root_openarena_instances_answer_getinfo_on_their_own_ips_and_come_back_after_
 fn openarena_on_127_0_0_1_rotates_its_maps_from_its_map_variable() {
     let _g = serial();
     require_openarena();
-    let port = free_udp_ports(1);
-    let host = Host::up_in_temp(
+    let (host, port) = Host::up_on_free_ports(
         "game-host",
         "oa2",
+        1,
         &[
             "--game",
             "openarena",
-            "--backend",
-            "process",
-            "--port",
-            &port.to_string(),
             "--set",
             "map=oa_dm2,oa_dm1",
             "--bots",
@@ -215,15 +211,11 @@ fn openarena_on_127_0_0_1_rotates_its_maps_from_its_map_variable() {
 #[test]
 fn probe_a2s_reads_the_reference_servers_map_and_round_trips() {
     let _g = serial();
-    let port = free_udp_ports(1);
-    let mut host = Host::up_in_temp(
+    let (mut host, _) = Host::up_on_free_ports(
         "game-host",
         "pa1",
+        1,
         &[
-            "--backend",
-            "process",
-            "--port",
-            &port.to_string(),
             "--command",
             "{tickpack} server --bind {ip}:{port} --cost light --bots 3",
             "--probe",

@@ -13,12 +13,16 @@ use serde_json::Value;
 
 use support::host::{host_down, temp_run_dir, Host};
 use support::{
-    assert_one_error_line, assert_success, exe, free_tcp_port, free_udp_ports, http_get_metrics,
-    require_root, serial, Leftovers,
+    assert_one_error_line, assert_success, exe, free_tcp_port, http_get_metrics, require_root,
+    serial, Leftovers,
 };
 
 /// What these tests need root for.
 const ROOT: &str = "namespaces, cgroups, links";
+
+/// The keys every instance of a `host status --json` document has,
+/// space-separated.
+const INSTANCE_KEYS: &str = "id address pid cpus state restarts cpu_percent tick_p99_us";
 
 fn stats(addr: SocketAddr, timeout: Duration) -> bool {
     let s = UdpSocket::bind("0.0.0.0:0").unwrap();
@@ -86,16 +90,7 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
         "every instance binds the game's usual port: {addrs:?}"
     );
     for i in st["instances"].as_array().unwrap() {
-        for key in [
-            "id",
-            "address",
-            "pid",
-            "cpus",
-            "state",
-            "restarts",
-            "cpu_percent",
-            "tick_p99_us",
-        ] {
+        for key in INSTANCE_KEYS.split_whitespace() {
             assert!(i.get(key).is_some(), "status lacks {key}: {i}");
         }
     }
@@ -359,19 +354,7 @@ fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
 #[test]
 fn process_backend_is_the_native_baseline_on_distinct_ports() {
     let _g = serial();
-    let base = free_udp_ports(3);
-    let host = Host::up_in_temp(
-        "host-test",
-        "e6",
-        &[
-            "--instances",
-            "3",
-            "--backend",
-            "process",
-            "--port",
-            &base.to_string(),
-        ],
-    );
+    let (host, base) = Host::up_on_free_ports("host-test", "e6", 3, &["--instances", "3"]);
     let addrs = addresses(&host.status().unwrap());
     let want: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", base + i)).collect();
     assert_eq!(addrs, want);

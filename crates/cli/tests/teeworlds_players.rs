@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::bench::one_ladder;
 use support::host::BenchHosts;
 use support::{exe, serial, text};
 
@@ -206,19 +207,12 @@ fn root_a_teeworlds_bench_connects_every_player_on_every_server() {
     };
     let out_dir = std::env::temp_dir().join(format!("tp-tw-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
-    let out = Command::new(exe())
+    let out = one_ladder("2")
         .args([
-            "bench",
-            "--repeat",
-            "1",
             "--game",
             "teeworlds",
             "--name",
             "tw",
-            "--tile-servers",
-            "1",
-            "--max-steps",
-            "2",
             "--steps-past-failure",
             "2",
             "--step-duration",

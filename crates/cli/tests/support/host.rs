@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{exe, Leftovers};
+use super::{exe, free_udp_ports, Leftovers};
 
 /// How long [`Host::wait_for`] and [`Host::wait_log`] wait.
 const WAIT: Duration = Duration::from_secs(20);
@@ -151,6 +151,18 @@ impl Host {
         Host::spawn(name, &dir, args, Stdio::null())
             .remove_on_drop(&dir)
             .running()
+    }
+
+    /// [`Host::up_in_temp`] on the process backend, its instances on
+    /// 127.0.0.1 from a port on that is free for `ports` of them
+    /// (`--backend process --port PORT`), then `args`; returns the host
+    /// and PORT.
+    pub fn up_on_free_ports(tag: &str, name: &str, ports: u16, args: &[&str]) -> (Host, u16) {
+        let port = free_udp_ports(ports);
+        let port_arg = port.to_string();
+        let mut all = vec!["--backend", "process", "--port", &port_arg];
+        all.extend_from_slice(args);
+        (Host::up_in_temp(tag, name, &all), port)
     }
 
     /// Waits until every instance runs; returns the host.

@@ -1,8 +1,9 @@
 //! Support shared by the end-to-end tests of the `tickpack` binary (each
 //! test file says `mod support;`): running the binary and checking how it
-//! failed, and a host brought up in the background ([`host::Host`]) that a
-//! guard takes down and checks for leftovers, and a server on 127.0.0.1
-//! ([`server::Server`]) killed by PID when dropped.
+//! failed, a bench run to its end with the result it wrote
+//! ([`bench::run_bench`]), a host brought up in the background
+//! ([`host::Host`]) that a guard takes down and checks for leftovers, and a
+//! server on 127.0.0.1 ([`server::Server`]) killed by PID when dropped.
 //!
 //! What needs no binary (root check, leftovers scanner, free ports, waiting
 //! with a deadline, /proc) lives in the `tickpack-testkit` crate and is
@@ -11,6 +12,7 @@
 //! Not every test file uses every helper, hence the `allow` below.
 #![allow(dead_code, unused_imports)]
 
+pub mod bench;
 pub mod host;
 pub mod server;
 
