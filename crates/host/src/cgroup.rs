@@ -189,7 +189,12 @@ impl Cgroup {
             dirs,
             created: Vec::new(),
         };
-        let set_up = backend_for(layout.version).set_up(&mut cgroup, limits, quota, mems);
+        let settings = backend::Settings {
+            limits,
+            quota,
+            mems,
+        };
+        let set_up = backend_for(layout.version).set_up(&mut cgroup, &settings);
         match set_up {
             Ok(()) => Ok(cgroup),
             Err(e) => {
@@ -302,7 +307,7 @@ impl Cgroup {
     }
 
     /// The leaves holding the CPU-accounting and memory controllers.
-    fn usage_dirs(&self) -> Result<(PathBuf, PathBuf), CgroupError> {
+    fn usage_dirs(&self) -> Result<backend::UsageDirs, CgroupError> {
         let dir = |c: Controller| {
             self.dirs
                 .iter()
@@ -310,7 +315,10 @@ impl Cgroup {
                 .map(|j| j.leaf.clone())
                 .ok_or(CgroupError::NotMounted { controller: c })
         };
-        Ok((dir(Controller::Cpuacct)?, dir(Controller::Memory)?))
+        Ok(backend::UsageDirs {
+            cpu: dir(Controller::Cpuacct)?,
+            memory: dir(Controller::Memory)?,
+        })
     }
 
     /// CPU time, memory and OOM kills so far, for periodic sampling: a
@@ -318,7 +326,7 @@ impl Cgroup {
     /// [`Cgroup::try_usage`] says why instead.
     pub fn usage(&self) -> Usage {
         match self.usage_dirs() {
-            Ok((cpu_dir, mem_dir)) => self.backend().sample_usage(&cpu_dir, &mem_dir),
+            Ok(dirs) => self.backend().sample_usage(&dirs),
             Err(_) => Usage::default(),
         }
     }
@@ -328,9 +336,8 @@ impl Cgroup {
     /// `memory.current`, `memory.events`), or the first file that could not
     /// be read or parsed.
     pub fn try_usage(&self) -> Result<Usage, CgroupError> {
-        let (cpu_dir, mem_dir) = self.usage_dirs()?;
-        self.backend()
-            .read_usage(&cpu_dir, &mem_dir, self.synthetic)
+        let dirs = self.usage_dirs()?;
+        self.backend().read_usage(&dirs, self.synthetic)
     }
 
     fn backend(&self) -> &'static dyn backend::Backend {

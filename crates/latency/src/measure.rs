@@ -82,6 +82,19 @@ struct Window {
     end: Instant,
 }
 
+/// What every client loop of one measurement runs with.
+#[derive(Clone, Copy)]
+struct ClientRun<'a> {
+    /// The request (and reply) sizes.
+    size: SizeSpec,
+    /// When to start recording and when to stop.
+    window: Window,
+    /// How long a request may stay unanswered before it counts as lost.
+    timeout: Duration,
+    /// Set to stop early.
+    stop: &'a AtomicBool,
+}
+
 /// What one client thread saw.
 struct ClientCounts {
     hist: Histogram<u64>,
@@ -175,20 +188,16 @@ fn account(c: &mut ClientCounts, sent_at: Instant, w: &Window, answered: Option<
     }
 }
 
-fn client_blocking(
-    sock: &UdpSocket,
-    id: u32,
-    size: SizeSpec,
-    w: Window,
-    timeout: Duration,
-    stop: &AtomicBool,
-) -> ClientCounts {
+/// One stream, blocking: send, wait for the reply (or the socket's read
+/// timeout), record, repeat.
+fn client_blocking(sock: &UdpSocket, id: u32, run: ClientRun<'_>) -> ClientCounts {
+    let w = &run.window;
     let mut c = ClientCounts::new();
-    let mut st = Stream::new(id, size);
+    let mut st = Stream::new(id, run.size);
     let mut buf = vec![0u8; 65_536];
-    while !stop.load(Ordering::Relaxed) && Instant::now() < w.end {
-        if !st.send(sock, size) {
-            account(&mut c, st.sent_at, &w, None);
+    while !run.stop.load(Ordering::Relaxed) && Instant::now() < w.end {
+        if !st.send(sock, run.size) {
+            account(&mut c, st.sent_at, w, None);
             // Do not spin on a failing send.
             std::thread::sleep(Duration::from_millis(1));
             continue;
@@ -201,7 +210,7 @@ fn client_blocking(
                         break Some(now - st.sent_at);
                     }
                     c.stale += 1;
-                    if now - st.sent_at > timeout {
+                    if now - st.sent_at > run.timeout {
                         break None;
                     }
                 }
@@ -217,29 +226,26 @@ fn client_blocking(
                 }
             }
         };
-        account(&mut c, st.sent_at, &w, answered);
+        account(&mut c, st.sent_at, w, answered);
     }
     c
 }
 
-fn client_busy(
-    socks: &[UdpSocket],
-    size: SizeSpec,
-    w: Window,
-    timeout: Duration,
-    stop: &AtomicBool,
-) -> ClientCounts {
+/// All streams in one thread, polling their sockets without blocking; each
+/// stream keeps one request in flight.
+fn client_busy(socks: &[UdpSocket], run: ClientRun<'_>) -> ClientCounts {
+    let (w, size) = (&run.window, run.size);
     let mut c = ClientCounts::new();
     let mut streams: Vec<Stream> = (0..socks.len() as u32)
         .map(|i| Stream::new(i, size))
         .collect();
     for (st, sock) in streams.iter_mut().zip(socks) {
         if !st.send(sock, size) {
-            account(&mut c, st.sent_at, &w, None);
+            account(&mut c, st.sent_at, w, None);
         }
     }
     let mut buf = vec![0u8; 65_536];
-    while !stop.load(Ordering::Relaxed) {
+    while !run.stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         if now >= w.end {
             break;
@@ -249,19 +255,19 @@ fn client_busy(
                 Ok(n) => {
                     let t = Instant::now();
                     if st.matches(&buf[..n]) {
-                        account(&mut c, st.sent_at, &w, Some(t - st.sent_at));
+                        account(&mut c, st.sent_at, w, Some(t - st.sent_at));
                         if !st.send(sock, size) {
-                            account(&mut c, st.sent_at, &w, None);
+                            account(&mut c, st.sent_at, w, None);
                         }
                     } else {
                         c.stale += 1;
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    if now.saturating_duration_since(st.sent_at) > timeout {
-                        account(&mut c, st.sent_at, &w, None);
+                    if now.saturating_duration_since(st.sent_at) > run.timeout {
+                        account(&mut c, st.sent_at, w, None);
                         if !st.send(sock, size) {
-                            account(&mut c, st.sent_at, &w, None);
+                            account(&mut c, st.sent_at, w, None);
                         }
                     }
                 }
@@ -355,9 +361,14 @@ pub fn measure(
             }
         }
         let start = Instant::now();
-        let w = Window {
-            record_from: start + o.warmup,
-            end: start + o.warmup + o.duration,
+        let run = ClientRun {
+            size,
+            window: Window {
+                record_from: start + o.warmup,
+                end: start + o.warmup + o.duration,
+            },
+            timeout: o.timeout,
+            stop,
         };
         let mut clients_h = Vec::new();
         match mode {
@@ -365,7 +376,7 @@ pub fn measure(
                 for (i, sock) in clients.iter().enumerate() {
                     clients_h.push(sc.spawn(move || {
                         pin(o.client_cpu)?;
-                        Ok(client_blocking(sock, i as u32, size, w, o.timeout, stop))
+                        Ok(client_blocking(sock, i as u32, run))
                     }));
                 }
             }
@@ -373,7 +384,7 @@ pub fn measure(
                 let socks = &clients;
                 clients_h.push(sc.spawn(move || {
                     pin(o.client_cpu)?;
-                    Ok(client_busy(socks, size, w, o.timeout, stop))
+                    Ok(client_busy(socks, run))
                 }));
             }
         }
@@ -381,7 +392,7 @@ pub fn measure(
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(thread_panicked("client"))))
             .collect();
-        let elapsed = Instant::now().saturating_duration_since(w.record_from);
+        let elapsed = Instant::now().saturating_duration_since(run.window.record_from);
         done.store(true, Ordering::Relaxed);
         let echo_counts: Vec<Result<EchoCounts, LatencyError>> = echoes
             .into_iter()
@@ -486,19 +497,17 @@ mod tests {
         let now = Instant::now();
         // 500 ms of 20 ms timeouts: at least 2 losses even if this thread
         // is descheduled for most of the window on a loaded machine.
-        let w = Window {
-            record_from: now,
-            end: now + Duration::from_millis(500),
-        };
         let stop = AtomicBool::new(false);
-        let r = client_blocking(
-            &c,
-            0,
-            SizeSpec::Bytes(64),
-            w,
-            Duration::from_millis(20),
-            &stop,
-        );
+        let run = ClientRun {
+            size: SizeSpec::Bytes(64),
+            window: Window {
+                record_from: now,
+                end: now + Duration::from_millis(500),
+            },
+            timeout: Duration::from_millis(20),
+            stop: &stop,
+        };
+        let r = client_blocking(&c, 0, run);
         assert!(r.lost >= 2 && r.hist.is_empty(), "{} lost", r.lost);
         assert!(now.elapsed() < Duration::from_secs(5), "it did not hang");
     }

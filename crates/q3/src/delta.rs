@@ -371,6 +371,107 @@ fn read_int_field(r: &mut Reader, bits: i32) -> Result<i32, Q3Error> {
     }
 }
 
+/// A state delta-coded against a field table: [`EntityState`] against
+/// [`ENTITY_FIELDS`], [`PlayerState`] against [`PLAYER_FIELDS`].
+trait FieldTable {
+    /// The order and widths of the fields.
+    const FIELDS: &'static [NetField];
+    /// Whether a changed field's value is preceded by a bit saying it is
+    /// non-zero, a zero value being that bit alone (entities only).
+    const ZERO_BIT: bool;
+    /// The error for a field count beyond the table.
+    const BAD_COUNT: &'static str;
+    /// The field values, in table order.
+    fn fields(&self) -> &[i32];
+    /// The field values, in table order, to change.
+    fn fields_mut(&mut self) -> &mut [i32];
+}
+
+impl FieldTable for EntityState {
+    const FIELDS: &'static [NetField] = &ENTITY_FIELDS;
+    const ZERO_BIT: bool = true;
+    const BAD_COUNT: &'static str = "invalid entityState field count";
+    fn fields(&self) -> &[i32] {
+        &self.fields
+    }
+    fn fields_mut(&mut self) -> &mut [i32] {
+        &mut self.fields
+    }
+}
+
+impl FieldTable for PlayerState {
+    const FIELDS: &'static [NetField] = &PLAYER_FIELDS;
+    const ZERO_BIT: bool = false;
+    const BAD_COUNT: &'static str = "invalid playerState field count";
+    fn fields(&self) -> &[i32] {
+        &self.fields
+    }
+    fn fields_mut(&mut self) -> &mut [i32] {
+        &mut self.fields
+    }
+}
+
+/// How many leading fields a delta from `from` to `to` sends: up to the
+/// last one that changed (the engine's `lc`), 0 if none did.
+fn changed_count<T: FieldTable>(from: &T, to: &T) -> usize {
+    let (from, to) = (from.fields(), to.fields());
+    (0..T::FIELDS.len())
+        .rev()
+        .find(|&i| from[i] != to[i])
+        .map_or(0, |i| i + 1)
+}
+
+/// Writes the field count `lc` and then the first `lc` fields of `to`:
+/// a bit saying whether each changed from `from`, and each changed value.
+fn write_fields<T: FieldTable>(w: &mut Writer, from: &T, to: &T, lc: usize) {
+    w.write_byte(lc as u8);
+    for (i, field) in T::FIELDS.iter().enumerate().take(lc) {
+        let v = to.fields()[i];
+        if from.fields()[i] == v {
+            w.write_bits(0, 1);
+            continue;
+        }
+        w.write_bits(1, 1);
+        if T::ZERO_BIT {
+            let zero = if field.bits == 0 {
+                f32::from_bits(v as u32) == 0.0
+            } else {
+                v == 0
+            };
+            w.write_bits(i32::from(!zero), 1);
+            if zero {
+                continue;
+            }
+        }
+        if field.bits == 0 {
+            write_float_field(w, v);
+        } else {
+            w.write_bits(v, field.bits.unsigned_abs());
+        }
+    }
+}
+
+/// Reads what [`write_fields`] wrote into `to` (which holds the old values).
+fn read_fields<T: FieldTable>(r: &mut Reader, to: &mut T) -> Result<(), Q3Error> {
+    let lc = usize::from(r.read_byte()?);
+    if lc > T::FIELDS.len() {
+        return Err(Q3Error::Malformed(T::BAD_COUNT));
+    }
+    for (i, field) in T::FIELDS.iter().enumerate().take(lc) {
+        if r.read_bits(1)? == 0 {
+            continue;
+        }
+        to.fields_mut()[i] = if T::ZERO_BIT && r.read_bits(1)? == 0 {
+            0
+        } else if field.bits == 0 {
+            read_float_field(r)?
+        } else {
+            read_int_field(r, field.bits)?
+        };
+    }
+    Ok(())
+}
+
 /// Write entity `to` as a delta from `from` (`MSG_WriteDeltaEntity`),
 /// including its number. `to == None` removes `from`. Nothing is written
 /// for an unchanged entity unless `force`.
@@ -393,10 +494,7 @@ pub fn write_delta_entity(
     assert!((0..MAX_GENTITIES).contains(&to.number), "bad entity number");
     let zero = EntityState::default();
     let from = from.unwrap_or(&zero);
-    let lc = (0..ENTITY_FIELDS.len())
-        .rev()
-        .find(|&i| from.fields[i] != to.fields[i])
-        .map_or(0, |i| i + 1);
+    let lc = changed_count(from, to);
     if lc == 0 {
         if force {
             w.write_bits(to.number, GENTITYNUM_BITS);
@@ -408,28 +506,7 @@ pub fn write_delta_entity(
     w.write_bits(to.number, GENTITYNUM_BITS);
     w.write_bits(0, 1);
     w.write_bits(1, 1);
-    w.write_byte(lc as u8);
-    for (i, field) in ENTITY_FIELDS.iter().enumerate().take(lc) {
-        let v = to.fields[i];
-        if from.fields[i] == v {
-            w.write_bits(0, 1);
-            continue;
-        }
-        w.write_bits(1, 1);
-        if field.bits == 0 {
-            if f32::from_bits(v as u32) == 0.0 {
-                w.write_bits(0, 1);
-            } else {
-                w.write_bits(1, 1);
-                write_float_field(w, v);
-            }
-        } else if v == 0 {
-            w.write_bits(0, 1);
-        } else {
-            w.write_bits(1, 1);
-            w.write_bits(v, field.bits.unsigned_abs());
-        }
-    }
+    write_fields(w, from, to, lc);
 }
 
 /// Read an entity delta from `from` for entity `number` (already read),
@@ -450,26 +527,7 @@ pub fn read_delta_entity(
     if r.read_bits(1)? == 0 {
         return Ok(Some(to));
     }
-    let lc = usize::from(r.read_byte()?);
-    if lc > ENTITY_FIELDS.len() {
-        return Err(Q3Error::Malformed("invalid entityState field count"));
-    }
-    for (i, field) in ENTITY_FIELDS.iter().enumerate().take(lc) {
-        if r.read_bits(1)? == 0 {
-            continue;
-        }
-        to.fields[i] = if field.bits == 0 {
-            if r.read_bits(1)? == 0 {
-                0
-            } else {
-                read_float_field(r)?
-            }
-        } else if r.read_bits(1)? == 0 {
-            0
-        } else {
-            read_int_field(r, field.bits)?
-        };
-    }
+    read_fields(r, &mut to)?;
     Ok(Some(to))
 }
 
@@ -478,24 +536,7 @@ pub fn read_delta_entity(
 pub fn write_delta_playerstate(w: &mut Writer, from: Option<&PlayerState>, to: &PlayerState) {
     let zero = PlayerState::default();
     let from = from.unwrap_or(&zero);
-    let lc = (0..PLAYER_FIELDS.len())
-        .rev()
-        .find(|&i| from.fields[i] != to.fields[i])
-        .map_or(0, |i| i + 1);
-    w.write_byte(lc as u8);
-    for (i, field) in PLAYER_FIELDS.iter().enumerate().take(lc) {
-        let v = to.fields[i];
-        if from.fields[i] == v {
-            w.write_bits(0, 1);
-            continue;
-        }
-        w.write_bits(1, 1);
-        if field.bits == 0 {
-            write_float_field(w, v);
-        } else {
-            w.write_bits(v, field.bits.unsigned_abs());
-        }
-    }
+    write_fields(w, from, to, changed_count(from, to));
     let mask = |a: &[i32; 16], b: &[i32; 16]| {
         (0..16)
             .filter(|&i| a[i] != b[i])
@@ -541,20 +582,7 @@ pub fn read_delta_playerstate(
     from: Option<&PlayerState>,
 ) -> Result<PlayerState, Q3Error> {
     let mut to = from.copied().unwrap_or_default();
-    let lc = usize::from(r.read_byte()?);
-    if lc > PLAYER_FIELDS.len() {
-        return Err(Q3Error::Malformed("invalid playerState field count"));
-    }
-    for (i, field) in PLAYER_FIELDS.iter().enumerate().take(lc) {
-        if r.read_bits(1)? == 0 {
-            continue;
-        }
-        to.fields[i] = if field.bits == 0 {
-            read_float_field(r)?
-        } else {
-            read_int_field(r, field.bits)?
-        };
-    }
+    read_fields(r, &mut to)?;
     if r.read_bits(1)? == 1 {
         for k in 0..4 {
             if r.read_bits(1)? == 0 {

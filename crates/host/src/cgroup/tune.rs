@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::control::{read_control, read_keyed, write_control};
+use super::control::{read_control, write_control};
 use super::{
     Cgroup, CgroupError, CgroupLayout, CgroupVersion, Controller, Joined, CPU_PERIOD_US,
     MIN_CPU_QUOTA_US,
@@ -238,14 +238,7 @@ impl Cgroup {
     /// CPU time used so far, nanoseconds (`cpuacct.usage`, v2 `cpu.stat`).
     pub fn cpu_usage_ns(&self) -> Option<u64> {
         let dir = self.controller_path(Controller::Cpuacct)?;
-        match self.version {
-            CgroupVersion::V1 => read_control(&dir.join("cpuacct.usage"), false)
-                .ok()?
-                .trim()
-                .parse()
-                .ok(),
-            CgroupVersion::V2 => read_keyed(&dir.join("cpu.stat"), "usage_usec").map(|u| u * 1000),
-        }
+        self.backend().cpu_usage_ns(&dir).ok()
     }
 }
 

@@ -8,22 +8,16 @@
 
 use std::path::Path;
 
-use super::backend::Backend;
-use super::control::{keyed, read_control, read_keyed, read_u64};
-use super::{Cgroup, CgroupError, Controller, Limits, Usage, CPU_PERIOD_US};
+use super::backend::{Backend, MemoryFiles, Settings};
+use super::control::read_u64;
+use super::{Cgroup, CgroupError, Controller, CPU_PERIOD_US};
 use tickpack_sys::format_cpu_list;
 
 /// The cgroup v1 backend.
 pub(super) struct V1;
 
 impl Backend for V1 {
-    fn set_up(
-        &self,
-        cg: &mut Cgroup,
-        limits: &Limits,
-        quota: Option<u64>,
-        mems: Option<&[usize]>,
-    ) -> Result<(), CgroupError> {
+    fn set_up(&self, cg: &mut Cgroup, settings: &Settings<'_>) -> Result<(), CgroupError> {
         let components: Vec<String> = cg.name.split('/').map(str::to_owned).collect();
         for joined in cg.dirs.clone() {
             let cpuset = joined.controllers.contains(&Controller::Cpuset);
@@ -42,13 +36,13 @@ impl Backend for V1 {
             for controller in &joined.controllers {
                 match controller {
                     Controller::Cpuset => {
-                        match &limits.cpus {
+                        match &settings.limits.cpus {
                             Some(cpus) => {
                                 cg.write(&dir.join("cpuset.cpus"), &format_cpu_list(cpus))?
                             }
                             None => cg.copy(&parent, &dir, "cpuset.cpus")?,
                         }
-                        match mems {
+                        match settings.mems {
                             Some(mems) => {
                                 cg.write(&dir.join("cpuset.mems"), &format_cpu_list(mems))?
                             }
@@ -56,13 +50,13 @@ impl Backend for V1 {
                         }
                     }
                     Controller::Cpu => {
-                        if let Some(quota) = quota {
+                        if let Some(quota) = settings.quota {
                             cg.write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
                             cg.write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
                         }
                     }
                     Controller::Memory => {
-                        if let Some(bytes) = limits.memory_bytes {
+                        if let Some(bytes) = settings.limits.memory_bytes {
                             let value = bytes.to_string();
                             cg.write(&dir.join("memory.limit_in_bytes"), &value)?;
                             let memsw = dir.join("memory.memsw.limit_in_bytes");
@@ -72,7 +66,7 @@ impl Backend for V1 {
                         }
                     }
                     Controller::Pids => {
-                        if let Some(max) = limits.pids_max {
+                        if let Some(max) = settings.limits.pids_max {
                             cg.write(&dir.join("pids.max"), &max.to_string())?;
                         }
                     }
@@ -83,28 +77,15 @@ impl Backend for V1 {
         Ok(())
     }
 
-    fn sample_usage(&self, cpu_dir: &Path, mem_dir: &Path) -> Usage {
-        Usage {
-            cpu_usage_ns: read_u64(&cpu_dir.join("cpuacct.usage")).unwrap_or(0),
-            memory_bytes: read_u64(&mem_dir.join("memory.usage_in_bytes")).unwrap_or(0),
-            oom_kills: read_keyed(&mem_dir.join("memory.oom_control"), "oom_kill").unwrap_or(0),
-        }
+    fn cpu_usage_ns(&self, cpu_dir: &Path) -> Result<u64, CgroupError> {
+        read_u64(&cpu_dir.join("cpuacct.usage"))
     }
 
-    fn read_usage(
-        &self,
-        cpu_dir: &Path,
-        mem_dir: &Path,
-        synthetic: bool,
-    ) -> Result<Usage, CgroupError> {
-        let oom = mem_dir.join("memory.oom_control");
-        let oom_text = read_control(&oom, synthetic)?;
-        Ok(Usage {
-            cpu_usage_ns: read_u64(&cpu_dir.join("cpuacct.usage"))?,
-            memory_bytes: read_u64(&mem_dir.join("memory.usage_in_bytes"))?,
-            // Kernels before 4.13 have no oom_kill line.
-            oom_kills: keyed(&oom, &oom_text, "oom_kill")?.unwrap_or(0),
-        })
+    fn memory_files(&self) -> MemoryFiles {
+        MemoryFiles {
+            current: "memory.usage_in_bytes",
+            events: "memory.oom_control",
+        }
     }
 
     fn kill_first(&self, _cg: &Cgroup) -> Result<(), CgroupError> {

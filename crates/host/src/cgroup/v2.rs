@@ -8,22 +8,16 @@
 
 use std::path::Path;
 
-use super::backend::Backend;
-use super::control::{keyed, read_control, read_keyed, read_u64, write_control};
-use super::{Cgroup, CgroupError, Limits, Usage, CPU_PERIOD_US};
+use super::backend::{Backend, MemoryFiles, Settings};
+use super::control::{keyed, read_control, write_control};
+use super::{Cgroup, CgroupError, CPU_PERIOD_US};
 use tickpack_sys::format_cpu_list;
 
 /// The cgroup v2 backend.
 pub(super) struct V2;
 
 impl Backend for V2 {
-    fn set_up(
-        &self,
-        cg: &mut Cgroup,
-        limits: &Limits,
-        quota: Option<u64>,
-        mems: Option<&[usize]>,
-    ) -> Result<(), CgroupError> {
+    fn set_up(&self, cg: &mut Cgroup, settings: &Settings<'_>) -> Result<(), CgroupError> {
         let joined = cg.dirs[0].clone();
         let enable: Vec<&str> = joined
             .controllers
@@ -37,44 +31,29 @@ impl Backend for V2 {
             dir.push(component);
             cg.mkdir(&dir, i + 1 == components.len())?;
         }
-        if let Some(cpus) = &limits.cpus {
+        if let Some(cpus) = &settings.limits.cpus {
             cg.write(&dir.join("cpuset.cpus"), &format_cpu_list(cpus))?;
         }
-        if let Some(mems) = mems {
+        if let Some(mems) = settings.mems {
             cg.write(&dir.join("cpuset.mems"), &format_cpu_list(mems))?;
         }
-        if let Some(quota) = quota {
+        if let Some(quota) = settings.quota {
             cg.write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?;
         }
-        if let Some(bytes) = limits.memory_bytes {
+        if let Some(bytes) = settings.limits.memory_bytes {
             cg.write(&dir.join("memory.max"), &bytes.to_string())?;
             let swap = dir.join("memory.swap.max");
             if swap.exists() {
                 cg.write(&swap, "0")?;
             }
         }
-        if let Some(max) = limits.pids_max {
+        if let Some(max) = settings.limits.pids_max {
             cg.write(&dir.join("pids.max"), &max.to_string())?;
         }
         Ok(())
     }
 
-    fn sample_usage(&self, cpu_dir: &Path, mem_dir: &Path) -> Usage {
-        Usage {
-            cpu_usage_ns: read_keyed(&cpu_dir.join("cpu.stat"), "usage_usec")
-                .map(|us| us.saturating_mul(1000))
-                .unwrap_or(0),
-            memory_bytes: read_u64(&mem_dir.join("memory.current")).unwrap_or(0),
-            oom_kills: read_keyed(&mem_dir.join("memory.events"), "oom_kill").unwrap_or(0),
-        }
-    }
-
-    fn read_usage(
-        &self,
-        cpu_dir: &Path,
-        mem_dir: &Path,
-        synthetic: bool,
-    ) -> Result<Usage, CgroupError> {
+    fn cpu_usage_ns(&self, cpu_dir: &Path) -> Result<u64, CgroupError> {
         let stat = cpu_dir.join("cpu.stat");
         let stat_text = read_control(&stat, false)?;
         let usec = keyed(&stat, &stat_text, "usage_usec")?.ok_or_else(|| CgroupError::Parse {
@@ -82,13 +61,14 @@ impl Backend for V2 {
             expected: "a line \"usage_usec N\"",
             found: stat_text.clone(),
         })?;
-        let events = mem_dir.join("memory.events");
-        let events_text = read_control(&events, synthetic)?;
-        Ok(Usage {
-            cpu_usage_ns: usec.saturating_mul(1000),
-            memory_bytes: read_u64(&mem_dir.join("memory.current"))?,
-            oom_kills: keyed(&events, &events_text, "oom_kill")?.unwrap_or(0),
-        })
+        Ok(usec.saturating_mul(1000))
+    }
+
+    fn memory_files(&self) -> MemoryFiles {
+        MemoryFiles {
+            current: "memory.current",
+            events: "memory.events",
+        }
     }
 
     fn kill_first(&self, cg: &Cgroup) -> Result<(), CgroupError> {
