@@ -26,9 +26,10 @@ fn case_study_1000_core2_servers_18_to_1_saves_647_900_25_usd_a_year() {
     // -> 55,727.62 EUR -> 83,034.15 USD.
     let price = tco.inputs.price_per_kwh;
     // Side, machines, watts each, kWh, EUR (kWh × price), USD.
+    #[rustfmt::skip]
     let sides = [
         ("before", &tco.before, 1000, 350.0, 3_066_000.0, 490_560.00, 730_934.40),
-        ("after", &tco.after, 56, 710.0, 348_297.6, 55_727.62, 83_034.15),
+        ("after",  &tco.after,    56, 710.0,   348_297.6,  55_727.62,  83_034.15),
     ];
     for (which, side, machines, watts_each, kwh, eur, usd) in sides {
         assert_eq!(side.machines, machines, "{which} machines");

@@ -201,13 +201,7 @@ pub fn comparison_lines(c: &crate::comparison::Comparison) -> String {
 
 /// Writes a step's line for a distribution measured in µs, in ms:
 /// "  N servers: `what` p50 A ms, p99 B ms, max C ms" followed by `tail`.
-fn percentiles_ms_line(
-    out: &mut String,
-    s: &Step,
-    what: &str,
-    p: &crate::Percentiles,
-    tail: &str,
-) {
+fn percentiles_ms_line(out: &mut String, s: &Step, what: &str, p: &crate::Percentiles, tail: &str) {
     let ms = |us: u64| us as f64 / 1000.0;
     let _ = writeln!(
         out,
