@@ -255,9 +255,7 @@ pub(super) fn latency(r: &BenchResult) -> Figure {
             c.series.push(s);
         }
     }
-    let limit = p99_limit(r);
-    let limit_ms = limit.y;
-    c.limits.push(limit);
+    let limit_ms = push_limit(&mut c, p99_limit(r));
     Figure {
         chart: c,
         caption: format!(
@@ -348,9 +346,7 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
             Some((busy, format!("{} % busy", fmt_num(busy))))
         }));
     }
-    let limit = headroom_limit(r);
-    let target = limit.y;
-    c.limits.push(limit);
+    let target = push_limit(&mut c, headroom_limit(r));
     Figure {
         chart: c,
         caption: format!(
@@ -367,7 +363,13 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
     }
 }
 
-/// The power sources of all steps, in order of appearance.
+/// Draws `limit` on `c` and returns its value, for the caption's words.
+fn push_limit(c: &mut Chart, limit: Limit) -> f64 {
+    let y = limit.y;
+    c.limits.push(limit);
+    y
+}
+
 /// The dashed line of `r`'s headroom target on a CPU busy chart.
 pub(super) fn headroom_limit(r: &BenchResult) -> Limit {
     let target = r.settings.headroom_target * 100.0;
@@ -378,6 +380,7 @@ pub(super) fn headroom_limit(r: &BenchResult) -> Limit {
     }
 }
 
+/// The power sources of all steps, in order of appearance.
 pub(super) fn power_sources(r: &BenchResult) -> Vec<PowerSourceKind> {
     let mut v: Vec<PowerSourceKind> = Vec::new();
     for st in r.ladders.iter().flat_map(|l| &l.steps) {
