@@ -11,17 +11,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}
 secs=${2:-8}
-tp=target/release/tickpack
-[ -x "$tp" ] || cargo build --release -q -p tickpack
+. scripts/bench-common.sh # tp, tmp; its exit trap calls cleanup (below)
 [ "$(id -u)" -eq 0 ] || { echo "needs root (network namespaces, cgroups)" >&2; exit 3; }
-tmp=$(mktemp -d)
 uppid=""
+# Replaces the common clean-up: the host goes down with its instances.
 cleanup() {
   [ -n "$uppid" ] && kill "$uppid" 2>/dev/null || true
   "$tp" host down --name bh --run-dir "$tmp/run" >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
 
 up() { # args...; sets uppid, waits for all running
   "$tp" host up --name bh --run-dir "$tmp/run" "$@" >"$tmp/up.out" 2>"$tmp/up.err" &

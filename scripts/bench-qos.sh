@@ -10,24 +10,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 secs=${2:-4}
-tp=target/release/tickpack
-[ -x "$tp" ] || cargo build --release -q -p tickpack
-scpu=$(($(nproc) - 1))
-tmp=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
+. scripts/bench-common.sh # tp, scpu, tmp, pids, stop; ends them at exit
 
 goal_us=12000
 printf "%-6s %10s %10s %10s %8s %8s\n" round p50_ms p99_ms goal_ms p99/goal lost
 for r in $(seq "$rounds"); do
   "$tp" server --bind 127.0.0.1:0 --cpu "$scpu" --tick-hz 100 --bots 4 --cost light >"$tmp/s.out" 2>/dev/null &
-  pid=$!
+  pids=($!)
   for _ in $(seq 50); do grep -q listening "$tmp/s.out" 2>/dev/null && break; sleep 0.1; done
   addr=$(sed -n 's/^tickpack server listening on \([^ ]*\).*/\1/p' "$tmp/s.out")
   [ -n "$addr" ] || { echo "the server did not start" >&2; exit 1; }
   "$tp" players --target "$addr" --players 12 --duration "${secs}s" --cpus 0 --quiet --json "$tmp/p.json" >/dev/null 2>&1 || true
-  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+  stop "${pids[@]}"; pids=()
   python3 - "$tmp/p.json" "$r" "$goal_us" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); goal = int(sys.argv[3])

@@ -118,38 +118,12 @@ fn rapl_reports_a_garbled_counter_with_its_path() {
     assert!(err.contains("\"oops\""), "{err}");
 }
 
-/// Captured from a Supermicro-style BMC.
-const DCMI_ACTIVATED: &str = "
-    Instantaneous power reading:                   197 Watts
-    Minimum during sampling period:                175 Watts
-    Maximum during sampling period:                242 Watts
-    Average power reading over sample period:      190 Watts
-    IPMI timestamp:                           Sun Mar  6 15:13:42 2022
-    Sampling period:                          00123893 Seconds.
-    Power reading state is:                   activated
-";
-
+/// `ipmitool dcmi power reading` captured from a Supermicro-style BMC.
+const DCMI_ACTIVATED: &str = include_str!("fixtures/dcmi-activated.txt");
 /// OpenBMC reports real readings with the state "deactivated".
-const DCMI_OPENBMC: &str = "
-    Instantaneous power reading:                   319 Watts
-    Minimum during sampling period:                319 Watts
-    Maximum during sampling period:                319 Watts
-    Average power reading over sample period:      319 Watts
-    IPMI timestamp:                           Thu Jan  1 00:00:00 1970
-    Sampling period:                          00000000 Seconds.
-    Power reading state is:                   deactivated
-";
-
+const DCMI_OPENBMC: &str = include_str!("fixtures/dcmi-openbmc.txt");
 /// A BMC without power measurement.
-const DCMI_ZERO: &str = "
-    Instantaneous power reading:                     0 Watts
-    Minimum during sampling period:                  0 Watts
-    Maximum during sampling period:                  0 Watts
-    Average power reading over sample period:        0 Watts
-    IPMI timestamp:                           Thu Jan  1 00:00:00 1970
-    Sampling period:                          00000000 Seconds.
-    Power reading state is:                   deactivated
-";
+const DCMI_ZERO: &str = include_str!("fixtures/dcmi-zero.txt");
 
 #[test]
 fn ipmi_output_parses_to_the_instantaneous_reading() {

@@ -22,27 +22,22 @@ fn case_study_1000_core2_servers_18_to_1_saves_647_900_25_usd_a_year() {
     let tco = compute(&case_study(), WATTS_GIVEN).unwrap();
 
     // Before: 1000 × 350 W × 8760 h = 3,066,000 kWh -> 490,560 EUR -> 730,934.40 USD.
-    assert_eq!(tco.before.machines, 1000);
-    assert_eq!(tco.before.watts_each, 350.0);
-    assert_cents("before kWh", tco.before.annual_kwh, 3_066_000.0);
-    assert_cents(
-        "before EUR",
-        tco.before.annual_kwh * tco.inputs.price_per_kwh,
-        490_560.00,
-    );
-    assert_cents("before USD", tco.before.annual_cost, 730_934.40);
-
     // After: ceil(1000 / 18) = 56 machines × 710 W × 8760 h = 348,297.6 kWh
     // -> 55,727.62 EUR -> 83,034.15 USD.
-    assert_eq!(tco.after.machines, 56);
-    assert_eq!(tco.after.watts_each, 710.0);
-    assert_cents("after kWh", tco.after.annual_kwh, 348_297.6);
-    assert_cents(
-        "after EUR",
-        tco.after.annual_kwh * tco.inputs.price_per_kwh,
-        55_727.62,
-    );
-    assert_cents("after USD", tco.after.annual_cost, 83_034.15);
+    let price = tco.inputs.price_per_kwh;
+    // Side, machines, watts each, kWh, EUR (kWh × price), USD.
+    #[rustfmt::skip]
+    let sides = [
+        ("before", &tco.before, 1000, 350.0, 3_066_000.0, 490_560.00, 730_934.40),
+        ("after",  &tco.after,    56, 710.0,   348_297.6,  55_727.62,  83_034.15),
+    ];
+    for (which, side, machines, watts_each, kwh, eur, usd) in sides {
+        assert_eq!(side.machines, machines, "{which} machines");
+        assert_eq!(side.watts_each, watts_each, "{which} watts each");
+        assert_cents(&format!("{which} kWh"), side.annual_kwh, kwh);
+        assert_cents(&format!("{which} EUR"), side.annual_kwh * price, eur);
+        assert_cents(&format!("{which} USD"), side.annual_cost, usd);
+    }
 
     // Savings: 944 machines, 2,717,702.4 kWh, 647,900.25 USD (the case
     // study's "$648,000"), 88.64 % of the bill.

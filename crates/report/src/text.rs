@@ -199,6 +199,20 @@ pub fn comparison_lines(c: &crate::comparison::Comparison) -> String {
     out
 }
 
+/// Writes a step's line for a distribution measured in µs, in ms:
+/// "  N servers: `what` p50 A ms, p99 B ms, max C ms" followed by `tail`.
+fn percentiles_ms_line(out: &mut String, s: &Step, what: &str, p: &crate::Percentiles, tail: &str) {
+    let ms = |us: u64| us as f64 / 1000.0;
+    let _ = writeln!(
+        out,
+        "  {}: {what} p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms{tail}",
+        words::servers(s.servers),
+        ms(p.p50),
+        ms(p.p99),
+        ms(p.max)
+    );
+}
+
 /// The terminal summary: the headline first, then the ladders, the
 /// comparison, the consolidation and the cost, the headline again last
 /// (under a long table of steps).
@@ -211,25 +225,14 @@ pub fn bench_summary(r: &BenchResult) -> String {
         let _ = write!(out, "{}", steps_table(l));
         for s in &l.steps {
             if let Some(p) = &s.run_delay_us {
-                let _ = writeln!(out,
-                    "  {}: run delay (threads waiting for a CPU) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} samples",
-                    words::servers(s.servers),
-                    p.p50 as f64 / 1000.0,
-                    p.p99 as f64 / 1000.0,
-                    p.max as f64 / 1000.0,
-                    p.count
-                );
+                let tail = format!(" over {} samples", p.count);
+                let what = "run delay (threads waiting for a CPU)";
+                percentiles_ms_line(&mut out, s, what, p, &tail);
             }
             if let (Some(p), Some(q)) = (&s.query_latency_us, &s.queries) {
-                let _ = writeln!(out,
-                    "  {}: query latency (not transaction latency) p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {} of {} queries answered",
-                    words::servers(s.servers),
-                    p.p50 as f64 / 1000.0,
-                    p.p99 as f64 / 1000.0,
-                    p.max as f64 / 1000.0,
-                    q.answered,
-                    q.sent
-                );
+                let tail = format!("; {} of {} queries answered", q.answered, q.sent);
+                let what = "query latency (not transaction latency)";
+                percentiles_ms_line(&mut out, s, what, p, &tail);
             }
         }
         for s in l

@@ -151,15 +151,9 @@ mod tests {
         path
     }
 
-    const DCMI_OK: &str = "
-    Instantaneous power reading:                   215 Watts
-    Minimum during sampling period:                162 Watts
-    Maximum during sampling period:                276 Watts
-    Average power reading over sample period:      176 Watts
-    IPMI timestamp:                           Wed Feb 15 12:49:51 2017
-    Sampling period:                          01131466 Seconds.
-    Power reading state is:                   activated
-";
+    /// `ipmitool dcmi power reading` from a BMC that measures (197 W), shared
+    /// with the integration tests.
+    const DCMI_ACTIVATED: &str = include_str!("../../tests/fixtures/dcmi-activated.txt");
 
     #[test]
     fn without_rapl_or_ipmitool_detection_falls_back_to_the_model() {
@@ -179,16 +173,16 @@ mod tests {
     #[test]
     fn a_bmc_that_answers_is_used_when_there_is_no_rapl() {
         let dir = temp_dir("ipmi");
-        let tool = fake_ipmitool(&dir, &format!("cat <<'EOF'\n{DCMI_OK}\nEOF"));
+        let tool = fake_ipmitool(&dir, &format!("cat <<'EOF'\n{DCMI_ACTIVATED}\nEOF"));
         let cfg = PowerConfig {
             sysfs_root: dir.clone(),
             ..PowerConfig::default()
         };
         let (mut source, why) = detect_using(&cfg, &tool);
         assert_eq!(source.name(), "ipmi", "{why}");
-        assert!(why.contains("answered 215 W"), "{why}");
+        assert!(why.contains("answered 197 W"), "{why}");
         source.start().unwrap();
-        assert_eq!(source.watts_since_start(0.3).unwrap(), 215.0);
+        assert_eq!(source.watts_since_start(0.3).unwrap(), 197.0);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

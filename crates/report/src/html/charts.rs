@@ -32,7 +32,7 @@ pub(super) struct Figure {
     pub empty: String,
 }
 
-pub(super) fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
+fn tip(ladder: &Ladder, step: &Step, what: &str) -> String {
     let mut t = format!(
         "{}: step {}, {}, {what}",
         ladder.label,
@@ -54,13 +54,40 @@ pub(super) fn failed(step: &Step) -> bool {
 }
 
 /// Series name: the ladder's label, or only `what` when there is one ladder.
-pub(super) fn name(r: &BenchResult, ladder: &Ladder, what: &str) -> String {
+fn name(r: &BenchResult, ladder: &Ladder, what: &str) -> String {
     match (r.ladders.len() > 1, what.is_empty()) {
         (true, true) => ladder.label.clone(),
         (true, false) => format!("{} {what}", ladder.label),
         (false, true) => ladder.label.clone(),
         (false, false) => what.to_string(),
     }
+}
+
+/// The series of ladder `li` of `r` against servers, named by `name(r,
+/// ladder, what)`: a point for each step where `value` gives its y and the
+/// words of its tooltip; a failed step's point is marked.
+pub(super) fn ladder_series(
+    r: &BenchResult,
+    li: usize,
+    ladder: &Ladder,
+    what: &str,
+    value: &dyn Fn(&Step) -> Option<(f64, String)>,
+) -> Series {
+    let mut s = Series::new(name(r, ladder, what), ladder_color(li));
+    s.points = ladder
+        .steps
+        .iter()
+        .filter_map(|st| {
+            let (y, words) = value(st)?;
+            Some(Point {
+                x: f64::from(st.servers),
+                y,
+                failed: failed(st),
+                tip: tip(ladder, st, &words),
+            })
+        })
+        .collect();
+    s
 }
 
 /// How one percentile is drawn: name, field, dash, width, opacity.
@@ -217,27 +244,18 @@ pub(super) fn latency(r: &BenchResult) -> Figure {
             ),
         ];
         for (what, get, dash, width, opacity) in styles {
-            let mut s = Series::new(name(r, ladder, what), ladder_color(li));
+            let mut s = ladder_series(r, li, ladder, what, &|st| {
+                let us = get(st);
+                super::format::measured_latency(st)
+                    .then(|| (us as f64 / 1000.0, format!("{what} {} ms", fmt_ms(us))))
+            });
             s.dash = dash;
             s.width = width;
             s.opacity = opacity;
-            s.points = ladder
-                .steps
-                .iter()
-                .filter(|st| super::format::measured_latency(st))
-                .map(|st| Point {
-                    x: f64::from(st.servers),
-                    y: get(st) as f64 / 1000.0,
-                    failed: failed(st),
-                    tip: tip(ladder, st, &format!("{what} {} ms", fmt_ms(get(st)))),
-                })
-                .collect();
             c.series.push(s);
         }
     }
-    let limit = p99_limit(r);
-    let limit_ms = limit.y;
-    c.limits.push(limit);
+    let limit_ms = push_limit(&mut c, p99_limit(r));
     Figure {
         chart: c,
         caption: format!(
@@ -281,30 +299,17 @@ pub(super) fn batch(r: &BenchResult) -> Option<Figure> {
     }
     let mut c = Chart::new("Batch throughput vs servers", "servers", "batch bogo-ops/s");
     for (li, ladder) in r.ladders.iter().enumerate() {
-        let mut s = Series::new(name(r, ladder, ""), ladder_color(li));
-        s.points = ladder
-            .steps
-            .iter()
-            .filter_map(|st| {
-                let b = st.batch.as_ref()?;
-                let ops = b.bogo_ops_per_s?;
-                Some(Point {
-                    x: f64::from(st.servers),
-                    y: ops,
-                    failed: failed(st),
-                    tip: tip(
-                        ladder,
-                        st,
-                        &format!(
-                            "{} bogo-ops/s, batch CPU {} %, {} % of the idle CPU",
-                            fmt_num(ops),
-                            b.cpu_percent.map_or("-".into(), fmt_num),
-                            b.idle_share_percent.map_or("-".into(), fmt_num)
-                        ),
-                    ),
-                })
-            })
-            .collect();
+        let s = ladder_series(r, li, ladder, "", &|st| {
+            let b = st.batch.as_ref()?;
+            let ops = b.bogo_ops_per_s?;
+            let words = format!(
+                "{} bogo-ops/s, batch CPU {} %, {} % of the idle CPU",
+                fmt_num(ops),
+                b.cpu_percent.map_or("-".into(), fmt_num),
+                b.idle_share_percent.map_or("-".into(), fmt_num)
+            );
+            Some((ops, words))
+        });
         if !s.points.is_empty() {
             c.series.push(s);
         }
@@ -336,26 +341,12 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
         });
     }
     for (li, ladder) in r.ladders.iter().enumerate().filter(|_| !by_variant(r)) {
-        let mut s = Series::new(name(r, ladder, ""), ladder_color(li));
-        s.points = ladder
-            .steps
-            .iter()
-            .map(|st| Point {
-                x: f64::from(st.servers),
-                y: st.cpu.servers_busy_percent,
-                failed: failed(st),
-                tip: tip(
-                    ladder,
-                    st,
-                    &format!("{} % busy", fmt_num(st.cpu.servers_busy_percent)),
-                ),
-            })
-            .collect();
-        c.series.push(s);
+        c.series.push(ladder_series(r, li, ladder, "", &|st| {
+            let busy = st.cpu.servers_busy_percent;
+            Some((busy, format!("{} % busy", fmt_num(busy))))
+        }));
     }
-    let limit = headroom_limit(r);
-    let target = limit.y;
-    c.limits.push(limit);
+    let target = push_limit(&mut c, headroom_limit(r));
     Figure {
         chart: c,
         caption: format!(
@@ -372,7 +363,13 @@ pub(super) fn cpu(r: &BenchResult) -> Figure {
     }
 }
 
-/// The power sources of all steps, in order of appearance.
+/// Draws `limit` on `c` and returns its value, for the caption's words.
+fn push_limit(c: &mut Chart, limit: Limit) -> f64 {
+    let y = limit.y;
+    c.limits.push(limit);
+    y
+}
+
 /// The dashed line of `r`'s headroom target on a CPU busy chart.
 pub(super) fn headroom_limit(r: &BenchResult) -> Limit {
     let target = r.settings.headroom_target * 100.0;
@@ -383,6 +380,7 @@ pub(super) fn headroom_limit(r: &BenchResult) -> Limit {
     }
 }
 
+/// The power sources of all steps, in order of appearance.
 pub(super) fn power_sources(r: &BenchResult) -> Vec<PowerSourceKind> {
     let mut v: Vec<PowerSourceKind> = Vec::new();
     for st in r.ladders.iter().flat_map(|l| &l.steps) {
@@ -436,25 +434,10 @@ pub(super) fn power(r: &BenchResult) -> Option<Figure> {
         });
     }
     for (li, ladder) in r.ladders.iter().enumerate().filter(|_| !by_variant(r)) {
-        let mut s = Series::new(name(r, ladder, ""), ladder_color(li));
-        s.points = ladder
-            .steps
-            .iter()
-            .filter_map(|st| {
-                let p = st.power.as_ref()?;
-                Some(Point {
-                    x: f64::from(st.servers),
-                    y: p.watts,
-                    failed: failed(st),
-                    tip: tip(
-                        ladder,
-                        st,
-                        &format!("{} W ({})", fmt_num(p.watts), p.source),
-                    ),
-                })
-            })
-            .collect();
-        c.series.push(s);
+        c.series.push(ladder_series(r, li, ladder, "", &|st| {
+            let p = st.power.as_ref()?;
+            Some((p.watts, format!("{} W ({})", fmt_num(p.watts), p.source)))
+        }));
     }
     let caption = if sources.iter().any(|s| !s.is_measured()) {
         "Watts per step. Modeled watts come from a power model of the CPU busy share, \

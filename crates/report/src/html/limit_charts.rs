@@ -14,11 +14,9 @@ use crate::bench::{BenchResult, QosLimits, Step};
 use crate::judged::judged_rules;
 use crate::qos::{frame_limit_us, RuleId};
 
-use super::charts::{
-    by_variant, by_variant_words, failed, ladder_color, name, tip, variant_series, Figure,
-};
+use super::charts::{by_variant, by_variant_words, ladder_series, variant_series, Figure};
 use super::fmt_num;
-use super::svg::{Chart, Limit, Point, Series, YScale, FAIL_RED};
+use super::svg::{Chart, Limit, YScale, FAIL_RED};
 
 /// One line of a limit's chart: its name (empty for a chart of one
 /// figure), how it is drawn, and its value in a step, in the chart's
@@ -162,21 +160,11 @@ fn chart(r: &BenchResult, m: &Measure) -> Figure {
             continue;
         }
         for (li, ladder) in r.ladders.iter().enumerate() {
-            let mut s = Series::new(name(r, ladder, part.name), ladder_color(li));
+            let mut s = ladder_series(r, li, ladder, part.name, &|st| {
+                let y = (part.get)(st)?;
+                Some((y, format!("{what} {}", fmt(y))))
+            });
             s.dash = part.dash;
-            s.points = ladder
-                .steps
-                .iter()
-                .filter_map(|st| {
-                    let y = (part.get)(st)?;
-                    Some(Point {
-                        x: f64::from(st.servers),
-                        y,
-                        failed: failed(st),
-                        tip: tip(ladder, st, &format!("{what} {}", fmt(y))),
-                    })
-                })
-                .collect();
             c.series.push(s);
         }
     }
