@@ -38,7 +38,7 @@ pub mod sources;
 pub mod tw7;
 
 pub use config::{PlayersConfig, Protocol, SizeDist};
-pub use emulated::Emulated;
+pub use emulated::{Emulated, RunEnd};
 pub use io::IoMode;
 pub use player::Player;
 pub use recorder::Recorder;

@@ -34,7 +34,7 @@ use tickpack_wire::{
 
 use crate::config::SizeDist;
 use crate::coverage::Coverage;
-use crate::emulated::Emulated;
+use crate::emulated::{Emulated, RunEnd};
 use crate::recorder::Recorder;
 
 /// Send slots per command interval (see `Player::handle`, `Accepted`).
@@ -606,27 +606,18 @@ impl Emulated for Player {
         }
     }
 
-    /// Settles the counters at the end of the run (`now_us`; the span ends
-    /// at `span_end_us`, its planned end unless the run was interrupted;
-    /// `hint_tick_hz` is the tick rate to assume if this player never
-    /// learned it), and writes the goodbye datagram into `out` if connected.
-    fn finish(
-        &mut self,
-        now_us: u64,
-        span_end_us: u64,
-        hint_tick_hz: u32,
-        out: &mut Vec<u8>,
-        rec: &mut Recorder,
-    ) -> bool {
+    /// Settles the counters at the end of the run (see [`RunEnd`]), and
+    /// writes the goodbye datagram into `out` if connected.
+    fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         let hz = if self.tick_hz > 0 {
             self.tick_hz
         } else {
-            hint_tick_hz.max(1)
+            end.hint_tick_hz.max(1)
         };
         if let Some(since) = self.no_session_since_us.take() {
             let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(hz));
             let interval = ((1e6 / rate) as u64).max(1);
-            rec.commands_lost += self.coverage.due_in_span(since, span_end_us, interval);
+            rec.commands_lost += self.coverage.due_in_span(since, end.span_end_us, interval);
         }
         let span = self.coverage.span();
         let deadline = self.settings.loss_deadline_us;
@@ -637,12 +628,12 @@ impl Emulated for Player {
             .iter()
             .filter(|&&(_, due)| {
                 due >= span.0
-                    && due < span.1.min(span_end_us)
-                    && (!connected || due + deadline <= now_us)
+                    && due < span.1.min(end.span_end_us)
+                    && (!connected || due + deadline <= end.now_us)
             })
             .count() as u64;
         self.outstanding.clear();
-        let t = self.coverage.finish(span_end_us, hz);
+        let t = self.coverage.finish(end.span_end_us, hz);
         rec.snapshots.merge(&t);
         out.clear();
         if self.state == State::Connected {

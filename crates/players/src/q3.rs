@@ -39,7 +39,7 @@ use tickpack_q3::client::{Client, ClientConfig, ClientState, Event, SnapshotInfo
 use tickpack_report::record;
 
 use crate::coverage::Coverage;
-use crate::emulated::Emulated;
+use crate::emulated::{Emulated, RunEnd};
 use crate::player::{
     first_hello, measured_span, player_rng, PlayerSettings, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
 };
@@ -570,22 +570,15 @@ impl Emulated for Q3Player {
         }
     }
 
-    fn finish(
-        &mut self,
-        now_us: u64,
-        span_end_us: u64,
-        hint_tick_hz: u32,
-        out: &mut Vec<u8>,
-        rec: &mut Recorder,
-    ) -> bool {
+    fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         if let Some(since) = self.no_session_since_us.take() {
-            rec.commands_lost += self.unsent(since, span_end_us);
+            rec.commands_lost += self.unsent(since, end.span_end_us);
         }
         if self.frame_ms.is_none() {
             // Never learned the frame interval: the frames seen so far are
             // counted at the hinted rate.
-            let hz = if hint_tick_hz > 0 {
-                hint_tick_hz
+            let hz = if end.hint_tick_hz > 0 {
+                end.hint_tick_hz
             } else {
                 DEFAULT_SV_FPS
             };
@@ -599,13 +592,13 @@ impl Emulated for Q3Player {
             .iter()
             .filter(|c| {
                 c.due_us >= span.0
-                    && c.due_us < span.1.min(span_end_us)
-                    && (!connected || c.due_us + deadline <= now_us)
+                    && c.due_us < span.1.min(end.span_end_us)
+                    && (!connected || c.due_us + deadline <= end.now_us)
             })
             .count() as u64;
         self.outstanding.clear();
-        let hz = self.tick_hz.max(hint_tick_hz).max(1);
-        let t = self.coverage.finish(span_end_us, hz);
+        let hz = self.tick_hz.max(end.hint_tick_hz).max(1);
+        let t = self.coverage.finish(end.span_end_us, hz);
         rec.snapshots.merge(&t);
         out.clear();
         if self.state == State::Session {

@@ -20,7 +20,7 @@ use tickpack_net::clock::now_us;
 use tickpack_net::socket::{SocketOptions, UdpSocket};
 
 use crate::config::{PlayersConfig, Protocol};
-use crate::emulated::Emulated;
+use crate::emulated::{Emulated, RunEnd};
 use crate::io::{Incoming, PlayerIo};
 use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
 use crate::q3::Q3Player;
@@ -416,9 +416,14 @@ fn thread_main<P: Emulated>(
         // Fixed in the engine.
         (_, Protocol::Tw7) => crate::tw7::TICK_HZ,
     };
+    let run_end = RunEnd {
+        now_us: now,
+        span_end_us: span_end,
+        hint_tick_hz: hint,
+    };
     let mut referee_rows = vec![];
     for (i, p) in players.iter_mut().enumerate() {
-        if p.finish(now, span_end, hint, &mut buf, &mut rec) {
+        if p.finish(&run_end, &mut buf, &mut rec) {
             let _ = sockets[i].send(&buf);
         }
         referee_rows.extend(p.referee_row());

@@ -47,7 +47,7 @@ use tickpack_report::record;
 use tickpack_tw7::{Client, ClientConfig, Event, PlayerInput, SnapshotInfo};
 
 use crate::coverage::Coverage;
-use crate::emulated::Emulated;
+use crate::emulated::{Emulated, RunEnd};
 use crate::player::{
     first_hello, measured_span, player_rng, PlayerSettings, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
 };
@@ -482,17 +482,11 @@ impl Emulated for TwPlayer {
         }
     }
 
-    fn finish(
-        &mut self,
-        now_us: u64,
-        span_end_us: u64,
-        // The tick is the engine's; the snapshot step is learned.
-        _hint_tick_hz: u32,
-        out: &mut Vec<u8>,
-        rec: &mut Recorder,
-    ) -> bool {
+    fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        // The tick is the engine's and the snapshot step is learned: the
+        // hinted tick rate is not needed.
         if let Some(since) = self.no_session_since_us.take() {
-            rec.commands_lost += self.unsent(since, span_end_us);
+            rec.commands_lost += self.unsent(since, end.span_end_us);
         }
         if self.snap_step.is_none() {
             // Never learned the step: count what came at the engine's
@@ -507,16 +501,16 @@ impl Emulated for TwPlayer {
             .iter()
             .filter(|c| {
                 c.due_us >= span.0
-                    && c.due_us < span.1.min(span_end_us)
-                    && (!connected || c.due_us + deadline <= now_us)
+                    && c.due_us < span.1.min(end.span_end_us)
+                    && (!connected || c.due_us + deadline <= end.now_us)
             })
             .count() as u64;
         self.outstanding.clear();
         let snap_hz = TICK_HZ / self.snap_step.unwrap_or(2).max(1) as u32;
-        let t = self.coverage.finish(span_end_us, snap_hz);
+        let t = self.coverage.finish(end.span_end_us, snap_hz);
         rec.snapshots.merge(&t);
         out.clear();
-        let now = self.at(now_us);
+        let now = self.at(end.now_us);
         let sent = match self.client.as_mut() {
             Some(c) => {
                 c.disconnect("finished");

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 
 use tickpack_players::player::PlayerSettings;
 use tickpack_players::tw7::TwPlayer;
-use tickpack_players::{Emulated, Recorder, SizeDist};
+use tickpack_players::{Emulated, Recorder, RunEnd, SizeDist};
 use tickpack_tw7::huffman::Huffman;
 use tickpack_tw7::msg::{game, sys};
 use tickpack_tw7::packer::{pack_int, Packer, Unpacker};
@@ -238,7 +238,12 @@ fn run(spectator: bool) -> Run {
         connected |= player.is_connected();
         t += 250;
     }
-    player.finish(t, window.1, 50, &mut buf, &mut rec);
+    let run_end = RunEnd {
+        now_us: t,
+        span_end_us: window.1,
+        hint_tick_hz: 50,
+    };
+    player.finish(&run_end, &mut buf, &mut rec);
     Run {
         rec,
         player,
