@@ -62,15 +62,33 @@ pub const DEFAULT_TICK_HZ: u32 = 100;
 /// Snapshots kept as delta baselines (the server keeps as many).
 const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
 
-/// A player's own reproducible random stream (inputs, phases, sizes).
-pub(crate) fn player_rng(seed: u64, index: usize) -> SmallRng {
-    SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+/// Where one player sits in a run: its number and server, and the run's
+/// seed and start, what every game's player is made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seat {
+    /// The player's number in the run (its name and random stream follow
+    /// from it).
+    pub index: usize,
+    /// The server it plays on.
+    pub target: SocketAddr,
+    /// The run's seed.
+    pub seed: u64,
+    /// When the run starts (monotonic microseconds).
+    pub start_us: u64,
 }
 
-/// When a player first says hello: the players' first hellos are spread
-/// over 50 ms so they do not all arrive in the same instant.
-pub(crate) fn first_hello(rng: &mut SmallRng, start_us: u64) -> u64 {
-    start_us + rng.gen_range(0..50_000)
+impl Seat {
+    /// The player's own reproducible random stream (inputs, phases, sizes).
+    pub(crate) fn rng(&self) -> SmallRng {
+        SmallRng::seed_from_u64(self.seed ^ (self.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+
+    /// When the player first says hello, drawn from its stream `rng`: the
+    /// players' first hellos are spread over 50 ms from the start so they
+    /// do not all arrive in the same instant.
+    pub(crate) fn first_hello(&self, rng: &mut SmallRng) -> u64 {
+        self.start_us + rng.gen_range(0..50_000)
+    }
 }
 
 /// The span a player measures: from [`CONNECT_GRACE_US`] after its first
@@ -156,20 +174,14 @@ pub struct Player {
 }
 
 impl Player {
-    pub fn new(
-        index: usize,
-        target: SocketAddr,
-        settings: PlayerSettings,
-        seed: u64,
-        start_us: u64,
-    ) -> Self {
-        let mut rng = player_rng(seed, index);
+    pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        let mut rng = seat.rng();
         let nonce = rng.gen();
-        let first = first_hello(&mut rng, start_us);
+        let first = seat.first_hello(&mut rng);
         let span = measured_span(first, settings.window);
         Self {
-            index,
-            target,
+            index: seat.index,
+            target: seat.target,
             settings,
             state: State::Hello {
                 next_try_us: first,

@@ -41,7 +41,7 @@ use tickpack_report::record;
 use crate::coverage::Coverage;
 use crate::emulated::{Emulated, RunEnd};
 use crate::player::{
-    first_hello, measured_span, player_rng, PlayerSettings, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
+    measured_span, PlayerSettings, Seat, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
 };
 use crate::recorder::Recorder;
 
@@ -133,19 +133,13 @@ fn angle_to_short(deg: f32) -> i32 {
 }
 
 impl Q3Player {
-    pub fn new(
-        index: usize,
-        target: SocketAddr,
-        settings: PlayerSettings,
-        seed: u64,
-        start_us: u64,
-    ) -> Self {
-        let mut rng = player_rng(seed, index);
-        let first = first_hello(&mut rng, start_us);
+    pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        let mut rng = seat.rng();
+        let first = seat.first_hello(&mut rng);
         let span = measured_span(first, settings.window);
         let rate = settings.cmd_rate_hz.unwrap_or(DEFAULT_CMD_RATE_HZ);
         let mut cfg = ClientConfig::new(
-            &format!("{}{index}", crate::referee::NAME_PREFIX),
+            &format!("{}{}", crate::referee::NAME_PREFIX, seat.index),
             rng.gen(),
             rng.gen_range(1..i32::MAX),
         );
@@ -154,8 +148,8 @@ impl Q3Player {
         cfg.userinfo.extend(userinfo());
         let client = Client::new(cfg);
         Self {
-            index,
-            target,
+            index: seat.index,
+            target: seat.target,
             settings,
             client,
             state: State::Handshake {

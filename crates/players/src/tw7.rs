@@ -49,7 +49,7 @@ use tickpack_tw7::{Client, ClientConfig, Event, PlayerInput, SnapshotInfo};
 use crate::coverage::Coverage;
 use crate::emulated::{Emulated, RunEnd};
 use crate::player::{
-    first_hello, measured_span, player_rng, PlayerSettings, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
+    measured_span, PlayerSettings, Seat, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
 };
 use crate::recorder::Recorder;
 
@@ -123,21 +123,15 @@ pub struct TwPlayer {
 }
 
 impl TwPlayer {
-    pub fn new(
-        index: usize,
-        target: SocketAddr,
-        settings: PlayerSettings,
-        seed: u64,
-        start_us: u64,
-    ) -> Self {
-        let mut rng = player_rng(seed, index);
-        let first = first_hello(&mut rng, start_us);
+    pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        let mut rng = seat.rng();
+        let first = seat.first_hello(&mut rng);
         let span = measured_span(first, settings.window);
         let rate = settings.cmd_rate_hz.unwrap_or(DEFAULT_CMD_RATE_HZ);
         let aim_deg = rng.gen_range(0.0..360.0);
         TwPlayer {
-            index,
-            target,
+            index: seat.index,
+            target: seat.target,
             settings,
             client: None,
             next_try_us: first,

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use tickpack_players::player::{PlayerSettings, DEFAULT_TICK_HZ};
+use tickpack_players::player::{PlayerSettings, Seat, DEFAULT_TICK_HZ};
 use tickpack_players::{Emulated, Player, Recorder, RunEnd, SizeDist};
 use tickpack_sim::{Server, ServerConfig};
 use tickpack_wire::{Packet, Snapshot};
@@ -87,7 +87,15 @@ impl Net {
         Net {
             server: server(),
             players: (0..players)
-                .map(|i| Player::new(i, addr(i), settings.clone(), 7, START))
+                .map(|i| {
+                    let seat = Seat {
+                        index: i,
+                        target: addr(i),
+                        seed: 7,
+                        start_us: START,
+                    };
+                    Player::new(seat, settings.clone())
+                })
                 .collect(),
             rec: Recorder::new(window),
             window,

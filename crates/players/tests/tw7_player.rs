@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use tickpack_players::player::PlayerSettings;
+use tickpack_players::player::{PlayerSettings, Seat};
 use tickpack_players::tw7::TwPlayer;
 use tickpack_players::{Emulated, Recorder, RunEnd, SizeDist};
 use tickpack_tw7::huffman::Huffman;
@@ -195,7 +195,13 @@ fn run(spectator: bool) -> Run {
         loss_deadline_us: DEADLINE,
     };
     let target: SocketAddr = "10.0.0.1:8303".parse().unwrap();
-    let mut player = TwPlayer::new(0, target, settings, 7, START);
+    let seat = Seat {
+        index: 0,
+        target,
+        seed: 7,
+        start_us: START,
+    };
+    let mut player = TwPlayer::new(seat, settings);
     let mut rec = Recorder::new(window);
     let mut server = Server {
         client_token: 0,
