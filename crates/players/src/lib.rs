@@ -29,6 +29,8 @@ pub mod config;
 pub mod coverage;
 pub mod emulated;
 pub mod io;
+mod ledger;
+mod measured;
 pub mod player;
 pub mod q3;
 pub mod recorder;
