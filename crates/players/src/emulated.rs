@@ -7,6 +7,19 @@ use std::net::SocketAddr;
 
 use crate::recorder::Recorder;
 
+/// How a run ends, for [`Emulated::finish`]: the same for every player of
+/// the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunEnd {
+    /// Now (monotonic microseconds).
+    pub now_us: u64,
+    /// Where the measured span ends: its planned end, or earlier where the
+    /// run was interrupted.
+    pub span_end_us: u64,
+    /// The tick rate to assume if a player never learned its server's.
+    pub hint_tick_hz: u32,
+}
+
 /// One emulated player of any game. The order of calls is the same for
 /// every game: [`Emulated::poll_transmit`] until it returns `false` when
 /// [`Emulated::next_deadline`] has come or after [`Emulated::handle`];
@@ -29,14 +42,7 @@ pub trait Emulated {
     fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder);
     /// Settles the counters at the end of the run and writes the goodbye
     /// datagram into `out` if connected (returns whether it did).
-    fn finish(
-        &mut self,
-        now_us: u64,
-        span_end_us: u64,
-        hint_tick_hz: u32,
-        out: &mut Vec<u8>,
-        rec: &mut Recorder,
-    ) -> bool;
+    fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool;
     /// In a session now.
     fn is_connected(&self) -> bool;
     /// Why this player stopped, if it did.

@@ -29,6 +29,8 @@ pub mod config;
 pub mod coverage;
 pub mod emulated;
 pub mod io;
+mod ledger;
+mod measured;
 pub mod player;
 pub mod q3;
 pub mod recorder;
@@ -38,7 +40,7 @@ pub mod sources;
 pub mod tw7;
 
 pub use config::{PlayersConfig, Protocol, SizeDist};
-pub use emulated::Emulated;
+pub use emulated::{Emulated, RunEnd};
 pub use io::IoMode;
 pub use player::Player;
 pub use recorder::Recorder;
@@ -75,10 +77,66 @@ pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
     msg
 }
 
+/// The figures measured in a run, summarized, and the histograms behind
+/// them, serialized: each of the recorder's histograms goes to the
+/// same-named field of both.
+fn measurements(r: &Recorder) -> (Measurements, PlayersHistograms) {
+    let mut measured = Measurements {
+        snapshots: tickpack_report::SnapshotCounts {
+            expected: r.snapshots.received + r.snapshots.lost,
+            received: r.snapshots.received,
+            lost: r.snapshots.lost,
+        },
+        commands: tickpack_report::CommandCounts {
+            sent: r.commands_sent,
+            reflected: r.commands_reflected,
+            lost: r.commands_lost,
+        },
+        outages: tickpack_report::Outages {
+            count: r.snapshots.outages,
+            total_us: r.snapshots.outage_total_us,
+            longest_us: r.snapshots.outage_longest_us,
+        },
+        reconnects: r.reconnects,
+        ..Measurements::default()
+    };
+    let mut histograms = PlayersHistograms::default();
+    let m = &mut measured;
+    let h = &mut histograms;
+    for (from, summary, serialized) in [
+        (
+            &r.transaction,
+            &mut m.transaction_latency_us,
+            &mut h.transaction_latency_us,
+        ),
+        (&r.rtt, &mut m.rtt_us, &mut h.rtt_us),
+        (&r.frame, &mut m.server_frame_us, &mut h.server_frame_us),
+        (
+            &r.lateness,
+            &mut m.tick_lateness_us,
+            &mut h.tick_lateness_us,
+        ),
+        (
+            &r.jitter,
+            &mut m.snapshot_jitter_us,
+            &mut h.snapshot_jitter_us,
+        ),
+    ] {
+        *summary = Percentiles::from_histogram(from);
+        *serialized = encode_histogram(from);
+    }
+    // Only where the protocol carries the server's ping.
+    if !r.server_ping.is_empty() {
+        measured.server_ping_us = Some(Percentiles::from_histogram(&r.server_ping));
+        histograms.server_ping_us = encode_histogram(&r.server_ping);
+    }
+    (measured, histograms)
+}
+
 /// Turns a run's outcome into the `tickpack.players/1` document.
 pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
     let r = &o.recorder;
-    let p = Percentiles::from_histogram;
+    let (measured, histograms) = measurements(r);
     PlayersResult {
         schema: tickpack_report::PLAYERS_SCHEMA.into(),
         tickpack_version: env!("CARGO_PKG_VERSION").into(),
@@ -103,50 +161,14 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         load_generator_threads: cfg.threads.min(cfg.players) as u32,
         load_generator_cpu_s: o.cpu_time_ns as f64 / 1e9,
         load_generator_io: o.io.to_string(),
-        measured: Measurements {
-            transaction_latency_us: p(&r.transaction),
-            rtt_us: p(&r.rtt),
-            server_frame_us: p(&r.frame),
-            tick_lateness_us: p(&r.lateness),
-            snapshot_jitter_us: p(&r.jitter),
-            snapshots: tickpack_report::SnapshotCounts {
-                expected: r.snapshots.received + r.snapshots.lost,
-                received: r.snapshots.received,
-                lost: r.snapshots.lost,
-            },
-            commands: tickpack_report::CommandCounts {
-                sent: r.commands_sent,
-                reflected: r.commands_reflected,
-                lost: r.commands_lost,
-            },
-            outages: tickpack_report::Outages {
-                count: r.snapshots.outages,
-                total_us: r.snapshots.outage_total_us,
-                longest_us: r.snapshots.outage_longest_us,
-            },
-            reconnects: r.reconnects,
-            server_ping_us: (!r.server_ping.is_empty()).then(|| p(&r.server_ping)),
-        },
+        measured,
         loss_deadline_s: cfg.loss_deadline.as_secs_f64(),
         decode_errors: r.decode_errors,
         errors: o.errors.clone(),
         referee: o.referee.clone(),
         merged_from: vec![],
         traffic: r.traffic,
-        histograms: PlayersHistograms {
-            transaction_latency_us: encode_histogram(&r.transaction),
-            rtt_us: encode_histogram(&r.rtt),
-            server_frame_us: encode_histogram(&r.frame),
-            tick_lateness_us: encode_histogram(&r.lateness),
-            snapshot_jitter_us: encode_histogram(&r.jitter),
-            server_ping_us: if r.server_ping.is_empty() {
-                String::new()
-            } else {
-                encode_histogram(&r.server_ping)
-            },
-            query_latency_us: String::new(),
-            run_delay_us: String::new(),
-        },
+        histograms,
     }
 }
 

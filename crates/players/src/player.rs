@@ -33,8 +33,8 @@ use tickpack_wire::{
 };
 
 use crate::config::SizeDist;
-use crate::coverage::Coverage;
-use crate::emulated::Emulated;
+use crate::emulated::{Emulated, RunEnd};
+use crate::ledger::{interval_us, Ledger, Pending};
 use crate::recorder::Recorder;
 
 /// Send slots per command interval (see `Player::handle`, `Accepted`).
@@ -62,15 +62,33 @@ pub const DEFAULT_TICK_HZ: u32 = 100;
 /// Snapshots kept as delta baselines (the server keeps as many).
 const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
 
-/// A player's own reproducible random stream (inputs, phases, sizes).
-pub(crate) fn player_rng(seed: u64, index: usize) -> SmallRng {
-    SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+/// Where one player sits in a run: its number and server, and the run's
+/// seed and start, what every game's player is made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seat {
+    /// The player's number in the run (its name and random stream follow
+    /// from it).
+    pub index: usize,
+    /// The server it plays on.
+    pub target: SocketAddr,
+    /// The run's seed.
+    pub seed: u64,
+    /// When the run starts (monotonic microseconds).
+    pub start_us: u64,
 }
 
-/// When a player first says hello: the players' first hellos are spread
-/// over 50 ms so they do not all arrive in the same instant.
-pub(crate) fn first_hello(rng: &mut SmallRng, start_us: u64) -> u64 {
-    start_us + rng.gen_range(0..50_000)
+impl Seat {
+    /// The player's own reproducible random stream (inputs, phases, sizes).
+    pub(crate) fn rng(&self) -> SmallRng {
+        SmallRng::seed_from_u64(self.seed ^ (self.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+
+    /// When the player first says hello, drawn from its stream `rng`: the
+    /// players' first hellos are spread over 50 ms from the start so they
+    /// do not all arrive in the same instant.
+    pub(crate) fn first_hello(&self, rng: &mut SmallRng) -> u64 {
+        self.start_us + rng.gen_range(0..50_000)
+    }
 }
 
 /// The span a player measures: from [`CONNECT_GRACE_US`] after its first
@@ -119,6 +137,19 @@ pub struct PlayerSettings {
     pub loss_deadline_us: u64,
 }
 
+/// A command sent and not yet reflected.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    seq: u32,
+    due_us: u64,
+}
+
+impl Pending for Sent {
+    fn due_us(&self) -> u64 {
+        self.due_us
+    }
+}
+
 /// One emulated player.
 pub struct Player {
     pub index: usize,
@@ -127,28 +158,23 @@ pub struct Player {
     state: State,
     nonce: u64,
     rng: SmallRng,
-    cmd_interval_us: u64,
     tick_interval_us: u64,
     next_cmd_us: u64,
     next_ping_us: u64,
     ping_interval_us: u64,
     seq: u32,
-    /// Commands sent and not yet reflected: (seq, due time).
-    outstanding: VecDeque<(u32, u64)>,
     history: VecDeque<(u32, Vec<EntityState>)>,
     ack_tick: Option<u32>,
     last_snapshot_us: Option<u64>,
     /// When the player last heard from its session (accept or snapshot).
     last_heard_us: u64,
-    /// Since when the player has had no session (None while connected).
-    no_session_since_us: Option<u64>,
-    ever_connected: bool,
     /// Re-handshaked since the last snapshot: a snapshot numbered below what
     /// we had then means a new server process.
     rejoined: bool,
     /// First command sequence sent in the current session.
     session_first_seq: u32,
-    coverage: Coverage,
+    /// Commands and snapshots against the schedule.
+    ledger: Ledger<Sent>,
     input: Input,
     payload: Vec<u8>,
     scratch: Vec<EntityState>,
@@ -156,20 +182,15 @@ pub struct Player {
 }
 
 impl Player {
-    pub fn new(
-        index: usize,
-        target: SocketAddr,
-        settings: PlayerSettings,
-        seed: u64,
-        start_us: u64,
-    ) -> Self {
-        let mut rng = player_rng(seed, index);
+    pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        let mut rng = seat.rng();
         let nonce = rng.gen();
-        let first = first_hello(&mut rng, start_us);
-        let span = measured_span(first, settings.window);
+        let first = seat.first_hello(&mut rng);
+        // The command interval is the server's tick until it says its rate.
+        let ledger = Ledger::new(first, &settings, 10_000);
         Self {
-            index,
-            target,
+            index: seat.index,
+            target: seat.target,
             settings,
             state: State::Hello {
                 next_try_us: first,
@@ -177,22 +198,18 @@ impl Player {
             },
             nonce,
             rng,
-            cmd_interval_us: 10_000,
             tick_interval_us: 10_000,
             next_cmd_us: u64::MAX,
             next_ping_us: u64::MAX,
             ping_interval_us: u64::MAX,
             seq: 0,
-            outstanding: VecDeque::new(),
             history: VecDeque::with_capacity(HISTORY),
             ack_tick: None,
             last_snapshot_us: None,
             last_heard_us: first,
-            no_session_since_us: Some(first),
-            ever_connected: false,
             rejoined: false,
             session_first_seq: 1,
-            coverage: Coverage::new(span),
+            ledger,
             input: Input::default(),
             payload: vec![0u8; 1400],
             scratch: Vec::new(),
@@ -202,7 +219,7 @@ impl Player {
 
     /// Whether the player completed a handshake at least once.
     pub fn ever_connected(&self) -> bool {
-        self.ever_connected
+        self.ledger.ever_connected()
     }
 
     /// Marks the player as ended with `why`.
@@ -214,34 +231,14 @@ impl Player {
 
     /// The session is gone: re-handshake at once, then with backoff.
     fn lose_session(&mut self, now_us: u64, rec: &mut Recorder) {
-        self.expire(now_us, rec);
-        self.no_session_since_us = Some(now_us);
+        self.ledger.expire(now_us, rec);
+        self.ledger.session_ended(now_us);
         self.next_cmd_us = u64::MAX;
         self.next_ping_us = u64::MAX;
         self.state = State::Hello {
             next_try_us: now_us,
             retry_us: RETRY_MIN_US,
         };
-    }
-
-    fn in_span(&self, t_us: u64) -> bool {
-        let (a, b) = self.coverage.span();
-        t_us >= a && t_us < b
-    }
-
-    /// Counts commands due in the span that were not reflected in time as
-    /// lost, and forgets them.
-    fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
-        let deadline = self.settings.loss_deadline_us;
-        while let Some(&(_, due)) = self.outstanding.front() {
-            if due + deadline > now_us {
-                break;
-            }
-            self.outstanding.pop_front();
-            if self.in_span(due) {
-                rec.commands_lost += 1;
-            }
-        }
     }
 
     /// A human-like input stream: run, turn now and then, fire in bursts.
@@ -260,26 +257,19 @@ impl Player {
         let tick = tickpack_wire::TickRate::from_wire(tick_hz);
         self.tick_hz = u32::from(tick.hz());
         self.tick_interval_us = tick.interval_us();
-        self.coverage.set_tick_hz(self.tick_hz);
-        let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(self.tick_hz));
-        self.cmd_interval_us = ((1e6 / rate) as u64).max(1);
-        if let Some(since) = self.no_session_since_us.take() {
-            rec.commands_lost += self
-                .coverage
-                .due_in_span(since, now_us, self.cmd_interval_us);
-        }
-        if self.ever_connected {
-            rec.reconnects += 1;
+        self.ledger.coverage.set_tick_hz(self.tick_hz);
+        self.ledger.interval_us = self.cmd_interval_us(self.tick_hz);
+        if self.ledger.session_began(now_us, rec) {
             self.rejoined = true;
         }
-        self.ever_connected = true;
         self.last_heard_us = now_us;
         self.session_first_seq = self.seq.wrapping_add(1);
+        let cmd_interval_us = self.ledger.interval_us;
         if self.settings.ping_hz > 0.0 {
-            self.ping_interval_us = ((1e6 / self.settings.ping_hz) as u64).max(1);
+            self.ping_interval_us = interval_us(self.settings.ping_hz);
             self.next_ping_us = on_grid(
                 now_us + self.rng.gen_range(0..self.ping_interval_us),
-                self.cmd_interval_us,
+                cmd_interval_us,
             );
         }
         // A random phase against the server's tick, as real players have,
@@ -288,27 +278,27 @@ impl Player {
         // per interval however many players it drives. Latency is measured
         // from these due times.
         let slot = self.rng.gen_range(0..SLOTS);
-        let start = (now_us / self.cmd_interval_us + 1) * self.cmd_interval_us;
-        self.next_cmd_us = start + slot * (self.cmd_interval_us / SLOTS);
+        let start = (now_us / cmd_interval_us + 1) * cmd_interval_us;
+        self.next_cmd_us = start + slot * (cmd_interval_us / SLOTS);
         self.state = State::Connected;
+    }
+
+    /// The command interval at the server's `tick_hz`: one command a tick
+    /// unless the settings give a rate.
+    fn cmd_interval_us(&self, tick_hz: u32) -> u64 {
+        interval_us(self.settings.cmd_rate_hz.unwrap_or(f64::from(tick_hz)))
     }
 
     /// A full snapshot numbered at or below what we had, after we had to
     /// re-handshake: the server restarted and numbers its ticks afresh.
     fn server_restarted(&mut self, now_us: u64, rec: &mut Recorder) {
-        self.coverage.new_piece();
+        // Commands sent to the old process (before this session's first)
+        // will never be reflected.
+        let first = self.session_first_seq;
+        let old = |c: &Sent| c.seq.wrapping_sub(first) as i32 <= -1;
+        self.ledger.server_restarted(old, rec);
         self.history.clear();
         self.ack_tick = None;
-        // Commands sent to the old process will never be reflected.
-        let first = self.session_first_seq;
-        let span = self.coverage.span();
-        self.outstanding.retain(|&(seq, due)| {
-            let old = seq.wrapping_sub(first) as i32 <= -1;
-            if old && due >= span.0 && due < span.1 {
-                rec.commands_lost += 1;
-            }
-            !old
-        });
         rec.server_restarted(self.target);
         self.last_snapshot_us = None;
         let _ = now_us;
@@ -351,7 +341,7 @@ impl Player {
             return;
         }
         self.rejoined = false;
-        self.coverage.tick(now_us, s.tick);
+        self.ledger.coverage.tick(now_us, s.tick);
 
         rec.server_tick(self.target, s.tick, s.frame_us, s.lateness_us);
         if rec.in_window(now_us) {
@@ -363,15 +353,8 @@ impl Player {
         self.last_snapshot_us = Some(now_us);
 
         if let Some(applied) = s.last_cmd_seq {
-            let deadline = self.settings.loss_deadline_us;
-            while let Some(&(seq, due)) = self.outstanding.front() {
-                if seq.wrapping_sub(applied) as i32 > 0 {
-                    break;
-                }
-                self.outstanding.pop_front();
-                let latency = now_us.saturating_sub(due);
-                rec.reflected_command(latency, deadline, self.in_span(due), None);
-            }
+            let shown = |c: &Sent| c.seq.wrapping_sub(applied) as i32 <= 0;
+            self.ledger.reflect(now_us, shown, None, rec);
         }
     }
 }
@@ -401,7 +384,7 @@ impl Emulated for Player {
     /// first connection nothing listens there and the player gives up; after
     /// it, the server is presumed restarting and the player reconnects.
     fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
-        if !self.ever_connected {
+        if !self.ledger.ever_connected() {
             self.fail(why);
         } else if self.state == State::Connected {
             self.lose_session(now_us, rec);
@@ -413,7 +396,7 @@ impl Emulated for Player {
     fn next_deadline(&self) -> u64 {
         match self.state {
             State::Hello { next_try_us, .. } | State::Connect { next_try_us, .. } => {
-                if self.ever_connected {
+                if self.ledger.ever_connected() {
                     next_try_us
                 } else {
                     next_try_us.min(self.settings.connect_deadline_us)
@@ -437,7 +420,7 @@ impl Emulated for Player {
         }
         match self.state {
             State::Hello { .. } | State::Connect { .. }
-                if !self.ever_connected && now_us >= self.settings.connect_deadline_us =>
+                if !self.ledger.ever_connected() && now_us >= self.settings.connect_deadline_us =>
             {
                 self.state = State::Ended(format!(
                     "no answer from {} to the handshake (is a tickpack server listening there?)",
@@ -492,9 +475,9 @@ impl Emulated for Player {
                 true
             }
             State::Connected if now_us >= self.next_cmd_us => {
-                self.expire(now_us, rec);
+                self.ledger.expire(now_us, rec);
                 let due = self.next_cmd_us;
-                self.next_cmd_us += self.cmd_interval_us;
+                self.next_cmd_us += self.ledger.interval_us;
                 self.seq = self.seq.wrapping_add(1);
                 self.steer();
                 let (min, max) = self.settings.cmd_size.bounds();
@@ -512,10 +495,11 @@ impl Emulated for Player {
                     payload: &self.payload[..n],
                 })
                 .encode(out);
-                self.outstanding.push_back((self.seq, due));
-                if self.in_span(due) {
-                    rec.commands_sent += 1;
-                }
+                let sent = Sent {
+                    seq: self.seq,
+                    due_us: due,
+                };
+                self.ledger.sent(sent, rec);
                 true
             }
             _ => false,
@@ -554,7 +538,9 @@ impl Emulated for Player {
                     }
                     // Full or stopping after having played: the server may be
                     // coming back; keep trying with backoff.
-                    RefuseReason::Full | RefuseReason::ShuttingDown if self.ever_connected => {
+                    RefuseReason::Full | RefuseReason::ShuttingDown
+                        if self.ledger.ever_connected() =>
+                    {
                         self.state = State::Hello {
                             next_try_us: now_us + retry_us,
                             retry_us: (retry_us * 2).min(RETRY_MAX_US),
@@ -584,7 +570,7 @@ impl Emulated for Player {
             (
                 Packet::Disconnect { reason },
                 State::Connected | State::Hello { .. } | State::Connect { .. },
-            ) if self.ever_connected => {
+            ) if self.ledger.ever_connected() => {
                 let connected = self.state == State::Connected;
                 match reason {
                     // The server dropped us for silence: come back.
@@ -594,7 +580,7 @@ impl Emulated for Player {
                     _ => {
                         // The rest of the span is without service: counted
                         // (from the session's loss, if it was lost before).
-                        self.no_session_since_us.get_or_insert(now_us);
+                        self.ledger.session_ended(now_us);
                         self.state = State::Ended(format!(
                             "{} disconnected the player: {reason:?}",
                             self.target
@@ -606,44 +592,21 @@ impl Emulated for Player {
         }
     }
 
-    /// Settles the counters at the end of the run (`now_us`; the span ends
-    /// at `span_end_us`, its planned end unless the run was interrupted;
-    /// `hint_tick_hz` is the tick rate to assume if this player never
-    /// learned it), and writes the goodbye datagram into `out` if connected.
-    fn finish(
-        &mut self,
-        now_us: u64,
-        span_end_us: u64,
-        hint_tick_hz: u32,
-        out: &mut Vec<u8>,
-        rec: &mut Recorder,
-    ) -> bool {
+    /// Settles the counters at the end of the run (see [`RunEnd`]), and
+    /// writes the goodbye datagram into `out` if connected.
+    fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         let hz = if self.tick_hz > 0 {
             self.tick_hz
         } else {
-            hint_tick_hz.max(1)
+            // Never told the tick rate: the schedule it would have had at
+            // the hinted one.
+            let hz = end.hint_tick_hz.max(1);
+            self.ledger.interval_us = self.cmd_interval_us(hz);
+            hz
         };
-        if let Some(since) = self.no_session_since_us.take() {
-            let rate = self.settings.cmd_rate_hz.unwrap_or(f64::from(hz));
-            let interval = ((1e6 / rate) as u64).max(1);
-            rec.commands_lost += self.coverage.due_in_span(since, span_end_us, interval);
-        }
-        let span = self.coverage.span();
-        let deadline = self.settings.loss_deadline_us;
         // Without a session nothing outstanding can still be reflected.
         let connected = self.state == State::Connected;
-        rec.commands_lost += self
-            .outstanding
-            .iter()
-            .filter(|&&(_, due)| {
-                due >= span.0
-                    && due < span.1.min(span_end_us)
-                    && (!connected || due + deadline <= now_us)
-            })
-            .count() as u64;
-        self.outstanding.clear();
-        let t = self.coverage.finish(span_end_us, hz);
-        rec.snapshots.merge(&t);
+        self.ledger.finish(end, connected, hz, rec);
         out.clear();
         if self.state == State::Connected {
             Packet::Disconnect {

@@ -36,13 +36,11 @@ use std::net::SocketAddr;
 use rand::rngs::SmallRng;
 use rand::Rng;
 use tickpack_q3::client::{Client, ClientConfig, ClientState, Event, SnapshotInfo, UserCmd};
-use tickpack_report::record;
 
-use crate::coverage::Coverage;
-use crate::emulated::Emulated;
-use crate::player::{
-    first_hello, measured_span, player_rng, PlayerSettings, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
-};
+use crate::emulated::{Emulated, RunEnd};
+use crate::ledger::Pending;
+use crate::measured::{Measured, Numbering};
+use crate::player::{PlayerSettings, Seat, RETRY_MAX_US, RETRY_MIN_US};
 use crate::recorder::Recorder;
 
 /// The protocol number ioquake3 servers speak (Debian's set `com_protocol 71`).
@@ -53,9 +51,14 @@ pub const DEFAULT_SV_FPS: u32 = 20;
 /// Usercmds per second when no rate is given: ioquake3's default
 /// `cl_maxpackets` (30), the rate a stock client sends at.
 pub const DEFAULT_CMD_RATE_HZ: f64 = 30.0;
-/// Snapshots needed to learn the server's frame interval (the smallest
-/// `serverTime` step between consecutive snapshots).
-const LEARN_SNAPSHOTS: usize = 4;
+/// Snapshots are numbered by `serverTime`, in milliseconds; the frame
+/// interval is learned (a server that never sent a snapshot is presumed to
+/// run at the default 20 frames a second: 50 ms).
+const NUMBERING: Numbering = Numbering {
+    unit_us: 1000,
+    fallback_step: 50,
+    max_step: i32::MAX,
+};
 /// While connected but before the first snapshot, a packet this often
 /// acknowledges the gamestate (the server sends it on our first packet).
 const PRIMING_INTERVAL_US: u64 = 50_000;
@@ -83,6 +86,12 @@ struct Sent {
     sent_us: u64,
 }
 
+impl Pending for Sent {
+    fn due_us(&self) -> u64 {
+        self.due_us
+    }
+}
+
 /// One emulated Quake III protocol player.
 pub struct Q3Player {
     pub index: usize,
@@ -91,37 +100,19 @@ pub struct Q3Player {
     client: Client,
     state: State,
     rng: SmallRng,
-    cmd_interval_us: u64,
     next_cmd_us: u64,
-    /// The server's frame interval in ms, once learned.
-    frame_ms: Option<i32>,
-    /// Snapshots seen before the frame interval was known: (arrival, time).
-    learning: Vec<(u64, i32)>,
-    /// Newest snapshot: its serverTime and arrival, for the server-time
-    /// estimate that stamps usercmds.
-    newest: Option<(i32, u64)>,
+    /// The last usercmd's serverTime (the server ignores one not newer).
     last_cmd_time: i32,
     /// The last usercmds sent, newest last (resent as duplicates).
     recent: VecDeque<UserCmd>,
-    outstanding: VecDeque<Sent>,
-    last_snapshot_us: Option<u64>,
     last_heard_us: u64,
     /// Before the first snapshot: when to send the next priming packet.
     next_prime_us: u64,
-    no_session_since_us: Option<u64>,
-    /// A snapshot arrived in the current session.
-    active: bool,
-    ever_connected: bool,
-    /// Re-handshaked since the last snapshot: an older serverTime then
-    /// means a new server process.
-    rejoined: bool,
     /// Last refusal the server printed during a handshake.
     refusal: Option<String>,
-    coverage: Coverage,
+    /// Frames (numbered by serverTime) and usercmds against the schedule.
+    measured: Measured<Sent>,
     events: Vec<Event>,
-    /// This player's own samples in the window (µs), for the referee.
-    rtt_samples: Vec<u32>,
-    transaction_samples: Vec<u32>,
     yaw: i32,
     strafe: i8,
     pub tick_hz: u32,
@@ -133,19 +124,12 @@ fn angle_to_short(deg: f32) -> i32 {
 }
 
 impl Q3Player {
-    pub fn new(
-        index: usize,
-        target: SocketAddr,
-        settings: PlayerSettings,
-        seed: u64,
-        start_us: u64,
-    ) -> Self {
-        let mut rng = player_rng(seed, index);
-        let first = first_hello(&mut rng, start_us);
-        let span = measured_span(first, settings.window);
-        let rate = settings.cmd_rate_hz.unwrap_or(DEFAULT_CMD_RATE_HZ);
+    pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        let mut rng = seat.rng();
+        let first = seat.first_hello(&mut rng);
+        let measured = Measured::new(first, &settings, DEFAULT_CMD_RATE_HZ, NUMBERING);
         let mut cfg = ClientConfig::new(
-            &format!("{}{index}", crate::referee::NAME_PREFIX),
+            &format!("{}{}", crate::referee::NAME_PREFIX, seat.index),
             rng.gen(),
             rng.gen_range(1..i32::MAX),
         );
@@ -154,8 +138,8 @@ impl Q3Player {
         cfg.userinfo.extend(userinfo());
         let client = Client::new(cfg);
         Self {
-            index,
-            target,
+            index: seat.index,
+            target: seat.target,
             settings,
             client,
             state: State::Handshake {
@@ -163,26 +147,14 @@ impl Q3Player {
                 retry_us: RETRY_MIN_US,
             },
             rng,
-            cmd_interval_us: ((1e6 / rate) as u64).max(1),
             next_cmd_us: u64::MAX,
-            frame_ms: None,
-            learning: Vec::new(),
-            newest: None,
             last_cmd_time: 0,
             recent: VecDeque::with_capacity(CMDS_PER_PACKET),
-            outstanding: VecDeque::new(),
-            last_snapshot_us: None,
             last_heard_us: first,
             next_prime_us: first,
-            no_session_since_us: Some(first),
-            active: false,
-            ever_connected: false,
-            rejoined: false,
             refusal: None,
-            coverage: Coverage::new(span),
+            measured,
             events: Vec::new(),
-            rtt_samples: Vec::new(),
-            transaction_samples: Vec::new(),
             yaw: 0,
             strafe: 0,
             tick_hz: 0,
@@ -194,40 +166,10 @@ impl Q3Player {
         format!("{}{}", crate::referee::NAME_PREFIX, self.index)
     }
 
-    fn silence_us(&self) -> u64 {
-        let frame_us = self.frame_ms.map_or(50_000, |ms| ms as u64 * 1000);
-        SILENCE_US.max(10 * frame_us)
-    }
-
-    fn in_span(&self, t_us: u64) -> bool {
-        self.coverage.contains(t_us)
-    }
-
-    /// Usercmds due in `[from, to)` of the span while there was no session.
-    fn unsent(&self, from_us: u64, to_us: u64) -> u64 {
-        self.coverage
-            .due_in_span(from_us, to_us, self.cmd_interval_us)
-    }
-
-    /// Counts usercmds whose loss deadline passed unreflected as lost.
-    fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
-        rec.commands_lost += self.coverage.expire(
-            &mut self.outstanding,
-            |s| s.due_us,
-            self.settings.loss_deadline_us,
-            now_us,
-        );
-    }
-
     /// The session is gone: re-handshake at once, then with backoff.
     fn lose_session(&mut self, now_us: u64, rec: &mut Recorder) {
-        self.expire(now_us, rec);
-        if self.no_session_since_us.is_none() {
-            self.no_session_since_us = Some(now_us);
-        }
+        self.measured.session_lost(now_us, rec);
         self.client.reset();
-        self.active = false;
-        self.rejoined = self.ever_connected;
         self.next_cmd_us = u64::MAX;
         self.recent.clear();
         self.state = State::Handshake {
@@ -240,7 +182,7 @@ impl Q3Player {
     /// going backwards between usercmds (the server ignores a usercmd not
     /// newer than the last it ran).
     fn server_time_now(&mut self, now_us: u64) -> i32 {
-        let est = match self.newest {
+        let est = match self.measured.newest() {
             Some((t, at)) => t.saturating_add((now_us.saturating_sub(at) / 1000) as i32),
             None => 0,
         };
@@ -275,107 +217,32 @@ impl Q3Player {
             return;
         }
         self.last_heard_us = now_us;
-        if let Some((newest, _)) = self.newest {
-            if self.rejoined && s.server_time <= newest {
-                self.server_restarted(rec);
-            } else if s.server_time <= newest {
-                return; // duplicate or reordered
-            }
+        let Some(fresh) = self
+            .measured
+            .snapshot(now_us, s.server_time, self.target, rec)
+        else {
+            return; // duplicate or reordered
+        };
+        if fresh.restarted {
+            // A new server process: its frame times start again.
+            self.last_cmd_time = 0;
         }
-        self.rejoined = false;
-        if !self.active {
-            self.active = true;
-            if let Some(since) = self.no_session_since_us.take() {
-                rec.commands_lost += self.unsent(since, now_us);
-            }
-            if self.ever_connected {
-                rec.reconnects += 1;
-            }
-            self.ever_connected = true;
+        if let Some(frame_ms) = fresh.learned {
+            self.tick_hz = (1000 / frame_ms) as u32;
+        }
+        if fresh.began {
             // A random phase against the server's frames, as real players
             // have, on a grid of 16 slots per interval shared by all players.
+            let interval_us = self.measured.ledger.interval_us;
             let slot = self.rng.gen_range(0..crate::player::SLOTS);
-            let step = self.cmd_interval_us / crate::player::SLOTS;
-            self.next_cmd_us =
-                (now_us / self.cmd_interval_us + 1) * self.cmd_interval_us + slot * step;
+            let step = interval_us / crate::player::SLOTS;
+            self.next_cmd_us = (now_us / interval_us + 1) * interval_us + slot * step;
         }
-        self.newest = Some((s.server_time, now_us));
-        self.count_frame(now_us, s.server_time, rec);
         // Usercmds this snapshot shows executed.
-        let deadline = self.settings.loss_deadline_us;
-        let mut newest_sent = None;
-        while let Some(c) = self.outstanding.front().copied() {
-            if c.server_time > s.command_time {
-                break;
-            }
-            self.outstanding.pop_front();
-            newest_sent = Some(c.sent_us);
-            let latency = now_us.saturating_sub(c.due_us);
-            let in_span = self.in_span(c.due_us);
-            rec.reflected_command(
-                latency,
-                deadline,
-                in_span,
-                Some(&mut self.transaction_samples),
-            );
+        let executed = |c: &Sent| c.server_time <= s.command_time;
+        if let Some(newest) = self.measured.reflect(now_us, executed, rec) {
+            self.measured.round_trip(newest.sent_us, now_us, rec);
         }
-        if let Some(sent) = newest_sent {
-            rec.round_trip(sent, now_us, &mut self.rtt_samples);
-        }
-    }
-
-    /// Feeds one frame to the schedule's account, learning the frame
-    /// interval from the first snapshots.
-    fn count_frame(&mut self, now_us: u64, server_time: i32, rec: &mut Recorder) {
-        if self.frame_ms.is_some() {
-            self.frame(now_us, server_time, rec);
-            return;
-        }
-        self.learning.push((now_us, server_time));
-        if self.learning.len() >= LEARN_SNAPSHOTS {
-            let step = crate::coverage::smallest_step(&self.learning).unwrap_or(50);
-            self.tick_hz = (1000 / step.max(1)) as u32;
-            self.settle_frame_interval(step, rec);
-        }
-    }
-
-    /// The frame interval is known (`ms`): the frames seen while learning
-    /// it are counted now.
-    fn settle_frame_interval(&mut self, ms: i32, rec: &mut Recorder) {
-        self.frame_ms = Some(ms.max(1));
-        self.coverage.set_tick_interval_us(f64::from(ms) * 1000.0);
-        for (at, t) in std::mem::take(&mut self.learning) {
-            self.frame(at, t, rec);
-        }
-    }
-
-    fn frame(&mut self, now_us: u64, server_time: i32, rec: &mut Recorder) {
-        let ms = self.frame_ms.expect("learned");
-        self.coverage.tick(now_us, (server_time.max(0) / ms) as u32);
-        if rec.in_window(now_us) {
-            if let Some(prev) = self.last_snapshot_us {
-                record(&mut rec.jitter, (now_us - prev).abs_diff(ms as u64 * 1000));
-            }
-        }
-        self.last_snapshot_us = Some(now_us);
-    }
-
-    /// A new server process: its frame times start again. Usercmds sent to
-    /// the old one will never be reflected.
-    fn server_restarted(&mut self, rec: &mut Recorder) {
-        // Frames seen while learning belong to the old process.
-        self.learning.clear();
-        self.coverage.new_piece();
-        let span = self.coverage.span();
-        for c in self.outstanding.drain(..) {
-            if c.due_us >= span.0 && c.due_us < span.1 {
-                rec.commands_lost += 1;
-            }
-        }
-        rec.server_restarted(self.target);
-        self.newest = None;
-        self.last_cmd_time = 0;
-        self.last_snapshot_us = None;
     }
 }
 
@@ -408,28 +275,32 @@ impl Emulated for Q3Player {
     fn next_deadline(&self) -> u64 {
         match self.state {
             State::Handshake { next_try_us, .. } => {
-                if self.ever_connected {
+                if self.measured.ever_connected() {
                     next_try_us
                 } else {
                     next_try_us.min(self.settings.connect_deadline_us)
                 }
             }
-            State::Session if !self.active => self
+            State::Session if !self.measured.active() => self
                 .next_prime_us
-                .min(self.last_heard_us + self.silence_us()),
-            State::Session => self.next_cmd_us.min(self.last_heard_us + self.silence_us()),
+                .min(self.last_heard_us + self.measured.silence_us()),
+            State::Session => self
+                .next_cmd_us
+                .min(self.last_heard_us + self.measured.silence_us()),
             State::Ended(_) => u64::MAX,
         }
     }
 
     fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         out.clear();
-        if self.state == State::Session && now_us >= self.last_heard_us + self.silence_us() {
+        if self.state == State::Session && now_us >= self.last_heard_us + self.measured.silence_us()
+        {
             self.lose_session(now_us, rec);
         }
         match self.state {
             State::Handshake { .. }
-                if !self.ever_connected && now_us >= self.settings.connect_deadline_us =>
+                if !self.measured.ever_connected()
+                    && now_us >= self.settings.connect_deadline_us =>
             {
                 let why = match &self.refusal {
                     Some(r) => format!("{} refused the connection: {r}", self.target),
@@ -457,7 +328,7 @@ impl Emulated for Q3Player {
                 };
                 true
             }
-            State::Session if !self.active => {
+            State::Session if !self.measured.active() => {
                 if now_us < self.next_prime_us {
                     return false;
                 }
@@ -469,9 +340,9 @@ impl Emulated for Q3Player {
                 self.client.usercmd_packet_into(&[cmd], out)
             }
             State::Session if now_us >= self.next_cmd_us => {
-                self.expire(now_us, rec);
+                self.measured.ledger.expire(now_us, rec);
                 let due = self.next_cmd_us;
-                self.next_cmd_us += self.cmd_interval_us;
+                self.next_cmd_us += self.measured.ledger.interval_us;
                 let t = self.server_time_now(now_us);
                 let cmd = self.steer(t);
                 if self.recent.len() == CMDS_PER_PACKET {
@@ -480,14 +351,12 @@ impl Emulated for Q3Player {
                 self.recent.push_back(cmd);
                 self.client
                     .usercmd_packet_into(self.recent.make_contiguous(), out);
-                self.outstanding.push_back(Sent {
+                let sent = Sent {
                     server_time: t,
                     due_us: due,
                     sent_us: now_us,
-                });
-                if self.in_span(due) {
-                    rec.commands_sent += 1;
-                }
+                };
+                self.measured.ledger.sent(sent, rec);
                 !out.is_empty()
             }
             _ => false,
@@ -529,10 +398,10 @@ impl Emulated for Q3Player {
                         // Dropped after having played (a restart, a
                         // timeout): come back. Sent away before ever
                         // playing: the reason ends the player.
-                        if self.ever_connected || reason.contains("timed out") {
+                        if self.measured.ever_connected() || reason.contains("timed out") {
                             self.lose_session(now_us, rec);
                         } else {
-                            self.no_session_since_us.get_or_insert(now_us);
+                            self.measured.ledger.session_ended(now_us);
                             self.state = State::Ended(format!(
                                 "{} disconnected the player: {reason}",
                                 self.target
@@ -553,7 +422,7 @@ impl Emulated for Q3Player {
         self.events = events;
         if self.client.state() == ClientState::Challenging
             && self.state == State::Session
-            && !self.active
+            && !self.measured.active()
         {
             // The client went back to the start (a refusal mid-handshake).
             self.lose_session(now_us, rec);
@@ -561,7 +430,7 @@ impl Emulated for Q3Player {
     }
 
     fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
-        if !self.ever_connected {
+        if !self.measured.ever_connected() {
             if !matches!(self.state, State::Ended(_)) {
                 self.state = State::Ended(why);
             }
@@ -570,43 +439,20 @@ impl Emulated for Q3Player {
         }
     }
 
-    fn finish(
-        &mut self,
-        now_us: u64,
-        span_end_us: u64,
-        hint_tick_hz: u32,
-        out: &mut Vec<u8>,
-        rec: &mut Recorder,
-    ) -> bool {
-        if let Some(since) = self.no_session_since_us.take() {
-            rec.commands_lost += self.unsent(since, span_end_us);
-        }
-        if self.frame_ms.is_none() {
+    fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        if self.measured.step().is_none() {
             // Never learned the frame interval: the frames seen so far are
             // counted at the hinted rate.
-            let hz = if hint_tick_hz > 0 {
-                hint_tick_hz
+            let hz = if end.hint_tick_hz > 0 {
+                end.hint_tick_hz
             } else {
                 DEFAULT_SV_FPS
             };
-            self.settle_frame_interval((1000 / hz.max(1)) as i32, rec);
+            self.measured.settle((1000 / hz.max(1)) as i32, rec);
         }
-        let span = self.coverage.span();
-        let deadline = self.settings.loss_deadline_us;
-        let connected = self.state == State::Session && self.active;
-        rec.commands_lost += self
-            .outstanding
-            .iter()
-            .filter(|c| {
-                c.due_us >= span.0
-                    && c.due_us < span.1.min(span_end_us)
-                    && (!connected || c.due_us + deadline <= now_us)
-            })
-            .count() as u64;
-        self.outstanding.clear();
-        let hz = self.tick_hz.max(hint_tick_hz).max(1);
-        let t = self.coverage.finish(span_end_us, hz);
-        rec.snapshots.merge(&t);
+        let connected = self.is_connected();
+        let hz = self.tick_hz.max(end.hint_tick_hz).max(1);
+        self.measured.ledger.finish(end, connected, hz, rec);
         out.clear();
         if self.state == State::Session {
             self.client.queue_command("disconnect");
@@ -619,7 +465,7 @@ impl Emulated for Q3Player {
     }
 
     fn is_connected(&self) -> bool {
-        self.state == State::Session && self.active
+        self.state == State::Session && self.measured.active()
     }
 
     fn ended(&self) -> Option<&str> {
@@ -634,13 +480,6 @@ impl Emulated for Q3Player {
     }
 
     fn referee_row(&self) -> Option<tickpack_report::RefereeRow> {
-        let median = |v: &[u32]| crate::referee::median(v).map_or(0, u64::from);
-        Some(tickpack_report::RefereeRow {
-            server: self.target.to_string(),
-            player: self.name(),
-            rtt_us_median: median(&self.rtt_samples),
-            transaction_us_median: median(&self.transaction_samples),
-            server_ping_us_median: None,
-        })
+        Some(self.measured.referee_row(self.target, self.name()))
     }
 }

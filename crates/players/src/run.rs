@@ -20,9 +20,9 @@ use tickpack_net::clock::now_us;
 use tickpack_net::socket::{SocketOptions, UdpSocket};
 
 use crate::config::{PlayersConfig, Protocol};
-use crate::emulated::Emulated;
+use crate::emulated::{Emulated, RunEnd};
 use crate::io::{Incoming, PlayerIo};
-use crate::player::{Player, PlayerSettings, DEFAULT_TICK_HZ};
+use crate::player::{Player, PlayerSettings, Seat, DEFAULT_TICK_HZ};
 use crate::q3::Q3Player;
 use crate::recorder::Recorder;
 use crate::referee::Referee;
@@ -228,8 +228,8 @@ fn ask_the_referee(cfg: &PlayersConfig, window: (u64, u64), stop: &AtomicBool, r
     }
 }
 
-/// A player's constructor: index, target, settings, seed, start time.
-type NewPlayer<P> = fn(usize, std::net::SocketAddr, PlayerSettings, u64, u64) -> P;
+/// A player's constructor: its seat in the run, the run's settings.
+type NewPlayer<P> = fn(Seat, PlayerSettings) -> P;
 
 #[allow(clippy::too_many_arguments)]
 fn thread_main<P: Emulated>(
@@ -274,7 +274,13 @@ fn thread_main<P: Emulated>(
                     with_causes(&e)
                 ))
             })?;
-        players.push(new_player(i, target, settings.clone(), cfg.seed, start));
+        let seat = Seat {
+            index: i,
+            target,
+            seed: cfg.seed,
+            start_us: start,
+        };
+        players.push(new_player(seat, settings.clone()));
         sockets.push(sock);
     }
     let mut rec = Recorder::new(window);
@@ -416,9 +422,14 @@ fn thread_main<P: Emulated>(
         // Fixed in the engine.
         (_, Protocol::Tw7) => crate::tw7::TICK_HZ,
     };
+    let run_end = RunEnd {
+        now_us: now,
+        span_end_us: span_end,
+        hint_tick_hz: hint,
+    };
     let mut referee_rows = vec![];
     for (i, p) in players.iter_mut().enumerate() {
-        if p.finish(now, span_end, hint, &mut buf, &mut rec) {
+        if p.finish(&run_end, &mut buf, &mut rec) {
             let _ = sockets[i].send(&buf);
         }
         referee_rows.extend(p.referee_row());

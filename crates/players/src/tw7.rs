@@ -37,20 +37,17 @@
 //! default (`sv_max_clients_per_ip`); a run with more spreads them over
 //! several source addresses ([`crate::sources`]).
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::Rng;
-use tickpack_report::record;
 use tickpack_tw7::{Client, ClientConfig, Event, PlayerInput, SnapshotInfo};
 
-use crate::coverage::Coverage;
-use crate::emulated::Emulated;
-use crate::player::{
-    first_hello, measured_span, player_rng, PlayerSettings, RETRY_MAX_US, RETRY_MIN_US, SILENCE_US,
-};
+use crate::emulated::{Emulated, RunEnd};
+use crate::ledger::Pending;
+use crate::measured::{Measured, Numbering};
+use crate::player::{PlayerSettings, Seat, RETRY_MAX_US, RETRY_MIN_US};
 use crate::recorder::Recorder;
 
 /// The server's game tick rate (fixed in the engine: `SERVER_TICK_SPEED`).
@@ -63,9 +60,14 @@ pub const DEFAULT_CMD_RATE_HZ: f64 = TICK_HZ as f64;
 pub const DEFAULT_SNAP_HZ: u32 = TICK_HZ / 2;
 /// `sv_max_clients_per_ip`'s default in the 0.7.5 engine.
 pub const PER_ADDRESS_DEFAULT: usize = 4;
-/// Snapshots needed to learn the snapshot step (the smallest tick step
-/// between consecutive snapshots).
-const LEARN_SNAPSHOTS: usize = 4;
+/// Snapshots are numbered by the server's tick; the step (in ticks) is
+/// learned, from one to a second's worth (the engine's default is
+/// assumed for a server that never sent one: two).
+const NUMBERING: Numbering = Numbering {
+    unit_us: tickpack_wire::TickRate::from_wire(TICK_HZ as u16).interval_us(),
+    fallback_step: (TICK_HZ / DEFAULT_SNAP_HZ) as i32,
+    max_step: TICK_HZ as i32,
+};
 /// Aim turned per input, in degrees (not a divisor of 360, so the aim
 /// never repeats between neighbours).
 const AIM_STEP_DEG: f32 = 7.0;
@@ -82,6 +84,12 @@ struct Sent {
     due_us: u64,
 }
 
+impl Pending for Sent {
+    fn due_us(&self) -> u64 {
+        self.due_us
+    }
+}
+
 /// One emulated tw7 protocol player.
 pub struct TwPlayer {
     pub index: usize,
@@ -95,71 +103,35 @@ pub struct TwPlayer {
     /// The caller's microsecond 0 as an `Instant`.
     epoch: Instant,
     rng: SmallRng,
-    cmd_interval_us: u64,
     next_cmd_us: u64,
-    /// Ticks between snapshots, once learned.
-    snap_step: Option<i32>,
-    /// Snapshots seen before the step was known: (arrival, tick).
-    learning: Vec<(u64, i32)>,
-    /// Newest snapshot tick.
-    newest_tick: Option<i32>,
-    outstanding: VecDeque<Sent>,
-    last_snapshot_us: Option<u64>,
     last_heard_us: u64,
-    no_session_since_us: Option<u64>,
-    /// A snapshot arrived in the current session.
-    active: bool,
-    ever_connected: bool,
-    /// Joined again since the last snapshot: an older tick then means a
-    /// new server process.
-    rejoined: bool,
     ended: Option<String>,
-    coverage: Coverage,
-    rtt_samples: Vec<u32>,
-    transaction_samples: Vec<u32>,
+    /// Snapshots (numbered by tick) and inputs against the schedule.
+    measured: Measured<Sent>,
     aim_deg: f32,
     direction: i32,
     pub tick_hz: u32,
 }
 
 impl TwPlayer {
-    pub fn new(
-        index: usize,
-        target: SocketAddr,
-        settings: PlayerSettings,
-        seed: u64,
-        start_us: u64,
-    ) -> Self {
-        let mut rng = player_rng(seed, index);
-        let first = first_hello(&mut rng, start_us);
-        let span = measured_span(first, settings.window);
-        let rate = settings.cmd_rate_hz.unwrap_or(DEFAULT_CMD_RATE_HZ);
+    pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        let mut rng = seat.rng();
+        let first = seat.first_hello(&mut rng);
+        let measured = Measured::new(first, &settings, DEFAULT_CMD_RATE_HZ, NUMBERING);
         let aim_deg = rng.gen_range(0.0..360.0);
         TwPlayer {
-            index,
-            target,
+            index: seat.index,
+            target: seat.target,
             settings,
             client: None,
             next_try_us: first,
             retry_us: RETRY_MIN_US,
             epoch: Instant::now(),
             rng,
-            cmd_interval_us: ((1e6 / rate) as u64).max(1),
             next_cmd_us: u64::MAX,
-            snap_step: None,
-            learning: Vec::new(),
-            newest_tick: None,
-            outstanding: VecDeque::new(),
-            last_snapshot_us: None,
             last_heard_us: first,
-            no_session_since_us: Some(first),
-            active: false,
-            ever_connected: false,
-            rejoined: false,
             ended: None,
-            coverage: Coverage::new(span),
-            rtt_samples: Vec::new(),
-            transaction_samples: Vec::new(),
+            measured,
             aim_deg,
             direction: 1,
             tick_hz: 0,
@@ -174,7 +146,7 @@ impl TwPlayer {
     /// Ticks between two snapshots, once learned (the engine's default:
     /// 2).
     pub fn snapshot_step(&self) -> Option<i32> {
-        self.snap_step
+        self.measured.step()
     }
 
     fn at(&self, us: u64) -> Instant {
@@ -185,40 +157,11 @@ impl TwPlayer {
         t.saturating_duration_since(self.epoch).as_micros() as u64
     }
 
-    fn silence_us(&self) -> u64 {
-        let step = self.snap_step.unwrap_or(2) as u64;
-        SILENCE_US.max(10 * step * 1_000_000 / u64::from(TICK_HZ))
-    }
-
-    fn in_span(&self, t_us: u64) -> bool {
-        self.coverage.contains(t_us)
-    }
-
-    /// Inputs due in `[from, to)` of the span while there was no session.
-    fn unsent(&self, from_us: u64, to_us: u64) -> u64 {
-        self.coverage
-            .due_in_span(from_us, to_us, self.cmd_interval_us)
-    }
-
-    /// Counts inputs whose loss deadline passed unreflected as lost.
-    fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
-        rec.commands_lost += self.coverage.expire(
-            &mut self.outstanding,
-            |s| s.due_us,
-            self.settings.loss_deadline_us,
-            now_us,
-        );
-    }
-
     /// The session is gone: join again, at once the first time, then with
     /// backoff while the server stays away.
     fn lose_session(&mut self, now_us: u64, rec: &mut Recorder) {
-        self.expire(now_us, rec);
-        self.no_session_since_us.get_or_insert(now_us);
-        let was_active = self.active;
+        let was_active = self.measured.session_lost(now_us, rec);
         self.client = None;
-        self.active = false;
-        self.rejoined = self.ever_connected;
         self.next_cmd_us = u64::MAX;
         if was_active {
             self.retry_us = RETRY_MIN_US;
@@ -256,7 +199,7 @@ impl TwPlayer {
                 } => self.on_reflected(now_us, input_id, sent_at, rec),
                 Event::Disconnected { reason } => {
                     let ours = OWN_FAILURES.iter().any(|f| reason.starts_with(f));
-                    if self.ever_connected || ours {
+                    if self.measured.ever_connected() || ours {
                         // Dropped after having played (a restart, a
                         // timeout), or no answer yet: try again (until
                         // the connect deadline, before the first session).
@@ -274,110 +217,26 @@ impl TwPlayer {
 
     fn on_snapshot(&mut self, now_us: u64, s: &SnapshotInfo, rec: &mut Recorder) {
         self.last_heard_us = now_us;
-        if let Some(newest) = self.newest_tick {
-            if self.rejoined && s.tick <= newest {
-                self.server_restarted(rec);
-            } else if s.tick <= newest {
-                return; // duplicate or reordered
-            }
+        let Some(fresh) = self.measured.snapshot(now_us, s.tick, self.target, rec) else {
+            return; // duplicate or reordered
+        };
+        if fresh.learned.is_some() {
+            self.tick_hz = TICK_HZ;
         }
-        self.rejoined = false;
-        if !self.active {
-            self.active = true;
+        if fresh.began {
             self.retry_us = RETRY_MIN_US;
-            if let Some(since) = self.no_session_since_us.take() {
-                rec.commands_lost += self.unsent(since, now_us);
-            }
-            if self.ever_connected {
-                rec.reconnects += 1;
-            }
-            self.ever_connected = true;
             // The session sends an INPUT every 20 ms from this snapshot's
             // arrival on: the schedule starts on its grid.
             self.next_cmd_us = now_us;
         }
-        self.newest_tick = Some(s.tick);
-        self.count_snapshot(now_us, s.tick, rec);
     }
 
     /// Input `id` and every older one still waiting are reflected by the
     /// snapshot that arrived at `now_us`.
     fn on_reflected(&mut self, now_us: u64, id: u64, sent_at: Instant, rec: &mut Recorder) {
-        let deadline = self.settings.loss_deadline_us;
-        while let Some(c) = self.outstanding.front().copied() {
-            if c.id > id {
-                break;
-            }
-            self.outstanding.pop_front();
-            let latency = now_us.saturating_sub(c.due_us);
-            let in_span = self.in_span(c.due_us);
-            rec.reflected_command(
-                latency,
-                deadline,
-                in_span,
-                Some(&mut self.transaction_samples),
-            );
-        }
+        self.measured.reflect(now_us, |c| c.id <= id, rec);
         let sent = self.us(sent_at);
-        rec.round_trip(sent, now_us, &mut self.rtt_samples);
-    }
-
-    /// Feeds one snapshot to the schedule's account, learning the
-    /// snapshot step from the first ones.
-    fn count_snapshot(&mut self, now_us: u64, tick: i32, rec: &mut Recorder) {
-        if self.snap_step.is_some() {
-            self.snapshot(now_us, tick, rec);
-            return;
-        }
-        self.learning.push((now_us, tick));
-        if self.learning.len() >= LEARN_SNAPSHOTS {
-            let step = crate::coverage::smallest_step(&self.learning).unwrap_or(2);
-            self.settle_step(step, rec);
-        }
-    }
-
-    /// The snapshot step is known (`ticks`): the snapshots seen while
-    /// learning it are counted now.
-    fn settle_step(&mut self, ticks: i32, rec: &mut Recorder) {
-        let ticks = ticks.clamp(1, TICK_HZ as i32);
-        self.snap_step = Some(ticks);
-        self.tick_hz = TICK_HZ;
-        self.coverage.set_tick_interval_us(
-            f64::from(ticks)
-                * tickpack_wire::TickRate::from_wire(TICK_HZ as u16).interval_ns() as f64
-                / 1e3,
-        );
-        for (at, t) in std::mem::take(&mut self.learning) {
-            self.snapshot(at, t, rec);
-        }
-    }
-
-    fn snapshot(&mut self, now_us: u64, tick: i32, rec: &mut Recorder) {
-        let step = self.snap_step.expect("learned");
-        self.coverage.tick(now_us, (tick.max(0) / step) as u32);
-        if rec.in_window(now_us) {
-            if let Some(prev) = self.last_snapshot_us {
-                let interval = step as u64 * 1_000_000 / u64::from(TICK_HZ);
-                record(&mut rec.jitter, (now_us - prev).abs_diff(interval));
-            }
-        }
-        self.last_snapshot_us = Some(now_us);
-    }
-
-    /// A new server process: its ticks start again. Inputs sent to the old
-    /// one will never be reflected.
-    fn server_restarted(&mut self, rec: &mut Recorder) {
-        self.learning.clear();
-        self.coverage.new_piece();
-        let span = self.coverage.span();
-        for c in self.outstanding.drain(..) {
-            if c.due_us >= span.0 && c.due_us < span.1 {
-                rec.commands_lost += 1;
-            }
-        }
-        rec.server_restarted(self.target);
-        self.newest_tick = None;
-        self.last_snapshot_us = None;
+        self.measured.round_trip(sent, now_us, rec);
     }
 
     /// Starts a session if one is due and none is running.
@@ -400,7 +259,7 @@ impl Emulated for TwPlayer {
         if self.ended.is_some() {
             return u64::MAX;
         }
-        let give_up = if self.ever_connected {
+        let give_up = if self.measured.ever_connected() {
             u64::MAX
         } else {
             self.settings.connect_deadline_us
@@ -409,8 +268,9 @@ impl Emulated for TwPlayer {
             return self.next_try_us.min(give_up);
         };
         let timers = c.poll_timeout().map_or(u64::MAX, |t| self.us(t));
-        let mine = if self.active {
-            self.next_cmd_us.min(self.last_heard_us + self.silence_us())
+        let mine = if self.measured.active() {
+            self.next_cmd_us
+                .min(self.last_heard_us + self.measured.silence_us())
         } else {
             u64::MAX
         };
@@ -422,7 +282,7 @@ impl Emulated for TwPlayer {
         if self.ended.is_some() {
             return false;
         }
-        if !self.ever_connected && now_us >= self.settings.connect_deadline_us {
+        if !self.measured.ever_connected() && now_us >= self.settings.connect_deadline_us {
             self.client = None;
             self.ended = Some(format!(
                 "no answer from {} to the tw7 (0.7 protocol) join (is a 0.7 protocol server \
@@ -431,22 +291,19 @@ impl Emulated for TwPlayer {
             ));
             return false;
         }
-        if self.active && now_us >= self.last_heard_us + self.silence_us() {
+        if self.measured.active() && now_us >= self.last_heard_us + self.measured.silence_us() {
             self.lose_session(now_us, rec);
         }
         self.maybe_start(now_us);
         let now = self.at(now_us);
-        if self.active && now_us >= self.next_cmd_us {
-            self.expire(now_us, rec);
+        if self.measured.active() && now_us >= self.next_cmd_us {
+            self.measured.ledger.expire(now_us, rec);
             let due = self.next_cmd_us;
-            self.next_cmd_us += self.cmd_interval_us;
+            self.next_cmd_us += self.measured.ledger.interval_us;
             let input = self.steer();
             if let Some(c) = self.client.as_mut() {
                 let id = c.input(now, input);
-                self.outstanding.push_back(Sent { id, due_us: due });
-                if self.in_span(due) {
-                    rec.commands_sent += 1;
-                }
+                self.measured.ledger.sent(Sent { id, due_us: due }, rec);
             }
         }
         let Some(c) = self.client.as_mut() else {
@@ -472,7 +329,7 @@ impl Emulated for TwPlayer {
     }
 
     fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
-        if !self.ever_connected {
+        if !self.measured.ever_connected() {
             if self.ended.is_none() {
                 self.client = None;
                 self.ended = Some(why);
@@ -482,41 +339,21 @@ impl Emulated for TwPlayer {
         }
     }
 
-    fn finish(
-        &mut self,
-        now_us: u64,
-        span_end_us: u64,
-        // The tick is the engine's; the snapshot step is learned.
-        _hint_tick_hz: u32,
-        out: &mut Vec<u8>,
-        rec: &mut Recorder,
-    ) -> bool {
-        if let Some(since) = self.no_session_since_us.take() {
-            rec.commands_lost += self.unsent(since, span_end_us);
-        }
-        if self.snap_step.is_none() {
+    fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        // The tick is the engine's and the snapshot step is learned: the
+        // hinted tick rate is not needed.
+        if self.measured.step().is_none() {
             // Never learned the step: count what came at the engine's
             // default snapshot rate.
-            self.settle_step((TICK_HZ / DEFAULT_SNAP_HZ) as i32, rec);
+            self.measured
+                .settle((TICK_HZ / DEFAULT_SNAP_HZ) as i32, rec);
+            self.tick_hz = TICK_HZ;
         }
-        let span = self.coverage.span();
-        let deadline = self.settings.loss_deadline_us;
-        let connected = self.active && self.client.is_some();
-        rec.commands_lost += self
-            .outstanding
-            .iter()
-            .filter(|c| {
-                c.due_us >= span.0
-                    && c.due_us < span.1.min(span_end_us)
-                    && (!connected || c.due_us + deadline <= now_us)
-            })
-            .count() as u64;
-        self.outstanding.clear();
-        let snap_hz = TICK_HZ / self.snap_step.unwrap_or(2).max(1) as u32;
-        let t = self.coverage.finish(span_end_us, snap_hz);
-        rec.snapshots.merge(&t);
+        let connected = self.is_connected();
+        let snap_hz = TICK_HZ / self.measured.step().unwrap_or(2).max(1) as u32;
+        self.measured.ledger.finish(end, connected, snap_hz, rec);
         out.clear();
-        let now = self.at(now_us);
+        let now = self.at(end.now_us);
         let sent = match self.client.as_mut() {
             Some(c) => {
                 c.disconnect("finished");
@@ -532,7 +369,7 @@ impl Emulated for TwPlayer {
     }
 
     fn is_connected(&self) -> bool {
-        self.active && self.client.is_some()
+        self.measured.active() && self.client.is_some()
     }
 
     fn ended(&self) -> Option<&str> {
@@ -546,13 +383,6 @@ impl Emulated for TwPlayer {
     }
 
     fn referee_row(&self) -> Option<tickpack_report::RefereeRow> {
-        let median = |v: &[u32]| crate::referee::median(v).map_or(0, u64::from);
-        Some(tickpack_report::RefereeRow {
-            server: self.target.to_string(),
-            player: self.name(),
-            rtt_us_median: median(&self.rtt_samples),
-            transaction_us_median: median(&self.transaction_samples),
-            server_ping_us_median: None,
-        })
+        Some(self.measured.referee_row(self.target, self.name()))
     }
 }

@@ -7,8 +7,8 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use tickpack_players::player::{PlayerSettings, DEFAULT_TICK_HZ};
-use tickpack_players::{Emulated, Player, Recorder, SizeDist};
+use tickpack_players::player::{PlayerSettings, Seat, DEFAULT_TICK_HZ};
+use tickpack_players::{Emulated, Player, Recorder, RunEnd, SizeDist};
 use tickpack_sim::{Server, ServerConfig};
 use tickpack_wire::{Packet, Snapshot};
 
@@ -87,7 +87,15 @@ impl Net {
         Net {
             server: server(),
             players: (0..players)
-                .map(|i| Player::new(i, addr(i), settings.clone(), 7, START))
+                .map(|i| {
+                    let seat = Seat {
+                        index: i,
+                        target: addr(i),
+                        seed: 7,
+                        start_us: START,
+                    };
+                    Player::new(seat, settings.clone())
+                })
                 .collect(),
             rec: Recorder::new(window),
             window,
@@ -197,9 +205,13 @@ impl Net {
             }
             now = next.max(now + 1);
         }
-        let hz = DEFAULT_TICK_HZ;
+        let run_end = RunEnd {
+            now_us: end,
+            span_end_us: self.window.1,
+            hint_tick_hz: DEFAULT_TICK_HZ,
+        };
         for p in &mut self.players {
-            p.finish(end, self.window.1, hz, &mut buf, &mut self.rec);
+            p.finish(&run_end, &mut buf, &mut self.rec);
         }
     }
 

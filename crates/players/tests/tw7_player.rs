@@ -9,9 +9,9 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use tickpack_players::player::PlayerSettings;
+use tickpack_players::player::{PlayerSettings, Seat};
 use tickpack_players::tw7::TwPlayer;
-use tickpack_players::{Emulated, Recorder, SizeDist};
+use tickpack_players::{Emulated, Recorder, RunEnd, SizeDist};
 use tickpack_tw7::huffman::Huffman;
 use tickpack_tw7::msg::{game, sys};
 use tickpack_tw7::packer::{pack_int, Packer, Unpacker};
@@ -195,7 +195,13 @@ fn run(spectator: bool) -> Run {
         loss_deadline_us: DEADLINE,
     };
     let target: SocketAddr = "10.0.0.1:8303".parse().unwrap();
-    let mut player = TwPlayer::new(0, target, settings, 7, START);
+    let seat = Seat {
+        index: 0,
+        target,
+        seed: 7,
+        start_us: START,
+    };
+    let mut player = TwPlayer::new(seat, settings);
     let mut rec = Recorder::new(window);
     let mut server = Server {
         client_token: 0,
@@ -238,7 +244,12 @@ fn run(spectator: bool) -> Run {
         connected |= player.is_connected();
         t += 250;
     }
-    player.finish(t, window.1, 50, &mut buf, &mut rec);
+    let run_end = RunEnd {
+        now_us: t,
+        span_end_us: window.1,
+        hint_tick_hz: 50,
+    };
+    player.finish(&run_end, &mut buf, &mut rec);
     Run {
         rec,
         player,

@@ -1,0 +1,181 @@
+//! One player's account of its commands over its measured span, the same
+//! for every game: the commands sent and not yet reflected, those the
+//! schedule had due while the player had no session (none could be sent:
+//! all are lost), and the span's snapshots ([`Coverage`]). What differs
+//! between games is only how a snapshot says which commands it reflects.
+
+use std::collections::VecDeque;
+
+use crate::coverage::Coverage;
+use crate::emulated::RunEnd;
+use crate::player::{measured_span, PlayerSettings};
+use crate::recorder::Recorder;
+
+/// A command sent and awaiting its reflection.
+pub(crate) trait Pending: Copy {
+    /// When the schedule had it due (monotonic microseconds): its latency
+    /// counts from then.
+    fn due_us(&self) -> u64;
+}
+
+/// The step of a schedule of `rate_hz` commands (or pings) a second, at
+/// least 1 µs.
+pub(crate) fn interval_us(rate_hz: f64) -> u64 {
+    ((1e6 / rate_hz) as u64).max(1)
+}
+
+/// One player's commands against its span.
+pub(crate) struct Ledger<T> {
+    /// The span's snapshots: expected against received.
+    pub coverage: Coverage,
+    /// The schedule's step between commands.
+    pub interval_us: u64,
+    /// A command not reflected this long after it was due is lost.
+    loss_deadline_us: u64,
+    /// Commands sent and not yet reflected, oldest first.
+    outstanding: VecDeque<T>,
+    /// Since when the player has had no session (`None` while it has one).
+    no_session_since_us: Option<u64>,
+    /// A session began at least once.
+    ever_connected: bool,
+}
+
+impl<T: Pending> Ledger<T> {
+    /// The ledger of a player that first says hello at `first_us` (it has
+    /// no session until its first one begins), one command every
+    /// `interval_us`.
+    pub fn new(first_us: u64, settings: &PlayerSettings, interval_us: u64) -> Self {
+        Self {
+            coverage: Coverage::new(measured_span(first_us, settings.window)),
+            interval_us,
+            loss_deadline_us: settings.loss_deadline_us,
+            outstanding: VecDeque::new(),
+            no_session_since_us: Some(first_us),
+            ever_connected: false,
+        }
+    }
+
+    /// Whether a session began at least once.
+    pub fn ever_connected(&self) -> bool {
+        self.ever_connected
+    }
+
+    /// Whether a command due at `t_us` is measured (due in the span).
+    pub fn in_span(&self, t_us: u64) -> bool {
+        self.coverage.contains(t_us)
+    }
+
+    /// `command` went out: it awaits its reflection, and counts as sent if
+    /// it was due in the span.
+    pub fn sent(&mut self, command: T, rec: &mut Recorder) {
+        if self.in_span(command.due_us()) {
+            rec.commands_sent += 1;
+        }
+        self.outstanding.push_back(command);
+    }
+
+    /// Counts the commands whose loss deadline passed by `now_us`
+    /// unreflected as lost, and forgets them.
+    pub fn expire(&mut self, now_us: u64, rec: &mut Recorder) {
+        rec.commands_lost += self.coverage.expire(
+            &mut self.outstanding,
+            T::due_us,
+            self.loss_deadline_us,
+            now_us,
+        );
+    }
+
+    /// A session began at `now_us`: the commands due in the span since the
+    /// last one ended could not be sent and are lost. Returns whether the
+    /// player had had a session before (a reconnect, counted).
+    pub fn session_began(&mut self, now_us: u64, rec: &mut Recorder) -> bool {
+        self.unsent_until(now_us, rec);
+        let again = self.ever_connected;
+        if again {
+            rec.reconnects += 1;
+        }
+        self.ever_connected = true;
+        again
+    }
+
+    /// Ends the time without a session at `to_us`, if there was one: the
+    /// commands due in the span meanwhile could not be sent and are lost.
+    fn unsent_until(&mut self, to_us: u64, rec: &mut Recorder) {
+        if let Some(since) = self.no_session_since_us.take() {
+            rec.commands_lost += self.coverage.due_in_span(since, to_us, self.interval_us);
+        }
+    }
+
+    /// The player has no session from `now_us` on (or from earlier, if it
+    /// already had none).
+    pub fn session_ended(&mut self, now_us: u64) {
+        self.no_session_since_us.get_or_insert(now_us);
+    }
+
+    /// A snapshot that arrived at `now_us` shows the oldest outstanding
+    /// commands, those for which `shown` holds: each is reflected, with its
+    /// latency from its own due time (also pushed to `samples`, if the
+    /// player keeps its own). Returns the newest of them.
+    pub fn reflect(
+        &mut self,
+        now_us: u64,
+        shown: impl Fn(&T) -> bool,
+        mut samples: Option<&mut Vec<u32>>,
+        rec: &mut Recorder,
+    ) -> Option<T> {
+        let mut newest = None;
+        while let Some(c) = self.outstanding.front().copied() {
+            if !shown(&c) {
+                break;
+            }
+            self.outstanding.pop_front();
+            let due = c.due_us();
+            rec.reflected_command(
+                now_us.saturating_sub(due),
+                self.loss_deadline_us,
+                self.in_span(due),
+                samples.as_deref_mut(),
+            );
+            newest = Some(c);
+        }
+        newest
+    }
+
+    /// The server restarted: its snapshots are numbered afresh, and the
+    /// commands for which `old` holds were sent to the old process and will
+    /// never be reflected (lost, if due in the span).
+    pub fn server_restarted(&mut self, old: impl Fn(&T) -> bool, rec: &mut Recorder) {
+        self.coverage.new_piece();
+        let coverage = &self.coverage;
+        self.outstanding.retain(|c| {
+            let gone = old(c);
+            if gone && coverage.contains(c.due_us()) {
+                rec.commands_lost += 1;
+            }
+            !gone
+        });
+    }
+
+    /// Settles the account at the end of the run: the commands due in the
+    /// span without a session, and the outstanding ones that can no longer
+    /// be reflected (all of them without a session, else those past their
+    /// deadline), are lost; the span's snapshots are counted, at `tick_hz`
+    /// if the player never learned its server's rate.
+    pub fn finish(&mut self, end: &RunEnd, connected: bool, tick_hz: u32, rec: &mut Recorder) {
+        self.unsent_until(end.span_end_us, rec);
+        let deadline = self.loss_deadline_us;
+        rec.commands_lost += self
+            .outstanding
+            .iter()
+            .map(T::due_us)
+            .filter(|&due| {
+                self.in_span(due)
+                    && due < end.span_end_us
+                    && (!connected || due + deadline <= end.now_us)
+            })
+            .count() as u64;
+        self.outstanding.clear();
+        let tally = self.coverage.finish(end.span_end_us, tick_hz);
+        rec.snapshots.merge(&tally);
+    }
+}
