@@ -24,6 +24,9 @@ command -v stress-ng >/dev/null 2>&1 || need_apt+=(stress-ng)
 # teeworlds-server: the Teeworlds 0.7.5 dedicated server, the referee of
 # the tickpack-tw7 protocol crate (its end-to-end test joins it).
 [ -x /usr/games/teeworlds-server ] || need_apt+=(teeworlds-server)
+# chromium: the report test that lays the HTML report out as a user sees it
+# (headless, 1280x1000) and checks that no table scrolls sideways.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""

@@ -651,11 +651,11 @@ fn a_steps_outages_and_reconnects_are_shown_beside_its_loss() {
     let p = page(r);
     let table = &p[p.find("<h3>Steps</h3>").unwrap()..];
     assert!(
-        table.contains("<th class=\"num\" rowspan=\"2\">Outages</th>"),
+        table.contains("<th class=\"num\" rowspan=\"2\">Out&shy;ages</th>"),
         "{table}"
     );
     assert!(
-        table.contains("<th class=\"num\" rowspan=\"2\">Reconnects</th>"),
+        table.contains("<th class=\"num\" rowspan=\"2\">Re&shy;con&shy;nects</th>"),
         "{table}"
     );
     assert!(

@@ -92,11 +92,11 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <tr><th class=\"num\" rowspan=\"2\">Step</th><th class=\"num\" rowspan=\"2\">Servers</th>\
          <th class=\"num\" rowspan=\"2\">Players</th><th rowspan=\"2\">Verdict</th>\
          <th colspan=\"3\" style=\"text-align:center\">Transaction latency, ms</th>\
-         <th class=\"num\" rowspan=\"2\">Tick lateness p99, ms</th>\
+         <th class=\"num\" rowspan=\"2\">Tick late&shy;ness p99, ms</th>\
          <th class=\"num\" rowspan=\"2\">Server frame p99, ms</th>{query_head}{run_delay_head}\
-         <th class=\"num\" rowspan=\"2\">Snapshots lost</th>\
-         <th class=\"num\" rowspan=\"2\">Outages</th>\
-         <th class=\"num\" rowspan=\"2\">Reconnects</th>\
+         <th class=\"num\" rowspan=\"2\">Snap&shy;shots lost</th>\
+         <th class=\"num\" rowspan=\"2\">Out&shy;ages</th>\
+         <th class=\"num\" rowspan=\"2\">Re&shy;con&shy;nects</th>\
          <th class=\"num\" rowspan=\"2\" title=\"{CPU_TITLE}\">CPU busy, % (servers)</th>{foreign_head}{batch_head}\
          <th class=\"num\" rowspan=\"2\">{watts_head}</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"

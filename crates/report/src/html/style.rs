@@ -18,10 +18,12 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; }
 table.steps th { vertical-align: bottom; }
 /* The steps table fits the page (1280-pixel window, no scroll bar): fixed
-   layout over the page's width, headers and cells wrap, a smaller font. */
+   layout over the page's width, headers and cells wrap, a smaller font.
+   Long heading words carry soft hyphens; a word still wider than its
+   column breaks anywhere rather than widen the table. */
 table.steps { width: 100%; table-layout: fixed; font-size: 12.5px; }
 table.steps th, table.steps td { padding: 3px 4px; overflow-wrap: break-word; }
-table.steps th { overflow-wrap: normal; }
+table.steps th { overflow-wrap: anywhere; }
 table.steps td.num { white-space: normal; }
 table.steps .badge { white-space: normal; }
 table.steps tr:first-child th:nth-child(-n+3) { width: 5.4em; }
