@@ -259,6 +259,37 @@ pub struct Attempt {
 }
 
 impl Step {
+    /// A passed step with nothing measured: step `index` of as many tiles,
+    /// `servers` servers and `players` players, 1 s long; nothing failed,
+    /// rerun or disturbed, every optional figure absent. A base for steps
+    /// built by hand: `Step { cpu, ..Step::passed(1, 3, 30) }`.
+    pub fn passed(index: u32, servers: u32, players: u32) -> Step {
+        Step {
+            index,
+            tiles: index,
+            servers,
+            players,
+            connected: None,
+            verdict: Verdict::Pass,
+            failures: vec![],
+            first_attempt_failures: vec![],
+            disturbed_attempts: vec![],
+            attempts: vec![],
+            disturbed: None,
+            duration_s: 1.0,
+            measured: Measurements::default(),
+            cpu: CpuUse::default(),
+            power: None,
+            query_latency_us: None,
+            run_delay_us: None,
+            queries: None,
+            clients_seen: None,
+            batch: None,
+            server_peak_rss_bytes: None,
+            histograms: PlayersHistograms::default(),
+        }
+    }
+
     /// How many attempts the step took (one unless confirmed).
     pub fn attempt_count(&self) -> usize {
         self.attempts.len().max(1)
