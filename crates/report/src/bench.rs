@@ -603,6 +603,40 @@ pub struct BenchResult {
 }
 
 impl BenchResult {
+    /// A run's result before its first ladder: `settings` run by tickpack
+    /// `tickpack_version` on `system` with `cores`; no ladder, nothing
+    /// summarized (no headline, limit, densities, comparison, consolidation
+    /// or TCO), not complete, started at 0 (callers set `started_unix`).
+    pub fn new(
+        tickpack_version: &str,
+        system: SystemInfo,
+        settings: BenchSettings,
+        cores: CoreUse,
+    ) -> BenchResult {
+        BenchResult {
+            schema: BENCH_SCHEMA.into(),
+            tickpack_version: tickpack_version.into(),
+            system,
+            settings,
+            cores,
+            ladders: vec![],
+            servers_per_core: None,
+            servers_per_core_spread: None,
+            limit_estimate: None,
+            limit_found: None,
+            recommended_servers: None,
+            max_servers: None,
+            comparison_ratio: None,
+            comparison: None,
+            consolidation_ratio: None,
+            before_servers: None,
+            tco: None,
+            complete: false,
+            started_unix: 0,
+            finished_unix: None,
+        }
+    }
+
     /// Whether the first variant's ladders all found their limit (see
     /// `limit_found`).
     pub fn limit_found(&self) -> bool {
