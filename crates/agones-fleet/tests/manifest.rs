@@ -8,9 +8,7 @@ use serde_json::Value;
 use tickpack_agones_fleet::sizing::Cpu;
 use tickpack_agones_fleet::{definition, size, FleetError, FleetOptions};
 use tickpack_game::GameDef;
-use tickpack_report::bench::{
-    BenchResult, BenchSettings, CoreUse, Ladder, Step, BENCH_SCHEMA,
-};
+use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, Ladder, Step, BENCH_SCHEMA};
 use tickpack_testkit::agones_crds::{yaml_documents, AgonesCrds};
 use tickpack_testkit::results::bench_settings;
 
