@@ -3,9 +3,21 @@
 //! settings of a plain run, so a test names only the settings it looks at.
 //! (A step with nothing measured is `tickpack_report::bench::Step::passed`.)
 
+use tickpack_game::def::PlayerProtocol;
 use tickpack_report::bench::{BenchSettings, QosLimits, TickRate};
 
-/// The settings of a plain run of the reference game: tiles of 3 servers,
+/// The name of the shipped game whose players speak tickpack's own
+/// protocol (its reference server), from its definition.
+fn own_game() -> String {
+    tickpack_game::registry::built_in()
+        .into_iter()
+        .map(|(def, _)| def)
+        .find(|def| def.players.protocol == PlayerProtocol::Reference)
+        .expect("a shipped game definition whose players speak tickpack's protocol")
+        .name
+}
+
+/// The settings of a plain run of tickpack's own game: tiles of 3 servers,
 /// 10 players (+2 bots) per server at 64 Hz, cost profile "default", steps
 /// of 10 s after 2 s of warm-up, at most 10 steps and 1 past the first
 /// failure (not confirmed), 75 % headroom; QoS: p99 transaction latency
@@ -15,7 +27,7 @@ use tickpack_report::bench::{BenchSettings, QosLimits, TickRate};
 /// `BenchSettings { .., ..bench_settings() }`.
 pub fn bench_settings() -> BenchSettings {
     BenchSettings {
-        game: "reference".into(),
+        game: own_game(),
         game_settings: Default::default(),
         tile_servers: 3,
         players_per_server: 10,

@@ -305,7 +305,7 @@ pub mod fixtures {
 
     /// A server as `tickpack server` describes itself: "tickpack" on
     /// "arena", 7 of 32 players of which 5 are bots, version "0.1.0",
-    /// port 27015.
+    /// port 1.
     pub const TICKPACK_ARENA: ServerInfo<'static> = ServerInfo {
         name: "tickpack",
         map: "arena",
@@ -316,7 +316,7 @@ pub mod fixtures {
         max_players: 32,
         bots: 5,
         version: "0.1.0",
-        port: 27015,
+        port: 1,
         keywords: "",
     };
 }
