@@ -8,17 +8,15 @@ use serde_json::Value;
 use tickpack_agones_fleet::sizing::Cpu;
 use tickpack_agones_fleet::{definition, size, FleetError, FleetOptions};
 use tickpack_game::GameDef;
-use tickpack_report::bench::{
-    BenchResult, BenchSettings, CoreUse, Ladder, QosLimits, Step, BENCH_SCHEMA,
-};
+use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, Ladder, Step, BENCH_SCHEMA};
 use tickpack_testkit::agones_crds::{yaml_documents, AgonesCrds};
-use tickpack_testkit::results::passed_step;
+use tickpack_testkit::results::bench_settings;
 
 fn step(servers: u32, rss: Option<u64>) -> Step {
     Step {
         duration_s: 10.0,
         server_peak_rss_bytes: rss,
-        ..passed_step(servers, servers, servers * 12)
+        ..Step::passed(servers, servers, servers * 12)
     }
 }
 
@@ -66,32 +64,7 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
             game_settings,
             tile_servers: 1,
             players_per_server: 12,
-            bots_per_server: 2,
-            tick_hz: tickpack_report::bench::TickRate::new(64).unwrap(),
-            cost: "default".into(),
-            step_duration_s: 10.0,
-            warmup_s: 2.0,
-            max_steps: 10,
-            steps_past_failure: 1,
-            confirm_failures: false,
-            max_steal_percent: None,
-            max_foreign_percent: None,
-            steal_retries: 0,
-            headroom_target: 0.75,
-            qos: QosLimits {
-                p99_transaction_us: 50_000,
-                p99_relative_to_baseline: 2.0,
-                p99_tick_lateness_us: 2_500,
-                max_snapshot_loss: 0.001,
-                p99_frame_budget: 0.5,
-                p99_query_us: None,
-                p99_run_delay_us: None,
-            },
-            compare: "none".into(),
-            probe: None,
-            project_cores: None,
-            allow_idle: false,
-            load: None,
+            ..bench_settings()
         },
         cores: CoreUse {
             total: 4,

@@ -44,7 +44,7 @@ use tickpack_host::fleet::Backend;
 use tickpack_host::guard::BatchControl;
 use tickpack_host::netpath::NetKind;
 use tickpack_host::placement::Policy;
-use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse, BENCH_SCHEMA};
+use tickpack_report::bench::{BenchResult, BenchSettings, CoreUse};
 
 pub use game::GameServer;
 pub use ladder::{GameVariant, LadderSpec, Observer, Plan};
@@ -492,30 +492,18 @@ pub fn run(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let mut result = BenchResult {
-        schema: BENCH_SCHEMA.into(),
-        tickpack_version: env!("CARGO_PKG_VERSION").into(),
-        system: tickpack_report::system::SystemInfo::collect(),
-        settings: cfg.settings.clone(),
-        cores: CoreUse {
-            total: online.len(),
-            load_generator: cfg.load_generator_cpus.clone(),
-            servers: plan.server_cpus.clone(),
-        },
-        ladders: vec![],
-        servers_per_core: None,
-        servers_per_core_spread: None,
-        limit_estimate: None,
-        limit_found: None,
-        recommended_servers: None,
-        max_servers: None,
-        comparison_ratio: None,
-        comparison: None,
-        consolidation_ratio: None,
         before_servers: cfg.before.as_ref().map(|b| b.servers),
-        tco: None,
-        complete: false,
         started_unix: now,
-        finished_unix: None,
+        ..BenchResult::new(
+            env!("CARGO_PKG_VERSION"),
+            tickpack_report::system::SystemInfo::collect(),
+            cfg.settings.clone(),
+            CoreUse {
+                total: online.len(),
+                load_generator: cfg.load_generator_cpus.clone(),
+                servers: plan.server_cpus.clone(),
+            },
+        )
     };
     let path = cfg.out_dir.join("result.json");
     tickpack_report::write_json_atomic(&path, &result)?;

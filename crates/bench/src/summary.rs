@@ -16,8 +16,9 @@ use tickpack_report::spread::HeadlineSpread;
 use crate::estimate::estimate;
 use crate::{tco, Before, Compare, ComparisonPlan};
 
-/// What [`summarize`] fills into the result.
-#[derive(Debug, Clone, PartialEq)]
+/// What [`summarize`] fills into the result; the default summarizes
+/// nothing (no ladder).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
     /// Every ladder of the first variant found its limit.
     pub limit_found: Option<bool>,
@@ -182,15 +183,7 @@ pub fn summarize(
     repeat: u32,
     before: Option<&Before>,
 ) -> Summary {
-    let mut out = Summary {
-        limit_found: None,
-        recommended_servers: None,
-        max_servers: None,
-        comparison_ratio: None,
-        comparison: None,
-        consolidation_ratio: None,
-        tco: None,
-    };
+    let mut out = Summary::default();
     let Some(first) = ladders.first() else {
         return out;
     };

@@ -3,7 +3,7 @@
 use tickpack_report::bench::{BenchSettings, CpuUse, QosLimits, Step};
 use tickpack_report::qos::Verdict;
 use tickpack_report::{Measurements, Percentiles};
-use tickpack_testkit::results::passed_step;
+use tickpack_testkit::results::bench_settings;
 
 use crate::ladder::StepRequest;
 
@@ -28,29 +28,23 @@ pub fn step(req: &StepRequest, verdict: &str, failures: Vec<String>, busy: f64, 
             servers_busy_percent: busy,
             ..Default::default()
         },
-        ..passed_step(req.index, req.servers, req.servers)
+        ..Step::passed(req.index, req.servers, req.servers)
     }
 }
 
-/// Ladder settings: tiles of 3 servers, 75 % headroom.
+/// Ladder settings: tiles of 3 servers of one player each at 100 Hz, 1 s
+/// steps without warm-up, 75 % headroom, QoS limits of 1 µs and 1x the
+/// baseline, no snapshot lost.
 pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
     BenchSettings {
-        game: "reference".into(),
-        game_settings: Default::default(),
-        tile_servers: 3,
         players_per_server: 1,
         bots_per_server: 0,
         tick_hz: tickpack_report::bench::TickRate::new(100).unwrap(),
-        cost: "default".into(),
         step_duration_s: 1.0,
         warmup_s: 0.0,
         max_steps,
         steps_past_failure: past,
         confirm_failures: confirm,
-        max_steal_percent: None,
-        max_foreign_percent: None,
-        steal_retries: 0,
-        headroom_target: 0.75,
         qos: QosLimits {
             p99_transaction_us: 1,
             p99_relative_to_baseline: 1.0,
@@ -60,10 +54,6 @@ pub fn settings(max_steps: u32, past: u32, confirm: bool) -> BenchSettings {
             p99_query_us: None,
             p99_run_delay_us: None,
         },
-        compare: "none".into(),
-        probe: None,
-        project_cores: None,
-        allow_idle: false,
-        load: None,
+        ..bench_settings()
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use tickpack_game::query::{Event, Facts, Heard, Player, Query, Schedule, Session};
-use tickpack_wire::a2s;
+use tickpack_wire::a2s::{self, fixtures};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -162,25 +162,8 @@ fn recorded_answers_answer_a_sessions_first_query() {
 /// challenge first, then the info to the query sent again with it.
 #[test]
 fn a2s_is_challenged_then_answered_with_its_counts() {
-    let mut challenge = vec![];
-    a2s::encode_challenge(0x5eed_0001, &mut challenge);
-    let mut info = vec![];
-    a2s::encode_info(
-        &a2s::ServerInfo {
-            name: "tickpack",
-            map: "arena",
-            folder: "tickpack",
-            game: "tickpack",
-            app_id: 0,
-            players: 7,
-            max_players: 32,
-            bots: 5,
-            version: "0.1.0",
-            port: 27015,
-            keywords: "",
-        },
-        &mut info,
-    );
+    let challenge = fixtures::challenge(0x5eed_0001);
+    let info = fixtures::info(&fixtures::TICKPACK_ARENA);
     let mut s = Session::new(Query::A2sInfo, SCHEDULE, Duration::ZERO);
     let mut out = vec![];
     assert!(s.poll_transmit(Duration::ZERO, &mut out));

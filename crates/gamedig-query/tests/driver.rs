@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tickpack_game::GamedigProtocol;
 use tickpack_gamedig_query::{Driver, QueryError};
-use tickpack_wire::a2s;
+use tickpack_wire::a2s::{self, fixtures};
 
 /// Every responder stops after this long, whatever the test does.
 const RESPONDER_LIMIT: Duration = Duration::from_secs(20);
@@ -72,32 +72,14 @@ fn driver(name: &str, limit: usize) -> Driver {
     Driver::new(GamedigProtocol::from_name(name).unwrap(), limit).unwrap()
 }
 
+/// The challenge `tickpack server` sends a query without one.
 fn challenge() -> Vec<u8> {
-    let mut out = vec![];
-    a2s::encode_challenge(0x5eed_0001, &mut out);
-    out
+    fixtures::challenge(0x5eed_0001)
 }
 
 /// What `tickpack server` answers to `A2S_INFO`.
 fn a2s_info() -> Vec<u8> {
-    let mut out = vec![];
-    a2s::encode_info(
-        &a2s::ServerInfo {
-            name: "tickpack",
-            map: "arena",
-            folder: "tickpack",
-            game: "tickpack",
-            app_id: 0,
-            players: 7,
-            max_players: 32,
-            bots: 5,
-            version: "0.1.0",
-            port: 27015,
-            keywords: "",
-        },
-        &mut out,
-    );
-    out
+    fixtures::info(&fixtures::TICKPACK_ARENA)
 }
 
 /// Challenges a query without one, answers one with it.

@@ -185,66 +185,29 @@ fn collect(t: &mut Target, live: &Live) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::tests::{loop_config, with_loopback_responder};
     use crate::ProbeProtocol;
+    use tickpack_wire::a2s::{self, fixtures};
 
     /// A loopback socket that answers A2S as `tickpack server` does (the
     /// challenge, then the info), so the loop is tested without a server.
     #[test]
     fn the_gamedig_loop_measures_a_loopback_responder_and_stops_on_time() {
-        use tickpack_wire::a2s;
-        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        server
-            .set_read_timeout(Some(Duration::from_millis(20)))
-            .unwrap();
-        let addr = server.local_addr().unwrap();
         let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let done = AtomicBool::new(false);
-        let cfg = ProbeConfig {
-            targets: vec![addr, silent.local_addr().unwrap()],
-            protocol: ProbeProtocol::Gamedig(GamedigProtocol::from_name("valve").unwrap()),
-            interval: Duration::from_millis(100),
-            timeout: Duration::from_millis(100),
-            duration: Duration::from_millis(450),
-            start_delay: Duration::ZERO,
-            cpus: vec![],
-        };
         let live = Live::default();
-        let out = std::thread::scope(|s| {
-            s.spawn(|| {
-                let mut b = [0u8; 256];
-                let mut reply = vec![];
-                while !done.load(Ordering::Relaxed) {
-                    if let Ok((n, from)) = server.recv_from(&mut b) {
-                        reply.clear();
-                        match a2s::Query::decode(&b[..n]) {
-                            Ok(a2s::Query::Info { challenge: None }) => {
-                                a2s::encode_challenge(7, &mut reply)
-                            }
-                            _ => a2s::encode_info(
-                                &a2s::ServerInfo {
-                                    name: "tp",
-                                    map: "lan",
-                                    folder: "tp",
-                                    game: "tp",
-                                    app_id: 0,
-                                    players: 3,
-                                    max_players: 8,
-                                    bots: 1,
-                                    version: "1",
-                                    port: 1,
-                                    keywords: "",
-                                },
-                                &mut reply,
-                            ),
-                        }
-                        let _ = server.send_to(&reply, from);
-                    }
-                }
-            });
-            let out = crate::run(&cfg, &AtomicBool::new(false), &live);
-            done.store(true, Ordering::Relaxed);
-            out
-        })
+        let out = with_loopback_responder(
+            |query| match a2s::Query::decode(query) {
+                Ok(a2s::Query::Info { challenge: None }) => fixtures::challenge(7),
+                _ => fixtures::info(&fixtures::lan_server(3)),
+            },
+            |addr| {
+                let cfg = loop_config(
+                    vec![addr, silent.local_addr().unwrap()],
+                    ProbeProtocol::Gamedig(GamedigProtocol::from_name("valve").unwrap()),
+                );
+                crate::run(&cfg, &AtomicBool::new(false), &live)
+            },
+        )
         .unwrap();
         let (answering, quiet) = (&out.targets[0], &out.targets[1]);
         let c = answering.counts();

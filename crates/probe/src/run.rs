@@ -244,48 +244,66 @@ fn run_own(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A loopback socket that answers `getinfo ID` like ioq3, so the loop
-    /// is tested without a game server.
-    #[test]
-    fn the_loop_measures_a_loopback_responder_and_stops_on_time() {
+    /// What both loops' tests probe: `targets` asked `protocol` every
+    /// 100 ms (100 ms timeout) for 450 ms, at once, unpinned.
+    pub(crate) fn loop_config(targets: Vec<SocketAddr>, protocol: ProbeProtocol) -> ProbeConfig {
+        ProbeConfig {
+            targets,
+            protocol,
+            interval: Duration::from_millis(100),
+            timeout: Duration::from_millis(100),
+            duration: Duration::from_millis(450),
+            start_delay: Duration::ZERO,
+            cpus: vec![],
+        }
+    }
+
+    /// Runs `probe` with the address of a loopback UDP socket that sends
+    /// `answer(datagram)` back for every datagram it receives, as a game
+    /// server would, so a loop is tested without one. The socket stops
+    /// answering when `probe` returns.
+    pub(crate) fn with_loopback_responder<T>(
+        answer: impl Fn(&[u8]) -> Vec<u8> + Sync,
+        probe: impl FnOnce(SocketAddr) -> T,
+    ) -> T {
         let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         server
             .set_read_timeout(Some(Duration::from_millis(20)))
             .unwrap();
         let addr = server.local_addr().unwrap();
         let done = AtomicBool::new(false);
-        let stop = AtomicBool::new(false);
-        let live = Live::default();
-        let cfg = ProbeConfig {
-            targets: vec![addr],
-            protocol: Protocol::Q3.into(),
-            interval: Duration::from_millis(100),
-            timeout: Duration::from_millis(100),
-            duration: Duration::from_millis(450),
-            start_delay: Duration::ZERO,
-            cpus: vec![],
-        };
-        let out = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             s.spawn(|| {
                 let mut b = [0u8; 256];
                 while !done.load(Ordering::Relaxed) {
                     if let Ok((n, from)) = server.recv_from(&mut b) {
-                        let text = String::from_utf8_lossy(&b[4..n]).into_owned();
-                        let id = text.strip_prefix("getinfo ").unwrap_or("");
-                        let reply = tickpack_q3::oob::encode(&format!(
-                            "infoResponse\n\\mapname\\lan\\challenge\\{id}"
-                        ));
-                        let _ = server.send_to(&reply, from);
+                        let _ = server.send_to(&answer(&b[..n]), from);
                     }
                 }
             });
-            let out = run(&cfg, &stop, &live);
+            let out = probe(addr);
             done.store(true, Ordering::Relaxed);
             out
         })
+    }
+
+    /// A loopback socket that answers `getinfo ID` like ioq3, so the loop
+    /// is tested without a game server.
+    #[test]
+    fn the_loop_measures_a_loopback_responder_and_stops_on_time() {
+        let stop = AtomicBool::new(false);
+        let live = Live::default();
+        let out = with_loopback_responder(
+            |query| {
+                let text = String::from_utf8_lossy(&query[4..]).into_owned();
+                let id = text.strip_prefix("getinfo ").unwrap_or("");
+                tickpack_q3::oob::encode(&format!("infoResponse\n\\mapname\\lan\\challenge\\{id}"))
+            },
+            |addr| run(&loop_config(vec![addr], Protocol::Q3.into()), &stop, &live),
+        )
         .unwrap();
         let c = out.targets[0].counts();
         // 0, 100, 200, 300, 400 ms: five queries (fewer only if this machine

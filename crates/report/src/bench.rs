@@ -259,6 +259,37 @@ pub struct Attempt {
 }
 
 impl Step {
+    /// A passed step with nothing measured: step `index` of as many tiles,
+    /// `servers` servers and `players` players, 1 s long; nothing failed,
+    /// rerun or disturbed, every optional figure absent. A base for steps
+    /// built by hand: `Step { cpu, ..Step::passed(1, 3, 30) }`.
+    pub fn passed(index: u32, servers: u32, players: u32) -> Step {
+        Step {
+            index,
+            tiles: index,
+            servers,
+            players,
+            connected: None,
+            verdict: Verdict::Pass,
+            failures: vec![],
+            first_attempt_failures: vec![],
+            disturbed_attempts: vec![],
+            attempts: vec![],
+            disturbed: None,
+            duration_s: 1.0,
+            measured: Measurements::default(),
+            cpu: CpuUse::default(),
+            power: None,
+            query_latency_us: None,
+            run_delay_us: None,
+            queries: None,
+            clients_seen: None,
+            batch: None,
+            server_peak_rss_bytes: None,
+            histograms: PlayersHistograms::default(),
+        }
+    }
+
     /// How many attempts the step took (one unless confirmed).
     pub fn attempt_count(&self) -> usize {
         self.attempts.len().max(1)
@@ -572,6 +603,40 @@ pub struct BenchResult {
 }
 
 impl BenchResult {
+    /// A run's result before its first ladder: `settings` run by tickpack
+    /// `tickpack_version` on `system` with `cores`; no ladder, nothing
+    /// summarized (no headline, limit, densities, comparison, consolidation
+    /// or TCO), not complete, started at 0 (callers set `started_unix`).
+    pub fn new(
+        tickpack_version: &str,
+        system: SystemInfo,
+        settings: BenchSettings,
+        cores: CoreUse,
+    ) -> BenchResult {
+        BenchResult {
+            schema: BENCH_SCHEMA.into(),
+            tickpack_version: tickpack_version.into(),
+            system,
+            settings,
+            cores,
+            ladders: vec![],
+            servers_per_core: None,
+            servers_per_core_spread: None,
+            limit_estimate: None,
+            limit_found: None,
+            recommended_servers: None,
+            max_servers: None,
+            comparison_ratio: None,
+            comparison: None,
+            consolidation_ratio: None,
+            before_servers: None,
+            tco: None,
+            complete: false,
+            started_unix: 0,
+            finished_unix: None,
+        }
+    }
+
     /// Whether the first variant's ladders all found their limit (see
     /// `limit_found`).
     pub fn limit_found(&self) -> bool {

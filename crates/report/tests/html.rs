@@ -15,7 +15,7 @@ use tickpack_report::{
     encode_histogram, html, new_histogram, record, CommandCounts, Measurements, Outages,
     Percentiles, PlayersHistograms, SnapshotCounts,
 };
-use tickpack_testkit::results::passed_step;
+use tickpack_testkit::results::bench_settings;
 
 /// A step whose latencies centre on `base_us`, with a tail 6x longer.
 fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
@@ -87,7 +87,7 @@ fn step(index: u32, servers: u32, base_us: u64, busy: f64, fail: bool) -> Step {
             query_latency_us: String::new(),
             run_delay_us: String::new(),
         },
-        ..passed_step(index, servers, servers * 10)
+        ..Step::passed(index, servers, servers * 10)
     }
 }
 
@@ -137,36 +137,18 @@ fn sample() -> BenchResult {
             unix_time: 1_735_689_600,
         },
         settings: BenchSettings {
-            game: "reference".into(),
-            game_settings: Default::default(),
-            tile_servers: 3,
-            players_per_server: 10,
-            bots_per_server: 2,
-            tick_hz: tickpack_report::bench::TickRate::new(64).unwrap(),
             cost: "arena".into(),
             step_duration_s: 30.0,
             warmup_s: 5.0,
             max_steps: 3,
-            steps_past_failure: 1,
             confirm_failures: true,
-            max_steal_percent: None,
-            max_foreign_percent: None,
-            steal_retries: 0,
-            headroom_target: 0.75,
             qos: QosLimits {
-                p99_transaction_us: 50_000,
                 p99_relative_to_baseline: 3.0,
                 p99_tick_lateness_us: 2_000,
-                max_snapshot_loss: 0.001,
-                p99_frame_budget: 0.5,
-                p99_query_us: None,
-                p99_run_delay_us: None,
+                ..bench_settings().qos
             },
             compare: "placement".into(),
-            probe: None,
-            project_cores: None,
-            allow_idle: false,
-            load: None,
+            ..bench_settings()
         },
         cores: CoreUse {
             total: 8,

@@ -1,37 +1,61 @@
 //! Builders of bench result parts for tests in several crates (the bench's
-//! ladder tests, the report's pages, the Agones fleet's sizing): a step with
-//! nothing measured, so a test names only the figures it looks at.
+//! ladder tests, the report's pages, the Agones fleet's sizing): the
+//! settings of a plain run, so a test names only the settings it looks at.
+//! (A step with nothing measured is `tickpack_report::bench::Step::passed`.)
 
-use tickpack_report::bench::{CpuUse, Step};
-use tickpack_report::qos::Verdict;
-use tickpack_report::{Measurements, PlayersHistograms};
+use tickpack_game::def::PlayerProtocol;
+use tickpack_report::bench::{BenchSettings, QosLimits, TickRate};
 
-/// A passed step: step `index` of as many tiles, `servers` servers and
-/// `players` players, measured for 1 s; nothing else measured, failed or
-/// disturbed. Tests set what they look at with `Step { .., ..passed_step() }`.
-pub fn passed_step(index: u32, servers: u32, players: u32) -> Step {
-    Step {
-        index,
-        tiles: index,
-        servers,
-        players,
-        connected: None,
-        verdict: Verdict::Pass,
-        failures: vec![],
-        first_attempt_failures: vec![],
-        disturbed_attempts: vec![],
-        attempts: vec![],
-        disturbed: None,
-        duration_s: 1.0,
-        measured: Measurements::default(),
-        cpu: CpuUse::default(),
-        power: None,
-        query_latency_us: None,
-        run_delay_us: None,
-        queries: None,
-        clients_seen: None,
-        batch: None,
-        server_peak_rss_bytes: None,
-        histograms: PlayersHistograms::default(),
+/// The name of the shipped game whose players speak tickpack's own
+/// protocol (its reference server), from its definition.
+fn own_game() -> String {
+    tickpack_game::registry::built_in()
+        .into_iter()
+        .map(|(def, _)| def)
+        .find(|def| def.players.protocol == PlayerProtocol::Reference)
+        .expect("a shipped game definition whose players speak tickpack's protocol")
+        .name
+}
+
+/// The settings of a plain run of tickpack's own game: tiles of 3 servers,
+/// 10 players (+2 bots) per server at 64 Hz, cost profile "default", steps
+/// of 10 s after 2 s of warm-up, at most 10 steps and 1 past the first
+/// failure (not confirmed), 75 % headroom; QoS: p99 transaction latency
+/// within 50 ms and 2x the baseline, p99 tick lateness within 2.5 ms, 0.1 %
+/// of snapshots lost, p99 frame within half a tick. No comparison, probe,
+/// projection or load. Tests set what they look at with
+/// `BenchSettings { .., ..bench_settings() }`.
+pub fn bench_settings() -> BenchSettings {
+    BenchSettings {
+        game: own_game(),
+        game_settings: Default::default(),
+        tile_servers: 3,
+        players_per_server: 10,
+        bots_per_server: 2,
+        tick_hz: TickRate::new(64).unwrap(),
+        cost: "default".into(),
+        step_duration_s: 10.0,
+        warmup_s: 2.0,
+        max_steps: 10,
+        steps_past_failure: 1,
+        confirm_failures: false,
+        max_steal_percent: None,
+        max_foreign_percent: None,
+        steal_retries: 0,
+        headroom_target: 0.75,
+        qos: QosLimits {
+            p99_transaction_us: 50_000,
+            p99_relative_to_baseline: 2.0,
+            p99_tick_lateness_us: 2_500,
+            max_snapshot_loss: 0.001,
+            p99_frame_budget: 0.5,
+            p99_query_us: None,
+            p99_run_delay_us: None,
+        },
+        compare: "none".into(),
+        probe: None,
+        project_cores: None,
+        allow_idle: false,
+        load: None,
     }
 }

@@ -264,6 +264,63 @@ pub fn encode_rules(rules: &[(&str, &str)], out: &mut Vec<u8>) {
     out[count_at..count_at + 2].copy_from_slice(&count.to_le_bytes());
 }
 
+/// Ready-made A2S answers for the tests of the crates that ask A2S (the
+/// query layer, the prober, the gamedig driver): one copy of the servers
+/// they pretend to ask. Not part of the protocol's API.
+#[doc(hidden)]
+pub mod fixtures {
+    use super::{encode_challenge, encode_info, ServerInfo};
+
+    /// The `S2C_CHALLENGE` datagram carrying `challenge`.
+    pub fn challenge(challenge: u32) -> Vec<u8> {
+        let mut out = vec![];
+        encode_challenge(challenge, &mut out);
+        out
+    }
+
+    /// The `A2S_INFO` reply datagram telling `info`.
+    pub fn info(info: &ServerInfo<'_>) -> Vec<u8> {
+        let mut out = vec![];
+        encode_info(info, &mut out);
+        out
+    }
+
+    /// A small LAN server: "tp" on "lan", `players` of 12 (one of them a
+    /// bot), version "0", port 1.
+    pub fn lan_server(players: u8) -> ServerInfo<'static> {
+        ServerInfo {
+            name: "tp",
+            map: "lan",
+            folder: "tickpack",
+            game: "tickpack",
+            app_id: 0,
+            players,
+            max_players: 12,
+            bots: 1,
+            version: "0",
+            port: 1,
+            keywords: "",
+        }
+    }
+
+    /// A server as `tickpack server` describes itself: "tickpack" on
+    /// "arena", 7 of 32 players of which 5 are bots, version "0.1.0",
+    /// port 1.
+    pub const TICKPACK_ARENA: ServerInfo<'static> = ServerInfo {
+        name: "tickpack",
+        map: "arena",
+        folder: "tickpack",
+        game: "tickpack",
+        app_id: 0,
+        players: 7,
+        max_players: 32,
+        bots: 5,
+        version: "0.1.0",
+        port: 1,
+        keywords: "",
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

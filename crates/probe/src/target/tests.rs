@@ -3,7 +3,7 @@
 
 use super::*;
 use tickpack_game::query::{query_id as q3_id, MAX_CHALLENGES};
-use tickpack_wire::a2s;
+use tickpack_wire::a2s::fixtures;
 
 const MS: u64 = 1_000;
 
@@ -17,31 +17,9 @@ fn q3_reply(id: &str) -> Vec<u8> {
     ))
 }
 
+/// A LAN server's info reply: "tp" on "lan", 3 of 12 players.
 fn a2s_info() -> Vec<u8> {
-    let mut out = vec![];
-    a2s::encode_info(
-        &a2s::ServerInfo {
-            name: "tp",
-            map: "lan",
-            folder: "tickpack",
-            game: "tickpack",
-            app_id: 0,
-            players: 3,
-            max_players: 12,
-            bots: 1,
-            version: "0",
-            port: 1,
-            keywords: "",
-        },
-        &mut out,
-    );
-    out
-}
-
-fn a2s_challenge(c: u32) -> Vec<u8> {
-    let mut out = vec![];
-    a2s::encode_challenge(c, &mut out);
-    out
+    fixtures::info(&fixtures::lan_server(3))
 }
 
 fn q3_target() -> QueryTarget {
@@ -158,7 +136,7 @@ fn a2s_answers_the_challenge_and_times_the_resend() {
     let first = sends(&mut t, 0);
     assert_eq!(first.len(), 1);
     assert_eq!(first[0].len(), 25, "no challenge yet");
-    t.handle(10 * MS, &a2s_challenge(77));
+    t.handle(10 * MS, &fixtures::challenge(77));
     assert_eq!(t.next_deadline(), 0, "the re-send is due at once");
     let again = sends(&mut t, 11 * MS);
     assert_eq!(again.len(), 1);
@@ -191,7 +169,7 @@ fn an_a2s_server_that_only_sends_challenges_loses_the_query() {
     let mut t = a2s_target();
     sends(&mut t, 0);
     for i in 0..5u64 {
-        t.handle(i * 10 * MS + 1, &a2s_challenge(i as u32));
+        t.handle(i * 10 * MS + 1, &fixtures::challenge(i as u32));
         sends(&mut t, i * 10 * MS + 2);
     }
     assert_eq!(t.counts().challenges, u64::from(MAX_CHALLENGES));
@@ -263,7 +241,7 @@ proptest::proptest! {
             let d = match (kind, a2s) {
                 (0, _) => bytes,
                 (1, true) => a2s_info(),
-                (2, true) => a2s_challenge(1),
+                (2, true) => fixtures::challenge(1),
                 (_, true) => a2s_info(),
                 (_, false) => q3_reply(&q3_id(t.session.seq())),
             };

@@ -81,33 +81,14 @@ const STEP_KEYS: &[&str] = &[
     "histograms",
 ];
 
+/// Step 1 (3 servers, 30 players) that saw 7 reconnects.
 fn step() -> Step {
     Step {
-        index: 1,
-        tiles: 1,
-        servers: 3,
-        players: 30,
-        connected: None,
-        verdict: crate::qos::Verdict::Pass,
-        failures: vec![],
-        first_attempt_failures: vec![],
-        disturbed_attempts: vec![],
-        attempts: vec![],
-        disturbed: None,
-        duration_s: 1.0,
         measured: Measurements {
             reconnects: 7,
             ..Default::default()
         },
-        cpu: CpuUse::default(),
-        power: None,
-        query_latency_us: None,
-        run_delay_us: None,
-        queries: None,
-        clients_seen: None,
-        batch: None,
-        server_peak_rss_bytes: None,
-        histograms: PlayersHistograms::default(),
+        ..Step::passed(1, 3, 30)
     }
 }
 

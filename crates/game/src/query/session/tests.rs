@@ -4,7 +4,7 @@
 
 use super::*;
 use tickpack_q3::oob;
-use tickpack_wire::a2s;
+use tickpack_wire::a2s::{self, fixtures};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -21,31 +21,9 @@ fn q3_info(id: &str) -> Vec<u8> {
     ))
 }
 
+/// A LAN server's info reply: "tp" on "lan", `players` of 12.
 fn a2s_info(players: u8) -> Vec<u8> {
-    let mut out = vec![];
-    a2s::encode_info(
-        &a2s::ServerInfo {
-            name: "tp",
-            map: "lan",
-            folder: "tickpack",
-            game: "tickpack",
-            app_id: 0,
-            players,
-            max_players: 12,
-            bots: 1,
-            version: "0",
-            port: 1,
-            keywords: "",
-        },
-        &mut out,
-    );
-    out
-}
-
-fn a2s_challenge(c: u32) -> Vec<u8> {
-    let mut out = vec![];
-    a2s::encode_challenge(c, &mut out);
-    out
+    fixtures::info(&fixtures::lan_server(players))
 }
 
 /// The datagrams due at `now`, after the timeout is handled.
@@ -100,7 +78,7 @@ fn an_a2s_query_is_challenged_then_answered_timed_from_the_resend() {
         Ok(a2s::Query::Info { challenge: None })
     );
     assert_eq!(
-        s.handle(ms(10), &a2s_challenge(77)),
+        s.handle(ms(10), &fixtures::challenge(77)),
         Some(Event::Challenged)
     );
     assert_eq!(
@@ -194,7 +172,7 @@ fn stray_answers_are_counted_and_ignored() {
     let status = oob::encode("statusResponse\n\\challenge\\tp1\n");
     assert_eq!(s.handle(ms(2), &status), None, "not the kind asked");
     assert_eq!(
-        s.handle(ms(2), &a2s_challenge(5)),
+        s.handle(ms(2), &fixtures::challenge(5)),
         None,
         "q3 has no challenge"
     );
@@ -243,7 +221,7 @@ fn a_server_that_only_sends_challenges_gets_two_resends_then_a_timeout() {
     let mut resends = 0;
     for i in 0..5u32 {
         let t = ms(u64::from(i) * 10 + 1);
-        s.handle(t, &a2s_challenge(i));
+        s.handle(t, &fixtures::challenge(i));
         resends += sends(&mut s, t).len();
     }
     assert_eq!(resends, MAX_CHALLENGES as usize);
@@ -252,7 +230,7 @@ fn a_server_that_only_sends_challenges_gets_two_resends_then_a_timeout() {
     let c = s.counts();
     assert_eq!((c.sent, c.answered, c.timed_out, c.stray), (1, 0, 1, 3));
     // A challenge with nothing in flight is stray too.
-    assert_eq!(s.handle(ms(1_600), &a2s_challenge(9)), None);
+    assert_eq!(s.handle(ms(1_600), &fixtures::challenge(9)), None);
 }
 
 #[test]
