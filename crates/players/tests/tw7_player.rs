@@ -6,12 +6,13 @@
 //! snapshot of the player's character every second tick, as the engine
 //! does by default. A spectator's snapshots hold no character.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use tickpack_players::player::PlayerSettings;
 use tickpack_players::tw7::TwPlayer;
-use tickpack_players::{Emulated, Recorder, SizeDist};
+use tickpack_players::{Emulated, Recorder};
 use tickpack_tw7::huffman::Huffman;
 use tickpack_tw7::msg::{game, sys};
 use tickpack_tw7::packer::{pack_int, Unpacker};
@@ -26,7 +27,7 @@ use tickpack_tw7::PlayerInput;
 const START: u64 = 1_000_000;
 const WARMUP: u64 = 1_000_000;
 const DURATION: u64 = 3_000_000;
-const DEADLINE: u64 = 1_000_000;
+const DEADLINE: u64 = support::LOSS_DEADLINE_US;
 /// One way, each direction.
 const DELAY: u64 = 5_000;
 const TICK_US: u64 = 20_000;
@@ -158,15 +159,7 @@ struct Run {
 
 fn run(spectator: bool) -> Run {
     let window = (START + WARMUP, START + WARMUP + DURATION);
-    let settings = PlayerSettings {
-        cmd_rate_hz: None,
-        cmd_size: SizeDist::Fixed(64),
-        ping_hz: 0.0,
-        ping_size: 64,
-        connect_deadline_us: START + 5_000_000,
-        window,
-        loss_deadline_us: DEADLINE,
-    };
+    let settings = support::settings(window, START + 5_000_000);
     let target: SocketAddr = "10.0.0.1:8303".parse().unwrap();
     let mut player = TwPlayer::new(0, target, settings, 7, START);
     let mut rec = Recorder::new(window);
