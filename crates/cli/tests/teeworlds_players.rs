@@ -10,117 +10,29 @@
 
 mod support;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use support::bench::one_ladder;
 use support::host::BenchHosts;
 use support::{exe, serial, text};
+use tickpack_testkit::TwServer;
 
-const SERVER: &str = "/usr/games/teeworlds-server";
-
-fn available(test: &str) -> bool {
-    if Path::new(SERVER).exists() {
-        return true;
-    }
-    tickpack_testkit::skip_unless_ci(
-        test,
-        &format!("{SERVER} is missing (apt-get install teeworlds-server, or scripts/setup.sh)"),
-    );
-    false
-}
-
-/// A Teeworlds server this test started, killed by its PID when dropped
-/// (also when an assertion failed), with its output.
-struct Server {
-    child: Child,
-    port: u16,
-    home: PathBuf,
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
-
-impl Server {
-    /// Starts the server on 127.0.0.1 and a free port with the settings of
-    /// games/teeworlds.toml, and waits (at most 15 s) for the line that
-    /// says it is ready.
-    fn start() -> Server {
-        let port = tickpack_testkit::free_udp_ports(1);
-        let home = std::env::temp_dir().join(format!("tp-tw-{}-{port}", std::process::id()));
-        let cfg_dir = home.join(".local/share/teeworlds");
-        std::fs::create_dir_all(&cfg_dir).unwrap();
-        std::fs::write(
-            cfg_dir.join("tickpack.cfg"),
-            format!(
-                "bindaddr 127.0.0.1\nsv_port {port}\nsv_register 0\nsv_max_clients 16\n\
-                 sv_player_slots 16\nsv_max_clients_per_ip 4\nsv_map dm1\n"
-            ),
-        )
-        .unwrap();
-        let mut child = Command::new(SERVER)
-            .args(["-f", "tickpack.cfg"])
-            .env("HOME", &home)
-            .current_dir(&home)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start teeworlds-server");
-        let log = Arc::new(Mutex::new(String::new()));
-        let mut out = child.stdout.take().unwrap();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        let s = Server {
-            child,
-            port,
-            home,
-            log,
-        };
-        let t0 = Instant::now();
-        while !s.log().contains("[server]: version 0.7") {
-            assert!(
-                t0.elapsed() < Duration::from_secs(15),
-                "the server did not start:\n{}",
-                s.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        s
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn target(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
+/// Starts the server on 127.0.0.1 and a free port with the settings of
+/// games/teeworlds.toml (16 players, 4 per address, dm1), and waits for the
+/// line that says it is ready.
+fn start_server() -> TwServer {
+    TwServer::start(&[
+        "sv_max_clients 16",
+        "sv_player_slots 16",
+        "sv_max_clients_per_ip 4",
+        "sv_map dm1",
+    ])
 }
 
 #[test]
 fn sixteen_teeworlds_players_play_a_real_server_and_every_input_shows() {
-    if !available("teeworlds players") {
+    if !TwServer::available("teeworlds players") {
         return;
     }
     let _g = serial();
@@ -128,14 +40,14 @@ fn sixteen_teeworlds_players_play_a_real_server_and_every_input_shows() {
     // in every attempt.
     let mut last = String::new();
     for attempt in 1..=3 {
-        let server = Server::start();
+        let server = start_server();
         let out = Command::new(exe())
             .args([
                 "players",
                 "--game",
                 "teeworlds",
                 "--target",
-                &server.target(),
+                &server.addr().to_string(),
                 "--players",
                 "16",
                 "--source-addrs",
@@ -197,7 +109,7 @@ fn root_a_teeworlds_bench_connects_every_player_on_every_server() {
     ) {
         return;
     }
-    if !available("root teeworlds bench") {
+    if !TwServer::available("root teeworlds bench") {
         return;
     }
     let _g = serial();

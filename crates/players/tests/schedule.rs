@@ -4,6 +4,8 @@
 //! the server's I/O loop (with its tick schedule), and can kill, restart or
 //! silence the server.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
@@ -15,7 +17,7 @@ use tickpack_wire::{Packet, Snapshot};
 const START: u64 = 1_000_000;
 const WARMUP: u64 = 1_000_000;
 const TICK: u64 = 10_000;
-const DEADLINE: u64 = 1_000_000;
+const DEADLINE: u64 = support::LOSS_DEADLINE_US;
 
 fn addr(i: usize) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, i as u8 + 1], 5000))
@@ -76,13 +78,8 @@ impl Net {
     fn new(players: usize, duration_us: u64, fault: Fault) -> Net {
         let window = (START + WARMUP, START + WARMUP + duration_us);
         let settings = PlayerSettings {
-            cmd_rate_hz: None,
             cmd_size: SizeDist::Fixed(60),
-            ping_hz: 0.0,
-            ping_size: 64,
-            connect_deadline_us: START + 3_000_000,
-            window,
-            loss_deadline_us: DEADLINE,
+            ..support::settings(window, START + 3_000_000)
         };
         Net {
             server: server(),

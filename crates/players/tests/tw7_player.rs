@@ -6,26 +6,29 @@
 //! snapshot of the player's character every second tick, as the engine
 //! does by default. A spectator's snapshots hold no character.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use tickpack_players::player::{PlayerSettings, Seat};
+use tickpack_players::player::Seat;
 use tickpack_players::tw7::TwPlayer;
-use tickpack_players::{Emulated, Recorder, RunEnd, SizeDist};
+use tickpack_players::{Emulated, Recorder, RunEnd};
 use tickpack_tw7::huffman::Huffman;
 use tickpack_tw7::msg::{game, sys};
-use tickpack_tw7::packer::{pack_int, Packer, Unpacker};
+use tickpack_tw7::packer::{pack_int, Unpacker};
 use tickpack_tw7::packet::{
-    ChunkHeader, Chunks, PacketHeader, CHUNK_VITAL, CTRL_ACCEPT, CTRL_CONNECT, CTRL_TOKEN,
-    FLAG_COMPRESSION, FLAG_CONTROL, MAX_PAYLOAD,
+    Chunks, PacketHeader, CTRL_ACCEPT, CTRL_CONNECT, CTRL_TOKEN, FLAG_COMPRESSION, FLAG_CONTROL,
+    MAX_PAYLOAD,
 };
+use tickpack_tw7::server_packets::{self, message};
 use tickpack_tw7::snapshot::obj;
 use tickpack_tw7::PlayerInput;
 
 const START: u64 = 1_000_000;
 const WARMUP: u64 = 1_000_000;
 const DURATION: u64 = 3_000_000;
-const DEADLINE: u64 = 1_000_000;
+const DEADLINE: u64 = support::LOSS_DEADLINE_US;
 /// One way, each direction.
 const DELAY: u64 = 5_000;
 const TICK_US: u64 = 20_000;
@@ -43,43 +46,15 @@ struct Server {
     out: Vec<Vec<u8>>,
 }
 
-fn msg(id: i32, system: bool, f: impl FnOnce(&mut Packer<'_>)) -> Vec<u8> {
-    let mut b = Vec::new();
-    let mut p = Packer::new(&mut b);
-    p.int((id << 1) | i32::from(system));
-    f(&mut p);
-    b
-}
-
 impl Server {
-    fn header(&self, flags: u8, num_chunks: u8) -> Vec<u8> {
-        PacketHeader {
-            flags,
-            ack: self.ack,
-            num_chunks,
-            token: self.client_token,
-        }
-        .encode()
-        .to_vec()
-    }
-
     fn control(&mut self, ctrl: u8, extra: &[u8]) {
-        let mut v = self.header(FLAG_CONTROL, 0);
-        v.push(ctrl);
-        v.extend_from_slice(extra);
-        self.out.push(v);
+        let packet = server_packets::control(self.client_token, self.ack, ctrl, extra);
+        self.out.push(packet);
     }
 
     fn chunk(&mut self, seq: Option<u16>, body: &[u8]) {
-        let mut v = self.header(0, 1);
-        ChunkHeader {
-            flags: if seq.is_some() { CHUNK_VITAL } else { 0 },
-            size: body.len() as u16,
-            sequence: seq.unwrap_or(0),
-        }
-        .encode(&mut v);
-        v.extend_from_slice(body);
-        self.out.push(v);
+        let packet = server_packets::one_chunk(self.client_token, self.ack, seq, body);
+        self.out.push(packet);
     }
 
     fn handle(&mut self, d: &[u8]) {
@@ -130,16 +105,16 @@ impl Server {
     }
 
     fn join(&mut self) {
-        let map = msg(sys::MAP_CHANGE, true, |p| {
+        let map = message(sys::MAP_CHANGE, true, |p| {
             p.string("dm1", 64).int(1).int(2).int(3).int(4);
         });
         self.chunk(Some(1), &map);
-        self.chunk(Some(2), &msg(sys::CON_READY, true, |_| {}));
-        let info = msg(game::SV_CLIENTINFO, false, |p| {
+        self.chunk(Some(2), &message(sys::CON_READY, true, |_| {}));
+        let info = message(game::SV_CLIENTINFO, false, |p| {
             p.int(0).int(1).int(0);
         });
         self.chunk(Some(3), &info);
-        self.chunk(Some(4), &msg(game::SV_READYTOENTER, false, |_| {}));
+        self.chunk(Some(4), &message(game::SV_READYTOENTER, false, |_| {}));
     }
 
     /// One game tick: run the inputs due, and every second tick send a
@@ -166,7 +141,7 @@ impl Server {
             pack_int(&mut d, v);
         }
         let tick = self.tick;
-        let snap = msg(sys::SNAPSINGLE, true, |p| {
+        let snap = message(sys::SNAPSINGLE, true, |p| {
             p.int(tick)
                 .int(tick + 1)
                 .int(crc)
@@ -185,15 +160,7 @@ struct Run {
 
 fn run(spectator: bool) -> Run {
     let window = (START + WARMUP, START + WARMUP + DURATION);
-    let settings = PlayerSettings {
-        cmd_rate_hz: None,
-        cmd_size: SizeDist::Fixed(64),
-        ping_hz: 0.0,
-        ping_size: 64,
-        connect_deadline_us: START + 5_000_000,
-        window,
-        loss_deadline_us: DEADLINE,
-    };
+    let settings = support::settings(window, START + 5_000_000);
     let target: SocketAddr = "10.0.0.1:8303".parse().unwrap();
     let seat = Seat {
         index: 0,

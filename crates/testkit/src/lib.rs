@@ -18,8 +18,10 @@
 //! - [`procs`]: whether a PID is alive, its children;
 //! - [`q3_server`]: a real ioquake3 server (the shipped game whose players
 //!   speak Quake III) on 127.0.0.1, killed on drop;
-//! - [`results`]: a bench step with nothing measured, for tests that name
-//!   only the figures they look at;
+//! - [`tw_server`]: a real Teeworlds 0.7 server on 127.0.0.1, the same way;
+//! - `shipped`: the shipped game definitions both take their program from;
+//! - [`results`]: bench settings with every default, for tests that name
+//!   only the settings they look at;
 //! - [`agones_crds`]: Agones' Fleet and FleetAutoscaler CRD schemas, to
 //!   validate generated manifests offline.
 //!
@@ -36,7 +38,9 @@ pub mod procs;
 pub mod q3_server;
 pub mod results;
 pub mod root;
+mod shipped;
 pub mod skip;
+pub mod tw_server;
 pub mod wait;
 
 pub use agones_crds::AgonesCrds;
@@ -46,4 +50,5 @@ pub use procs::{alive, children};
 pub use q3_server::Q3Server;
 pub use root::{require_root, root_or_skip};
 pub use skip::skip_unless_ci;
+pub use tw_server::TwServer;
 pub use wait::wait_until;

@@ -11,7 +11,7 @@
 
 use std::io::{Read, Write};
 use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,22 +19,13 @@ use tickpack_game::def::{GameDef, PlayerProtocol};
 
 /// The definition of the shipped game whose players speak Quake III.
 fn definition() -> GameDef {
-    tickpack_game::registry::built_in()
-        .into_iter()
-        .map(|(def, _)| def)
-        .find(|def| def.players.protocol == PlayerProtocol::Q3)
-        .expect("a shipped game definition with [players] protocol = \"q3\"")
+    crate::shipped::definition(PlayerProtocol::Q3)
 }
 
 /// The dedicated server's program: the first word of its definition's
 /// command (the package's wrapper script).
 pub fn program() -> String {
-    definition()
-        .command
-        .split_whitespace()
-        .next()
-        .expect("a game definition's command names its program")
-        .to_string()
+    crate::shipped::program(&definition())
 }
 
 /// A running ioquake3 server on 127.0.0.1.
@@ -49,16 +40,7 @@ impl Q3Server {
     /// `Ok(())` when the server can be started here; otherwise what is
     /// missing. Under CI a missing server panics (CI installs it).
     pub fn available(test: &str) -> bool {
-        let program = program();
-        if Path::new(&program).exists() {
-            return true;
-        }
-        let packages = definition().packages.join(" ");
-        crate::skip_unless_ci(
-            test,
-            &format!("{program} is missing (apt-get install {packages}, or scripts/setup.sh)"),
-        );
-        false
+        crate::shipped::available(&definition(), test)
     }
 
     /// Starts the server on a free port with `extra` `+set` words appended

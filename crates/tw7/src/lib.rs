@@ -43,6 +43,8 @@
 //! - [`msg`]: the system and game messages of a player, INFO to INPUT.
 //! - [`snapshot`]: snapshot parts, the delta codec, checksums, history.
 //! - [`client`]: the player session, [`Client`].
+//! - [`server_packets`]: a server's datagrams built whole, for tests and
+//!   scripted servers.
 //! - [`error`]: the crate's error type, [`Tw7Error`].
 //!
 //! Order: `Client::new(ClientConfig::new(name, token), now)`; then loop:
@@ -57,9 +59,8 @@ pub mod huffman;
 pub mod msg;
 pub mod packer;
 pub mod packet;
+pub mod server_packets;
 pub mod snapshot;
-#[cfg(test)]
-mod test_packets;
 
 pub use client::{Client, ClientConfig, ClientState, Event, SnapshotInfo};
 pub use error::Tw7Error;

@@ -212,7 +212,9 @@ impl StartInfo {
     }
 }
 
-fn header(out: &mut Vec<u8>, id: i32, system: bool) -> Packer<'_> {
+/// Appends a message's id, `(id << 1) | system`, to `out`; the packer
+/// then appends its fields.
+pub(crate) fn header(out: &mut Vec<u8>, id: i32, system: bool) -> Packer<'_> {
     let mut p = Packer::new(out);
     p.int((id << 1) | i32::from(system));
     p

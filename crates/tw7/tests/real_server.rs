@@ -3,109 +3,40 @@
 //! player joins over UDP on 127.0.0.1, plays for 3 s, and the server's own
 //! log must say it entered the game under our name.
 //!
-//! The server is started with `sv_register 0` (it contacts no master
-//! server), `bindaddr 127.0.0.1`, a free port, HOME in a temp directory,
-//! and killed by PID when the test ends, pass or fail. Bounded: 20 s.
+//! The server (`tickpack_testkit::TwServer`) is started with
+//! `sv_register 0` (it contacts no master server), `bindaddr 127.0.0.1`, a
+//! free port, HOME in a temp directory, and killed by PID when the test
+//! ends, pass or fail. Bounded: 20 s.
 //! Without the server installed the test fails and says how to install it.
 //!
 //! With `TICKPACK_TW7_CAPTURE=dir` it also writes the first 80 datagrams it
 //! receives to `dir/NNN.bin` (how tests/fixtures/dm1 was made).
 
-use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tickpack_testkit::TwServer;
 use tickpack_tw7::{Client, ClientConfig, ClientState, Event, PlayerInput};
 
-const SERVER: &str = "/usr/games/teeworlds-server";
 const NAME: &str = "tp_e2e";
 /// Our token (the one tests/fixtures/dm1 was captured with).
 const CAPTURE_TOKEN: u32 = 0x5a17_7e57;
 /// Datagrams written when TICKPACK_TW7_CAPTURE names a directory.
 const CAPTURE_MAX: usize = 80;
 
-/// Kills the server by PID and removes its HOME when dropped.
-struct ServerGuard {
-    child: Child,
-    home: PathBuf,
-}
-
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
-
-fn free_udp_port() -> u16 {
-    let s = UdpSocket::bind("127.0.0.1:0").expect("bind a probe socket");
-    s.local_addr().expect("probe address").port()
-}
-
-fn start_server(port: u16) -> (ServerGuard, Arc<Mutex<String>>) {
-    assert!(
-        std::path::Path::new(SERVER).exists(),
-        "{SERVER} is missing: install the Teeworlds 0.7 server with \
-         `apt-get install -y teeworlds-server` (or run scripts/setup.sh)"
-    );
-    let home = std::env::temp_dir().join(format!("tickpack-tw7-e2e-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&home).expect("create the server's HOME");
-    let mut child = Command::new(SERVER)
-        .args([
-            format!("sv_port {port}"),
-            "bindaddr 127.0.0.1".into(),
-            "sv_register 0".into(),
-            "sv_name tickpack-e2e".into(),
-            "sv_map dm1".into(),
-            "console_output_level 2".into(),
-        ])
-        .env("HOME", &home)
-        .current_dir(&home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start teeworlds-server");
-    let log = Arc::new(Mutex::new(String::new()));
-    let out = child.stdout.take().expect("server stdout");
-    let sink = Arc::clone(&log);
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            let mut l = sink.lock().unwrap_or_else(|e| e.into_inner());
-            l.push_str(&line);
-            l.push('\n');
-        }
-    });
-    (ServerGuard { child, home }, log)
-}
-
-fn log_has(log: &Arc<Mutex<String>>, needle: &str) -> bool {
-    log.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains(needle)
-}
-
 #[test]
 fn joins_the_real_server_and_plays() {
     let deadline = Instant::now() + Duration::from_secs(20);
-    let port = free_udp_port();
-    let (_guard, log) = start_server(port);
-    // Wait for the server to listen (it prints its version once bound).
-    while !log_has(&log, "version 0.7") {
-        assert!(
-            Instant::now() < deadline,
-            "server did not start:\n{}",
-            log.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Waits until the server listens (it prints its version once bound).
+    let server = TwServer::start(&[
+        "sv_name tickpack-e2e",
+        "sv_map dm1",
+        "console_output_level 2",
+    ]);
 
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind the client socket");
-    sock.connect(("127.0.0.1", port))
+    sock.connect(server.addr())
         .expect("connect the client socket");
     // Fixed, so captured datagrams (below) replay against a client with the
     // same token: tests/replay.rs.
@@ -131,7 +62,7 @@ fn joins_the_real_server_and_plays() {
             now < deadline,
             "timed out; state {:?}, log:\n{}",
             c.state(),
-            log.lock().unwrap()
+            server.log()
         );
         if let Some(t) = in_game_at {
             if now.duration_since(t) > Duration::from_secs(3) {
@@ -201,7 +132,7 @@ fn joins_the_real_server_and_plays() {
                 } => reflected.push((intended_tick, snapshot_tick, sent_at.elapsed())),
                 Event::InputTiming { .. } => timings += 1,
                 Event::Disconnected { reason } => {
-                    panic!("disconnected: {reason}; log:\n{}", log.lock().unwrap())
+                    panic!("disconnected: {reason}; log:\n{}", server.log())
                 }
                 Event::Connected => {}
             }
@@ -213,7 +144,7 @@ fn joins_the_real_server_and_plays() {
     }
     // Give the server a moment to log the leave.
     std::thread::sleep(Duration::from_millis(200));
-    let log = log.lock().unwrap().clone();
+    let log = server.log();
     eprintln!(
         "map {map}; snapshots {snapshots} ({with_character} with our character), inputs sent {}, \
          reflected {}, superseded {}, input timings {timings}, crc errors {}, handle errors {:?}",

@@ -13,10 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tickpack_tw7::msg::{game, sys};
-use tickpack_tw7::packer::{pack_int, Packer};
-use tickpack_tw7::packet::{
-    ChunkHeader, PacketHeader, CHUNK_VITAL, CTRL_ACCEPT, CTRL_TOKEN, FLAG_CONTROL,
-};
+use tickpack_tw7::packer::pack_int;
+use tickpack_tw7::packet::{CTRL_ACCEPT, CTRL_TOKEN};
+use tickpack_tw7::server_packets::{self, message};
 use tickpack_tw7::{Client, ClientConfig, ClientState, Event, PlayerInput};
 
 const MY_TOKEN: u32 = 0x1122_3344;
@@ -62,45 +61,12 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn server_control(msg: u8, extra: &[u8]) -> Vec<u8> {
-    let mut v = PacketHeader {
-        flags: FLAG_CONTROL,
-        ack: 0,
-        num_chunks: 0,
-        token: MY_TOKEN,
-    }
-    .encode()
-    .to_vec();
-    v.push(msg);
-    v.extend_from_slice(extra);
-    v
+    server_packets::control(MY_TOKEN, 0, msg, extra)
 }
 
 /// One uncompressed data packet with one chunk.
 fn server_chunk(vital_seq: Option<u16>, body: &[u8]) -> Vec<u8> {
-    let mut v = PacketHeader {
-        flags: 0,
-        ack: 0,
-        num_chunks: 1,
-        token: MY_TOKEN,
-    }
-    .encode()
-    .to_vec();
-    ChunkHeader {
-        flags: if vital_seq.is_some() { CHUNK_VITAL } else { 0 },
-        size: body.len() as u16,
-        sequence: vital_seq.unwrap_or(0),
-    }
-    .encode(&mut v);
-    v.extend_from_slice(body);
-    v
-}
-
-fn msg(id: i32, system: bool, f: impl FnOnce(&mut Packer<'_>)) -> Vec<u8> {
-    let mut b = Vec::new();
-    let mut p = Packer::new(&mut b);
-    p.int((id << 1) | i32::from(system));
-    f(&mut p);
-    b
+    server_packets::one_chunk(MY_TOKEN, 0, vital_seq, body)
 }
 
 fn sent(c: &mut Client, now: Instant) -> Vec<Vec<u8>> {
@@ -123,7 +89,7 @@ fn join_datagrams() -> Vec<Vec<u8>> {
     out.extend(sent(&mut c, t0)); // connect
     c.handle(t0, &server_control(CTRL_ACCEPT, &[])).unwrap();
     out.extend(sent(&mut c, t0)); // INFO
-    let map = msg(sys::MAP_CHANGE, true, |p| {
+    let map = message(sys::MAP_CHANGE, true, |p| {
         p.string("dm1", 64)
             .int(0x3d8a_1f2b)
             .int(5000)
@@ -135,17 +101,17 @@ fn join_datagrams() -> Vec<Vec<u8>> {
     out.extend(sent(&mut c, t0)); // READY
     c.handle(
         t0,
-        &server_chunk(Some(2), &msg(sys::CON_READY, true, |_| {})),
+        &server_chunk(Some(2), &message(sys::CON_READY, true, |_| {})),
     )
     .unwrap();
     out.extend(sent(&mut c, t0)); // CL_STARTINFO
-    let info = msg(game::SV_CLIENTINFO, false, |p| {
+    let info = message(game::SV_CLIENTINFO, false, |p| {
         p.int(3).int(1).int(0);
     });
     c.handle(t0, &server_chunk(Some(3), &info)).unwrap();
     c.handle(
         t0,
-        &server_chunk(Some(4), &msg(game::SV_READYTOENTER, false, |_| {})),
+        &server_chunk(Some(4), &message(game::SV_READYTOENTER, false, |_| {})),
     )
     .unwrap();
     out.extend(sent(&mut c, t0)); // ENTERGAME
@@ -155,7 +121,7 @@ fn join_datagrams() -> Vec<Vec<u8>> {
     for v in [0, 1, 0, 11, 3, 0, 5, 20] {
         pack_int(&mut delta, v);
     }
-    let snap = msg(sys::SNAPSINGLE, true, |p| {
+    let snap = message(sys::SNAPSINGLE, true, |p| {
         p.int(100)
             .int(101)
             .int(25)

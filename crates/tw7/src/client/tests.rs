@@ -1,40 +1,18 @@
 use super::*;
 use crate::msg::{game, sys};
-use crate::packer::{pack_int, Packer};
-use crate::packet::{ChunkHeader, PacketHeader, CHUNK_VITAL, CTRL_ACCEPT, CTRL_CLOSE, CTRL_TOKEN};
+use crate::packer::pack_int;
+use crate::packet::{CTRL_ACCEPT, CTRL_CLOSE, CTRL_TOKEN};
+use crate::server_packets::{self, message};
 use proptest::prelude::*;
 
 const ME: u32 = 0x0a0b_0c0d;
 
 fn control(msg: u8, extra: &[u8]) -> Vec<u8> {
-    crate::test_packets::server_control(ME, msg, extra, 0)
+    server_packets::control(ME, 0, msg, extra)
 }
 
 fn chunk(seq: Option<u16>, body: &[u8]) -> Vec<u8> {
-    let mut v = PacketHeader {
-        flags: 0,
-        ack: 0,
-        num_chunks: 1,
-        token: ME,
-    }
-    .encode()
-    .to_vec();
-    ChunkHeader {
-        flags: if seq.is_some() { CHUNK_VITAL } else { 0 },
-        size: body.len() as u16,
-        sequence: seq.unwrap_or(0),
-    }
-    .encode(&mut v);
-    v.extend_from_slice(body);
-    v
-}
-
-fn msg(id: i32, system: bool, f: impl FnOnce(&mut Packer<'_>)) -> Vec<u8> {
-    let mut b = Vec::new();
-    let mut p = Packer::new(&mut b);
-    p.int((id << 1) | i32::from(system));
-    f(&mut p);
-    b
+    server_packets::one_chunk(ME, 0, seq, body)
 }
 
 /// A SNAPSINGLE from nothing holding our Character (client id 0).
@@ -51,7 +29,7 @@ fn snap(tick: i32, direction: i32, angle: i32) -> Vec<u8> {
     let crc = ch.iter().fold(0i32, |a, &v| a.wrapping_add(v));
     chunk(
         None,
-        &msg(sys::SNAPSINGLE, true, |p| {
+        &message(sys::SNAPSINGLE, true, |p| {
             p.int(tick)
                 .int(tick + 1)
                 .int(crc)
@@ -68,18 +46,18 @@ fn join_script() -> Vec<Vec<u8>> {
         control(CTRL_ACCEPT, &[]),
         chunk(
             Some(1),
-            &msg(sys::MAP_CHANGE, true, |p| {
+            &message(sys::MAP_CHANGE, true, |p| {
                 p.string("dm1", 64).int(1).int(2).int(3).int(4);
             }),
         ),
-        chunk(Some(2), &msg(sys::CON_READY, true, |_| {})),
+        chunk(Some(2), &message(sys::CON_READY, true, |_| {})),
         chunk(
             Some(3),
-            &msg(game::SV_CLIENTINFO, false, |p| {
+            &message(game::SV_CLIENTINFO, false, |p| {
                 p.int(0).int(1).int(0);
             }),
         ),
-        chunk(Some(4), &msg(game::SV_READYTOENTER, false, |_| {})),
+        chunk(Some(4), &message(game::SV_READYTOENTER, false, |_| {})),
     ]
 }
 

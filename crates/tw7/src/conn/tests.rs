@@ -5,7 +5,7 @@ const ME: u32 = 0x0102_0304;
 const SRV: u32 = 0xaabb_ccdd;
 
 fn server_control(msg: u8, extra: &[u8], ack: u16) -> Vec<u8> {
-    crate::test_packets::server_control(ME, msg, extra, ack)
+    crate::server_packets::control(ME, ack, msg, extra)
 }
 
 fn online(now: Instant) -> Connection {
