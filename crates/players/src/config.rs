@@ -227,3 +227,19 @@ impl PlayersConfig {
         )
     }
 }
+
+/// Static settings shared by the players of a run.
+#[derive(Debug, Clone)]
+pub struct PlayerSettings {
+    /// Command interval; `None` until the server told its tick rate.
+    pub cmd_rate_hz: Option<f64>,
+    pub cmd_size: SizeDist,
+    pub ping_hz: f64,
+    pub ping_size: usize,
+    /// Give up if the first handshake has not completed by then.
+    pub connect_deadline_us: u64,
+    /// Start and end of the measurement window (monotonic microseconds).
+    pub window: (u64, u64),
+    /// A command not reflected this long after it was due is lost.
+    pub loss_deadline_us: u64,
+}

@@ -6,9 +6,9 @@
 
 use std::collections::VecDeque;
 
+use crate::config::PlayerSettings;
 use crate::coverage::Coverage;
 use crate::emulated::RunEnd;
-use crate::player::{measured_span, PlayerSettings};
 use crate::recorder::Recorder;
 
 /// A command sent and awaiting its reflection.
@@ -178,4 +178,14 @@ impl<T: Pending> Ledger<T> {
         let tally = self.coverage.finish(end.span_end_us, tick_hz);
         rec.snapshots.merge(&tally);
     }
+}
+
+/// A player is due to be connected this long after its first hello (or at
+/// the end of the warm-up, if later): its measured span starts then.
+pub const CONNECT_GRACE_US: u64 = 100_000;
+
+/// The span a player measures: from [`CONNECT_GRACE_US`] after its first
+/// hello (or the window's start, if later) to the window's end.
+pub(crate) fn measured_span(first_us: u64, (w0, w1): (u64, u64)) -> (u64, u64) {
+    ((first_us + CONNECT_GRACE_US).max(w0).min(w1), w1)
 }

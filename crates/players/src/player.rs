@@ -32,8 +32,9 @@ use tickpack_wire::{
     PROTOCOL_VERSION,
 };
 
-use crate::config::SizeDist;
+pub use crate::config::PlayerSettings;
 use crate::emulated::{Emulated, RunEnd};
+pub use crate::ledger::CONNECT_GRACE_US;
 use crate::ledger::{interval_us, Ledger, Pending};
 use crate::recorder::Recorder;
 
@@ -50,9 +51,6 @@ fn on_grid(t_us: u64, cmd_interval_us: u64) -> u64 {
 /// try up to [`RETRY_MAX_US`].
 pub(crate) const RETRY_MIN_US: u64 = 50_000;
 pub(crate) const RETRY_MAX_US: u64 = 1_000_000;
-/// A player is due to be connected this long after its first hello (or at
-/// the end of the warm-up, if later): its measured span starts then.
-pub const CONNECT_GRACE_US: u64 = 100_000;
 /// A connected player that hears no snapshot for this long (or ten ticks,
 /// if longer) presumes its session dead and re-handshakes.
 pub const SILENCE_US: u64 = 500_000;
@@ -91,12 +89,6 @@ impl Seat {
     }
 }
 
-/// The span a player measures: from [`CONNECT_GRACE_US`] after its first
-/// hello (or the window's start, if later) to the window's end.
-pub(crate) fn measured_span(first_us: u64, (w0, w1): (u64, u64)) -> (u64, u64) {
-    ((first_us + CONNECT_GRACE_US).max(w0).min(w1), w1)
-}
-
 /// How long a connected player waits for a snapshot before re-handshaking.
 pub fn silence_us(tick_hz: u32) -> u64 {
     // 0 (no rate announced yet) counts as 1 Hz, as the protocol reads it.
@@ -119,22 +111,6 @@ enum State {
     /// The server refused for good or said it is shutting down; the text
     /// says why.
     Ended(String),
-}
-
-/// Static settings shared by the players of a run.
-#[derive(Debug, Clone)]
-pub struct PlayerSettings {
-    /// Command interval; `None` until the server told its tick rate.
-    pub cmd_rate_hz: Option<f64>,
-    pub cmd_size: SizeDist,
-    pub ping_hz: f64,
-    pub ping_size: usize,
-    /// Give up if the first handshake has not completed by then.
-    pub connect_deadline_us: u64,
-    /// Start and end of the measurement window (monotonic microseconds).
-    pub window: (u64, u64),
-    /// A command not reflected this long after it was due is lost.
-    pub loss_deadline_us: u64,
 }
 
 /// A command sent and not yet reflected.
