@@ -18,7 +18,8 @@
 //! - [`procs`]: whether a PID is alive, its children;
 //! - [`q3_server`]: a real ioquake3 server (the shipped game whose players
 //!   speak Quake III) on 127.0.0.1, killed on drop;
-//! - [`tw_server`]: a real Teeworlds 0.7 server on 127.0.0.1, the same way;
+//! - [`tw_server`]: a real server of the game whose players speak tw7,
+//!   the same way;
 //! - `shipped`: the shipped game definitions both take their program from;
 //! - [`results`]: bench settings with every default, for tests that name
 //!   only the settings they look at;

@@ -1,13 +1,14 @@
-//! A real Teeworlds 0.7.5 dedicated server on 127.0.0.1 for tests that
-//! need one: the shipped game whose players speak Teeworlds 0.7
-//! (`[players] protocol = "teeworlds7"` in `games/*.toml`), its program
-//! taken from that definition's command. Started on a free port with a
+//! A real dedicated server on 127.0.0.1 for tests that need one: the
+//! shipped game whose players speak the tw7 protocol (its `[players]
+//! protocol` in `games/*.toml`), its program taken from that definition's
+//! command. Started on a free port with a
 //! private HOME, never talking to a master server (`sv_register 0`), killed
 //! by its PID (and its home removed) when dropped, even if the test failed.
 //!
 //! The engine takes one console line per command-line word, so, as in the
 //! definition, the settings go to `tickpack.cfg` in the user directory
-//! (`$HOME/.local/share/teeworlds`), run with `-f tickpack.cfg`.
+//! (`$HOME/.local/share/NAME`, the engine's storage directory, which is
+//! named like the game's definition), run with `-f tickpack.cfg`.
 //!
 //! The definition's `packages` provide it (scripts/setup.sh installs them).
 //! Where it is missing, [`TwServer::available`] says why: a test then fails
@@ -23,12 +24,12 @@ use std::time::{Duration, Instant};
 
 use tickpack_game::def::{GameDef, PlayerProtocol};
 
-/// The definition of the shipped game whose players speak Teeworlds 0.7.
+/// The definition of the shipped game whose players speak tw7.
 fn definition() -> GameDef {
     crate::shipped::definition(PlayerProtocol::Tw7)
 }
 
-/// A running Teeworlds server on 127.0.0.1, with what it printed.
+/// A running tw7 server on 127.0.0.1, with what it printed.
 pub struct TwServer {
     child: Child,
     pub port: u16,
@@ -55,7 +56,7 @@ impl TwServer {
         }
         let port = crate::free_udp_ports(1);
         let home = std::env::temp_dir().join(format!("tp-tw-{}-{port}", std::process::id()));
-        let cfg_dir = home.join(".local/share/teeworlds");
+        let cfg_dir = home.join(".local/share").join(&def.name);
         std::fs::create_dir_all(&cfg_dir).unwrap();
         let mut cfg = format!("bindaddr 127.0.0.1\nsv_port {port}\nsv_register 0\n");
         for line in settings {
@@ -96,7 +97,7 @@ impl TwServer {
         let ready = def
             .ready
             .log
-            .expect("the Teeworlds definition says which log line means ready");
+            .expect("the tw7 definition says which log line means ready");
         s.wait_for(&ready, Duration::from_secs_f64(def.ready.timeout_s));
         s
     }
@@ -107,11 +108,11 @@ impl TwServer {
         let t0 = Instant::now();
         while !self.log().contains(line) {
             if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("the teeworlds server exited ({st}):\n{}", self.log());
+                panic!("the tw7 server exited ({st}):\n{}", self.log());
             }
             assert!(
                 t0.elapsed() < limit,
-                "the teeworlds server did not print {line:?} in {limit:?}:\n{}",
+                "the tw7 server did not print {line:?} in {limit:?}:\n{}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(20));
