@@ -8,7 +8,9 @@
 fn the_logical_cpus_were_only_those_the_bench_was_pinned_to() {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .expect("a Linux machine lists its online CPUs");
-    let online = tickpack_report::system::count_cpu_list(&online).expect("a CPU list");
+    let online = tickpack_sys::parse_cpu_list(&online, None)
+        .expect("a CPU list")
+        .len();
     tickpack_bench::pin::pin_process(&[0]).expect("pin this test process to CPU 0");
     let system = tickpack_report::system::SystemInfo::collect();
     assert_eq!(

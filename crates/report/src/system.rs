@@ -47,41 +47,7 @@ impl SystemInfo {
 fn online_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|s| count_cpu_list(&s))
+        .and_then(|s| tickpack_sys::parse_cpu_list(&s, None).ok())
+        .map(|cpus| cpus.len())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(0, |n| n.get()))
-}
-
-/// How many CPUs a kernel CPU list names ("0-3,8,10-11" is 7); `None` for
-/// text that is not one.
-pub fn count_cpu_list(list: &str) -> Option<usize> {
-    let mut n = 0usize;
-    for part in list.trim().split(',') {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (
-                a.trim().parse::<usize>().ok()?,
-                b.trim().parse::<usize>().ok()?,
-            ),
-            None => {
-                let a = part.trim().parse::<usize>().ok()?;
-                (a, a)
-            }
-        };
-        n = n.checked_add(b.checked_sub(a)? + 1)?;
-    }
-    Some(n)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::count_cpu_list;
-
-    #[test]
-    fn a_cpu_list_is_counted() {
-        assert_eq!(count_cpu_list("0-1\n"), Some(2));
-        assert_eq!(count_cpu_list("0"), Some(1));
-        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
-        assert_eq!(count_cpu_list(""), None);
-        assert_eq!(count_cpu_list("3-1"), None);
-        assert_eq!(count_cpu_list("x"), None);
-    }
 }
