@@ -16,6 +16,7 @@ fn step(servers: u32, rss: Option<u64>) -> Step {
     Step {
         duration_s: 10.0,
         server_peak_rss_bytes: rss,
+        tile: None,
         ..Step::passed(servers, servers, servers * 12)
     }
 }
@@ -37,6 +38,7 @@ fn ladder(label: &str, rss: &[Option<u64>]) -> Ladder {
         limit_found: Some(true),
         repetition: None,
         game: None,
+        load: None,
     }
 }
 

@@ -239,6 +239,7 @@ impl<'a> Climb<'a> {
                 limit_found: Some(false),
                 repetition: Some(repetition),
                 game: spec.ladder_game(),
+                load: spec.load,
             },
             baseline: None,
             first_fail: None,

@@ -326,6 +326,7 @@ impl BenchConfig {
             placement,
             batch: None,
             game: None,
+            load: None,
         };
         let by_path = |backend: Backend, net: NetKind| {
             let name = match backend {

@@ -28,6 +28,9 @@ pub struct LadderSpec {
     pub batch: Option<BatchControl>,
     /// The variant's own game (`--compare game`); `None`: the run's.
     pub game: Option<GameVariant>,
+    /// How a tile's players come and go in this variant (`--tile`);
+    /// `None`: a one-game run.
+    pub load: Option<tickpack_report::tile::LoadVariant>,
 }
 
 /// A variant's own game and the settings that go with it: each game keeps

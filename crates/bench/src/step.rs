@@ -472,6 +472,7 @@ impl HostStepRunner<'_> {
             clients_seen,
             batch,
             server_peak_rss_bytes,
+            tile: None,
             measured: r.measured,
             histograms: tickpack_report::PlayersHistograms {
                 query_latency_us: query

@@ -119,6 +119,10 @@ pub struct BenchSettings {
     /// absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadSettings>,
+    /// The tile a `--tile` run climbed (several games whose players come
+    /// and go); absent: one game, every player all the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile: Option<crate::tile::TileSettings>,
 }
 
 /// A load command as a bench ran it.
@@ -286,6 +290,7 @@ impl Step {
             clients_seen: None,
             batch: None,
             server_peak_rss_bytes: None,
+            tile: None,
             histograms: PlayersHistograms::default(),
         }
     }
@@ -369,6 +374,9 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_peak_rss_bytes: Option<u64>,
     pub histograms: PlayersHistograms,
+    /// A tile run's step: each member judged in every window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile: Option<crate::tile::TileStep>,
 }
 
 /// What the batch work of a step got (`bench --batch`).
@@ -456,6 +464,10 @@ pub struct Ladder {
     /// different games (`--compare game`); absent: the run's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub game: Option<LadderGame>,
+    /// How the tile's players came and went in this ladder (`--tile`);
+    /// absent for a one-game run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::tile::LoadVariant>,
 }
 
 /// What a ladder ran instead of the run's game settings (`--compare game`):

@@ -38,6 +38,7 @@ pub mod step_row;
 pub mod system;
 pub mod tco;
 pub mod text;
+pub mod tile;
 pub mod verdict;
 pub mod words;
 

@@ -109,6 +109,7 @@ fn sample() -> BenchResult {
         limit_found: Some(true),
         repetition: None,
         game: None,
+        load: None,
     };
     let kernel = Ladder {
         label: "netns/bridge, kernel scheduling".into(),
@@ -126,6 +127,7 @@ fn sample() -> BenchResult {
         limit_found: None,
         repetition: None,
         game: None,
+        load: None,
     };
     BenchResult {
         schema: BENCH_SCHEMA.into(),

@@ -56,6 +56,7 @@ pub fn bench_settings() -> BenchSettings {
         probe: None,
         project_cores: None,
         allow_idle: false,
+        tile: None,
         load: None,
     }
 }

@@ -22,6 +22,7 @@ fn ladder(max: Option<u32>) -> Ladder {
         limit_found: None,
         repetition: None,
         game: None,
+        load: None,
     }
 }
 
@@ -141,6 +142,7 @@ fn spec() -> LadderSpec {
         placement: Policy::Spread,
         batch: None,
         game: None,
+        load: None,
     }
 }
 

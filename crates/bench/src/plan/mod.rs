@@ -168,6 +168,7 @@ impl Request {
             project_cores: self.project_cores,
             allow_idle: self.allow_idle,
             load: main.load.clone(),
+            tile: None,
             probe: self
                 .probe
                 .map(|p| p.to_string())

@@ -26,6 +26,7 @@ fn plan(ladders: &[Ladder], compare: Compare) -> ComparisonPlan {
                 placement: Policy::Spread,
                 batch: None,
                 game: None,
+                load: None,
             });
         }
     }
@@ -240,6 +241,7 @@ fn ladder(label: &str, rec: Option<u32>, max: Option<u32>, watts: Option<(f64, &
         limit_found: Some(true),
         repetition: None,
         game: None,
+        load: None,
     }
 }
 
