@@ -70,6 +70,7 @@ mod steps;
 mod style;
 mod summary;
 mod svg;
+mod tile;
 mod variants;
 
 pub use format::esc;

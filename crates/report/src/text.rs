@@ -77,7 +77,51 @@ pub fn step_line(ladder: &Ladder, s: &Step, repeated: bool) -> String {
         } else {
             format!(": {}", s.failures.join("; "))
         }
-    )
+    ) + &member_lines(s)
+}
+
+/// A tile step's members, one line each (nothing for a one-game step):
+/// its servers, the windows it passed, its worst p99 and its first miss.
+pub fn member_lines(s: &Step) -> String {
+    let Some(t) = &s.tile else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for m in &t.members {
+        let passed = m.windows.iter().filter(|w| w.passed()).count();
+        let players = m.windows.iter().any(|w| w.transaction_p99_us.is_some());
+        let worst = m
+            .windows
+            .iter()
+            .filter_map(|w| {
+                if players {
+                    w.transaction_p99_us
+                } else {
+                    w.run_delay_p99_us
+                }
+            })
+            .max();
+        let joins: u64 = m.windows.iter().map(|w| w.joins).sum();
+        let failed: u64 = m.windows.iter().map(|w| w.failed_joins).sum();
+        out.push_str(&format!(
+            "\n    {}: {} servers, {passed} of {} windows passed, {} {}, {joins} joins ({failed} failed)",
+            m.name,
+            m.servers,
+            m.windows.len(),
+            if players { "worst p99" } else { "worst run delay p99" },
+            worst.map_or("n/a".to_string(), |v| format!("{:.2} ms", v as f64 / 1000.0)),
+        ));
+        if let Some((i, w)) = m.windows.iter().enumerate().find(|(_, w)| !w.passed()) {
+            out.push_str(&format!(
+                "; window {} ({:.0}-{:.0} s): {}",
+                i + 1,
+                w.start_s,
+                w.end_s,
+                w.failures.join("; ")
+            ));
+        }
+    }
+    out
 }
 
 /// The consolidation ratio and what it is computed against, in words

@@ -63,6 +63,8 @@ pub(super) fn result_section(out: &mut String, i: usize, n: usize, label: &str, 
         );
     }
 
+    super::tile::tile_section(out, r);
+
     out.push_str("<h3>Steps</h3>\n");
     if r.ladders.is_empty() {
         out.push_str("<p class=\"na\">No ladder ran.</p>\n");
