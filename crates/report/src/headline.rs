@@ -73,6 +73,9 @@ pub struct Headline {
     pub spread: Option<HeadlineSpread>,
     /// On few server cores: where between two steps the limit lies.
     pub estimate: Option<LimitEstimate>,
+    /// A tile run's members, (name, servers per tile): the density is
+    /// also said in tiles and in servers of each game.
+    pub tile: Vec<(String, u32)>,
 }
 
 impl Headline {
@@ -95,7 +98,34 @@ impl Headline {
             disturbed: deciding_disturbance(r, servers),
             spread: r.servers_per_core_spread.clone(),
             estimate: r.limit_estimate.clone(),
+            tile: r.settings.tile.as_ref().map_or(vec![], |t| {
+                t.members.iter().map(|m| (m.name.clone(), m.count)).collect()
+            }),
         })
+    }
+
+    /// A tile run's density in tiles and in servers of each member, per
+    /// server core, through the whole curve: "per server core, through the
+    /// whole curve: 0.50 tiles (each: 1 reference, 1 openarena): 0.50
+    /// reference, 0.50 openarena". `None` for a one-game run.
+    pub fn tile_words(&self) -> Option<String> {
+        let per_tile: u32 = self.tile.iter().map(|(_, n)| n).sum();
+        if per_tile == 0 {
+            return None;
+        }
+        let tiles = f64::from(self.servers) / f64::from(per_tile) / f64::from(self.server_cores);
+        let each: Vec<String> = self.tile.iter().map(|(m, n)| format!("{n} {m}")).collect();
+        let per_core: Vec<String> = self
+            .tile
+            .iter()
+            .map(|(m, n)| format!("{:.2} {m}", tiles * f64::from(*n)))
+            .collect();
+        Some(format!(
+            "per server core, through the whole curve: {}{tiles:.2} tiles (each: {}): {}",
+            self.at_least_words(),
+            each.join(", "),
+            per_core.join(", ")
+        ))
     }
 
     /// "DISTURBED: ..." when a deciding step stands disturbed: the figure
@@ -178,6 +208,7 @@ impl Headline {
             "this machine, {}",
             self.on_words(self.server_cores)
         )];
+        v.extend(self.tile_words());
         if let Some(c) = self.project_cores.filter(|&c| c != self.server_cores) {
             v.push(format!("projected, {}", self.on_words(c)));
         }
@@ -312,7 +343,20 @@ mod tests {
             disturbed: None,
             spread: None,
             estimate: None,
+            tile: vec![],
         }
+    }
+
+    #[test]
+    fn a_tile_run_says_its_density_in_tiles_and_in_servers_of_each_member() {
+        let mut h = headline(4, 2, false, None);
+        assert!(h.tile_words().is_none(), "a one-game run");
+        h.tile = vec![("reference".into(), 1), ("openarena".into(), 1)];
+        assert_eq!(
+            h.tile_words().unwrap(),
+            "per server core, through the whole curve: 1.00 tiles (each: 1 reference, 1 openarena): 1.00 reference, 1.00 openarena"
+        );
+        assert_eq!(h.machine_lines().len(), 2);
     }
 
     #[test]
