@@ -115,6 +115,9 @@ fn header(y: &mut Yaml, s: &Sizing, opts: &FleetOptions) {
             s.pinning.why
         ),
     );
+    if let Some(t) = &s.tile {
+        y.comment(0, &format!("Sized from a tile run: {t}."));
+    }
 }
 
 fn ports(y: &mut Yaml, def: &GameDef) {

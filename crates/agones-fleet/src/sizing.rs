@@ -92,6 +92,9 @@ pub struct Sizing {
     pub settings: tickpack_report::bench::BenchSettings,
     /// The game settings of the ladder used (`--compare game` keeps its own).
     pub ladder_game: Option<tickpack_report::bench::LadderGame>,
+    /// A tile run's member this fleet is for, in words (its share of the
+    /// tile's density at the peak); `None` for a one-game result.
+    pub tile: Option<String>,
 }
 
 impl Sizing {
@@ -259,7 +262,71 @@ pub fn size(result: &BenchResult, memory_mib_given: Option<u64>) -> Result<Sizin
         ),
         settings: result.settings.clone(),
         ladder_game: first.and_then(|l| l.game.clone()),
+        tile: None,
     })
+}
+
+/// Sizes the pods of member `m` of a tile run (`bench --tile`): its
+/// recommended servers are the tile's recommended tiles times the
+/// member's servers per tile (the density through the whole curve, its
+/// peak included), its memory the largest peak of one of its servers.
+pub fn size_member(
+    result: &BenchResult,
+    m: usize,
+    memory_mib_given: Option<u64>,
+) -> Result<Sizing, FleetError> {
+    let tile = result
+        .settings
+        .tile
+        .as_ref()
+        .ok_or_else(|| FleetError::Input("the result is not a tile run".into()))?;
+    let member = tile
+        .members
+        .get(m)
+        .ok_or_else(|| FleetError::Input(format!("the tile has no member {}", m + 1)))?;
+    let per_tile: u32 = tile.members.iter().map(|x| x.count).sum();
+    let mut whole = result.clone();
+    // Sized as a one-game result of this member's servers, memory from
+    // its own servers' peak.
+    let peak = result
+        .ladders
+        .iter()
+        .flat_map(|l| &l.steps)
+        .filter_map(|s| s.tile.as_ref()?.members.get(m)?.server_peak_rss_bytes)
+        .max();
+    for l in &mut whole.ladders {
+        for s in &mut l.steps {
+            s.server_peak_rss_bytes = peak;
+        }
+    }
+    let mut sizing = size(&whole, memory_mib_given)?;
+    if per_tile == 0 || sizing.recommended_servers < per_tile {
+        return Err(FleetError::Input(
+            "the tile run recommends no whole tile: nothing to size a fleet from".into(),
+        ));
+    }
+    let tiles = sizing.recommended_servers / per_tile;
+    sizing.recommended_servers = tiles * member.count;
+    // Every member's servers share the cores: a pod's share is the cores
+    // over every server of the tiles (as `size` computed it from the
+    // recommended servers), not over this member's alone.
+    sizing.shared_millis = shared_millis(tiles * per_tile, sizing.server_cores);
+    sizing.game = member.game.clone();
+    sizing.ladder_game = Some(tickpack_report::bench::LadderGame {
+        game: member.game.clone(),
+        game_settings: member.game_settings.clone(),
+        players_per_server: member.players,
+        bots_per_server: member.bots,
+        tick_hz: member.tick_hz,
+        warmup_s: result.settings.warmup_s,
+        qos: member.qos,
+    });
+    sizing.tile = Some(format!(
+        "member {} of tile {}: {} tile(s) of {per_tile} servers fit one machine through the\n\
+         whole curve (its peak included), {} per tile: {} {} servers",
+        member.name, tile.name, tiles, member.count, sizing.recommended_servers, member.game
+    ));
+    Ok(sizing)
 }
 
 /// The recommended servers: over repetitions, the first variant's lower

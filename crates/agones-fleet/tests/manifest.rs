@@ -562,3 +562,91 @@ fn the_definition_must_be_the_results_game_and_have_an_agones_table() {
     let e = tickpack_agones_fleet::render(&s, &mygame(), &opts()).unwrap_err();
     assert!(e.to_string().contains("10..=120"), "{e}");
 }
+
+/// A tile run of one reference server and one OpenArena server per tile
+/// that recommends 2 tiles (4 servers) on 2 server cores.
+fn tile_result() -> BenchResult {
+    use tickpack_report::tile::{MemberStep, TileMember, TileSettings, TileStep};
+    let mut r = result("tile:evening", Some(4));
+    let member = |name: &str, players: u32, bots: u32, tick: u16| TileMember {
+        name: name.into(),
+        game: name.into(),
+        count: 1,
+        players,
+        bots,
+        tick_hz: tickpack_report::bench::TickRate::new(tick).unwrap(),
+        game_settings: Default::default(),
+        curve: "evening".into(),
+        idle: false,
+        qos: tickpack_report::qos::default_limits(
+            tickpack_report::bench::TickRate::new(tick).unwrap(),
+        ),
+        max_join_ms: 5000,
+    };
+    r.settings.tile_servers = 2;
+    r.settings.tile = Some(TileSettings {
+        name: "evening".into(),
+        file: "tiles/evening.toml".into(),
+        window_s: 5.0,
+        seed: 1,
+        compression: "a day in 60 s".into(),
+        members: vec![member("reference", 12, 0, 64), member("openarena", 8, 4, 20)],
+    });
+    let rss = |a: u64, b: u64| TileStep {
+        load: tickpack_report::tile::LoadVariant::Own,
+        window_s: 5.0,
+        windows: vec![],
+        peak_to_mean_cpu: None,
+        members: vec![
+            MemberStep {
+                name: "reference".into(),
+                servers: 1,
+                server_peak_rss_bytes: Some(a << 20),
+                windows: vec![],
+                events: vec![],
+            },
+            MemberStep {
+                name: "openarena".into(),
+                servers: 1,
+                server_peak_rss_bytes: Some(b << 20),
+                windows: vec![],
+                events: vec![],
+            },
+        ],
+        failure: None,
+    };
+    for (i, s) in r.ladders[0].steps.iter_mut().enumerate() {
+        s.tile = Some(rss(10 + i as u64, 100 + 20 * i as u64));
+    }
+    r
+}
+
+#[test]
+fn a_tile_run_sizes_one_fleet_per_member_from_the_tiles_density_at_the_peak() {
+    let r = tile_result();
+    let reference = tickpack_agones_fleet::sizing::size_member(&r, 0, None).unwrap();
+    let openarena = tickpack_agones_fleet::sizing::size_member(&r, 1, None).unwrap();
+    // 4 servers = 2 tiles of 2: 2 servers of each member.
+    assert_eq!(reference.recommended_servers, 2);
+    assert_eq!(openarena.recommended_servers, 2);
+    assert_eq!((reference.game.as_str(), openarena.game.as_str()), ("reference", "openarena"));
+    // Each member's memory from its own servers' peak (11 and 120 MiB).
+    assert_eq!(reference.memory_mib, tickpack_agones_fleet::sizing::memory_mib(11 << 20));
+    assert_eq!(openarena.memory_mib, tickpack_agones_fleet::sizing::memory_mib(120 << 20));
+    // Every server of the tiles shares the 2 cores: 500 millicores each.
+    assert_eq!(reference.shared_millis, 500);
+    assert!(reference.tile.as_deref().unwrap().contains("2 tile(s)"));
+    let Some(crds) = AgonesCrds::load_or_skip(
+        "a_tile_run_sizes_one_fleet_per_member_from_the_tiles_density_at_the_peak",
+    ) else {
+        return;
+    };
+    for s in [&reference, &openarena] {
+        let def = definition(&s.game, None).unwrap();
+        let yaml = tickpack_agones_fleet::render(s, &def, &opts()).unwrap();
+        let docs = valid_documents(crds, &yaml);
+        assert_eq!(docs[0]["metadata"]["labels"]["tickpack.dev/game"], s.game.as_str());
+        assert!(yaml.contains("Sized from a tile run: member"), "{yaml}");
+    }
+    assert!(tickpack_agones_fleet::sizing::size_member(&r, 2, None).is_err());
+}

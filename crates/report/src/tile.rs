@@ -79,6 +79,16 @@ pub struct TileMember {
     /// Emulated players per server at 100 % of the curve.
     pub players: u32,
     pub bots: u32,
+    /// The tick rate its servers ran at.
+    pub tick_hz: crate::bench::TickRate,
+    /// The game's own settings as recorded for the report (versions,
+    /// maps, variables).
+    #[serde(
+        default,
+        deserialize_with = "crate::game_settings::read",
+        skip_serializing_if = "crate::game_settings::GameSettings::is_empty"
+    )]
+    pub game_settings: crate::game_settings::GameSettings,
     /// Its curve in words ("evening, peak 2x the mean; rounds of 20 s
     /// after a 2 s freeze, a map change every 3; churn Weibull 0.5 x 60 s").
     pub curve: String,
@@ -130,6 +140,10 @@ pub struct HostWindow {
 pub struct MemberStep {
     pub name: String,
     pub servers: u32,
+    /// The largest peak resident memory of one of its servers, bytes
+    /// (`tickpack agones fleet` sizes its pods from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_peak_rss_bytes: Option<u64>,
     pub windows: Vec<MemberWindow>,
     /// What went wrong outside the figures, each with its moment ("12.5 s:
     /// the map change of server 2 was not answered").
@@ -256,12 +270,14 @@ mod tests {
             MemberStep {
                 name: "reference".into(),
                 servers: 2,
+                server_peak_rss_bytes: None,
                 windows: vec![window(0.0, &[]), window(5.0, &[]), window(10.0, &["late"])],
                 events: vec![],
             },
             MemberStep {
                 name: "openarena".into(),
                 servers: 1,
+                server_peak_rss_bytes: None,
                 windows: vec![window(0.0, &[]), window(5.0, &["loss", "frame"])],
                 events: vec![],
             },

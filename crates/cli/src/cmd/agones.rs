@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use tickpack_agones_fleet::options::DEFAULT_BUFFER;
+use tickpack_agones_fleet::sizing::size_member;
 use tickpack_agones_fleet::{definition, render, size, FleetOptions};
 
 use super::{parse_game, GameArg};
@@ -100,9 +101,36 @@ fn fleet(a: FleetArgs) -> Result<(), Failure> {
     let in_result = |e: tickpack_agones_fleet::FleetError| {
         fail(Code::Config, format!("{}: {e}", a.from.display()))
     };
-    let sizing = size(&result, a.memory_mib).map_err(in_result)?;
-    let def = definition(&sizing.game, a.game.map(|g| g.def)).map_err(in_result)?;
-    let text = render(&sizing, &def, &opts).map_err(in_result)?;
+    let text = match &result.settings.tile {
+        // A tile run: one Fleet per member, each sized from the tile's
+        // density through the whole curve, as one YAML stream.
+        Some(tile) => {
+            if a.game.is_some() || opts.name.is_some() {
+                return Err(fail(
+                    Code::Config,
+                    format!(
+                        "{}: a tile run makes one Fleet per member, each named and defined by its game: --game and --name do not apply",
+                        a.from.display()
+                    ),
+                ));
+            }
+            let mut text = String::new();
+            for m in 0..tile.members.len() {
+                let sizing = size_member(&result, m, a.memory_mib).map_err(in_result)?;
+                let def = definition(&sizing.game, None).map_err(in_result)?;
+                if !text.is_empty() {
+                    text.push_str("---\n");
+                }
+                text.push_str(&render(&sizing, &def, &opts).map_err(in_result)?);
+            }
+            text
+        }
+        None => {
+            let sizing = size(&result, a.memory_mib).map_err(in_result)?;
+            let def = definition(&sizing.game, a.game.map(|g| g.def)).map_err(in_result)?;
+            render(&sizing, &def, &opts).map_err(in_result)?
+        }
+    };
     match a.out {
         Some(path) => tickpack_report::write_atomic(&path, text.as_bytes()).code(Code::Runtime)?,
         None => print!("{text}"),
