@@ -88,6 +88,7 @@ fn result(game: &str, recommended: Option<u32>) -> BenchResult {
         complete: true,
         started_unix: 0,
         finished_unix: Some(1),
+        machine_speed: None,
     }
 }
 

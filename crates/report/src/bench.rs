@@ -612,6 +612,11 @@ pub struct BenchResult {
     pub complete: bool,
     pub started_unix: u64,
     pub finished_unix: Option<u64>,
+    /// How fast the server cores were through the run (a fixed
+    /// calibration before, between and after the ladders): absent in
+    /// results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_speed: Option<crate::machine::MachineSpeed>,
 }
 
 impl BenchResult {
@@ -646,6 +651,7 @@ impl BenchResult {
             complete: false,
             started_unix: 0,
             finished_unix: None,
+            machine_speed: None,
         }
     }
 

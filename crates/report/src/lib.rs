@@ -28,6 +28,7 @@ pub mod game_settings;
 pub mod headline;
 pub mod html;
 pub mod judged;
+pub mod machine;
 pub mod merge;
 pub mod numbers;
 pub mod power;

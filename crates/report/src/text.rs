@@ -144,6 +144,14 @@ pub fn consolidation_line(
 /// The headline: servers per server core, what it means for this machine
 /// and the projected one, and its assumptions.
 pub fn headline_lines(r: &BenchResult) -> String {
+    let mut s = headline_only(r);
+    if let Some(w) = r.machine_speed.as_ref().and_then(|m| m.words()) {
+        s += &format!("  {w}\n");
+    }
+    s
+}
+
+fn headline_only(r: &BenchResult) -> String {
     match crate::headline::Headline::of(r) {
         Some(h) => {
             let mut s = format!(

@@ -202,6 +202,7 @@ fn sample() -> BenchResult {
         complete: true,
         started_unix: 1_735_689_600,
         finished_unix: Some(1_735_690_500),
+        machine_speed: None,
     }
 }
 

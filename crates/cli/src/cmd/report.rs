@@ -16,6 +16,7 @@ use crate::exit::{fail, Code, Failure, WithCode};
     after_help = concat!("Examples:
   tickpack report out/result.json --out report.html
   tickpack report before/result.json after/result.json --out compare.html
+  tickpack report --compare monday/result.json tuesday/result.json
   tickpack report merge lg1.json lg2.json lg3.json --out all.json
   tickpack report all.json --out all.html
 
@@ -33,6 +34,13 @@ pub struct Args {
     /// Where to write the HTML report.
     #[arg(long, default_value = "report.html")]
     pub out: PathBuf,
+    /// Two bench results side by side on stdout: each one's density and
+    /// machine speed (the calibration every bench records), and how much of
+    /// their difference the machines explain. Neither is called faster when
+    /// the calibrations differ more than the densities do. The HTML report
+    /// is written as well.
+    #[arg(long)]
+    pub compare: bool,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -80,8 +88,32 @@ pub struct MergeArgs {
 pub fn run(a: Args) -> Result<(), Failure> {
     match a.merge {
         Some(Sub::Merge(m)) => merge(m),
-        None => html(&a.results, &a.out),
+        None => {
+            if a.compare {
+                compare(&a.results)?;
+            }
+            html(&a.results, &a.out)
+        }
     }
+}
+
+fn compare(results: &[PathBuf]) -> Result<(), Failure> {
+    let [a, b] = results else {
+        return Err(fail(
+            Code::Config,
+            format!(
+                "--compare takes two bench results (result.json), got {}",
+                results.len()
+            ),
+        ));
+    };
+    let ra = tickpack_report::html::read_result(a).code(Code::Config)?;
+    let rb = tickpack_report::html::read_result(b).code(Code::Config)?;
+    let (la, lb) = (a.display().to_string(), b.display().to_string());
+    for line in tickpack_report::machine::compare_results(&la, &ra, &lb, &rb) {
+        println!("{line}");
+    }
+    Ok(())
 }
 
 fn html(results: &[PathBuf], out: &std::path::Path) -> Result<(), Failure> {

@@ -35,6 +35,17 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
         }
         out.push_str("</tr>\n");
     };
+    row(out, "Machine speed (calibration tick)", &|r| {
+        r.machine_speed
+            .as_ref()
+            .and_then(|m| Some((m.median_tick_us()?, m.range_us()?, m.unstable())))
+            .map_or(NA.into(), |(t, (lo, hi), unstable)| {
+                format!(
+                    "{t:.0} µs ({lo:.0}-{hi:.0}){}",
+                    if unstable { ", unstable" } else { "" }
+                )
+            })
+    });
     row(out, "<strong>Servers per server core</strong>", &|r| {
         crate::headline::Headline::of(r).map_or(NA.into(), |h| {
             format!("<strong>{}</strong>", esc(&h.per_core_words()))
@@ -173,6 +184,12 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
         })
     });
     out.push_str("</table></div>\n");
+    // Two results: how much of their difference the machines explain.
+    if let [(la, a), (lb, b)] = results {
+        if let Some(words) = crate::machine::compare_results(la, a, lb, b).get(2) {
+            w!(out, "<p class=\"machine-speed\">{}</p>\n", esc(words));
+        }
+    }
     out.push_str("<div class=\"charts\">\n");
     super::section::figure(out, shared_chart(results));
     out.push_str("</div>\n");

@@ -289,6 +289,17 @@ fn headline(out: &mut String, r: &BenchResult) {
         "</ul>\n<p class=\"muted assumptions\">Assumptions: {}.</p>\n",
         esc(&h.assumptions())
     );
+    machine_speed(out, r);
+}
+
+/// The machine's speed through the run, beside the headline.
+pub(super) fn machine_speed(out: &mut String, r: &BenchResult) {
+    if let Some(m) = &r.machine_speed {
+        if let Some(words) = m.words() {
+            let class = if m.unstable() { "fail" } else { "muted" };
+            w!(out, "<p class=\"{class} machine-speed\">{}</p>\n", esc(&words));
+        }
+    }
 }
 
 pub(super) fn tiles_of(n: u32, tile: u32) -> String {
