@@ -591,7 +591,10 @@ fn tile_result() -> BenchResult {
         window_s: 5.0,
         seed: 1,
         compression: "a day in 60 s".into(),
-        members: vec![member("reference", 12, 0, 64), member("openarena", 8, 4, 20)],
+        members: vec![
+            member("reference", 12, 0, 64),
+            member("openarena", 8, 4, 20),
+        ],
     });
     let rss = |a: u64, b: u64| TileStep {
         load: tickpack_report::tile::LoadVariant::Own,
@@ -630,10 +633,19 @@ fn a_tile_run_sizes_one_fleet_per_member_from_the_tiles_density_at_the_peak() {
     // 4 servers = 2 tiles of 2: 2 servers of each member.
     assert_eq!(reference.recommended_servers, 2);
     assert_eq!(openarena.recommended_servers, 2);
-    assert_eq!((reference.game.as_str(), openarena.game.as_str()), ("reference", "openarena"));
+    assert_eq!(
+        (reference.game.as_str(), openarena.game.as_str()),
+        ("reference", "openarena")
+    );
     // Each member's memory from its own servers' peak (11 and 120 MiB).
-    assert_eq!(reference.memory_mib, tickpack_agones_fleet::sizing::memory_mib(11 << 20));
-    assert_eq!(openarena.memory_mib, tickpack_agones_fleet::sizing::memory_mib(120 << 20));
+    assert_eq!(
+        reference.memory_mib,
+        tickpack_agones_fleet::sizing::memory_mib(11 << 20)
+    );
+    assert_eq!(
+        openarena.memory_mib,
+        tickpack_agones_fleet::sizing::memory_mib(120 << 20)
+    );
     // Every server of the tiles shares the 2 cores: 500 millicores each.
     assert_eq!(reference.shared_millis, 500);
     assert!(reference.tile.as_deref().unwrap().contains("2 tile(s)"));
@@ -646,7 +658,10 @@ fn a_tile_run_sizes_one_fleet_per_member_from_the_tiles_density_at_the_peak() {
         let def = definition(&s.game, None).unwrap();
         let yaml = tickpack_agones_fleet::render(s, &def, &opts()).unwrap();
         let docs = valid_documents(crds, &yaml);
-        assert_eq!(docs[0]["metadata"]["labels"]["tickpack.dev/game"], s.game.as_str());
+        assert_eq!(
+            docs[0]["metadata"]["labels"]["tickpack.dev/game"],
+            s.game.as_str()
+        );
         assert!(yaml.contains("Sized from a tile run: member"), "{yaml}");
     }
     assert!(tickpack_agones_fleet::sizing::size_member(&r, 2, None).is_err());

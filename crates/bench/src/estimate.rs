@@ -13,7 +13,13 @@ use tickpack_report::estimate::{Crossing, LadderEstimate, LimitEstimate, FEW_SER
 /// The largest passing step below the first failing one, and that failing
 /// step.
 fn bracket(l: &Ladder) -> Option<(&Step, &Step)> {
-    let failed = l.steps.iter().find(|s| s.verdict.is_fail())?;
+    // The smallest failing step: an adaptive ladder may run a failing
+    // step before the smaller ones that bisect it.
+    let failed = l
+        .steps
+        .iter()
+        .filter(|s| s.verdict.is_fail())
+        .min_by_key(|s| s.servers)?;
     let passed = l
         .steps
         .iter()

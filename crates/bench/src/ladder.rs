@@ -23,6 +23,8 @@ use tickpack_host::fleet::Backend;
 use tickpack_report::bench::{Attempt, BenchSettings, Ladder, Step};
 
 use crate::power::PowerSource;
+
+pub mod growth;
 use crate::step::HostStepRunner;
 use crate::BenchError;
 
@@ -221,6 +223,9 @@ struct Climb<'a> {
     baseline: Option<u64>,
     first_fail: Option<u32>,
     done: bool,
+    /// What each step measured, for an adaptive ladder's next size
+    /// ([`growth`]).
+    seen: Vec<growth::Seen>,
 }
 
 impl<'a> Climb<'a> {
@@ -244,6 +249,7 @@ impl<'a> Climb<'a> {
             baseline: None,
             first_fail: None,
             done: false,
+            seen: vec![],
         }
     }
 
@@ -257,9 +263,30 @@ impl<'a> Climb<'a> {
         obs: &mut dyn Observer,
     ) -> Result<bool, BenchError> {
         let spec = self.spec;
-        let servers = index * s.tile_servers;
+        // A tile a step, or what the steps so far ask for ([`growth`]).
+        let (tiles, chosen) = if s.adaptive_steps {
+            let max_tiles = (crate::MAX_SERVERS / s.tile_servers.max(1)).max(1);
+            match growth::next(&self.seen, max_tiles, s.steps_past_failure) {
+                Some(n) => (n.tiles, Some(n.why)),
+                None => {
+                    self.ladder.stopped = match self.first_fail {
+                        Some(_) => self.failure_words(s),
+                        None => format!(
+                            "reached the largest step ({}) without a QoS failure",
+                            tickpack_report::words::servers(max_tiles * s.tile_servers)
+                        ),
+                    };
+                    self.done = true;
+                    return Ok(true);
+                }
+            }
+        } else {
+            (index, None)
+        };
+        let servers = tiles * s.tile_servers;
         let req = StepRequest {
             index,
+            tiles,
             servers,
             baseline: self.baseline,
         };
@@ -267,6 +294,8 @@ impl<'a> Climb<'a> {
         let Some(mut step) = run_undisturbed(s, spec, &req, runner, obs)? else {
             return Ok(false);
         };
+        step.tiles = tiles;
+        step.chosen = chosen.clone();
         if step.verdict.is_idle() {
             // Idle servers are no density: the ladder ends with none, what
             // earlier steps found included (their load did not hold).
@@ -292,6 +321,8 @@ impl<'a> Climb<'a> {
                 return Ok(false);
             };
             step = confirmed;
+            step.tiles = tiles;
+            step.chosen = chosen;
         }
         if index == 1 {
             // A game without players is judged relative to its run delay.
@@ -302,26 +333,56 @@ impl<'a> Climb<'a> {
             });
         }
         let pass = passed(&step);
-        if self.first_fail.is_none() && pass {
-            self.ladder.max_servers = Some(servers);
-            if step.cpu.servers_busy_percent <= s.headroom_target * 100.0 {
-                self.ladder.recommended_servers = Some(servers);
-            }
-        }
-        if !pass && self.first_fail.is_none() {
-            self.first_fail = Some(index);
+        self.seen.push(growth::Seen::of(
+            &step,
+            tiles,
+            spec.game.as_ref().map_or(&s.qos, |g| &g.qos),
+            spec.game.as_ref().map_or(s.tick_hz, |g| g.tick_hz),
+        ));
+        if !pass && self.first_fail.is_none_or(|f| tiles < f) {
+            self.first_fail = Some(tiles);
             self.ladder.limit_found = Some(true);
         }
         self.ladder.steps.push(step);
+        // The densities: the largest passing step below the smallest
+        // failing one (an adaptive ladder may pass below a failure it
+        // bisects), and within the headroom target for the recommended.
+        let below = |st: &&Step| passed(st) && self.first_fail.is_none_or(|f| st.tiles < f);
+        self.ladder.max_servers = self
+            .ladder
+            .steps
+            .iter()
+            .filter(below)
+            .map(|st| st.servers)
+            .max();
+        self.ladder.recommended_servers = self
+            .ladder
+            .steps
+            .iter()
+            .filter(below)
+            .filter(|st| st.cpu.servers_busy_percent <= s.headroom_target * 100.0)
+            .map(|st| st.servers)
+            .max();
         obs.step_finished(&self.ladder);
         if let Some(f) = self.first_fail {
-            if index >= f + s.steps_past_failure {
-                self.ladder.stopped =
-                    format!("step {f} ({} servers) failed QoS", f * s.tile_servers);
+            if !s.adaptive_steps && index >= f + s.steps_past_failure {
+                self.ladder.stopped = self.failure_words(s);
                 self.done = true;
             }
         }
         Ok(true)
+    }
+
+    /// "step 5 (15 servers) failed QoS": the smallest failing step.
+    fn failure_words(&self, s: &BenchSettings) -> String {
+        let f = self.first_fail.unwrap_or(0);
+        let index = self
+            .ladder
+            .steps
+            .iter()
+            .find(|st| st.tiles == f && !passed(st))
+            .map_or(f, |st| st.index);
+        format!("step {index} ({} servers) failed QoS", f * s.tile_servers)
     }
 
     /// Ends a ladder still climbing because the run stops.

@@ -19,6 +19,7 @@
 //! Not here: the servers (`tickpack server`), the host (`tickpack-host`),
 //! the players (`tickpack-players`); this crate only drives them.
 
+pub mod calibrate;
 pub mod cpu;
 pub mod estimate;
 pub mod foreign;
@@ -34,6 +35,7 @@ pub mod summary;
 pub mod tco;
 #[cfg(test)]
 mod test_support;
+pub mod tile;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -66,6 +68,9 @@ pub enum BenchError {
     Report(#[from] tickpack_report::ReportError),
 }
 
+/// The most servers one step runs (every ladder, every host).
+pub const MAX_SERVERS: u32 = 250;
+
 /// What to compare in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compare {
@@ -80,6 +85,9 @@ pub enum Compare {
     /// Two games, each with its own players, bots and tick
     /// ([`BenchConfig::games`]).
     Game,
+    /// A tile's players three ways (`--tile`): all present all the time,
+    /// the curves at each server's own moments, the curves in step.
+    Load,
 }
 
 impl Compare {
@@ -91,6 +99,7 @@ impl Compare {
             Compare::Backend => "backend",
             Compare::Game => "game",
             Compare::Guard => "guard",
+            Compare::Load => "load",
         }
     }
 }
@@ -170,6 +179,8 @@ pub struct BenchConfig {
     pub games: Vec<GameVariant>,
     /// Whole comparisons run one after the other (`--repeat`).
     pub repeat: u32,
+    /// The tile `--tile` climbs instead of one game.
+    pub tile: Option<tile::TilePlan>,
 }
 
 use tickpack_sys::is_root;
@@ -291,6 +302,17 @@ impl BenchConfig {
         if !(1..=50).contains(&self.repeat) {
             return bad(format!("--repeat must be 1..=50, got {}", self.repeat));
         }
+        if self.compare == Compare::Load && self.tile.is_none() {
+            return bad(
+                "--compare load needs --tile FILE (the players whose rhythm it compares)".into(),
+            );
+        }
+        if self.tile.is_some() && !matches!(self.compare, Compare::None | Compare::Load) {
+            return bad(format!(
+                "--tile takes --compare load only, not --compare {}",
+                self.compare.as_str()
+            ));
+        }
         if self.compare == Compare::Game && self.games.len() != 2 {
             return bad("--compare game needs two games, each with its settings".into());
         }
@@ -355,7 +377,46 @@ impl BenchConfig {
             l.batch = control;
             l
         };
+        // A tile's ladders: one variant of how its players come and go,
+        // or the three of `--compare load`, the static reservation first
+        // (the ratios' baseline).
+        let with_load = |mut l: LadderSpec, load: tile::LoadVariant| {
+            if self.tile.is_some() {
+                l.label = format!("{}, {}", l.label, load.as_str());
+                l.name = load.words().to_string();
+                l.load = Some(load);
+            }
+            l
+        };
+        if self.tile.is_some() {
+            let base = if self.batch.is_empty() {
+                spec(backend, self.net, Policy::Spread, path(backend, self.net))
+            } else {
+                with_batch(Some(BatchControl::Guard))
+            };
+            return match self.compare {
+                Compare::Load => ComparisonPlan {
+                    specs: [
+                        tile::LoadVariant::Static,
+                        tile::LoadVariant::Own,
+                        tile::LoadVariant::Aligned,
+                    ]
+                    .into_iter()
+                    .map(|v| with_load(base.clone(), v))
+                    .collect(),
+                    ratios: vec![(1, 0), (2, 0)],
+                },
+                _ => ComparisonPlan {
+                    specs: vec![with_load(base, tile::LoadVariant::Own)],
+                    ratios: vec![],
+                },
+            };
+        }
         match self.compare {
+            Compare::Load => ComparisonPlan {
+                specs: vec![],
+                ratios: vec![],
+            },
             Compare::None if !self.batch.is_empty() => ComparisonPlan {
                 specs: vec![with_batch(Some(BatchControl::Guard))],
                 ratios: vec![],
@@ -473,6 +534,7 @@ pub fn run(
         host_name: cfg.host_name.clone(),
         range: cfg.range.clone(),
         game: cfg.game.clone(),
+        tile: cfg.tile.clone(),
         batch: cfg
             .batch
             .iter()
@@ -507,6 +569,13 @@ pub fn run(
         )
     };
     let path = cfg.out_dir.join("result.json");
+    // The machine's speed before the first ladder, on every server core.
+    calibrate_into(
+        &mut result,
+        &plan.server_cpus,
+        "before the first ladder",
+        obs,
+    );
     tickpack_report::write_json_atomic(&path, &result)?;
 
     struct Saving<'a> {
@@ -557,6 +626,14 @@ pub fn run(
         // The repetition's ladders, in the variants' order.
         result.ladders.retain(|l| l.repetition != Some(repetition));
         result.ladders.extend(ladders);
+        if !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let when = if repetition == cfg.repeat {
+                "after the last ladder".to_string()
+            } else {
+                format!("after repetition {repetition}")
+            };
+            calibrate_into(&mut result, &plan.server_cpus, &when, obs);
+        }
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             // The comparison so far, from the repetitions that finished.
             result.comparison = summary::summarize(
@@ -589,4 +666,28 @@ pub fn run(
     );
     tickpack_report::write_json_atomic(&path, &result)?;
     Ok(result)
+}
+
+/// Runs the calibration ([`calibrate`]) on every server core and adds it
+/// to the result's machine speed; says so, and what went wrong, to `obs`.
+fn calibrate_into(result: &mut BenchResult, cpus: &[usize], when: &str, obs: &mut dyn Observer) {
+    let speed =
+        result
+            .machine_speed
+            .get_or_insert_with(|| tickpack_report::machine::MachineSpeed {
+                workload: calibrate::workload(),
+                calibrations: vec![],
+            });
+    for &cpu in cpus {
+        match calibrate::calibrate(cpu, when) {
+            Ok(c) => {
+                obs.note(&format!(
+                    "calibration {when}: CPU {cpu} ran a tick in {:.0} µs (p10 {:.0}, p90 {:.0}; steal {:.1} %)",
+                    c.tick_us, c.tick_p10_us, c.tick_p90_us, c.steal_percent
+                ));
+                speed.calibrations.push(c);
+            }
+            Err(e) => obs.note(&e),
+        }
+    }
 }

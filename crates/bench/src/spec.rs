@@ -108,6 +108,9 @@ pub struct Plan {
     /// Batch commands (`--batch`, parsed) for the variants that run batch
     /// work.
     pub batch: Vec<tickpack_host::guard::batch::BatchSpec>,
+    /// The tile a `--tile` run climbs (its steps then run
+    /// [`crate::tile::step::run`]); `None`: one game.
+    pub tile: Option<crate::tile::TilePlan>,
 }
 
 /// Told about progress (a progress bar, a log line).
@@ -124,8 +127,11 @@ pub trait Observer {
 /// What the ladder asks of one step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepRequest {
-    /// 1-based step number (= tiles).
+    /// 1-based step number.
     pub index: u32,
+    /// Tiles the step runs (the step number, unless the ladder grows
+    /// faster: [`crate::ladder::growth`]).
+    pub tiles: u32,
     pub servers: u32,
     /// p99 transaction latency of the first step (µs), once it ran.
     pub baseline: Option<u64>,

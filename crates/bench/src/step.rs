@@ -57,6 +57,10 @@ impl StepRunner for HostStepRunner<'_> {
         req: &StepRequest,
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
+        if let Some(tile) = &plan.tile {
+            let _ = tile;
+            return Err(BenchError::Config("tile steps are not built yet".into()));
+        }
         let s = &spec.settings(&plan.settings);
         let game = spec.game_server(&plan.game);
         let server = server_spec(game, s)?;
@@ -149,6 +153,7 @@ impl HostStepRunner<'_> {
         let stop = self.stop;
         let StepRequest {
             index,
+            tiles,
             servers,
             baseline,
         } = *req;
@@ -435,7 +440,7 @@ impl HostStepRunner<'_> {
         }
         Ok(Some(Step {
             index,
-            tiles: index,
+            tiles,
             servers,
             players,
             connected: (outcome.is_some() || players > 0).then_some(r.connected),
@@ -446,6 +451,7 @@ impl HostStepRunner<'_> {
             } else {
                 Verdict::of(&why)
             },
+            chosen: None,
             failures,
             first_attempt_failures: vec![],
             disturbed_attempts: vec![],

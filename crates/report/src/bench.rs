@@ -73,6 +73,12 @@ pub struct BenchSettings {
     pub step_duration_s: f64,
     pub warmup_s: f64,
     pub max_steps: u32,
+    /// The ladder may grow faster than a tile a step while the servers are
+    /// far from the limit, then bisect a failure (`--fixed-steps` turns it
+    /// off; each step records why it ran its size in `Step::chosen`).
+    /// Absent in results written before: a tile a step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive_steps: bool,
     /// Steps run past the first failure, to show the knee.
     pub steps_past_failure: u32,
     /// Run a failing step again; it passes only if most of three attempts
@@ -275,6 +281,7 @@ impl Step {
             players,
             connected: None,
             verdict: Verdict::Pass,
+            chosen: None,
             failures: vec![],
             first_attempt_failures: vec![],
             disturbed_attempts: vec![],
@@ -314,6 +321,11 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connected: Option<u32>,
     pub verdict: Verdict,
+    /// Why the ladder ran this many tiles at this step (an adaptive
+    /// ladder: "doubled: ...", "bisection between ..."); absent for a
+    /// ladder that adds a tile a step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
     /// Each limit missed, in words (a [`crate::qos::Miss`] each).
     pub failures: Vec<String>,
     /// What the first attempt missed when it failed and was run again to

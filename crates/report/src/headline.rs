@@ -99,7 +99,10 @@ impl Headline {
             spread: r.servers_per_core_spread.clone(),
             estimate: r.limit_estimate.clone(),
             tile: r.settings.tile.as_ref().map_or(vec![], |t| {
-                t.members.iter().map(|m| (m.name.clone(), m.count)).collect()
+                t.members
+                    .iter()
+                    .map(|m| (m.name.clone(), m.count))
+                    .collect()
             }),
         })
     }

@@ -153,9 +153,15 @@ impl Attribution {
         let speed = if (self.speed_ratio - 1.0).abs() < 0.005 {
             "the machines ran the calibration at the same speed".to_string()
         } else if self.speed_ratio > 1.0 {
-            format!("{b}'s machine was {:.2}x as fast as {a}'s", self.speed_ratio)
+            format!(
+                "{b}'s machine was {:.2}x as fast as {a}'s",
+                self.speed_ratio
+            )
         } else {
-            format!("{a}'s machine was {:.2}x as fast as {b}'s", 1.0 / self.speed_ratio)
+            format!(
+                "{a}'s machine was {:.2}x as fast as {b}'s",
+                1.0 / self.speed_ratio
+            )
         };
         if self.machines_explain_it {
             format!(
@@ -170,54 +176,6 @@ impl Attribution {
                 self.density_ratio, self.adjusted_ratio
             )
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cal(tick: f64) -> Calibration {
-        Calibration {
-            when: "before the first ladder".into(),
-            cpu: 1,
-            tick_us: tick,
-            tick_p10_us: tick,
-            tick_p90_us: tick,
-            ticks: 300,
-            steal_percent: 0.0,
-            mhz: None,
-        }
-    }
-
-    #[test]
-    fn a_run_whose_calibration_drifted_is_unstable() {
-        let mut m = MachineSpeed {
-            workload: "x".into(),
-            calibrations: vec![cal(400.0), cal(410.0), cal(420.0)],
-        };
-        assert_eq!(m.median_tick_us(), Some(410.0));
-        assert!(!m.unstable());
-        assert!(m.words().unwrap().contains("410 µs, 400-420"));
-        m.calibrations.push(cal(600.0));
-        assert!(m.unstable());
-        assert!(m.words().unwrap().contains("UNSTABLE MACHINE: its speed drifted 50 %"));
-        assert!(MachineSpeed::default().words().is_none());
-    }
-
-    #[test]
-    fn a_density_difference_the_calibrations_explain_names_no_winner() {
-        // 3 servers per core on a slow day, 9 on a fast one three times
-        // as fast: the machines explain it all.
-        let a = attribute(3.0, 1200.0, 9.0, 400.0).unwrap();
-        assert!(a.machines_explain_it);
-        assert!((a.adjusted_ratio - 1.0).abs() < 1e-9);
-        assert!(a.words("A", "B").contains("neither is faster"));
-        // Same speed, more density: the difference is the runs'.
-        let b = attribute(3.0, 400.0, 4.0, 400.0).unwrap();
-        assert!(!b.machines_explain_it);
-        assert!(b.words("A", "B").contains("1.33x remains"));
-        assert!(attribute(0.0, 1.0, 1.0, 1.0).is_none());
     }
 }
 
@@ -273,4 +231,55 @@ pub fn compare_results(
         ));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cal(tick: f64) -> Calibration {
+        Calibration {
+            when: "before the first ladder".into(),
+            cpu: 1,
+            tick_us: tick,
+            tick_p10_us: tick,
+            tick_p90_us: tick,
+            ticks: 300,
+            steal_percent: 0.0,
+            mhz: None,
+        }
+    }
+
+    #[test]
+    fn a_run_whose_calibration_drifted_is_unstable() {
+        let mut m = MachineSpeed {
+            workload: "x".into(),
+            calibrations: vec![cal(400.0), cal(410.0), cal(420.0)],
+        };
+        assert_eq!(m.median_tick_us(), Some(410.0));
+        assert!(!m.unstable());
+        assert!(m.words().unwrap().contains("410 µs, 400-420"));
+        m.calibrations.push(cal(600.0));
+        assert!(m.unstable());
+        assert!(m
+            .words()
+            .unwrap()
+            .contains("UNSTABLE MACHINE: its speed drifted 50 %"));
+        assert!(MachineSpeed::default().words().is_none());
+    }
+
+    #[test]
+    fn a_density_difference_the_calibrations_explain_names_no_winner() {
+        // 3 servers per core on a slow day, 9 on a fast one three times
+        // as fast: the machines explain it all.
+        let a = attribute(3.0, 1200.0, 9.0, 400.0).unwrap();
+        assert!(a.machines_explain_it);
+        assert!((a.adjusted_ratio - 1.0).abs() < 1e-9);
+        assert!(a.words("A", "B").contains("neither is faster"));
+        // Same speed, more density: the difference is the runs'.
+        let b = attribute(3.0, 400.0, 4.0, 400.0).unwrap();
+        assert!(!b.machines_explain_it);
+        assert!(b.words("A", "B").contains("1.33x remains"));
+        assert!(attribute(0.0, 1.0, 1.0, 1.0).is_none());
+    }
 }

@@ -283,7 +283,10 @@ mod tests {
             },
         ];
         let f = TileStep::first_failure(&members).unwrap();
-        assert_eq!((f.member.as_str(), f.window, f.rule.as_str()), ("openarena", 1, "loss"));
+        assert_eq!(
+            (f.member.as_str(), f.window, f.rule.as_str()),
+            ("openarena", 1, "loss")
+        );
         assert_eq!(f.to_string(), "openarena failed window 2 (5-10 s): loss");
         assert!(TileStep::first_failure(&members[..1]).is_some());
         assert!(TileStep::first_failure(&[]).is_none());

@@ -37,6 +37,7 @@ pub fn bench_settings() -> BenchSettings {
         step_duration_s: 10.0,
         warmup_s: 2.0,
         max_steps: 10,
+        adaptive_steps: false,
         steps_past_failure: 1,
         confirm_failures: false,
         max_steal_percent: None,

@@ -647,3 +647,66 @@ fn an_interrupted_step_ends_every_ladder_and_is_not_recorded() {
     assert_eq!(ls[1].steps.len(), 1);
     assert!(ls.iter().all(|l| l.stopped.starts_with("interrupted")));
 }
+
+/// A light game's servers: each takes 1.6 % of the server core and the
+/// step fails above 45; the runner plays that for any size asked.
+struct Light {
+    asked: Vec<StepRequest>,
+}
+
+impl StepRunner for Light {
+    fn run_step(
+        &mut self,
+        _spec: &LadderSpec,
+        req: &StepRequest,
+    ) -> Result<Option<Step>, BenchError> {
+        self.asked.push(*req);
+        let busy = 1.6 * f64::from(req.servers);
+        Ok(Some(if req.servers <= 45 {
+            step(req, "pass", vec![], busy, 1)
+        } else {
+            step(req, "fail", vec!["too many".into()], busy, 1)
+        }))
+    }
+    fn stop_requested(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_light_games_default_ladder_could_only_say_at_least_twelve() {
+    // Before: a tile a step, 12 steps, "at least 12" for a limit near 45.
+    let mut s = settings(12, 1, false);
+    s.tile_servers = 1;
+    s.qos.p99_transaction_us = 1_000;
+    s.qos.p99_tick_lateness_us = 1_000;
+    s.headroom_target = 1.0;
+    let mut fixed = Light { asked: vec![] };
+    let l = climb(&s, &spec(), &mut fixed, &mut Seen::default()).unwrap();
+    assert!(!l.limit_found(), "a tile a step cannot reach 45 in 12");
+    // Now: the ladder grows while the servers are far from the limit,
+    // then bisects: the limit is found within the same 12 steps.
+    s.adaptive_steps = true;
+    let mut light = Light { asked: vec![] };
+    let l = climb(&s, &spec(), &mut light, &mut Seen::default()).unwrap();
+    assert!(light.asked.len() <= 12, "{:?}", light.asked);
+    assert!(l.limit_found(), "{}", l.stopped);
+    assert_eq!(l.max_servers, Some(45), "{:?}", light.asked);
+    assert!(
+        l.steps.iter().all(|st| st.chosen.is_some()),
+        "each step says why"
+    );
+    assert!(l.steps.iter().any(|st| st
+        .chosen
+        .as_deref()
+        .is_some_and(|w| w.starts_with("bisection"))));
+    assert_eq!(
+        l.stopped,
+        format!(
+            "step {} (46 servers) failed QoS",
+            l.steps.iter().find(|st| st.servers == 46).unwrap().index
+        )
+    );
+    // The steps' tiles are their sizes, not their numbers.
+    assert!(l.steps.iter().all(|st| st.tiles == st.servers));
+}

@@ -61,6 +61,8 @@ pub struct Request {
     pub step_duration: Option<Duration>,
     pub warmup: Option<Duration>,
     pub max_steps: Option<u32>,
+    /// `--fixed-steps`: a tile a step, never faster.
+    pub fixed_steps: bool,
     pub steps_past_failure: u32,
     pub confirm_failures: bool,
     /// Percent; 100 turns the reruns off.
@@ -84,6 +86,8 @@ pub struct Request {
     pub run_dir: PathBuf,
     pub host_name: String,
     pub range: Option<String>,
+    /// `--tile FILE`: a tile of several games instead of one.
+    pub tile: Option<PathBuf>,
 }
 
 /// The QoS flags; the limits not given follow the tick rate.
@@ -157,6 +161,7 @@ impl Request {
                 .map_or(if self.quick { 2.0 } else { 6.0 }, |d| d.as_secs_f64()),
             warmup_s: main.warmup_s,
             max_steps: self.max_steps.unwrap_or(if self.quick { 2 } else { 12 }),
+            adaptive_steps: !self.fixed_steps,
             steps_past_failure: self.steps_past_failure,
             confirm_failures: self.confirm_failures,
             max_steal_percent: (self.max_steal < 100.0).then_some(self.max_steal),
@@ -226,6 +231,7 @@ impl Request {
             repeat: self
                 .repeat
                 .unwrap_or(if self.quick { 1 } else { crate::DEFAULT_REPEAT }),
+            tile: None,
         })
     }
 }

@@ -214,6 +214,7 @@ fn ladder(label: &str, rec: Option<u32>, max: Option<u32>, watts: Option<(f64, &
         .map(|index| {
             let req = StepRequest {
                 index,
+                tiles: index,
                 servers: index * 6,
                 baseline: None,
             };

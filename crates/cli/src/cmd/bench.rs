@@ -38,6 +38,10 @@ pub enum CompareArg {
     /// two games (--game twice), each with its own players, bots and tick
     /// rate [default: the first two built-in games tickpack can play]
     Game,
+    /// with --tile: every player all the time (the static reservation), the
+    /// curves at each server's own moments, and the curves in step: what
+    /// the players' rhythm is worth
+    Load,
 }
 
 #[derive(clap::Args, Debug)]
@@ -60,6 +64,13 @@ pub struct Args {
     /// variants; without, the one ladder runs it under the guard (root).
     #[arg(long = "batch", value_name = "CMD")]
     pub batch: Vec<String>,
+    /// A tile of several games whose players come and go (a TOML file, see
+    /// docs/tiles.md; tiles/evening.toml ships): the ladder adds whole
+    /// tiles, each member judged on its own limits in every window, and the
+    /// headline is the density at the peak of the curves. Takes the place
+    /// of --game and the per-game flags.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["game", "tile_servers", "players_per_server", "bots"])]
+    pub tile: Option<PathBuf>,
     /// Run the whole comparison (or the single ladder) this many times; the
     /// result keeps every repetition and reports the headline as the median
     /// with its range over the ladders, and each variant's densities alike
@@ -114,9 +125,18 @@ pub struct Args {
     /// definition's warm-up; --quick: 0.5s for a game ready within 1s].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
-    /// Most steps per ladder [default: 12; --quick: 2].
+    /// Most steps per ladder [default: 12; --quick: 2]. While the servers
+    /// are far from the limit (server cores under 25 % busy, every judged
+    /// figure under half its limit) a step doubles the tiles, then grows
+    /// halfway to where the cores would be full, and a failure is bisected,
+    /// so a light game's limit is found within these steps; each step
+    /// records why it ran its size.
     #[arg(long)]
     pub max_steps: Option<u32>,
+    /// A tile a step, as before the ladder could grow faster: step N runs N
+    /// tiles.
+    #[arg(long)]
+    pub fixed_steps: bool,
     /// Steps to run past the first failure, to show the knee.
     #[arg(long, default_value_t = 0)]
     pub steps_past_failure: u32,

@@ -297,7 +297,11 @@ pub(super) fn machine_speed(out: &mut String, r: &BenchResult) {
     if let Some(m) = &r.machine_speed {
         if let Some(words) = m.words() {
             let class = if m.unstable() { "fail" } else { "muted" };
-            w!(out, "<p class=\"{class} machine-speed\">{}</p>\n", esc(&words));
+            w!(
+                out,
+                "<p class=\"{class} machine-speed\">{}</p>\n",
+                esc(&words)
+            );
         }
     }
 }

@@ -70,7 +70,11 @@ fn x_of(start_s: f64, end_s: f64) -> f64 {
 }
 
 fn players(tile: &TileStep) -> Figure {
-    let mut c = Chart::new("Players present per member", "time in the step (s)", "players");
+    let mut c = Chart::new(
+        "Players present per member",
+        "time in the step (s)",
+        "players",
+    );
     for (i, m) in tile.members.iter().enumerate() {
         let mut s = Series::new(m.name.clone(), ladder_color(i));
         s.points = m
@@ -95,9 +99,10 @@ fn players(tile: &TileStep) -> Figure {
     }
     Figure {
         chart: c,
-        caption: "Players present in each window (time-weighted), every server of a member together: \
+        caption:
+            "Players present in each window (time-weighted), every server of a member together: \
                   the curves the step ran."
-            .into(),
+                .into(),
         empty: "No windows were recorded.".into(),
     }
 }
@@ -124,7 +129,11 @@ fn member_latency(m: &MemberStep) -> (bool, Vec<Point>) {
                     m.name,
                     fmt_num(w.start_s),
                     fmt_num(w.end_s),
-                    if players { "p99 transaction" } else { "p99 run delay" },
+                    if players {
+                        "p99 transaction"
+                    } else {
+                        "p99 run delay"
+                    },
                     fmt_ms(v),
                     if w.passed() {
                         String::new()
@@ -174,7 +183,12 @@ fn host(tile: &TileStep) -> Figure {
                 x: x_of(w.start_s, w.end_s),
                 y: b,
                 failed: false,
-                tip: format!("{}-{} s: {} % busy", fmt_num(w.start_s), fmt_num(w.end_s), fmt_num(b)),
+                tip: format!(
+                    "{}-{} s: {} % busy",
+                    fmt_num(w.start_s),
+                    fmt_num(w.end_s),
+                    fmt_num(b)
+                ),
             })
         })
         .collect();
@@ -189,7 +203,12 @@ fn host(tile: &TileStep) -> Figure {
                 x: x_of(w.start_s, w.end_s),
                 y: b,
                 failed: false,
-                tip: format!("{}-{} s: batch {} %", fmt_num(w.start_s), fmt_num(w.end_s), fmt_num(b)),
+                tip: format!(
+                    "{}-{} s: batch {} %",
+                    fmt_num(w.start_s),
+                    fmt_num(w.end_s),
+                    fmt_num(b)
+                ),
             })
         })
         .collect();
@@ -216,9 +235,10 @@ fn members_table(out: &mut String, tile: &TileStep) {
         let joins: u64 = m.windows.iter().map(|w| w.joins).sum();
         let failed: u64 = m.windows.iter().map(|w| w.failed_joins).sum();
         let (_, points) = member_latency(m);
-        let worst = points.iter().map(|p| p.y).fold(None, |a: Option<f64>, y| {
-            Some(a.map_or(y, |a| a.max(y)))
-        });
+        let worst = points
+            .iter()
+            .map(|p| p.y)
+            .fold(None, |a: Option<f64>, y| Some(a.map_or(y, |a| a.max(y))));
         let first = m
             .windows
             .iter()

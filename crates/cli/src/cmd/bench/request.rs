@@ -33,6 +33,7 @@ fn compare_of(c: CompareArg) -> Compare {
         CompareArg::Backend => Compare::Backend,
         CompareArg::Game => Compare::Game,
         CompareArg::Guard => Compare::Guard,
+        CompareArg::Load => Compare::Load,
     }
 }
 
@@ -70,6 +71,7 @@ pub fn request(a: &Args) -> Result<Request, Failure> {
         step_duration: a.step_duration,
         warmup: a.warmup,
         max_steps: a.max_steps,
+        fixed_steps: a.fixed_steps,
         steps_past_failure: a.steps_past_failure,
         confirm_failures: !a.no_confirm,
         max_steal: a.max_steal,
@@ -110,6 +112,7 @@ pub fn request(a: &Args) -> Result<Request, Failure> {
             .clone()
             .unwrap_or_else(|| super::run_dir::default_run_dir(&a.name)),
         host_name: a.name.clone(),
+        tile: a.tile.clone(),
         range: a.range.clone(),
     })
 }

@@ -1,0 +1,131 @@
+//! The machine's speed, measured the same way every time: the reference
+//! server's own tick (its world with bots; no sockets, a virtual clock)
+//! run [`TICKS`] times on one core, pinned, timing each tick. Run on every
+//! server core before the first ladder, after each repetition and after
+//! the last, it says how fast the cores were while the ladders ran
+//! ([`tickpack_report::machine`]).
+//!
+//! The work is deterministic (the same seed, bots and ticks), so its time
+//! changes only with the core: a busy SMT sibling, cache and memory
+//! bandwidth taken by another guest, a lower clock.
+
+use std::time::{Duration, Instant};
+
+use tickpack_report::machine::Calibration;
+use tickpack_sim::{Server, ServerConfig};
+
+/// Ticks per calibration: a few hundred milliseconds on a 2-vCPU VM.
+pub const TICKS: u32 = 300;
+/// Bots in the calibration world: a full server's worth of moving players.
+pub const BOTS: u8 = 24;
+
+/// What the calibration runs, in words for result.json.
+pub fn workload() -> String {
+    format!(
+        "the reference server's tick (its world with {BOTS} bots, cost default, no sockets), {TICKS} ticks on each server core"
+    )
+}
+
+/// Calibrates `cpu` (pinned to it on a thread of its own); `when` says
+/// when in the run.
+pub fn calibrate(cpu: usize, when: &str) -> Result<Calibration, String> {
+    let when = when.to_string();
+    std::thread::spawn(move || {
+        tickpack_net::cpu::pin_current_thread(&[cpu])
+            .map_err(|e| format!("calibration: cannot pin to CPU {cpu}: {e}"))?;
+        let before = crate::cpu::CpuReading::read();
+        let mut ticks = run_ticks(TICKS);
+        let after = crate::cpu::CpuReading::read();
+        let window = crate::cpu::CpuWindow::between(&before, &after);
+        ticks.sort_unstable();
+        let at = |q: f64| {
+            let i = ((ticks.len() - 1) as f64 * q).round() as usize;
+            ticks[i].as_secs_f64() * 1e6
+        };
+        Ok(Calibration {
+            when,
+            cpu,
+            tick_us: round1(at(0.5)),
+            tick_p10_us: round1(at(0.1)),
+            tick_p90_us: round1(at(0.9)),
+            ticks: TICKS,
+            steal_percent: window.steal_percent().get(cpu).copied().unwrap_or(0.0),
+            mhz: cpu_mhz(cpu),
+        })
+    })
+    .join()
+    .map_err(|_| "calibration: its thread panicked".to_string())?
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// Runs `n` ticks of the calibration world and returns each one's wall
+/// time (the first ten, which warm caches, run but are not returned).
+pub fn run_ticks(n: u32) -> Vec<Duration> {
+    let cfg = ServerConfig {
+        bots: BOTS,
+        tick_hz: 100,
+        seed: 7,
+        ..ServerConfig::default()
+    };
+    let mut server = Server::new(cfg, [7; 32]);
+    let interval = 10_000u64;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..u64::from(n) + 10 {
+        let now = 1_000_000 + i * interval;
+        let t = Instant::now();
+        server.tick(now, now);
+        server.drain_transmits(|_, _| {});
+        let took = t.elapsed();
+        if i >= 10 {
+            out.push(took);
+        }
+    }
+    out
+}
+
+/// The frequency the kernel reports for `cpu`, MHz.
+fn cpu_mhz(cpu: usize) -> Option<f64> {
+    let freq = std::fs::read_to_string(format!(
+        "/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq"
+    ))
+    .ok()
+    .and_then(|t| t.trim().parse::<f64>().ok())
+    .map(|khz| khz / 1000.0);
+    freq.or_else(|| {
+        let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+        let mut current = None;
+        for line in info.lines() {
+            if let Some(v) = line.strip_prefix("processor") {
+                current = v
+                    .trim_start_matches([' ', '\t', ':'])
+                    .trim()
+                    .parse::<usize>()
+                    .ok();
+            }
+            if current == Some(cpu) && line.starts_with("cpu MHz") {
+                return line.split(':').nth(1)?.trim().parse().ok();
+            }
+        }
+        None
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_calibration_runs_the_same_ticks_every_time() {
+        assert_eq!(run_ticks(20).len(), 20);
+        let c = calibrate(0, "before the first ladder").unwrap();
+        assert_eq!((c.cpu, c.ticks), (0, TICKS));
+        assert!(c.tick_us > 0.0, "a tick takes time: {c:?}");
+        assert!(
+            c.tick_p10_us <= c.tick_us && c.tick_us <= c.tick_p90_us,
+            "{c:?}"
+        );
+    }
+}
