@@ -254,6 +254,24 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
         );
     }
     w!(out, "<p class=\"tablenote\">{}.</p>\n", notes.join(". "));
+    // How an adaptive ladder chose each step's size.
+    let chosen: Vec<String> = ladder
+        .steps
+        .iter()
+        .filter_map(|s| {
+            s.chosen
+                .as_ref()
+                .map(|c| format!("step {} ({} tiles): {}", s.index, s.tiles, esc(c)))
+        })
+        .collect();
+    if !chosen.is_empty() {
+        w!(
+            out,
+            "<p class=\"tablenote\">How the steps were sized (the ladder grows faster while the servers \
+             are far from the limit, then bisects a failure): {}.</p>\n",
+            chosen.join("; ")
+        );
+    }
 }
 
 /// A step's outages: "0", or the count and the longest one.
