@@ -232,15 +232,7 @@ impl Coverage {
 
     /// Counts the ticks `lo..=hi` of piece `id` whose nominal arrival is
     /// before `end_us`, and the gap since the previous counted tick.
-    fn settle(
-        &mut self,
-        id: u64,
-        offset_us: f64,
-        lo: u32,
-        hi: u32,
-        end_us: u64,
-        w: &mut Windows,
-    ) {
+    fn settle(&mut self, id: u64, offset_us: f64, lo: u32, hi: u32, end_us: u64, w: &mut Windows) {
         let t = self.tick_us;
         let nominal = |tick: u32| f64::from(tick) * t + offset_us;
         if nominal(lo) >= end_us as f64 {

@@ -184,7 +184,13 @@ impl<T: Pending> Ledger<T> {
     /// The outstanding commands that can no longer be reflected at `now_us`
     /// (due in the span before `end_us`; all of them without a session,
     /// else those past their deadline) are lost; the rest are not judged.
-    fn settle_outstanding(&mut self, now_us: u64, end_us: u64, connected: bool, rec: &mut Recorder) {
+    fn settle_outstanding(
+        &mut self,
+        now_us: u64,
+        end_us: u64,
+        connected: bool,
+        rec: &mut Recorder,
+    ) {
         let deadline = self.loss_deadline_us;
         for due in self.outstanding.iter().map(T::due_us) {
             if self.coverage.contains(due)

@@ -37,6 +37,7 @@ pub mod q3;
 pub mod recorder;
 pub mod referee;
 pub mod run;
+mod seat;
 pub mod sources;
 pub mod tw7;
 pub mod windows;

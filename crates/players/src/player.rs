@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use tickpack_report::record;
 use tickpack_wire::{
     buttons, delta, Command, DisconnectReason, EntityState, Input, Packet, RefuseReason, Snapshot,
@@ -44,9 +44,8 @@ pub use crate::ledger::CONNECT_GRACE_US;
 use crate::ledger::{interval_us, Ledger, Pending};
 use crate::presence::{Attendance, Change, Presence};
 use crate::recorder::Recorder;
-
-/// Send slots per command interval (see `Player::handle`, `Accepted`).
-pub const SLOTS: u64 = 16;
+pub use crate::seat::{silence_us, Seat, DEFAULT_TICK_HZ, SILENCE_US, SLOTS};
+pub(crate) use crate::seat::{RETRY_MAX_US, RETRY_MIN_US};
 
 /// Rounds `t_us` up to the next slot boundary of a `cmd_interval_us` grid.
 fn on_grid(t_us: u64, cmd_interval_us: u64) -> u64 {
@@ -54,54 +53,8 @@ fn on_grid(t_us: u64, cmd_interval_us: u64) -> u64 {
     t_us.div_ceil(step) * step
 }
 
-/// First retry interval of an unanswered hello or connect; it doubles per
-/// try up to [`RETRY_MAX_US`].
-pub(crate) const RETRY_MIN_US: u64 = 50_000;
-pub(crate) const RETRY_MAX_US: u64 = 1_000_000;
-/// A connected player that hears no snapshot for this long (or ten ticks,
-/// if longer) presumes its session dead and re-handshakes.
-pub const SILENCE_US: u64 = 500_000;
-/// Tick rate assumed for a player that never learned the server's (no
-/// player connected): the reference server's default.
-pub const DEFAULT_TICK_HZ: u32 = 100;
 /// Snapshots kept as delta baselines (the server keeps as many).
 const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
-
-/// Where one player sits in a run: its number and server, and the run's
-/// seed and start, what every game's player is made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Seat {
-    /// The player's number in the run (its name and random stream follow
-    /// from it).
-    pub index: usize,
-    /// The server it plays on.
-    pub target: SocketAddr,
-    /// The run's seed.
-    pub seed: u64,
-    /// When the run starts (monotonic microseconds).
-    pub start_us: u64,
-}
-
-impl Seat {
-    /// The player's own reproducible random stream (inputs, phases, sizes).
-    pub(crate) fn rng(&self) -> SmallRng {
-        SmallRng::seed_from_u64(self.seed ^ (self.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-
-    /// When the player first says hello, drawn from its stream `rng`: the
-    /// players' first hellos are spread over 50 ms from the start so they
-    /// do not all arrive in the same instant.
-    pub(crate) fn first_hello(&self, rng: &mut SmallRng) -> u64 {
-        self.start_us + rng.gen_range(0..50_000)
-    }
-}
-
-/// How long a connected player waits for a snapshot before re-handshaking.
-pub fn silence_us(tick_hz: u32) -> u64 {
-    // 0 (no rate announced yet) counts as 1 Hz, as the protocol reads it.
-    let tick = tickpack_wire::TickRate::from_wire(u16::try_from(tick_hz).unwrap_or(u16::MAX));
-    SILENCE_US.max(10 * tick.interval_us())
-}
 
 #[derive(Debug, Clone, PartialEq)]
 enum State {

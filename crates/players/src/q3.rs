@@ -156,13 +156,7 @@ impl Q3Player {
                 retry_us: RETRY_MIN_US,
             }
         };
-        let measured = Measured::new(
-            first,
-            &settings,
-            DEFAULT_CMD_RATE_HZ,
-            NUMBERING,
-            attendance,
-        );
+        let measured = Measured::new(first, &settings, DEFAULT_CMD_RATE_HZ, NUMBERING, attendance);
         let mut cfg = ClientConfig::new(
             &format!("{}{}", crate::referee::NAME_PREFIX, seat.index),
             rng.gen(),

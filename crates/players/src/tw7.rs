@@ -134,13 +134,7 @@ impl TwPlayer {
         let first = seat.first_hello(&mut rng);
         let attendance = Attendance::new(presence, seat.start_us, first);
         let absent = attendance.planned();
-        let measured = Measured::new(
-            first,
-            &settings,
-            DEFAULT_CMD_RATE_HZ,
-            NUMBERING,
-            attendance,
-        );
+        let measured = Measured::new(first, &settings, DEFAULT_CMD_RATE_HZ, NUMBERING, attendance);
         let aim_deg = rng.gen_range(0.0..360.0);
         TwPlayer {
             index: seat.index,
@@ -255,10 +249,8 @@ impl TwPlayer {
                 Event::Disconnected { reason } => {
                     let ours = OWN_FAILURES.iter().any(|f| reason.starts_with(f));
                     if self.planned() && !ours {
-                        self.measured.ledger.attendance.last_failure = Some(format!(
-                            "{} disconnected the player: {reason}",
-                            self.target
-                        ));
+                        self.measured.ledger.attendance.last_failure =
+                            Some(format!("{} disconnected the player: {reason}", self.target));
                     }
                     if self.measured.ever_connected() || ours || self.planned() {
                         // Dropped after having played (a restart, a
