@@ -294,3 +294,62 @@ pub struct PlayerSettings {
     /// A command not reflected this long after it was due is lost.
     pub loss_deadline_us: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presence::PresenceSpan;
+
+    fn cfg() -> PlayersConfig {
+        PlayersConfig {
+            targets: vec!["127.0.0.1:1".parse().unwrap()],
+            players: 2,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn plans_windows_and_join_timeouts_are_checked_before_anything_opens() {
+        assert!(cfg().validate().is_ok());
+        let span = PresenceSpan {
+            from: Duration::ZERO,
+            until: Duration::from_secs(1),
+        };
+        let mismatched = PlayersConfig {
+            presence: Some(PresencePlan::since_run_start(vec![vec![span]])),
+            ..cfg()
+        };
+        let err = mismatched.validate().unwrap_err().to_string();
+        assert!(err.contains("for 1 players, the run has 2"), "{err}");
+        let long = PlayersConfig {
+            window: Some(Duration::from_secs(11)),
+            ..cfg()
+        };
+        assert!(long
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("at most the duration"));
+        let many = PlayersConfig {
+            window: Some(Duration::from_millis(100)),
+            duration: Duration::from_secs(3600),
+            ..cfg()
+        };
+        let err = many.validate().unwrap_err().to_string();
+        assert!(err.contains("36000 windows"), "{err}");
+        let ok = PlayersConfig {
+            window: Some(Duration::from_secs(2)),
+            join_timeout: Some(Duration::from_secs(5)),
+            ..cfg()
+        };
+        assert!(ok.validate().is_ok());
+        assert_eq!(ok.join_timeout(), Duration::from_secs(5));
+        assert_eq!(cfg().join_timeout(), cfg().connect_timeout);
+        assert_eq!(ok.window_len_us(), 2_000_000);
+        let zero = PlayersConfig {
+            join_timeout: Some(Duration::ZERO),
+            ..cfg()
+        };
+        assert!(zero.validate().is_err());
+    }
+}

@@ -302,3 +302,77 @@ impl Attendance {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(from_ms: u64, until_ms: u64) -> PresenceSpan {
+        PresenceSpan {
+            from: Duration::from_millis(from_ms),
+            until: Duration::from_millis(until_ms),
+        }
+    }
+
+    #[test]
+    fn a_plan_must_fit_the_run_with_spans_in_order() {
+        let ok =
+            PresencePlan::since_run_start(vec![vec![span(0, 1_000), span(1_000, 2_000)], vec![]]);
+        assert_eq!(ok.check(2), Ok(()));
+        assert!(ok.check(3).unwrap_err().contains("for 2 players"));
+        let empty = PresencePlan::since_run_start(vec![vec![span(5, 5)]]);
+        assert!(empty.check(1).unwrap_err().contains("is empty"));
+        let overlap = PresencePlan::since_run_start(vec![vec![span(0, 10), span(9, 20)]]);
+        assert!(overlap.check(1).unwrap_err().contains("begins before"));
+        assert_eq!(ok.spans(7), &[]);
+    }
+
+    #[test]
+    fn joins_leaves_and_failures_come_at_their_times_shifted_by_the_phase() {
+        let mut rec = Recorder::new((0, 10_000_000));
+        let p = Presence::planned(
+            &[span(0, 1_000), span(2_000, 3_000), span(4_000, 4_010)],
+            1_000_000,
+            Duration::from_millis(300),
+        );
+        // Phase 20 ms: joins at 1.02 s and 3.02 s; the last span (10 ms)
+        // is shorter than the phase and is none.
+        let mut a = Attendance::new(&p, 1_000_000, 1_020_000);
+        assert!(a.planned());
+        assert_eq!(a.next_change_us(), 1_020_000);
+        assert_eq!(a.poll(1_019_999, &mut rec), None);
+        assert_eq!(a.poll(1_020_000, &mut rec), Some(Change::Join));
+        assert!(a.joining());
+        assert_eq!(a.next_change_us(), 1_320_000, "the join's limit");
+        assert_eq!(a.joined(1_070_000, &mut rec), Some(2_000_000));
+        assert_eq!(rec.joins, 1);
+        assert_eq!(rec.join.max(), 50_015, "50 ms at 3 digits");
+        assert_eq!(a.joined(1_080_000, &mut rec), None, "once");
+        assert_eq!(a.next_change_us(), 2_000_000);
+        assert_eq!(a.poll(2_000_100, &mut rec), Some(Change::Leave));
+        assert_eq!(a.poll(3_020_000, &mut rec), Some(Change::Join));
+        // Not in before the limit: failed, and no more spans.
+        assert_eq!(a.poll(3_320_000, &mut rec), Some(Change::JoinFailed));
+        assert_eq!(rec.failed_joins, 1);
+        assert_eq!(a.next_change_us(), u64::MAX);
+        assert!(a.failures().unwrap().starts_with("1 join(s) failed"));
+    }
+
+    #[test]
+    fn a_span_missed_whole_is_skipped_and_none_fails_without_a_plan() {
+        let mut rec = Recorder::new((0, 10_000_000));
+        let p = Presence::planned(&[span(0, 100), span(200, 300)], 0, Duration::from_secs(1));
+        let mut a = Attendance::new(&p, 0, 0);
+        // The player got round to it only at 250 ms: the first is gone.
+        assert_eq!(a.poll(250_000, &mut rec), Some(Change::Join));
+        assert_eq!(a.next_change_us(), 300_000, "its span's end comes first");
+        assert_eq!(a.poll(300_000, &mut rec), Some(Change::JoinFailed));
+        let mut always = Attendance::new(&Presence::always(), 0, 5);
+        assert!(!always.planned());
+        assert_eq!(always.poll(u64::MAX - 1, &mut rec), None);
+        assert_eq!(always.next_change_us(), u64::MAX);
+        always.gave_up(&mut rec);
+        assert_eq!(rec.failed_joins, 2);
+        assert_eq!(always.failures(), Some("1 join(s) failed".into()));
+    }
+}
