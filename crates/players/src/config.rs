@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tickpack_game::PlayerProtocol;
 
+use crate::presence::PresencePlan;
 use crate::PlayersError;
 
 /// Size of each command datagram in bytes, drawn per command.
@@ -142,6 +143,17 @@ pub struct PlayersConfig {
     /// How the threads move datagrams (one io_uring each, or `epoll`).
     pub io: crate::io::IoMode,
     pub seed: u64,
+    /// When each player is present, from the run's start
+    /// ([`crate::presence`]); `None`: every player the whole run.
+    pub presence: Option<PresencePlan>,
+    /// A join not at its first snapshot this long after its first packet
+    /// failed (a player who could not get in); `None`: the connect
+    /// timeout. Only a presence plan's joins can fail and go on: without
+    /// a plan a player that cannot connect gives up.
+    pub join_timeout: Option<Duration>,
+    /// Record the measured window in windows of this length as well as
+    /// whole ([`crate::windows`]); `None`: no windows.
+    pub window: Option<Duration>,
 }
 
 impl Default for PlayersConfig {
@@ -165,6 +177,9 @@ impl Default for PlayersConfig {
             busy_poll: false,
             io: crate::io::IoMode::Auto,
             seed: 1,
+            presence: None,
+            join_timeout: None,
+            window: None,
         }
     }
 }
@@ -219,12 +234,48 @@ impl PlayersConfig {
         if self.threads == 0 || self.threads > 64 {
             return bad(format!("--threads must be 1..=64, got {}", self.threads));
         }
+        if let Some(plan) = &self.presence {
+            plan.check(self.players).map_err(PlayersError::Config)?;
+        }
+        if let Some(t) = self.join_timeout {
+            if t.is_zero() || t > Duration::from_secs(3600) {
+                return bad("the join timeout must be more than 0 and at most 1h".into());
+            }
+        }
+        if let Some(w) = self.window {
+            let windows = self.duration.as_nanos().div_ceil(w.as_nanos().max(1));
+            if w < Duration::from_millis(100) || w > self.duration {
+                return bad(format!(
+                    "the window must be at least 100 ms and at most the duration ({:?}), got {w:?}",
+                    self.duration
+                ));
+            }
+            if windows > crate::windows::MAX_WINDOWS as u128 {
+                return bad(format!(
+                    "{windows} windows of {w:?} in {:?}: at most {} are kept",
+                    self.duration,
+                    crate::windows::MAX_WINDOWS
+                ));
+            }
+        }
         crate::sources::check(
             self.players,
             &self.targets,
             &self.source_addrs,
             self.per_source_limit,
         )
+    }
+}
+
+impl PlayersConfig {
+    /// The limit a join has ([`PlayersConfig::join_timeout`]).
+    pub fn join_timeout(&self) -> Duration {
+        self.join_timeout.unwrap_or(self.connect_timeout)
+    }
+
+    /// The windows' length in microseconds; 0: no windows.
+    pub fn window_len_us(&self) -> u64 {
+        self.window.map_or(0, |w| w.as_micros() as u64)
     }
 }
 
@@ -242,4 +293,63 @@ pub struct PlayerSettings {
     pub window: (u64, u64),
     /// A command not reflected this long after it was due is lost.
     pub loss_deadline_us: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presence::PresenceSpan;
+
+    fn cfg() -> PlayersConfig {
+        PlayersConfig {
+            targets: vec!["127.0.0.1:1".parse().unwrap()],
+            players: 2,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn plans_windows_and_join_timeouts_are_checked_before_anything_opens() {
+        assert!(cfg().validate().is_ok());
+        let span = PresenceSpan {
+            from: Duration::ZERO,
+            until: Duration::from_secs(1),
+        };
+        let mismatched = PlayersConfig {
+            presence: Some(PresencePlan::since_run_start(vec![vec![span]])),
+            ..cfg()
+        };
+        let err = mismatched.validate().unwrap_err().to_string();
+        assert!(err.contains("for 1 players, the run has 2"), "{err}");
+        let long = PlayersConfig {
+            window: Some(Duration::from_secs(11)),
+            ..cfg()
+        };
+        assert!(long
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("at most the duration"));
+        let many = PlayersConfig {
+            window: Some(Duration::from_millis(100)),
+            duration: Duration::from_secs(3600),
+            ..cfg()
+        };
+        let err = many.validate().unwrap_err().to_string();
+        assert!(err.contains("36000 windows"), "{err}");
+        let ok = PlayersConfig {
+            window: Some(Duration::from_secs(2)),
+            join_timeout: Some(Duration::from_secs(5)),
+            ..cfg()
+        };
+        assert!(ok.validate().is_ok());
+        assert_eq!(ok.join_timeout(), Duration::from_secs(5));
+        assert_eq!(cfg().join_timeout(), cfg().connect_timeout);
+        assert_eq!(ok.window_len_us(), 2_000_000);
+        let zero = PlayersConfig {
+            join_timeout: Some(Duration::ZERO),
+            ..cfg()
+        };
+        assert!(zero.validate().is_err());
+    }
 }

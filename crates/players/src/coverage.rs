@@ -17,6 +17,8 @@
 
 use std::collections::VecDeque;
 
+use crate::windows::Windows;
+
 /// The step between the frames (or ticks) of the first snapshots a player
 /// saw, each `(arrival_us, number)`: the smallest positive difference of
 /// consecutive numbers (a gap is a lost one, never a smaller step); `None`
@@ -104,6 +106,15 @@ impl Coverage {
         self.span
     }
 
+    /// Starts counting afresh over `span` (a player's next presence), with
+    /// the tick interval learned so far; what was counted before must have
+    /// been taken with [`Coverage::finish`].
+    pub fn reopen(&mut self, span: (u64, u64)) {
+        let tick_us = self.tick_us;
+        *self = Self::new(span);
+        self.tick_us = tick_us;
+    }
+
     /// Whether `t_us` lies in the span (a command due then is measured).
     pub fn contains(&self, t_us: u64) -> bool {
         t_us >= self.span.0 && t_us < self.span.1
@@ -120,14 +131,36 @@ impl Coverage {
         now_us: u64,
     ) -> u64 {
         let mut lost = 0;
+        self.expire_each(outstanding, due_us, deadline_us, now_us, |_| lost += 1);
+        lost
+    }
+
+    /// [`Coverage::expire`], calling `lost` with the due time of each
+    /// command lost.
+    pub fn expire_each<T>(
+        &self,
+        outstanding: &mut std::collections::VecDeque<T>,
+        due_us: impl Fn(&T) -> u64,
+        deadline_us: u64,
+        now_us: u64,
+        mut lost: impl FnMut(u64),
+    ) {
         while let Some(due) = outstanding.front().map(&due_us) {
             if due + deadline_us > now_us {
                 break;
             }
             outstanding.pop_front();
-            lost += u64::from(self.contains(due));
+            if self.contains(due) {
+                lost(due);
+            }
         }
-        lost
+    }
+
+    /// `[from, to)` clipped to the span, if anything is left.
+    pub fn clip(&self, from_us: u64, to_us: u64) -> Option<(u64, u64)> {
+        let (a, b) = self.span;
+        let (from, to) = (from_us.max(a), to_us.min(b));
+        (to > from).then_some((from, to))
     }
 
     /// How many commands, one every `interval_us`, fall due in `[from,
@@ -155,8 +188,9 @@ impl Coverage {
         self.tick_us = us.max(1.0);
     }
 
-    /// A new tick (greater than any before in this piece) arrived at `now_us`.
-    pub fn tick(&mut self, now_us: u64, tick: u32) {
+    /// A new tick (greater than any before in this piece) arrived at
+    /// `now_us`; what is settled goes to `w` too, by time.
+    pub fn tick(&mut self, now_us: u64, tick: u32, w: &mut Windows) {
         if self.tick_us == 0.0 {
             return;
         }
@@ -178,27 +212,27 @@ impl Coverage {
         if p.ranges.len() > MAX_RANGES {
             let (lo, hi) = p.ranges.pop_front().expect("non-empty");
             let (id, off) = (p.id, p.offset_us);
-            self.settle(id, off, lo, hi, self.span.1);
+            self.settle(id, off, lo, hi, self.span.1, w);
         }
     }
 
     /// The server changed (a restart): what follows is a new numbering.
-    pub fn new_piece(&mut self) {
-        self.close_piece(self.span.1);
+    pub fn new_piece(&mut self, w: &mut Windows) {
+        self.close_piece(self.span.1, w);
         self.pieces += 1;
     }
 
-    fn close_piece(&mut self, end_us: u64) {
+    fn close_piece(&mut self, end_us: u64, w: &mut Windows) {
         if let Some(p) = self.piece.take() {
             for (lo, hi) in p.ranges {
-                self.settle(p.id, p.offset_us, lo, hi, end_us);
+                self.settle(p.id, p.offset_us, lo, hi, end_us, w);
             }
         }
     }
 
     /// Counts the ticks `lo..=hi` of piece `id` whose nominal arrival is
     /// before `end_us`, and the gap since the previous counted tick.
-    fn settle(&mut self, id: u64, offset_us: f64, lo: u32, hi: u32, end_us: u64) {
+    fn settle(&mut self, id: u64, offset_us: f64, lo: u32, hi: u32, end_us: u64, w: &mut Windows) {
         let t = self.tick_us;
         let nominal = |tick: u32| f64::from(tick) * t + offset_us;
         if nominal(lo) >= end_us as f64 {
@@ -217,21 +251,27 @@ impl Coverage {
             Some(l) if l.piece == id => {
                 let m = u64::from(lo.wrapping_sub(l.tick).wrapping_sub(1));
                 self.lost(m, ((m + 1) as f64 * t) as u64);
+                w.ticks(l.nominal_us + t, m, t, false);
             }
             // Another server process: the time between, in ticks; always
             // an outage.
             Some(l) => {
                 let gap = (first - l.nominal_us).max(0.0);
-                self.tally.lost += ((gap / t).round() as u64).saturating_sub(1);
+                let m = ((gap / t).round() as u64).saturating_sub(1);
+                self.tally.lost += m;
                 self.tally.outage(gap as u64);
+                w.ticks(l.nominal_us + t, m, t, false);
             }
             // The span's start to the first tick: slots of this grid in it.
             None => {
                 let gap = (first - self.span.0 as f64).max(0.0);
-                self.lost((gap / t).floor() as u64, gap as u64);
+                let m = (gap / t).floor() as u64;
+                self.lost(m, gap as u64);
+                w.ticks(self.span.0 as f64, m, t, false);
             }
         }
         self.tally.received += u64::from(hi_in - lo) + 1;
+        w.ticks(first, u64::from(hi_in - lo) + 1, t, true);
         self.last = Some(Last {
             piece: id,
             tick: hi_in,
@@ -249,22 +289,25 @@ impl Coverage {
     /// Settles the account: the span ends at `end_us` (its planned end, or
     /// earlier if the run was interrupted). `hint_hz` is the tick rate to
     /// assume if this player never learned the server's.
-    pub fn finish(&mut self, end_us: u64, hint_hz: u32) -> Tally {
+    pub fn finish(&mut self, end_us: u64, hint_hz: u32, w: &mut Windows) -> Tally {
         let end_us = end_us.min(self.span.1);
         if self.tick_us == 0.0 {
             self.set_tick_hz(hint_hz);
         }
-        self.close_piece(end_us);
+        self.close_piece(end_us, w);
         let t = self.tick_us;
         match self.last {
             Some(l) => {
                 let gap = (end_us as f64 - l.nominal_us).max(0.0);
                 let missing = ((gap / t).ceil() as u64).saturating_sub(1);
                 self.lost(missing, gap as u64);
+                w.ticks(l.nominal_us + t, missing, t, false);
             }
             None if end_us > self.span.0 => {
                 let gap = (end_us - self.span.0) as f64;
-                self.lost((gap / t).round() as u64, gap as u64);
+                let missing = (gap / t).round() as u64;
+                self.lost(missing, gap as u64);
+                w.ticks(self.span.0 as f64, missing, t, false);
             }
             None => {}
         }

@@ -32,17 +32,21 @@ pub mod io;
 mod ledger;
 mod measured;
 pub mod player;
+pub mod presence;
 pub mod q3;
 pub mod recorder;
 pub mod referee;
 pub mod run;
+mod seat;
 pub mod sources;
 pub mod tw7;
+pub mod windows;
 
 pub use config::{PlayersConfig, Protocol, SizeDist};
 pub use emulated::{Emulated, RunEnd};
 pub use io::IoMode;
 pub use player::Player;
+pub use presence::{Presence, PresencePlan, PresenceSpan};
 pub use recorder::Recorder;
 pub use run::{run, Live, Outcome};
 
@@ -169,6 +173,31 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         merged_from: vec![],
         traffic: r.traffic,
         histograms,
+        joins: joins(cfg, r),
+        window_s: cfg.window.map(|w| w.as_secs_f64()),
+        windows: r.windows.to_result(span_end(o)),
+    }
+}
+
+/// Where the measured span ended: the window's end, or where the run was
+/// interrupted.
+fn span_end(o: &Outcome) -> u64 {
+    o.interrupted_us
+        .map_or(o.window.1, |at| at.clamp(o.window.0, o.window.1))
+}
+
+/// The joins of a run, summarized, with their histogram.
+fn joins(cfg: &PlayersConfig, r: &Recorder) -> tickpack_report::Joins {
+    tickpack_report::Joins {
+        done: r.joins,
+        failed: r.failed_joins,
+        timeout_s: cfg.join_timeout().as_secs_f64(),
+        join_us: Percentiles::from_histogram(&r.join),
+        histogram: if r.join.is_empty() {
+            String::new()
+        } else {
+            encode_histogram(&r.join)
+        },
     }
 }
 

@@ -14,6 +14,7 @@ use tickpack_report::record;
 use crate::coverage::smallest_step;
 use crate::ledger::{interval_us, Ledger, Pending};
 use crate::player::{PlayerSettings, SILENCE_US};
+use crate::presence::Attendance;
 use crate::recorder::Recorder;
 
 /// Snapshots needed to learn the step (the smallest step between
@@ -66,16 +67,18 @@ pub(crate) struct Measured<T> {
 impl<T: Pending> Measured<T> {
     /// The measurements of a player that first says hello at `first_us` and
     /// sends `default_rate_hz` commands a second unless `settings` say
-    /// otherwise, to a server that numbers its snapshots by `numbering`.
+    /// otherwise, to a server that numbers its snapshots by `numbering`,
+    /// present as `attendance` says.
     pub fn new(
         first_us: u64,
         settings: &PlayerSettings,
         default_rate_hz: f64,
         numbering: Numbering,
+        attendance: Attendance,
     ) -> Self {
         let rate = settings.cmd_rate_hz.unwrap_or(default_rate_hz);
         Self {
-            ledger: Ledger::new(first_us, settings, interval_us(rate)),
+            ledger: Ledger::new(first_us, settings, interval_us(rate), attendance),
             numbering,
             step: None,
             learning: Vec::new(),
@@ -142,6 +145,7 @@ impl<T: Pending> Measured<T> {
             self.active = true;
             self.ledger.session_began(now_us, rec);
         }
+        self.ledger.joined(now_us, rec);
         self.newest = Some((n, now_us));
         let learned = self.count(now_us, n, rec);
         Some(Fresh {
@@ -195,7 +199,9 @@ impl<T: Pending> Measured<T> {
 
     fn record(&mut self, now_us: u64, n: i32, rec: &mut Recorder) {
         let step = self.step.expect("learned");
-        self.ledger.coverage.tick(now_us, (n.max(0) / step) as u32);
+        self.ledger
+            .coverage
+            .tick(now_us, (n.max(0) / step) as u32, &mut rec.windows);
         if rec.in_window(now_us) {
             if let Some(prev) = self.last_snapshot_us {
                 let interval_us = step as u64 * self.numbering.unit_us;
@@ -229,9 +235,27 @@ impl<T: Pending> Measured<T> {
     /// snapshot had come in the session.
     pub fn session_lost(&mut self, now_us: u64, rec: &mut Recorder) -> bool {
         self.ledger.expire(now_us, rec);
-        self.ledger.session_ended(now_us);
+        self.ledger.session_ended(now_us, rec);
         self.rejoined = self.ledger.ever_connected();
         std::mem::replace(&mut self.active, false)
+    }
+
+    /// The player leaves at `now_us` (its presence ended, or its join
+    /// failed; [`Ledger::left`]): `fallback_hz` is the snapshot rate to
+    /// count at if it never learned its server's. Snapshots of the next
+    /// presence are measured afresh (no jitter across the absence; one
+    /// numbered below the newest means a restarted server).
+    pub fn left(&mut self, now_us: u64, fallback_hz: u32, rec: &mut Recorder) {
+        if self.step.is_none() && !self.learning.is_empty() {
+            // Too few snapshots to learn the step: what they show.
+            let step = smallest_step(&self.learning).unwrap_or(self.numbering.fallback_step);
+            self.settle(step, rec);
+        }
+        let connected = self.active;
+        self.ledger.left(now_us, connected, fallback_hz, rec);
+        self.rejoined = self.ledger.ever_connected();
+        self.active = false;
+        self.last_snapshot_us = None;
     }
 
     /// The row of this player (named `player` on `server`) for the referee:

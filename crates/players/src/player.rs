@@ -20,12 +20,18 @@
 //! A connected player that goes [`silence_us`] without a snapshot, gets
 //! "port unreachable", or is told it timed out, re-handshakes with backoff
 //! and keeps measuring; the time without snapshots is an outage.
+//!
+//! With a presence plan ([`crate::presence`]) the player is away between
+//! its spans: at a span's start it handshakes afresh (a new nonce), at its
+//! end it says goodbye (`Disconnect { ClientLeaving }`, as at the end of
+//! the run); a join that does not get in within the join timeout is
+//! counted as failed and tried again at the next span.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use tickpack_report::record;
 use tickpack_wire::{
     buttons, delta, Command, DisconnectReason, EntityState, Input, Packet, RefuseReason, Snapshot,
@@ -36,10 +42,10 @@ pub use crate::config::PlayerSettings;
 use crate::emulated::{Emulated, RunEnd};
 pub use crate::ledger::CONNECT_GRACE_US;
 use crate::ledger::{interval_us, Ledger, Pending};
+use crate::presence::{Attendance, Change, Presence};
 use crate::recorder::Recorder;
-
-/// Send slots per command interval (see `Player::handle`, `Accepted`).
-pub const SLOTS: u64 = 16;
+pub use crate::seat::{silence_us, Seat, DEFAULT_TICK_HZ, SILENCE_US, SLOTS};
+pub(crate) use crate::seat::{RETRY_MAX_US, RETRY_MIN_US};
 
 /// Rounds `t_us` up to the next slot boundary of a `cmd_interval_us` grid.
 fn on_grid(t_us: u64, cmd_interval_us: u64) -> u64 {
@@ -47,54 +53,8 @@ fn on_grid(t_us: u64, cmd_interval_us: u64) -> u64 {
     t_us.div_ceil(step) * step
 }
 
-/// First retry interval of an unanswered hello or connect; it doubles per
-/// try up to [`RETRY_MAX_US`].
-pub(crate) const RETRY_MIN_US: u64 = 50_000;
-pub(crate) const RETRY_MAX_US: u64 = 1_000_000;
-/// A connected player that hears no snapshot for this long (or ten ticks,
-/// if longer) presumes its session dead and re-handshakes.
-pub const SILENCE_US: u64 = 500_000;
-/// Tick rate assumed for a player that never learned the server's (no
-/// player connected): the reference server's default.
-pub const DEFAULT_TICK_HZ: u32 = 100;
 /// Snapshots kept as delta baselines (the server keeps as many).
 const HISTORY: usize = tickpack_wire::DELTA_HISTORY;
-
-/// Where one player sits in a run: its number and server, and the run's
-/// seed and start, what every game's player is made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Seat {
-    /// The player's number in the run (its name and random stream follow
-    /// from it).
-    pub index: usize,
-    /// The server it plays on.
-    pub target: SocketAddr,
-    /// The run's seed.
-    pub seed: u64,
-    /// When the run starts (monotonic microseconds).
-    pub start_us: u64,
-}
-
-impl Seat {
-    /// The player's own reproducible random stream (inputs, phases, sizes).
-    pub(crate) fn rng(&self) -> SmallRng {
-        SmallRng::seed_from_u64(self.seed ^ (self.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-
-    /// When the player first says hello, drawn from its stream `rng`: the
-    /// players' first hellos are spread over 50 ms from the start so they
-    /// do not all arrive in the same instant.
-    pub(crate) fn first_hello(&self, rng: &mut SmallRng) -> u64 {
-        self.start_us + rng.gen_range(0..50_000)
-    }
-}
-
-/// How long a connected player waits for a snapshot before re-handshaking.
-pub fn silence_us(tick_hz: u32) -> u64 {
-    // 0 (no rate announced yet) counts as 1 Hz, as the protocol reads it.
-    let tick = tickpack_wire::TickRate::from_wire(u16::try_from(tick_hz).unwrap_or(u16::MAX));
-    SILENCE_US.max(10 * tick.interval_us())
-}
 
 #[derive(Debug, Clone, PartialEq)]
 enum State {
@@ -108,6 +68,8 @@ enum State {
         retry_us: u64,
     },
     Connected,
+    /// Away by the presence plan.
+    Absent,
     /// The server refused for good or said it is shutting down; the text
     /// says why.
     Ended(String),
@@ -158,20 +120,32 @@ pub struct Player {
 }
 
 impl Player {
+    /// A player present the whole run.
     pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        Self::with_presence(seat, settings, &Presence::always())
+    }
+
+    /// A player present as `presence` says.
+    pub fn with_presence(seat: Seat, settings: PlayerSettings, presence: &Presence) -> Self {
         let mut rng = seat.rng();
         let nonce = rng.gen();
         let first = seat.first_hello(&mut rng);
+        let attendance = Attendance::new(presence, seat.start_us, first);
+        let state = if attendance.planned() {
+            State::Absent
+        } else {
+            State::Hello {
+                next_try_us: first,
+                retry_us: RETRY_MIN_US,
+            }
+        };
         // The command interval is the server's tick until it says its rate.
-        let ledger = Ledger::new(first, &settings, 10_000);
+        let ledger = Ledger::new(first, &settings, 10_000, attendance);
         Self {
             index: seat.index,
             target: seat.target,
             settings,
-            state: State::Hello {
-                next_try_us: first,
-                retry_us: RETRY_MIN_US,
-            },
+            state,
             nonce,
             rng,
             tick_interval_us: 10_000,
@@ -205,10 +179,54 @@ impl Player {
         }
     }
 
+    fn planned(&self) -> bool {
+        self.ledger.attendance.planned()
+    }
+
+    /// Follows the presence plan at `now_us`: begins a join, or leaves
+    /// (its presence ended or its join failed) with a goodbye into `out`
+    /// if it has a session (returns whether it wrote one).
+    fn follow_plan(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        while let Some(change) = self.ledger.attendance.poll(now_us, rec) {
+            if change == Change::Join {
+                // A fresh handshake, as a new client.
+                self.nonce = self.rng.gen();
+                self.history.clear();
+                self.ack_tick = None;
+                self.last_snapshot_us = None;
+                self.rejoined = false;
+                self.last_heard_us = now_us;
+                self.state = State::Hello {
+                    next_try_us: now_us,
+                    retry_us: RETRY_MIN_US,
+                };
+                continue;
+            }
+            let connected = self.state == State::Connected;
+            let hz = if self.tick_hz > 0 {
+                self.tick_hz
+            } else {
+                DEFAULT_TICK_HZ
+            };
+            self.ledger.left(now_us, connected, hz, rec);
+            self.next_cmd_us = u64::MAX;
+            self.next_ping_us = u64::MAX;
+            self.state = State::Absent;
+            if connected {
+                Packet::Disconnect {
+                    reason: DisconnectReason::ClientLeaving,
+                }
+                .encode(out);
+                return true;
+            }
+        }
+        false
+    }
+
     /// The session is gone: re-handshake at once, then with backoff.
     fn lose_session(&mut self, now_us: u64, rec: &mut Recorder) {
         self.ledger.expire(now_us, rec);
-        self.ledger.session_ended(now_us);
+        self.ledger.session_ended(now_us, rec);
         self.next_cmd_us = u64::MAX;
         self.next_ping_us = u64::MAX;
         self.state = State::Hello {
@@ -317,9 +335,10 @@ impl Player {
             return;
         }
         self.rejoined = false;
-        self.ledger.coverage.tick(now_us, s.tick);
+        self.ledger.joined(now_us, rec);
+        self.ledger.coverage.tick(now_us, s.tick, &mut rec.windows);
 
-        rec.server_tick(self.target, s.tick, s.frame_us, s.lateness_us);
+        rec.server_tick(self.target, s.tick, now_us, s.frame_us, s.lateness_us);
         if rec.in_window(now_us) {
             if let Some(prev) = self.last_snapshot_us {
                 let gap = now_us - prev;
@@ -360,7 +379,14 @@ impl Emulated for Player {
     /// first connection nothing listens there and the player gives up; after
     /// it, the server is presumed restarting and the player reconnects.
     fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
-        if !self.ledger.ever_connected() {
+        if self.planned() {
+            // Joining: the backoff goes on until the join's limit.
+            self.ledger.attendance.last_failure = Some(why);
+            if self.state == State::Connected {
+                self.lose_session(now_us, rec);
+            }
+        } else if !self.ledger.ever_connected() {
+            self.ledger.attendance.gave_up(rec);
             self.fail(why);
         } else if self.state == State::Connected {
             self.lose_session(now_us, rec);
@@ -370,10 +396,11 @@ impl Emulated for Player {
 
     /// When this player next wants [`Self::poll_transmit`] called.
     fn next_deadline(&self) -> u64 {
+        let plan = self.ledger.attendance.next_change_us();
         match self.state {
             State::Hello { next_try_us, .. } | State::Connect { next_try_us, .. } => {
-                if self.ledger.ever_connected() {
-                    next_try_us
+                if self.ledger.ever_connected() || self.planned() {
+                    next_try_us.min(plan)
                 } else {
                     next_try_us.min(self.settings.connect_deadline_us)
                 }
@@ -381,7 +408,9 @@ impl Emulated for Player {
             State::Connected => self
                 .next_cmd_us
                 .min(self.next_ping_us)
-                .min(self.last_heard_us + silence_us(self.tick_hz)),
+                .min(self.last_heard_us + silence_us(self.tick_hz))
+                .min(plan),
+            State::Absent => plan,
             State::Ended(_) => u64::MAX,
         }
     }
@@ -390,14 +419,20 @@ impl Emulated for Player {
     /// `true`, or returns `false` when nothing is due at `now_us`.
     fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         out.clear();
+        if self.follow_plan(now_us, out, rec) {
+            return true;
+        }
         if self.state == State::Connected && now_us >= self.last_heard_us + silence_us(self.tick_hz)
         {
             self.lose_session(now_us, rec);
         }
         match self.state {
             State::Hello { .. } | State::Connect { .. }
-                if !self.ledger.ever_connected() && now_us >= self.settings.connect_deadline_us =>
+                if !self.planned()
+                    && !self.ledger.ever_connected()
+                    && now_us >= self.settings.connect_deadline_us =>
             {
+                self.ledger.attendance.gave_up(rec);
                 self.state = State::Ended(format!(
                     "no answer from {} to the handshake (is a tickpack server listening there?)",
                     self.target
@@ -513,10 +548,19 @@ impl Emulated for Player {
                         }
                     }
                     // Full or stopping after having played: the server may be
-                    // coming back; keep trying with backoff.
+                    // coming back; keep trying with backoff. A planned join
+                    // keeps trying whatever the reason, until its limit.
                     RefuseReason::Full | RefuseReason::ShuttingDown
                         if self.ledger.ever_connected() =>
                     {
+                        self.state = State::Hello {
+                            next_try_us: now_us + retry_us,
+                            retry_us: (retry_us * 2).min(RETRY_MAX_US),
+                        }
+                    }
+                    _ if self.planned() => {
+                        self.ledger.attendance.last_failure =
+                            Some(format!("{} refused the connection: {reason}", self.target));
                         self.state = State::Hello {
                             next_try_us: now_us + retry_us,
                             retry_us: (retry_us * 2).min(RETRY_MAX_US),
@@ -553,10 +597,17 @@ impl Emulated for Player {
                     DisconnectReason::Timeout if connected => self.lose_session(now_us, rec),
                     // Already coming back.
                     DisconnectReason::Timeout => {}
+                    // A planned player comes back whatever the reason: the
+                    // time without a session is counted.
+                    _ if self.planned() => {
+                        if connected {
+                            self.lose_session(now_us, rec);
+                        }
+                    }
                     _ => {
                         // The rest of the span is without service: counted
                         // (from the session's loss, if it was lost before).
-                        self.ledger.session_ended(now_us);
+                        self.ledger.session_ended(now_us, rec);
                         self.state = State::Ended(format!(
                             "{} disconnected the player: {reason:?}",
                             self.target
@@ -584,14 +635,19 @@ impl Emulated for Player {
         let connected = self.state == State::Connected;
         self.ledger.finish(end, connected, hz, rec);
         out.clear();
-        if self.state == State::Connected {
+        // A planned player's failed joins are the run's problems to show.
+        let failures = self.ledger.attendance.failures().filter(|_| self.planned());
+        let goodbye = self.state == State::Connected;
+        if goodbye {
             Packet::Disconnect {
                 reason: DisconnectReason::ClientLeaving,
             }
             .encode(out);
             self.state = State::Ended("finished".into());
-            return true;
         }
-        false
+        if let Some(why) = failures {
+            self.state = State::Ended(why);
+        }
+        goodbye
     }
 }

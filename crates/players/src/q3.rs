@@ -29,6 +29,12 @@
 //! The players move: they run forward, strafe now and then and turn, so the
 //! server simulates real movement for them, and they appear in the
 //! server's `getstatus` with their names (`tp-N`).
+//!
+//! With a presence plan ([`crate::presence`]) a player leaves as an
+//! ioquake3 client disconnects (`CL_Disconnect`): the reliable command
+//! `disconnect`, sent in [`GOODBYE_PACKETS`] packets in case one is lost;
+//! it joins again with a fresh challenge and connect (the server gives
+//! the same address and qport its slot back).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -41,6 +47,7 @@ use crate::emulated::{Emulated, RunEnd};
 use crate::ledger::Pending;
 use crate::measured::{Measured, Numbering};
 use crate::player::{PlayerSettings, Seat, RETRY_MAX_US, RETRY_MIN_US};
+use crate::presence::{Attendance, Change, Presence};
 use crate::recorder::Recorder;
 
 /// The protocol number ioquake3 servers speak (Debian's set `com_protocol 71`).
@@ -65,6 +72,9 @@ const PRIMING_INTERVAL_US: u64 = 50_000;
 /// Usercmds per packet: the new one and the previous one, like ioquake3's
 /// default `cl_packetdup 1`, so one lost packet loses no input.
 const CMDS_PER_PACKET: usize = 2;
+/// Packets carrying the `disconnect` command when a player leaves: three,
+/// as ioquake3's `CL_Disconnect` writes.
+pub const GOODBYE_PACKETS: u8 = 3;
 
 #[derive(Debug, Clone, PartialEq)]
 enum State {
@@ -75,6 +85,10 @@ enum State {
     },
     /// Connected; the session counts once the first snapshot arrived.
     Session,
+    /// Leaving by the plan: packets carrying `disconnect` still to send.
+    Leaving(u8),
+    /// Away by the presence plan.
+    Absent,
     Ended(String),
 }
 
@@ -124,10 +138,25 @@ fn angle_to_short(deg: f32) -> i32 {
 }
 
 impl Q3Player {
+    /// A player present the whole run.
     pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        Self::with_presence(seat, settings, &Presence::always())
+    }
+
+    /// A player present as `presence` says.
+    pub fn with_presence(seat: Seat, settings: PlayerSettings, presence: &Presence) -> Self {
         let mut rng = seat.rng();
         let first = seat.first_hello(&mut rng);
-        let measured = Measured::new(first, &settings, DEFAULT_CMD_RATE_HZ, NUMBERING);
+        let attendance = Attendance::new(presence, seat.start_us, first);
+        let state = if attendance.planned() {
+            State::Absent
+        } else {
+            State::Handshake {
+                next_try_us: first,
+                retry_us: RETRY_MIN_US,
+            }
+        };
+        let measured = Measured::new(first, &settings, DEFAULT_CMD_RATE_HZ, NUMBERING, attendance);
         let mut cfg = ClientConfig::new(
             &format!("{}{}", crate::referee::NAME_PREFIX, seat.index),
             rng.gen(),
@@ -142,10 +171,7 @@ impl Q3Player {
             target: seat.target,
             settings,
             client,
-            state: State::Handshake {
-                next_try_us: first,
-                retry_us: RETRY_MIN_US,
-            },
+            state,
             rng,
             next_cmd_us: u64::MAX,
             last_cmd_time: 0,
@@ -164,6 +190,46 @@ impl Q3Player {
     /// The name the server lists this player under.
     pub fn name(&self) -> String {
         format!("{}{}", crate::referee::NAME_PREFIX, self.index)
+    }
+
+    fn planned(&self) -> bool {
+        self.measured.ledger.attendance.planned()
+    }
+
+    /// Follows the presence plan at `now_us`: begins a join, or leaves (its
+    /// presence ended or its join failed), saying goodbye if the channel
+    /// is open.
+    fn follow_plan(&mut self, now_us: u64, rec: &mut Recorder) {
+        while let Some(change) = self.measured.ledger.attendance.poll(now_us, rec) {
+            if change == Change::Join {
+                self.client.reset();
+                self.recent.clear();
+                self.refusal = None;
+                self.next_cmd_us = u64::MAX;
+                self.last_heard_us = now_us;
+                self.next_prime_us = now_us;
+                self.state = State::Handshake {
+                    next_try_us: now_us,
+                    retry_us: RETRY_MIN_US,
+                };
+                continue;
+            }
+            let hz = if self.tick_hz > 0 {
+                self.tick_hz
+            } else {
+                DEFAULT_SV_FPS
+            };
+            self.measured.left(now_us, hz, rec);
+            self.next_cmd_us = u64::MAX;
+            self.recent.clear();
+            if self.state == State::Session {
+                self.client.queue_command("disconnect");
+                self.state = State::Leaving(GOODBYE_PACKETS);
+                return;
+            }
+            self.client.reset();
+            self.state = State::Absent;
+        }
     }
 
     /// The session is gone: re-handshake at once, then with backoff.
@@ -273,35 +339,59 @@ impl Emulated for Q3Player {
     }
 
     fn next_deadline(&self) -> u64 {
+        let plan = self.measured.ledger.attendance.next_change_us();
         match self.state {
             State::Handshake { next_try_us, .. } => {
-                if self.measured.ever_connected() {
-                    next_try_us
+                if self.measured.ever_connected() || self.planned() {
+                    next_try_us.min(plan)
                 } else {
                     next_try_us.min(self.settings.connect_deadline_us)
                 }
             }
             State::Session if !self.measured.active() => self
                 .next_prime_us
-                .min(self.last_heard_us + self.measured.silence_us()),
+                .min(self.last_heard_us + self.measured.silence_us())
+                .min(plan),
             State::Session => self
                 .next_cmd_us
-                .min(self.last_heard_us + self.measured.silence_us()),
+                .min(self.last_heard_us + self.measured.silence_us())
+                .min(plan),
+            // Now: the goodbye goes out at once.
+            State::Leaving(_) => 0,
+            State::Absent => plan,
             State::Ended(_) => u64::MAX,
         }
     }
 
     fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         out.clear();
+        if let State::Leaving(left) = self.state {
+            // The reliable `disconnect` rides every packet until it is
+            // acknowledged; the last one goes, and the player is away.
+            let sent = self.client.usercmd_packet_into(&[], out);
+            if left <= 1 || !sent {
+                self.client.reset();
+                self.state = State::Absent;
+            } else {
+                self.state = State::Leaving(left - 1);
+            }
+            return sent;
+        }
+        self.follow_plan(now_us, rec);
+        if let State::Leaving(_) = self.state {
+            return self.poll_transmit(now_us, out, rec);
+        }
         if self.state == State::Session && now_us >= self.last_heard_us + self.measured.silence_us()
         {
             self.lose_session(now_us, rec);
         }
         match self.state {
             State::Handshake { .. }
-                if !self.measured.ever_connected()
+                if !self.planned()
+                    && !self.measured.ever_connected()
                     && now_us >= self.settings.connect_deadline_us =>
             {
+                self.measured.ledger.attendance.gave_up(rec);
                 let why = match &self.refusal {
                     Some(r) => format!("{} refused the connection: {r}", self.target),
                     None => format!(
@@ -364,7 +454,10 @@ impl Emulated for Q3Player {
     }
 
     fn handle(&mut self, now_us: u64, data: &[u8], rec: &mut Recorder) {
-        if matches!(self.state, State::Ended(_)) {
+        if matches!(
+            self.state,
+            State::Ended(_) | State::Absent | State::Leaving(_)
+        ) {
             return;
         }
         let mut events = std::mem::take(&mut self.events);
@@ -397,11 +490,21 @@ impl Emulated for Q3Player {
                     if self.state == State::Session {
                         // Dropped after having played (a restart, a
                         // timeout): come back. Sent away before ever
-                        // playing: the reason ends the player.
-                        if self.measured.ever_connected() || reason.contains("timed out") {
+                        // playing: the reason ends the player (a planned
+                        // one tries again until its join's limit).
+                        if self.measured.ever_connected()
+                            || self.planned()
+                            || reason.contains("timed out")
+                        {
+                            if self.planned() {
+                                self.measured.ledger.attendance.last_failure = Some(format!(
+                                    "{} disconnected the player: {reason}",
+                                    self.target
+                                ));
+                            }
                             self.lose_session(now_us, rec);
                         } else {
-                            self.measured.ledger.session_ended(now_us);
+                            self.measured.ledger.session_ended(now_us, rec);
                             self.state = State::Ended(format!(
                                 "{} disconnected the player: {reason}",
                                 self.target
@@ -411,7 +514,12 @@ impl Emulated for Q3Player {
                 }
                 Event::Print(text) => {
                     if matches!(self.state, State::Handshake { .. }) {
-                        self.refusal = Some(text.trim().to_string());
+                        let text = text.trim().to_string();
+                        if self.planned() {
+                            self.measured.ledger.attendance.last_failure =
+                                Some(format!("{} refused the connection: {text}", self.target));
+                        }
+                        self.refusal = Some(text);
                     }
                 }
                 Event::Gamestate { .. } | Event::ServerCommand { .. } => {
@@ -430,8 +538,15 @@ impl Emulated for Q3Player {
     }
 
     fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
-        if !self.measured.ever_connected() {
+        if self.planned() {
+            // Joining: the backoff goes on until the join's limit.
+            self.measured.ledger.attendance.last_failure = Some(why);
+            if self.state == State::Session {
+                self.lose_session(now_us, rec);
+            }
+        } else if !self.measured.ever_connected() {
             if !matches!(self.state, State::Ended(_)) {
+                self.measured.ledger.attendance.gave_up(rec);
                 self.state = State::Ended(why);
             }
         } else if self.state == State::Session {
@@ -454,14 +569,24 @@ impl Emulated for Q3Player {
         let hz = self.tick_hz.max(end.hint_tick_hz).max(1);
         self.measured.ledger.finish(end, connected, hz, rec);
         out.clear();
-        if self.state == State::Session {
-            self.client.queue_command("disconnect");
-            self.state = State::Ended("finished".into());
-            if self.client.usercmd_packet_into(&[], out) {
-                return true;
+        let failures = self
+            .measured
+            .ledger
+            .attendance
+            .failures()
+            .filter(|_| self.planned());
+        let mut goodbye = false;
+        if matches!(self.state, State::Session | State::Leaving(_)) {
+            if self.state == State::Session {
+                self.client.queue_command("disconnect");
             }
+            self.state = State::Ended("finished".into());
+            goodbye = self.client.usercmd_packet_into(&[], out);
         }
-        false
+        if let Some(why) = failures {
+            self.state = State::Ended(why);
+        }
+        goodbye
     }
 
     fn is_connected(&self) -> bool {

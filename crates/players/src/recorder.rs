@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use tickpack_report::{new_histogram, record};
 
 use crate::coverage::Tally;
+use crate::windows::Windows;
 
 /// Histograms (microseconds) and counters of one thread's players.
 pub struct Recorder {
@@ -20,8 +21,17 @@ pub struct Recorder {
     pub server_ping: Histogram<u64>,
     /// Snapshots received and lost, and outages, against the schedule.
     pub snapshots: Tally,
-    /// Handshakes completed after a player's first.
+    /// Handshakes completed after a player's first, within its presence
+    /// (a planned join is not one).
     pub reconnects: u64,
+    /// From a join's first packet to its first snapshot (every join of the
+    /// run, the warm-up's included: see [`crate::presence`]).
+    pub join: Histogram<u64>,
+    /// Joins done (`join`'s count) and failed.
+    pub joins: u64,
+    pub failed_joins: u64,
+    /// The measured window's windows (none unless the run keeps them).
+    pub windows: Windows,
     pub commands_sent: u64,
     pub commands_reflected: u64,
     pub commands_lost: u64,
@@ -50,6 +60,10 @@ impl Recorder {
             server_ping: new_histogram(),
             snapshots: Tally::default(),
             reconnects: 0,
+            join: new_histogram(),
+            joins: 0,
+            failed_joins: 0,
+            windows: Windows::off(),
             commands_sent: 0,
             commands_reflected: 0,
             commands_lost: 0,
@@ -59,6 +73,50 @@ impl Recorder {
             window,
             recent_transaction: new_histogram(),
         }
+    }
+
+    /// A recorder that also keeps the measured window cut into windows of
+    /// `window_len_us` ([`crate::windows`]; 0: none).
+    pub fn with_windows(window: (u64, u64), window_len_us: u64) -> Self {
+        Self {
+            windows: Windows::new(window, window_len_us),
+            ..Self::new(window)
+        }
+    }
+
+    /// A join whose first packet went out at `since_us` got its first
+    /// snapshot at `now_us`.
+    pub fn join_done(&mut self, since_us: u64, now_us: u64) {
+        let took = now_us.saturating_sub(since_us);
+        record(&mut self.join, took);
+        self.joins += 1;
+        self.windows.join_done(since_us, took);
+    }
+
+    /// A join whose first packet went out at `since_us` did not get in.
+    pub fn join_failed(&mut self, since_us: u64) {
+        self.failed_joins += 1;
+        self.windows.join_failed(since_us);
+    }
+
+    /// A command due at `due_us` in the player's span went out.
+    pub fn command_sent(&mut self, due_us: u64) {
+        self.commands_sent += 1;
+        self.windows.command_sent(due_us);
+    }
+
+    /// A command due at `due_us` in the player's span is lost.
+    pub fn command_lost(&mut self, due_us: u64) {
+        self.commands_lost += 1;
+        self.windows.command_lost(due_us);
+    }
+
+    /// The `n` commands of a player's span due in `[from, to)`, one every
+    /// `interval_us`, could not be sent (no session): lost.
+    pub fn commands_unsent(&mut self, from_us: u64, to_us: u64, interval_us: u64, n: u64) {
+        self.commands_lost += n;
+        self.windows
+            .commands_lost_between(from_us, to_us, interval_us);
     }
 
     /// A command reflected `latency_us` after it was due, in the span or
@@ -75,6 +133,7 @@ impl Recorder {
     /// past the deadline, counted lost.
     pub fn reflected_command(
         &mut self,
+        due_us: u64,
         latency_us: u64,
         deadline_us: u64,
         in_span: bool,
@@ -92,8 +151,9 @@ impl Recorder {
                 samples.push(latency_us.min(u64::from(u32::MAX)) as u32);
             }
             self.commands_reflected += 1;
+            self.windows.transaction(due_us, latency_us);
         } else {
-            self.commands_lost += 1;
+            self.command_lost(due_us);
         }
     }
 
@@ -113,12 +173,22 @@ impl Recorder {
         t_us >= self.window.0 && t_us < self.window.1
     }
 
-    pub fn server_tick(&mut self, server: SocketAddr, tick: u32, frame_us: u32, lateness_us: u32) {
+    /// The server's own figures of its tick `tick`, in a snapshot that
+    /// arrived at `at_us`: recorded once per tick and server.
+    pub fn server_tick(
+        &mut self,
+        server: SocketAddr,
+        tick: u32,
+        at_us: u64,
+        frame_us: u32,
+        lateness_us: u32,
+    ) {
         let seen = self.server_tick_seen.entry(server).or_insert(0);
         if tick > *seen {
             *seen = tick;
             record(&mut self.frame, u64::from(frame_us));
             record(&mut self.lateness, u64::from(lateness_us));
+            self.windows.frame(at_us, u64::from(frame_us));
         }
     }
 
@@ -135,11 +205,15 @@ impl Recorder {
             (&mut self.lateness, &o.lateness),
             (&mut self.jitter, &o.jitter),
             (&mut self.server_ping, &o.server_ping),
+            (&mut self.join, &o.join),
         ] {
             a.add(b).expect("histograms share bounds");
         }
         self.snapshots.merge(&o.snapshots);
         self.reconnects += o.reconnects;
+        self.joins += o.joins;
+        self.failed_joins += o.failed_joins;
+        self.windows.merge(&o.windows);
         self.commands_sent += o.commands_sent;
         self.commands_reflected += o.commands_reflected;
         self.commands_lost += o.commands_lost;

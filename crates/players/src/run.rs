@@ -23,6 +23,7 @@ use crate::config::{PlayersConfig, Protocol};
 use crate::emulated::{Emulated, RunEnd};
 use crate::io::{Incoming, PlayerIo};
 use crate::player::{Player, PlayerSettings, Seat, DEFAULT_TICK_HZ};
+use crate::presence::Presence;
 use crate::q3::Q3Player;
 use crate::recorder::Recorder;
 use crate::referee::Referee;
@@ -123,15 +124,36 @@ pub fn run(
             .map(|t| {
                 let live = live.clone();
                 s.spawn(move || match cfg.game {
-                    Protocol::Tickpack => {
-                        thread_main(cfg, t, threads, start, window, stop, &live, Player::new)
-                    }
-                    Protocol::Q3 => {
-                        thread_main(cfg, t, threads, start, window, stop, &live, Q3Player::new)
-                    }
-                    Protocol::Tw7 => {
-                        thread_main(cfg, t, threads, start, window, stop, &live, TwPlayer::new)
-                    }
+                    Protocol::Tickpack => thread_main(
+                        cfg,
+                        t,
+                        threads,
+                        start,
+                        window,
+                        stop,
+                        &live,
+                        Player::with_presence,
+                    ),
+                    Protocol::Q3 => thread_main(
+                        cfg,
+                        t,
+                        threads,
+                        start,
+                        window,
+                        stop,
+                        &live,
+                        Q3Player::with_presence,
+                    ),
+                    Protocol::Tw7 => thread_main(
+                        cfg,
+                        t,
+                        threads,
+                        start,
+                        window,
+                        stop,
+                        &live,
+                        TwPlayer::with_presence,
+                    ),
                 })
             })
             .collect();
@@ -228,8 +250,9 @@ fn ask_the_referee(cfg: &PlayersConfig, window: (u64, u64), stop: &AtomicBool, r
     }
 }
 
-/// A player's constructor: its seat in the run, the run's settings.
-type NewPlayer<P> = fn(Seat, PlayerSettings) -> P;
+/// A player's constructor: its seat in the run, the run's settings, its
+/// presence.
+type NewPlayer<P> = fn(Seat, PlayerSettings, &Presence) -> P;
 
 #[allow(clippy::too_many_arguments)]
 fn thread_main<P: Emulated>(
@@ -280,10 +303,14 @@ fn thread_main<P: Emulated>(
             seed: cfg.seed,
             start_us: start,
         };
-        players.push(new_player(seat, settings.clone()));
+        let presence = match &cfg.presence {
+            Some(plan) => Presence::planned(plan.spans(i), start, cfg.join_timeout()),
+            None => Presence::always(),
+        };
+        players.push(new_player(seat, settings.clone(), &presence));
         sockets.push(sock);
     }
-    let mut rec = Recorder::new(window);
+    let mut rec = Recorder::with_windows(window, cfg.window_len_us());
     let max_datagram = 2048.max(cfg.ping_size + 64);
     let mut io = PlayerIo::new(cfg.io, &sockets, max_datagram).map_err(PlayersError::Setup)?;
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = players

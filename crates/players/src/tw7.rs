@@ -32,6 +32,10 @@
 //! - Inputs never reflected within the loss deadline, outages and
 //!   reconnects, as for the other games.
 //!
+//! With a presence plan ([`crate::presence`]) a player leaves as the
+//! game's client does: the connection's close control message with a
+//! reason; it joins again as a new connection (a fresh token handshake).
+//!
 //! The players appear in the server's log and scoreboard as `tp-N`. The
 //! server admits [`PER_ADDRESS_DEFAULT`] players from one address by
 //! default (`sv_max_clients_per_ip`); a run with more spreads them over
@@ -48,6 +52,7 @@ use crate::emulated::{Emulated, RunEnd};
 use crate::ledger::Pending;
 use crate::measured::{Measured, Numbering};
 use crate::player::{PlayerSettings, Seat, RETRY_MAX_US, RETRY_MIN_US};
+use crate::presence::{Attendance, Change, Presence};
 use crate::recorder::Recorder;
 
 /// The server's game tick rate (fixed in the engine: `SERVER_TICK_SPEED`).
@@ -76,6 +81,8 @@ const AIM_RADIUS: f32 = 256.0;
 /// What the protocol crate says when the connection failed on our side
 /// (not a server's refusal): the player tries again.
 const OWN_FAILURES: [&str; 3] = ["Unable to connect", "Timeout", "Too weak connection"];
+/// The reason a leaving player's close message gives.
+pub const LEAVING: &str = "leaving";
 
 /// An input sent and not yet reflected.
 #[derive(Debug, Clone, Copy)]
@@ -105,6 +112,8 @@ pub struct TwPlayer {
     rng: SmallRng,
     next_cmd_us: u64,
     last_heard_us: u64,
+    /// Away by the presence plan.
+    absent: bool,
     ended: Option<String>,
     /// Snapshots (numbered by tick) and inputs against the schedule.
     measured: Measured<Sent>,
@@ -114,10 +123,18 @@ pub struct TwPlayer {
 }
 
 impl TwPlayer {
+    /// A player present the whole run.
     pub fn new(seat: Seat, settings: PlayerSettings) -> Self {
+        Self::with_presence(seat, settings, &Presence::always())
+    }
+
+    /// A player present as `presence` says.
+    pub fn with_presence(seat: Seat, settings: PlayerSettings, presence: &Presence) -> Self {
         let mut rng = seat.rng();
         let first = seat.first_hello(&mut rng);
-        let measured = Measured::new(first, &settings, DEFAULT_CMD_RATE_HZ, NUMBERING);
+        let attendance = Attendance::new(presence, seat.start_us, first);
+        let absent = attendance.planned();
+        let measured = Measured::new(first, &settings, DEFAULT_CMD_RATE_HZ, NUMBERING, attendance);
         let aim_deg = rng.gen_range(0.0..360.0);
         TwPlayer {
             index: seat.index,
@@ -130,6 +147,7 @@ impl TwPlayer {
             rng,
             next_cmd_us: u64::MAX,
             last_heard_us: first,
+            absent,
             ended: None,
             measured,
             aim_deg,
@@ -155,6 +173,37 @@ impl TwPlayer {
 
     fn us(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.epoch).as_micros() as u64
+    }
+
+    fn planned(&self) -> bool {
+        self.measured.ledger.attendance.planned()
+    }
+
+    /// Follows the presence plan at `now_us`: begins a join, or leaves (its
+    /// presence ended or its join failed) with the close message into
+    /// `out` if a connection is open (returns whether it wrote one).
+    fn follow_plan(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
+        while let Some(change) = self.measured.ledger.attendance.poll(now_us, rec) {
+            if change == Change::Join {
+                self.absent = false;
+                self.client = None;
+                self.next_try_us = now_us;
+                self.retry_us = RETRY_MIN_US;
+                continue;
+            }
+            let snap_hz = TICK_HZ / self.measured.step().unwrap_or(2).max(1) as u32;
+            self.measured.left(now_us, snap_hz, rec);
+            self.next_cmd_us = u64::MAX;
+            self.absent = true;
+            if let Some(mut c) = self.client.take() {
+                // Dropped with its own Disconnected event: no loss to count.
+                c.disconnect(LEAVING);
+                if c.poll_transmit(self.at(now_us), out) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// The session is gone: join again, at once the first time, then with
@@ -199,7 +248,11 @@ impl TwPlayer {
                 } => self.on_reflected(now_us, input_id, sent_at, rec),
                 Event::Disconnected { reason } => {
                     let ours = OWN_FAILURES.iter().any(|f| reason.starts_with(f));
-                    if self.measured.ever_connected() || ours {
+                    if self.planned() && !ours {
+                        self.measured.ledger.attendance.last_failure =
+                            Some(format!("{} disconnected the player: {reason}", self.target));
+                    }
+                    if self.measured.ever_connected() || ours || self.planned() {
                         // Dropped after having played (a restart, a
                         // timeout), or no answer yet: try again (until
                         // the connect deadline, before the first session).
@@ -241,7 +294,11 @@ impl TwPlayer {
 
     /// Starts a session if one is due and none is running.
     fn maybe_start(&mut self, now_us: u64) {
-        if self.client.is_none() && self.ended.is_none() && now_us >= self.next_try_us {
+        if self.client.is_none()
+            && self.ended.is_none()
+            && !self.absent
+            && now_us >= self.next_try_us
+        {
             let mut cfg = ClientConfig::new(&self.name(), self.rng.gen());
             cfg.start_info.clan = "tickpack".into();
             self.client = Some(Client::new(cfg, self.at(now_us)));
@@ -259,8 +316,12 @@ impl Emulated for TwPlayer {
         if self.ended.is_some() {
             return u64::MAX;
         }
-        let give_up = if self.measured.ever_connected() {
-            u64::MAX
+        let plan = self.measured.ledger.attendance.next_change_us();
+        if self.absent {
+            return plan;
+        }
+        let give_up = if self.measured.ever_connected() || self.planned() {
+            plan
         } else {
             self.settings.connect_deadline_us
         };
@@ -282,7 +343,14 @@ impl Emulated for TwPlayer {
         if self.ended.is_some() {
             return false;
         }
-        if !self.measured.ever_connected() && now_us >= self.settings.connect_deadline_us {
+        if self.follow_plan(now_us, out, rec) {
+            return true;
+        }
+        if !self.planned()
+            && !self.measured.ever_connected()
+            && now_us >= self.settings.connect_deadline_us
+        {
+            self.measured.ledger.attendance.gave_up(rec);
             self.client = None;
             self.ended = Some(format!(
                 "no answer from {} to the tw7 (0.7 protocol) join (is a 0.7 protocol server \
@@ -329,8 +397,15 @@ impl Emulated for TwPlayer {
     }
 
     fn unreachable(&mut self, now_us: u64, why: String, rec: &mut Recorder) {
-        if !self.measured.ever_connected() {
+        if self.planned() {
+            // Joining: it tries again until the join's limit.
+            self.measured.ledger.attendance.last_failure = Some(why);
+            if self.client.is_some() {
+                self.lose_session(now_us, rec);
+            }
+        } else if !self.measured.ever_connected() {
             if self.ended.is_none() {
+                self.measured.ledger.attendance.gave_up(rec);
                 self.client = None;
                 self.ended = Some(why);
             }
@@ -362,6 +437,15 @@ impl Emulated for TwPlayer {
             None => false,
         };
         self.client = None;
+        if let Some(why) = self
+            .measured
+            .ledger
+            .attendance
+            .failures()
+            .filter(|_| self.planned())
+        {
+            self.ended = Some(why);
+        }
         if self.ended.is_none() {
             self.ended = Some("finished".into());
         }

@@ -11,15 +11,17 @@ mod support;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
+use std::time::Duration;
+
 use tickpack_players::player::Seat;
 use tickpack_players::tw7::TwPlayer;
-use tickpack_players::{Emulated, Recorder, RunEnd};
+use tickpack_players::{Emulated, Presence, PresenceSpan, Recorder, RunEnd};
 use tickpack_tw7::huffman::Huffman;
 use tickpack_tw7::msg::{game, sys};
 use tickpack_tw7::packer::{pack_int, Unpacker};
 use tickpack_tw7::packet::{
-    Chunks, PacketHeader, CTRL_ACCEPT, CTRL_CONNECT, CTRL_TOKEN, FLAG_COMPRESSION, FLAG_CONTROL,
-    MAX_PAYLOAD,
+    Chunks, PacketHeader, CTRL_ACCEPT, CTRL_CLOSE, CTRL_CONNECT, CTRL_TOKEN, FLAG_COMPRESSION,
+    FLAG_CONTROL, MAX_PAYLOAD,
 };
 use tickpack_tw7::server_packets::{self, message};
 use tickpack_tw7::snapshot::obj;
@@ -44,6 +46,8 @@ struct Server {
     current: PlayerInput,
     spectator: bool,
     out: Vec<Vec<u8>>,
+    /// The reasons of the close messages the player sent.
+    closes: Vec<String>,
 }
 
 impl Server {
@@ -62,8 +66,18 @@ impl Server {
         if h.flags & FLAG_CONTROL != 0 {
             match d[7] {
                 CTRL_TOKEN => {
+                    // A new connection: its vital chunks count afresh.
                     self.client_token = u32::from_be_bytes([d[8], d[9], d[10], d[11]]);
+                    self.ack = 0;
                     self.control(CTRL_TOKEN, &SERVER_TOKEN.to_be_bytes());
+                }
+                CTRL_CLOSE => {
+                    // The player left: no more snapshots to it.
+                    let reason = d[8..].split(|&b| b == 0).next().unwrap_or(&[]);
+                    self.closes
+                        .push(String::from_utf8_lossy(reason).into_owned());
+                    self.client_token = 0;
+                    self.inputs.clear();
                 }
                 CTRL_CONNECT => {
                     self.control(CTRL_ACCEPT, &[]);
@@ -156,9 +170,18 @@ struct Run {
     rec: Recorder,
     player: TwPlayer,
     connected: bool,
+    /// The close messages' reasons the server got.
+    closes: Vec<String>,
+    /// When the server's connection to the player opened and closed:
+    /// (time, open).
+    server_saw: Vec<(u64, bool)>,
 }
 
 fn run(spectator: bool) -> Run {
+    run_with(spectator, &Presence::always())
+}
+
+fn run_with(spectator: bool, presence: &Presence) -> Run {
     let window = (START + WARMUP, START + WARMUP + DURATION);
     let settings = support::settings(window, START + 5_000_000);
     let target: SocketAddr = "10.0.0.1:8303".parse().unwrap();
@@ -168,7 +191,7 @@ fn run(spectator: bool) -> Run {
         seed: 7,
         start_us: START,
     };
-    let mut player = TwPlayer::new(seat, settings);
+    let mut player = TwPlayer::with_presence(seat, settings, presence);
     let mut rec = Recorder::new(window);
     let mut server = Server {
         client_token: 0,
@@ -178,7 +201,9 @@ fn run(spectator: bool) -> Run {
         current: PlayerInput::default(),
         spectator,
         out: vec![],
+        closes: vec![],
     };
+    let mut server_saw: Vec<(u64, bool)> = vec![];
     let mut to_server: VecDeque<(u64, Vec<u8>)> = VecDeque::new();
     let mut to_player: VecDeque<(u64, Vec<u8>)> = VecDeque::new();
     let mut buf = Vec::new();
@@ -199,16 +224,24 @@ fn run(spectator: bool) -> Run {
         for d in server.out.drain(..) {
             to_player.push_back((t + DELAY, d));
         }
+        // As the I/O loop does: poll when a deadline came or after a
+        // datagram (a reply may be due at once).
+        let mut heard = false;
         while to_player.front().is_some_and(|(at, _)| *at <= t) {
             let (_, d) = to_player.pop_front().unwrap();
             player.handle(t, &d, &mut rec);
+            heard = true;
         }
-        if t < window.1 && player.next_deadline() <= t {
+        if t < window.1 && (heard || player.next_deadline() <= t) {
             while player.poll_transmit(t, &mut buf, &mut rec) {
                 to_server.push_back((t + DELAY, buf.clone()));
             }
         }
         connected |= player.is_connected();
+        let open = server.client_token != 0;
+        if server_saw.last().is_none_or(|(_, o)| *o != open) {
+            server_saw.push((t, open));
+        }
         t += 250;
     }
     let run_end = RunEnd {
@@ -221,6 +254,8 @@ fn run(spectator: bool) -> Run {
         rec,
         player,
         connected,
+        closes: server.closes,
+        server_saw,
     }
 }
 
@@ -274,4 +309,55 @@ fn a_spectators_inputs_are_never_reflected_and_count_as_lost() {
     assert_eq!(rec.commands_reflected, 0);
     assert_eq!(rec.commands_lost, rec.commands_sent);
     assert_eq!(rec.snapshots.lost, 0, "the snapshots themselves came");
+}
+
+fn span(from_ms: u64, until_ms: u64) -> PresenceSpan {
+    PresenceSpan {
+        from: Duration::from_millis(from_ms),
+        until: Duration::from_millis(until_ms),
+    }
+}
+
+#[test]
+fn a_planned_teeworlds_player_closes_its_connection_and_joins_again_as_a_new_one() {
+    // Present [0, 2 s) and [2.5 s, 5 s) from the run's start (measured
+    // from 1 s to 4 s), 1 s to join.
+    let presence = Presence::planned(
+        &[span(0, 2_000), span(2_500, 5_000)],
+        START,
+        Duration::from_secs(1),
+    );
+    let r = run_with(false, &presence);
+    assert_eq!(r.closes, ["leaving"], "one close, with its reason");
+    // The server's connection opened, closed at 2 s, opened again from 2.5 s.
+    let opened: Vec<u64> = r.server_saw.iter().filter(|s| s.1).map(|s| s.0).collect();
+    let closed: Vec<u64> = r.server_saw.iter().filter(|s| !s.1).map(|s| s.0).collect();
+    assert_eq!(opened.len(), 2, "{:?}", r.server_saw);
+    assert!(closed
+        .iter()
+        .any(|&t| (START + 2_000_000..START + 2_020_000).contains(&t)));
+    assert!(opened[1] >= START + 2_500_000, "{:?}", r.server_saw);
+    let rec = &r.rec;
+    assert_eq!((rec.joins, rec.failed_joins), (2, 0));
+    assert_eq!(rec.reconnects, 0, "a planned join is no reconnect");
+    // Each join is a token round trip, the connect, the join messages and
+    // a snapshot: at least two round trips of 10 ms.
+    assert!(rec.join.min() >= 4 * DELAY, "{}", rec.join.min());
+    // Only the presence is measured, and nothing of it lost: [1 s, 2 s)
+    // and [2.5 s + join, 4 s) at 25 snapshots a second.
+    let s = rec.snapshots;
+    assert_eq!((s.lost, s.outages), (0, 0), "{s:?}");
+    assert!((55..=63).contains(&s.received), "{s:?}");
+    assert_eq!(rec.commands_lost, 0);
+    // The inputs sent in the last round trip before the leave are not
+    // judged: the player left before a snapshot could show them.
+    let unjudged = rec.commands_sent - rec.commands_reflected;
+    assert!(
+        unjudged <= 2,
+        "{} sent, {} reflected",
+        rec.commands_sent,
+        rec.commands_reflected
+    );
+    assert!(rec.commands_reflected >= 100, "{}", rec.commands_reflected);
+    assert_eq!(r.player.ended(), Some("finished"));
 }

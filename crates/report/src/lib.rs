@@ -41,7 +41,10 @@ pub mod tco;
 pub mod text;
 pub mod tile;
 pub mod verdict;
+pub mod windows;
 pub mod words;
+
+pub use windows::{Joins, PlayersWindow, WindowHistograms};
 
 /// Schema id of `tickpack players --json`.
 pub const PLAYERS_SCHEMA: &str = "tickpack.players/1";
@@ -356,6 +359,18 @@ pub struct PlayersResult {
     /// row each; absent for a single run. See [`merge`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<merge::MergedSource>,
+    /// How the players' joins went (their first, and each of a presence
+    /// plan's); absent in results from before joins were counted.
+    #[serde(default, skip_serializing_if = "Joins::is_empty")]
+    pub joins: Joins,
+    /// The length of [`PlayersResult::windows`] (seconds); absent when the
+    /// run kept no windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_s: Option<f64>,
+    /// The measured span cut into windows of `window_s`, in order, each
+    /// with its own figures ([`windows`]); empty when none were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<PlayersWindow>,
 }
 
 #[cfg(test)]

@@ -12,13 +12,15 @@
 //!   threads and CPU seconds; the longest outage is the maximum.
 //! - targets: each once, in the order first seen; errors and referee rows
 //!   kept, each error prefixed with its source.
+//! - joins and windows ([`crate::windows`]): counts and presence summed,
+//!   histograms added, window by window (the window length must agree).
 //! - `merged_from`: one [`MergedSource`] row per source (a merged input
 //!   contributes its own rows, so merging merges is the same as merging
 //!   all the runs at once).
 //!
 //! What must agree, or the merge is refused ([`MergeError`]): the schema,
-//! the game, the servers' tick rate, the command rate, the loss deadline
-//! and the measured duration (per-second figures divide by it). Sources
+//! the game, the servers' tick rate, the command rate, the loss deadline,
+//! the window length and the measured duration (per-second figures divide by it). Sources
 //! whose end times lie further apart than a run lasts did not run at the
 //! same time and are refused too: their sum is no load any server saw.
 //! The warm-up may differ (it grows with players per server); the merged
@@ -120,6 +122,8 @@ pub fn merge_players(sources: &[(String, PlayersResult)]) -> Result<PlayersResul
     out.referee = vec![];
     out.traffic = Default::default();
     out.merged_from = vec![];
+    out.joins = Default::default();
+    out.windows = vec![];
     let mut counts = Measurements::default();
     let mut hists = Hists::default();
 
@@ -154,6 +158,15 @@ pub fn merge_players(sources: &[(String, PlayersResult)]) -> Result<PlayersResul
         out.traffic.merge(&r.traffic);
         add_counts(&mut counts, r);
         hists.add(label, &r.histograms)?;
+        let unreadable = |field: &'static str, why: String| MergeError::Histogram {
+            label: label.clone(),
+            field,
+            why,
+        };
+        crate::windows::merge_joins(&mut out.joins, &r.joins)
+            .map_err(|why| unreadable("join_us", why))?;
+        crate::windows::merge_windows(&mut out.windows, &r.windows)
+            .map_err(|e| unreadable("windows", e.to_string()))?;
         if r.merged_from.is_empty() {
             out.merged_from.push(source_row(label, r));
         } else {
@@ -222,6 +235,10 @@ fn check_same(
             )
         };
         return Err(differs("measured duration", d(first), d(r)));
+    }
+    if r.window_s != first.window_s {
+        let w = |w: Option<f64>| w.map_or("none".to_string(), |s| format!("{s} s"));
+        return Err(differs("window length", w(first.window_s), w(r.window_s)));
     }
     let (a, b) = (first.system.unix_time, r.system.unix_time);
     if a != 0 && b != 0 {
@@ -432,6 +449,9 @@ mod tests {
             },
             referee: vec![],
             merged_from: vec![],
+            joins: Default::default(),
+            window_s: None,
+            windows: vec![],
         }
     }
 

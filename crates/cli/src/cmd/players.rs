@@ -219,6 +219,9 @@ impl Args {
             busy_poll: self.busy_poll,
             io: self.io,
             seed: self.seed,
+            presence: None,
+            join_timeout: None,
+            window: None,
         };
         cfg.validate().code(Code::Config)?;
         check_cpus("--cpus", &cfg.cpus)?;
