@@ -16,7 +16,7 @@ use tickpack_wire::TickRate;
 use crate::check::HealthTiming;
 use crate::gamedig::GamedigProtocol;
 use crate::names::check_placeholders;
-pub use crate::names::check_value;
+pub use crate::names::{check_value, is_name};
 pub use crate::query_protocol::QueryProtocol;
 pub use crate::transport::Transport;
 

@@ -39,6 +39,8 @@
 //!   `[data]` names but the game lacks is refused before anything starts.
 //! - [`source`]: `--game NAME|FILE` as a checked definition: a bounded
 //!   read of a user's file.
+//! - [`lines`]: which line of a TOML text defines a key, for refusals
+//!   found after parsing (here and in tile files).
 //!
 //! Order: read a file's text (or take a built-in) → [`GameDef::parse`] →
 //! [`GameSettings::defaults`] (then `set`) → [`GameDef::server_spec`] → the
@@ -55,7 +57,7 @@ pub mod def;
 pub mod env_name;
 pub mod gamedig;
 pub mod launch;
-mod lines;
+pub mod lines;
 mod names;
 pub mod pk3;
 pub mod query;

@@ -2,9 +2,11 @@
 //! (a bad value, a clash between two keys) name the line a person edits.
 //!
 //! A small scanner, not a TOML parser: it follows `[table]` and
-//! `[[array]]` headers and `key = ` lines (dotted and quoted keys too),
-//! which is how definition files are written. What it cannot place is
-//! put at its table's header, else at line 1.
+//! `[[array]]` headers, a table under the array element before it
+//! (`[member.rounds]` after the second `[[member]]` is
+//! `member.1.rounds`) and `key = ` lines (dotted and quoted keys too),
+//! which is how definition and tile files are written. What it cannot
+//! place is put at its table's header, else at line 1.
 
 /// The 1-based line that defines `path` (e.g. `["players", "protocol"]`,
 /// or `["file", "1", "path"]` for the second `[[file]]`'s `path`).
@@ -25,7 +27,7 @@ pub fn line_of(text: &str, path: &[String]) -> usize {
         }
         let here: Vec<String>;
         if let Some(h) = line.strip_prefix("[[").and_then(|l| l.split("]]").next()) {
-            let name = split_key(h);
+            let name = under_element(split_key(h), &arrays);
             let idx = match arrays.iter_mut().find(|(a, _)| *a == name) {
                 Some((_, i)) => {
                     *i += 1;
@@ -40,7 +42,7 @@ pub fn line_of(text: &str, path: &[String]) -> usize {
             table.push(idx.to_string());
             here = table.clone();
         } else if let Some(h) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
-            table = split_key(h);
+            table = under_element(split_key(h), &arrays);
             here = table.clone();
         } else if let Some((k, v)) = line.split_once('=').filter(|_| !line.starts_with('#')) {
             let mut p = table.clone();
@@ -61,6 +63,21 @@ pub fn line_of(text: &str, path: &[String]) -> usize {
         }
     }
     best.1
+}
+
+/// `name` with the current element's index after the longest array it
+/// starts with (`member.rounds` -> `member.1.rounds` after two
+/// `[[member]]`s).
+fn under_element(name: Vec<String>, arrays: &[(Vec<String>, usize)]) -> Vec<String> {
+    for n in (1..name.len()).rev() {
+        if let Some((_, count)) = arrays.iter().find(|(a, _)| a[..] == name[..n]) {
+            let mut out = name[..n].to_vec();
+            out.push((count - 1).to_string());
+            out.extend_from_slice(&name[n..]);
+            return out;
+        }
+    }
+    name
 }
 
 fn split_key(k: &str) -> Vec<String> {
@@ -92,5 +109,20 @@ mod tests {
         assert_eq!(at(text, &["file", "1", "players", "protocol"]), 12);
         assert_eq!(at(text, &["tick", "min_hz"]), 2, "the table's header");
         assert_eq!(at(text, &["nothing"]), 1);
+    }
+
+    #[test]
+    fn a_table_under_an_array_element_is_that_elements() {
+        let text = "[[member]]\ngame = \"a\"\n[member.rounds]\nround_s = 1\n\n[[member]]\ngame = \"b\"\n[member.rounds]\nround_s = 2\n[member.qos]\np99_ms = 3\n";
+        assert_eq!(at(text, &["member", "0", "rounds", "round_s"]), 4);
+        assert_eq!(at(text, &["member", "1", "game"]), 7);
+        assert_eq!(at(text, &["member", "1", "rounds", "round_s"]), 9);
+        assert_eq!(at(text, &["member", "1", "rounds"]), 8);
+        assert_eq!(at(text, &["member", "1", "qos", "p99_ms"]), 11);
+        assert_eq!(
+            at(text, &["member", "1", "qos", "relative"]),
+            10,
+            "its header"
+        );
     }
 }

@@ -52,7 +52,9 @@ pub fn check_value(name: &str, value: &str) -> Result<(), String> {
     }
 }
 
-pub(crate) fn is_name(s: &str) -> bool {
+/// Whether `s` is a name (a game's, a tile member's): 1-32 lower-case
+/// letters, digits, `-` and `_`, starting with a letter or digit.
+pub fn is_name(s: &str) -> bool {
     (1..=32).contains(&s.len())
         && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && s.chars()
