@@ -198,7 +198,7 @@ impl BenchConfig {
         }
         // A game tickpack cannot play runs no players.
         let playable = crate::game::players_game(&self.game).is_some();
-        if (playable && s.players_per_server == 0) || s.players_per_server > 255 {
+        if self.tile.is_none() && ((playable && s.players_per_server == 0) || s.players_per_server > 255) {
             return bad(format!(
                 "--players-per-server must be 1..=255, got {}",
                 s.players_per_server
@@ -492,14 +492,25 @@ impl BenchConfig {
 /// or host killed with -9): recorded processes, namespaces, links, the guard
 /// route, the firewall table and cgroups. Returns what was removed.
 pub fn recover_leftovers(cfg: &BenchConfig) -> Result<Vec<String>, BenchError> {
-    let fleet = tickpack_fleet::FleetPlan {
-        name: Some(cfg.host_name.clone()),
-        run_dir: Some(cfg.run_dir.clone()),
-        ..Default::default()
+    let recover = |name: String, run_dir: PathBuf| -> Result<Vec<String>, BenchError> {
+        let fleet = tickpack_fleet::FleetPlan {
+            name: Some(name),
+            run_dir: Some(run_dir.clone()),
+            ..Default::default()
+        }
+        .build(&run_dir)
+        .map_err(|e| BenchError::Config(e.to_string()))?;
+        Ok(tickpack_host::supervisor::recover(&fleet)?)
+    };
+    let mut removed = recover(cfg.host_name.clone(), cfg.run_dir.clone())?;
+    // A tile run's members each had a host of their own, in the run dir.
+    for m in 0..tile::MAX_MEMBERS {
+        let dir = tile::member_run_dir(&cfg.run_dir, m);
+        if dir.is_dir() {
+            removed.extend(recover(tile::member_host_name(&cfg.host_name, m), dir)?);
+        }
     }
-    .build(&cfg.run_dir)
-    .map_err(|e| BenchError::Config(e.to_string()))?;
-    Ok(tickpack_host::supervisor::recover(&fleet)?)
+    Ok(removed)
 }
 
 /// Runs the benchmark; `on_update` sees the result after every step (the

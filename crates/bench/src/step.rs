@@ -58,8 +58,7 @@ impl StepRunner for HostStepRunner<'_> {
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
         if let Some(tile) = &plan.tile {
-            let _ = tile;
-            return Err(BenchError::Config("tile steps are not built yet".into()));
+            return crate::tile::step::run(plan, tile, spec, req, self.stop);
         }
         let s = &spec.settings(&plan.settings);
         let game = spec.game_server(&plan.game);

@@ -299,6 +299,12 @@ fn default_probe(game: &GameServer) -> Option<String> {
     if game.player_protocol().is_some() {
         return None;
     }
+    query_probe_name(game)
+}
+
+/// The prober's name for the game's own query (its definition's
+/// `[query]`), if it has one the prober speaks.
+pub(crate) fn query_probe_name(game: &GameServer) -> Option<String> {
     let def = game.definition();
     match def.query.protocol {
         QueryProtocol::Q3 => Some("q3".into()),

@@ -13,6 +13,7 @@
 
 pub mod before;
 pub mod game;
+pub mod tile;
 #[cfg(test)]
 mod tests;
 
@@ -210,6 +211,29 @@ impl Request {
             vec![]
         };
         let game = chosen.into_iter().next().expect("one game at least").server;
+        // A tile: its members instead of one game, its step and warm-up.
+        let mut settings = settings;
+        let tile = match &self.tile {
+            Some(path) => {
+                let t = tile::tile_plan(path, self.quick)?;
+                settings.game = format!("tile {}", t.settings.name);
+                settings.tile_servers = t.servers_per_tile();
+                settings.players_per_server = t.members.first().map_or(0, |m| m.players);
+                settings.bots_per_server = 0;
+                settings.step_duration_s = t.step.as_secs_f64();
+                settings.warmup_s = t.warmup.as_secs_f64();
+                settings.probe = None;
+                settings.load = None;
+                settings.tile = Some(t.settings.clone());
+                Some(t)
+            }
+            None => None,
+        };
+        if self.compare == Some(Compare::Load) && tile.is_none() {
+            return Err(config_error(
+                "--compare load needs --tile FILE (the players whose rhythm it compares)",
+            ));
+        }
         Ok(BenchConfig {
             settings,
             out_dir: self.out.clone(),
@@ -231,7 +255,7 @@ impl Request {
             repeat: self
                 .repeat
                 .unwrap_or(if self.quick { 1 } else { crate::DEFAULT_REPEAT }),
-            tile: None,
+            tile,
         })
     }
 }

@@ -26,6 +26,27 @@ pub struct WindowFigures {
     pub query_us: Option<Percentiles>,
 }
 
+impl WindowFigures {
+    /// The players' side of a window as the players recorded it.
+    pub fn from_players_window(w: &tickpack_report::windows::PlayersWindow) -> WindowFigures {
+        WindowFigures {
+            players_present: w.players_present,
+            joins: w.joins,
+            failed_joins: w.failed_joins,
+            join_us: w.join_us,
+            measured: Measurements {
+                transaction_latency_us: w.transaction_latency_us,
+                server_frame_us: w.server_frame_us.unwrap_or_default(),
+                snapshots: w.snapshots,
+                commands: w.commands,
+                ..Default::default()
+            },
+            run_delay_us: None,
+            query_us: None,
+        }
+    }
+}
+
 /// The misses of one window, in the order they are reported; empty: it
 /// passed. `max_join_us` is the member's join limit.
 pub fn judge(f: &WindowFigures, qos: &QosLimits, tick: TickRate, max_join_us: u64) -> Vec<String> {

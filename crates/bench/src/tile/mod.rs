@@ -15,7 +15,7 @@
 
 pub mod judge;
 pub mod presence;
-// pub mod step;
+pub mod step;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,7 +28,7 @@ use tickpack_units::TickRate;
 use crate::GameServer;
 
 /// The most members a tile holds (each gets a host of its own).
-pub const MAX_MEMBERS: usize = 8;
+pub const MAX_MEMBERS: usize = 16;
 
 /// A tile ready to run: every member's game resolved and checked.
 #[derive(Debug, Clone)]
@@ -72,11 +72,11 @@ impl TilePlan {
 }
 
 /// The host name of member `m` of a run whose hosts are called `base`:
-/// at most 7 of its characters and the member's digit, so every member's
-/// host is its own (names are 1-8 of a-z0-9).
+/// at most 7 of its characters and the member's hex digit, so every
+/// member's host is its own (names are 1-8 of a-z0-9).
 pub fn member_host_name(base: &str, m: usize) -> String {
     let keep: String = base.chars().take(7).collect();
-    format!("{keep}{m}")
+    format!("{keep}{m:x}")
 }
 
 /// Member `m`'s run dir, inside the run's (removed with it).
@@ -85,7 +85,7 @@ pub fn member_run_dir(run_dir: &Path, m: usize) -> PathBuf {
 }
 
 /// Member `m`'s share of the run's address range: the range cut into
-/// [`MAX_MEMBERS`] equal parts (3 bits more of prefix), so no two
+/// [`MAX_MEMBERS`] equal parts (4 bits more of prefix), so no two
 /// members' instances, gateways or source addresses meet. `None` (the
 /// host's default range) is cut the same way.
 pub fn member_range(range: Option<&str>, m: usize) -> Result<String, String> {
@@ -102,7 +102,7 @@ pub fn member_range(range: Option<&str>, m: usize) -> Result<String, String> {
     let bits = MAX_MEMBERS.trailing_zeros();
     if prefix + bits > 24 {
         return Err(format!(
-            "address range {range} is too small for a tile: each of its {MAX_MEMBERS} members takes an eighth, so give a /{} or wider",
+            "address range {range} is too small for a tile: each of up to {MAX_MEMBERS} members takes a sixteenth, so give a /{} or wider",
             24 - bits
         ));
     }
@@ -117,16 +117,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_member_gets_its_own_host_name_and_eighth_of_the_range() {
+    fn every_member_gets_its_own_host_name_and_share_of_the_range() {
         assert_eq!(member_host_name("bn", 0), "bn0");
         assert_eq!(member_host_name("abcdefgh", 7), "abcdefg7");
-        assert_eq!(member_range(None, 0).unwrap(), "198.18.0.0/19");
-        assert_eq!(member_range(None, 3).unwrap(), "198.18.96.0/19");
+        assert_eq!(member_host_name("bn", 11), "bnb");
+        assert_eq!(member_range(None, 0).unwrap(), "198.18.0.0/20");
+        assert_eq!(member_range(None, 3).unwrap(), "198.18.48.0/20");
         assert_eq!(
-            member_range(Some("10.20.0.0/16"), 7).unwrap(),
-            "10.20.224.0/19"
+            member_range(Some("10.20.0.0/16"), 15).unwrap(),
+            "10.20.240.0/20"
         );
         let e = member_range(Some("10.20.30.0/24"), 0).unwrap_err();
-        assert!(e.contains("/21 or wider"), "{e}");
+        assert!(e.contains("/20 or wider"), "{e}");
     }
 }

@@ -297,14 +297,57 @@ pub fn run(a: Args) -> Result<(), Failure> {
     let steps = u64::from(cfg.settings.max_steps) * ladders * u64::from(cfg.repeat);
     let mut progress =
         progress::Progress::new(steps, std::io::stderr().is_terminal(), cfg.repeat > 1);
-    eprintln!(
-        "tickpack bench: tiles of {} x {} players, {} s per step, load generator on CPU {:?}; results in {}",
-        words::servers(cfg.settings.tile_servers),
-        cfg.settings.players_per_server,
-        cfg.settings.step_duration_s,
-        cfg.load_generator_cpus,
-        cfg.out_dir.display()
-    );
+    match &cfg.tile {
+        Some(t) => {
+            // A tile: its members, its curves' time, and how long the run
+            // takes at most before it starts.
+            eprintln!(
+                "tickpack bench: tile {} of {} ({} s per step, {} s windows, warm-up {} s), load generator on CPU {:?}; results in {}",
+                t.settings.name,
+                t.members
+                    .iter()
+                    .map(|m| format!(
+                        "{} {}{}",
+                        m.count,
+                        m.name,
+                        if m.idle {
+                            " (idle)".to_string()
+                        } else if m.players > 0 {
+                            format!(" x {} players", m.players)
+                        } else {
+                            format!(" x {} bots", m.bots)
+                        }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                t.step.as_secs_f64(),
+                t.window.as_secs_f64(),
+                t.warmup.as_secs_f64(),
+                cfg.load_generator_cpus,
+                cfg.out_dir.display()
+            );
+            eprintln!("tickpack bench: time is compressed: {}", t.settings.compression);
+            let per_step = t.step.as_secs_f64() + t.warmup.as_secs_f64() + 10.0;
+            eprintln!(
+                "tickpack bench: at most {steps} steps of about {:.0} s: at most {:.0} min (a ladder ends at its first failure and the steps past it)",
+                per_step,
+                steps as f64 * per_step / 60.0
+            );
+        }
+        None => eprintln!(
+            "tickpack bench: tiles of {} x {} players{}, {} s per step, load generator on CPU {:?}; results in {}",
+            words::servers(cfg.settings.tile_servers),
+            cfg.settings.players_per_server,
+            if cfg.settings.bots_per_server > 0 {
+                format!(" and {} bots", cfg.settings.bots_per_server)
+            } else {
+                String::new()
+            },
+            cfg.settings.step_duration_s,
+            cfg.load_generator_cpus,
+            cfg.out_dir.display()
+        ),
+    }
     if cfg.compare == Compare::None && cfg.repeat > 1 {
         eprintln!(
             "tickpack bench: {} ladders, one after the other; the headline is their median with its range",
@@ -327,7 +370,11 @@ pub fn run(a: Args) -> Result<(), Failure> {
         g.armed = false;
     }
     let result = result.map_err(bench_failure)?;
-    let html = tickpack_report::html::render(&[("result.json".to_string(), result.clone())]);
+    let title = match &result.settings.tile {
+        Some(t) => format!("tile {}", t.name),
+        None => result.settings.game.clone(),
+    };
+    let html = tickpack_report::html::render(&[(title, result.clone())]);
     let report = cfg.out_dir.join("report.html");
     tickpack_report::write_atomic(&report, html.as_bytes())?;
     print!("{}", text::bench_summary(&result));
