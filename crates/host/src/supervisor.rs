@@ -5,7 +5,8 @@
 //! run → run dir and records → placement → network → per instance: working
 //! directory, cgroup, spawn; any failure tears down what was made), then
 //! [`Supervisor::poll`] every ~50 ms (reap exits, restart with backoff or
-//! give up, health checks, CPU and memory use, control requests), then
+//! give up, CPU and memory use, health checks: read the replies, judge the
+//! windows that ended, send the next checks; control requests), then
 //! [`Supervisor::shutdown`].
 //!
 //! Everything created is named with `tp<name>` and listed in
@@ -17,7 +18,8 @@
 //! `guard_loop.rs` the loop that holds them to their policy (handed in by
 //! the caller: [`Supervisor::start_with_policy`]); `restart.rs` the restart policy as a pure tracker
 //! ([`RestartTracker`]); `health.rs` health checks (a socket per
-//! instance), with the liveness rule in `liveness.rs`, readiness by a log
+//! instance), with the liveness rule in `liveness.rs` (its evidence read
+//! in `usage.rs`), readiness by a log
 //! line or a port in `ready.rs` and each instance's game query (`q3`,
 //! `a2s`: a session of `tickpack_game::query`) in `probe.rs`; `usage.rs`
 //! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
@@ -137,8 +139,9 @@ struct Instance {
     health_key: Option<tickpack_wire::HealthKey>,
     /// Checks sent since its start (the nonce's sequence number).
     health_seq: u32,
-    /// Its last judged window was unanswered under a flood (said once).
-    in_flood: bool,
+    /// Its last judged window was unanswered while others kept it busy
+    /// (said once per stretch).
+    contended: bool,
     /// Check windows and unanswered checks in a row.
     liveness: liveness::Liveness,
     /// Readiness by a log line: what it wrote since its start.
@@ -387,6 +390,7 @@ impl Supervisor {
         i.ready = false;
         i.killed = false;
         i.liveness = liveness::Liveness::new(i.spec.server.timing(), query_clock);
+        i.contended = false;
         i.stats = None;
         i.probe.reset(query_clock);
         i.cpu_sample = None;
@@ -407,8 +411,11 @@ impl Supervisor {
         }
         self.read_health(now);
         self.check_readiness();
-        self.send_checks();
-        self.check_liveness(now);
+        // One reading of the query clock for both: a window is judged and
+        // the next one's check sent at the same instant.
+        let clock = self.query_clock();
+        self.check_liveness(clock);
+        self.send_checks(clock);
         self.batch_poll(now);
         self.serve_control()
     }

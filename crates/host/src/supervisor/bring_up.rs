@@ -147,7 +147,7 @@ impl Supervisor {
                 check_drops: 0,
                 health_key: None,
                 health_seq: 0,
-                in_flood: false,
+                contended: false,
                 liveness: liveness::Liveness::new(spec_timing, self.query_clock()),
                 log_watch: None,
                 stats: None,

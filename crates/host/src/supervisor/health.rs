@@ -8,6 +8,12 @@
 //! - `q3`, `a2s`: the game's own query every interval (2 s by default)
 //!   from each start (`probe.rs`, over the game query layer; servers
 //!   rate-limit queries), its map, players and round trip in the status.
+//! - At each window's end the instance's evidence is read (`usage.rs`:
+//!   its cgroup's CPU time, the UDP datagrams read in its namespace; netns
+//!   backend only): a window left unanswered while its server read others'
+//!   datagrams and ran is not held against it (`liveness.rs`), and a
+//!   starting server kept busy that way is not killed at its start limit
+//!   (it stays `starting` until answered).
 //! - Unanswered checks in a row make an instance `unresponsive` and then
 //!   get it killed (and restarted by the restart policy): the spec's
 //!   [`HealthTiming`] (`[health]` in a game's definition), by default
@@ -45,7 +51,7 @@ use tickpack_game::launch::{HealthTiming, Ready};
 use tickpack_wire::Packet;
 
 use super::liveness::Window;
-use super::{log_path, ready, Supervisor};
+use super::{log_path, ready, usage, Supervisor};
 use crate::launch::Health;
 use crate::status::InstanceState;
 
@@ -209,13 +215,14 @@ impl Supervisor {
     /// Sends every running instance what is due on its own socket: the
     /// stats request of a new check window (`tickpack`), the game query
     /// datagrams (a query every interval, an A2S query again with its
-    /// challenge at once); call after [`Self::read_health`] at every poll.
-    pub(super) fn send_checks(&mut self) {
+    /// challenge at once); call after [`Self::read_health`] and
+    /// [`Self::check_liveness`] at every poll (a window is judged before
+    /// the next one's check goes out, so each check counts in its own).
+    pub(super) fn send_checks(&mut self, now: Duration) {
         let health = self.cfg.health;
         if health == Health::None {
             return;
         }
-        let now = self.query_clock();
         let mut out = Vec::with_capacity(64);
         for i in &mut self.instances {
             let (Some(_), Some(sock)) = (&i.child, &i.check) else {
@@ -229,10 +236,12 @@ impl Supervisor {
                     let nonce = i.health_key.as_ref().map_or(1, |k| k.nonce(i.health_seq));
                     i.health_seq = i.health_seq.wrapping_add(1);
                     let _ = sock.send(&Packet::StatsRequest { nonce }.to_vec());
+                    i.liveness.sent();
                 }
             } else {
                 while i.probe.poll_transmit(now, &mut out) {
                     let _ = sock.send(&out);
+                    i.liveness.sent();
                 }
             }
         }
@@ -331,23 +340,56 @@ impl Supervisor {
         }
     }
 
-    pub(super) fn check_liveness(&mut self, _now: Instant) {
+    /// Judges the check windows over by `clock` (the query clock), with
+    /// the evidence read at their end; kills what the rule says to.
+    pub(super) fn check_liveness(&mut self, clock: Duration) {
         let health = self.cfg.health;
-        let clock = self.query_clock();
         let start_timeout = Duration::from_secs_f64(self.cfg.restart.start_timeout_s);
         let what = match health {
             Health::TickpackStats => "health checks".to_string(),
             h => format!("its {h} query"),
         };
+        let own_netns = self.cfg.backend == crate::fleet::Backend::Netns;
         let mut events = vec![];
         for i in &mut self.instances {
             let Some(child) = i.child.as_mut().filter(|_| !i.killed) else {
                 continue;
             };
             let timing = i.spec.server.timing();
+            if health != Health::None && i.liveness.window_over(clock) {
+                // Read at the window's end, so its evidence is its own.
+                let e = usage::evidence(i.cgroup.as_ref(), child.id(), own_netns);
+                i.liveness.evidence(e);
+            }
             let judged = i.liveness.judge(clock);
+            for j in &judged {
+                match *j {
+                    Window::Contended { others, cpu_ns } => {
+                        if !i.contended {
+                            events.push(format!(
+                                "instance {}: {what} unanswered while others send to it; its server reads their datagrams ({others} in {:.0} s) and runs ({} ms of CPU), so this is not held against it while it lasts",
+                                i.spec.id,
+                                timing.interval_s,
+                                cpu_ns / 1_000_000
+                            ));
+                        }
+                        i.contended = true;
+                    }
+                    Window::NotJudged => {}
+                    Window::Answered | Window::Unanswered(_) => i.contended = false,
+                }
+            }
             let answered = health == Health::None || i.last_heard.is_some();
+            // A server kept busy by others (it reads their datagrams and
+            // runs: it has started) whose query they use up may not
+            // answer in time; it stays `starting` rather than being killed
+            // at its start limit, until answered. A server not seen ready
+            // by its log line or port yet gets no such grace.
+            let started_busy = i.contended && (i.ready || i.spec.server.ready == Ready::Health);
             if !(i.ready && answered) {
+                if started_busy {
+                    continue;
+                }
                 let limit = start_limit(health, &i.spec.server.ready, timing, start_timeout);
                 let Some(limit) = limit.filter(|l| i.started.elapsed() > *l) else {
                     continue;
@@ -377,17 +419,6 @@ impl Supervisor {
                 continue;
             }
             for j in judged {
-                if let Window::Flooded(pps) = j {
-                    if !i.in_flood {
-                        events.push(format!(
-                            "instance {}: {what} unanswered while flooded ({pps} datagrams/s coming in); not held against it while the flood lasts",
-                            i.spec.id
-                        ));
-                    }
-                    i.in_flood = true;
-                    continue;
-                }
-                i.in_flood = false;
                 let Window::Unanswered(n) = j else { continue };
                 if n >= timing.unresponsive_after && i.state == InstanceState::Running {
                     i.state = InstanceState::Unresponsive;
