@@ -34,4 +34,14 @@ fuzz_target!(|data: &[u8]| {
         let _ = s.handle(Duration::from_millis(1), data);
         let _ = s.poll_transmit(Duration::from_millis(2), &mut out);
     }
+    // What the host reads back from an instance's console (rcon): the
+    // answer's text, and one command's exchange over it.
+    if let Some(text) = tickpack_q3::rcon::reply_text(data) {
+        let _ = tickpack_q3::rcon::is_refusal(text);
+    }
+    let mut x = tickpack_game::console::Exchange::new(Duration::ZERO);
+    for _ in 0..3 {
+        x.handle(Duration::from_millis(1), data);
+    }
+    let _ = x.poll(Duration::from_secs(60));
 });

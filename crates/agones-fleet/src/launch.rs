@@ -149,6 +149,9 @@ pub fn pod_launch(s: &Sizing, def: &GameDef) -> Result<PodLaunch, FleetError> {
         id: 1,
         dir,
         tickpack: Path::new(&agones.tickpack),
+        // No host makes one in a pod: `{rcon_password}` is empty there,
+        // which leaves the server's rcon off.
+        rcon_password: None,
     };
     let mut argv = spec.argv(&slot);
     argv.extend(agones.args.iter().cloned());

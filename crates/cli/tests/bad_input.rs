@@ -347,6 +347,10 @@ fn bad_values_are_one_error_line_before_any_work() {
             &["host", "down", "--name", "../../x"],
             &["--name", "a-z and 0-9"],
         ),
+        (
+            &["host", "change-map", "--name", "../../x", "--instance", "1"],
+            &["--name", "a-z and 0-9"],
+        ),
     ];
     for (i, (args, needles)) in refused.iter().enumerate() {
         rejected(&format!("refused-{i}"), args, needles);
@@ -710,10 +714,13 @@ fn run_dir_pointed_at_etc_is_refused_and_left_untouched() {
         v
     };
     let before = listing();
-    for sub in ["up", "status", "down"] {
+    for sub in ["up", "status", "change-map", "down"] {
         let mut cmd = tickpack(&["host", sub, "--name", "v7"]);
         if sub == "up" {
             cmd.args(["--backend", "process", "--port", "27650"]);
+        }
+        if sub == "change-map" {
+            cmd.args(["--instance", "1"]);
         }
         cmd.arg("--run-dir").arg(&etc);
         expect_rejected(cmd, &dir, &["--run-dir", "not a tickpack run dir"]);

@@ -276,6 +276,7 @@ fn templates_expand() {
             id: 7,
             dir: Path::new("/r/7"),
             tickpack: Path::new("/bin/tp"),
+            rcon_password: None,
         });
     assert_eq!(
         argv,

@@ -26,8 +26,11 @@ pub use crate::names::MAX_VALUE_LEN;
 /// The most config files a definition writes into an instance.
 pub const MAX_FILES: usize = 16;
 
-/// Per-instance placeholders, filled by the host for each instance.
-pub const INSTANCE_PLACEHOLDERS: [&str; 5] = ["ip", "port", "id", "dir", "tickpack"];
+/// Per-instance placeholders, filled by the host for each instance
+/// (`{rcon_password}` only for a game with `[rcon]`: a new secret at every
+/// start, [`crate::console::Password`]).
+pub const INSTANCE_PLACEHOLDERS: [&str; 6] =
+    ["ip", "port", "id", "dir", "tickpack", "rcon_password"];
 /// Game-level placeholders every definition has, filled from the run's
 /// settings: the tick rate two ways, the bots, the client slots, the
 /// emulated players per server, and those players and the bots together.
@@ -96,6 +99,10 @@ pub struct GameDef {
     /// server ([`LoadDef`]).
     #[serde(default)]
     pub load: Option<LoadDef>,
+    /// `[rcon]`: how the host sends the running server a console command
+    /// (a map change), [`crate::console`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcon: Option<crate::console::RconDef>,
     /// Config files written into each instance's directory before every
     /// start.
     #[serde(default, rename = "file")]

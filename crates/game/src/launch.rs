@@ -11,7 +11,9 @@
 //! same options (crates/cli/src/cmd/server.rs, with a test that round-trips
 //! them through clap), so a renamed flag fails a test or the build, not a
 //! benchmark at run time. A game nobody here wrote is another producer of a
-//! [`ServerSpec`] (its program, its flags, its health check).
+//! [`ServerSpec`] (its program, its flags, its health check, and with
+//! `[rcon]` its [`Console`], whose per-start password the host fills in
+//! where `{rcon_password}` stands).
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
 pub use crate::check::{HealthTiming, Ready};
+pub use crate::console::{Console, Password};
 
 /// Why a launch spec cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -129,15 +132,20 @@ pub enum Piece {
     Dir,
     /// `{tickpack}`: this tickpack binary.
     Tickpack,
+    /// `{rcon_password}`: the instance's rcon password, new at every
+    /// start (only in a spec with a [`Console`]; empty where no host
+    /// makes one, which leaves the server's rcon off).
+    RconPassword,
 }
 
 impl Piece {
-    const PLACEHOLDERS: [(&'static str, Piece); 5] = [
+    const PLACEHOLDERS: [(&'static str, Piece); 6] = [
         ("{ip}", Piece::Ip),
         ("{port}", Piece::Port),
         ("{id}", Piece::Id),
         ("{dir}", Piece::Dir),
         ("{tickpack}", Piece::Tickpack),
+        ("{rcon_password}", Piece::RconPassword),
     ];
 }
 
@@ -225,8 +233,15 @@ impl Word {
                 Piece::Id => slot.id.to_string(),
                 Piece::Dir => slot.dir.display().to_string(),
                 Piece::Tickpack => slot.tickpack.display().to_string(),
+                Piece::RconPassword => slot
+                    .rcon_password
+                    .map_or(String::new(), |p| p.as_str().to_string()),
             })
             .collect()
+    }
+
+    fn has(&self, piece: &Piece) -> bool {
+        self.0.contains(piece)
     }
 }
 
@@ -238,6 +253,8 @@ pub struct Slot<'a> {
     pub id: u32,
     pub dir: &'a Path,
     pub tickpack: &'a Path,
+    /// Its rcon password this start (a spec with a [`Console`]).
+    pub rcon_password: Option<&'a Password>,
 }
 
 /// How to launch one game server. Recorded (serde, in the host's
@@ -271,6 +288,10 @@ pub struct ServerSpec {
     /// game's definition says otherwise).
     #[serde(default, skip_serializing_if = "Stop::is_default")]
     pub stop: Stop,
+    /// How the host reaches its console (a game with `[rcon]`): the
+    /// password goes where `{rcon_password}` stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console: Option<Console>,
 }
 
 /// How a server is stopped: a signal, then SIGKILL after the grace time.
@@ -391,6 +412,7 @@ impl ServerSpec {
             health_timing: None,
             ready: Ready::Health,
             stop: Stop::default(),
+            console: None,
         };
         if spec.is_reference_server() {
             spec.health = Health::TickpackStats;
@@ -468,7 +490,28 @@ impl ServerSpec {
         {
             return bad(format!("config file ([[file]]): {why}"));
         }
-        Ok(())
+        match (&self.console, self.uses_rcon_password()) {
+            (None, true) => bad(
+                "{rcon_password} is filled only for a game with a console ([rcon] in its definition)"
+                    .into(),
+            ),
+            (Some(_), false) => bad(
+                "a console ([rcon]) needs {rcon_password} in the command, the environment or a config file: the server would never get its password"
+                    .into(),
+            ),
+            (Some(c), true) if c.map_change.maps.is_empty() => {
+                bad("a console's map change needs at least one map".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `{rcon_password}` stands anywhere the server gets it.
+    pub fn uses_rcon_password(&self) -> bool {
+        let p = Piece::RconPassword;
+        self.argv.iter().any(|w| w.has(&p))
+            || self.env.iter().any(|(_, w)| w.has(&p))
+            || self.files.iter().any(|(_, w)| w.has(&p))
     }
 }
 
@@ -523,176 +566,10 @@ impl ReferenceServer {
             health_timing: None,
             ready: Ready::Health,
             stop: Stop::default(),
+            console: None,
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use super::*;
-
-    fn slot<'a>(dir: &'a Path, tickpack: &'a Path) -> Slot<'a> {
-        Slot {
-            ip: "10.1.0.2",
-            port: 27015,
-            id: 3,
-            dir,
-            tickpack,
-        }
-    }
-
-    #[test]
-    fn a_template_parses_to_typed_words_and_back() {
-        let t = "{tickpack} server --bind {ip}:{port} --name s{id} --log {dir}/x";
-        let spec = ServerSpec::parse(t).unwrap();
-        assert_eq!(
-            spec.argv[3],
-            Word(vec![Piece::Ip, Piece::Text(":".into()), Piece::Port])
-        );
-        assert_eq!(spec.template(), t);
-        assert_eq!(spec.health, Health::TickpackStats);
-        let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
-        assert_eq!(
-            spec.argv(&slot(&d, &x)),
-            [
-                "/bin/tp",
-                "server",
-                "--bind",
-                "10.1.0.2:27015",
-                "--name",
-                "s3",
-                "--log",
-                "/run/i3/x"
-            ]
-        );
-    }
-
-    #[test]
-    fn every_instance_gets_home_in_its_own_directory() {
-        let mut spec = ServerSpec::parse("/opt/game/run +set port {port}").unwrap();
-        spec.env
-            .push(("GAME_NAME".into(), Word::from("g{id}".to_string())));
-        let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
-        assert_eq!(
-            spec.env(&slot(&d, &x)),
-            [
-                ("GAME_NAME".to_string(), "g3".to_string()),
-                ("HOME".to_string(), "/run/i3".to_string())
-            ]
-        );
-        assert!(spec.check().is_ok());
-        let reference = ServerSpec::parse("{tickpack} server --bind {ip}:{port}").unwrap();
-        assert_eq!(
-            reference.env(&slot(&d, &x)),
-            [("HOME".to_string(), "/run/i3".to_string())]
-        );
-    }
-
-    #[test]
-    fn config_files_expand_and_stay_inside_the_instance_dir() {
-        let mut spec = ServerSpec::parse("/opt/game/run +exec server.cfg").unwrap();
-        spec.files.push((
-            PathBuf::from("baseq3/server.cfg"),
-            Word::from("set net_port {port}\nset sv_hostname \"i{id}\"\n".to_string()),
-        ));
-        spec.check().unwrap();
-        let (d, x) = (PathBuf::from("/run/i3"), PathBuf::from("/bin/tp"));
-        assert_eq!(
-            spec.files(&slot(&d, &x)),
-            [(
-                PathBuf::from("baseq3/server.cfg"),
-                "set net_port 27015\nset sv_hostname \"i3\"\n".to_string()
-            )]
-        );
-        let json = serde_json::to_string(&spec).unwrap();
-        assert_eq!(serde_json::from_str::<ServerSpec>(&json).unwrap(), spec);
-        for p in ["/etc/passwd", "../x", "a/../../x", "./x", ""] {
-            let mut s = spec.clone();
-            s.files = vec![(PathBuf::from(p), Word::text("x"))];
-            let e = s.check().expect_err(p).to_string();
-            assert!(e.contains("config file"), "{p}: {e}");
-        }
-    }
-
-    #[test]
-    fn bad_environment_names_and_home_are_refused() {
-        for name in [
-            "HOME",
-            "A=B",
-            "",
-            "1X",
-            "A B",
-            "LD_PRELOAD",
-            "GLIBC_TUNABLES",
-        ] {
-            let mut s = ServerSpec::parse("/opt/game/run").unwrap();
-            s.env = vec![(name.into(), Word::text("x"))];
-            let e = s.check().expect_err(name).to_string();
-            assert!(e.contains("environment"), "{name}: {e}");
-        }
-    }
-
-    #[test]
-    fn health_checks_are_spelled_as_before() {
-        for (h, name) in [
-            (Health::TickpackStats, "tickpack"),
-            (Health::Q3, "q3"),
-            (Health::A2s, "a2s"),
-            (Health::None, "none"),
-        ] {
-            assert_eq!(name.parse::<Health>(), Ok(h));
-            assert_eq!(serde_json::to_value(h).unwrap(), name);
-            assert_eq!(h.to_string(), name);
-        }
-        let e = "ping".parse::<Health>().unwrap_err();
-        assert!(e.contains("health check \"ping\""), "{e}");
-    }
-
-    #[test]
-    fn a_foreign_server_gets_no_tickpack_health_check() {
-        let spec = ServerSpec::parse("/opt/game/srcds_run -port {port} +ip {ip}").unwrap();
-        assert_eq!(spec.health, Health::None);
-        assert!(!spec.is_reference_server());
-    }
-
-    #[test]
-    fn unknown_placeholders_and_empty_commands_are_refused() {
-        let e = ServerSpec::parse("game --x {ipp}").unwrap_err().to_string();
-        assert!(e.contains("unknown placeholder {ipp}"), "{e}");
-        assert!(ServerSpec::parse("   ").is_err());
-    }
-
-    #[test]
-    fn the_reference_servers_spec_carries_its_typed_options() {
-        let r = ReferenceServer {
-            tick: TickRate::new(64).unwrap(),
-            max_players: 10,
-            bots: 2,
-            cost: "heavy*2".into(),
-            name: None,
-        };
-        let spec = r.spec();
-        assert!(spec.is_reference_server());
-        assert_eq!(
-            spec.template(),
-            "{tickpack} server --bind {ip}:{port} --tick-hz 64 --bots 2 --max-players 10 --cost heavy*2"
-        );
-        assert_eq!(ServerSpec::parse(&spec.template()).unwrap(), spec);
-    }
-
-    #[test]
-    fn a_spec_is_recorded_with_its_command_as_text() {
-        let spec = ServerSpec::parse("/opt/game/run -port {port} +ip {ip}").unwrap();
-        let json = serde_json::to_value(&spec).unwrap();
-        assert_eq!(json["command"], "/opt/game/run -port {port} +ip {ip}");
-        assert_eq!(json["health"], "none");
-        let back: ServerSpec = serde_json::from_value(json).unwrap();
-        assert_eq!(back, spec);
-        let old: ServerSpec =
-            serde_json::from_str(r#"{"command": "{tickpack} server --bind {ip}:{port}"}"#).unwrap();
-        assert_eq!(old.health, Health::TickpackStats);
-        assert!(old.is_reference_server());
-    }
-}
+mod tests;

@@ -23,6 +23,10 @@
 //!   `tickpack server`'s own flags; benchmarks launch it from its file).
 //! - [`agones`]: a definition's `[agones]` table (image, home, who
 //!   reports to the SDK), read by `tickpack agones fleet`.
+//! - [`console`]: a running server's console from the host: `[rcon]`
+//!   ([`console::RconDef`]), what a spec carries of it ([`console::Console`]:
+//!   the map change and its rotation), the password made at every start
+//!   and one command's round trip ([`console::Exchange`]), sans-I/O.
 //! - [`check`]: when a started server is ready ([`check::Ready`]: its
 //!   health check, a log line, its port) and the health check's timing
 //!   ([`check::HealthTiming`]), carried in the spec.
@@ -53,6 +57,7 @@
 
 pub mod agones;
 pub mod check;
+pub mod console;
 pub mod def;
 pub mod env_name;
 pub mod gamedig;

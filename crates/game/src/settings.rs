@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
+use crate::console::{Console, MapChange};
 use crate::def::{GameDef, QueryProtocol, ReadyBy};
 use crate::launch::{Health, Ready, ServerSpec, Word};
 use crate::names::{check_value, placeholders_in};
@@ -196,6 +197,19 @@ impl GameDef {
             ReadyBy::Query | ReadyBy::Process => Ready::Health,
         };
         spec.stop = self.stop;
+        spec.console = match &self.rcon {
+            Some(r) => {
+                let maps = settings
+                    .variables
+                    .get(&r.rotation)
+                    .map_or("", String::as_str);
+                Some(Console {
+                    protocol: r.protocol,
+                    map_change: MapChange::new(r, maps)?,
+                })
+            }
+            None => None,
+        };
         spec.check().map_err(|e| e.to_string())?;
         Ok(spec)
     }

@@ -5,6 +5,7 @@
 use tickpack_wire::TickRate;
 
 use crate::check::Ready;
+use crate::console::PASSWORD_PLACEHOLDER;
 use crate::def::*;
 use crate::gamedig::GamedigProtocol;
 use crate::lines::line_of;
@@ -76,6 +77,7 @@ impl GameDef {
         if words.is_empty() {
             return Err((key(&["command"]), "command is empty".into()));
         }
+        self.check_rcon()?;
         check_placeholders(&self.command, &known).map_err(|m| (key(&["command"]), m))?;
         for (k, v) in &self.env {
             crate::env_name::check_env_name(k).map_err(|m| (key(&["env", k]), m))?;
@@ -378,13 +380,67 @@ impl GameDef {
         }
     }
 
-    /// Every placeholder the definition may use.
+    /// Every placeholder the definition may use (`{rcon_password}` only
+    /// with `[rcon]`: the host fills it for no other game).
     fn placeholders(&self) -> Vec<&str> {
         INSTANCE_PLACEHOLDERS
             .iter()
+            .filter(|p| self.rcon.is_some() || **p != PASSWORD_PLACEHOLDER)
             .chain(GAME_PLACEHOLDERS.iter())
             .copied()
             .chain(self.variables.keys().map(String::as_str))
             .collect()
+    }
+
+    /// `[rcon]` and `{rcon_password}` go together: a password the host
+    /// never fills, or a console whose server never gets its password,
+    /// is refused where it stands.
+    fn check_rcon(&self) -> Result<(), (KeyPath, String)> {
+        let wanted = format!("{{{PASSWORD_PLACEHOLDER}}}");
+        let Some(rcon) = &self.rcon else {
+            let at = if self.command.contains(&wanted) {
+                Some(key(&["command"]))
+            } else if let Some((k, _)) = self.env.iter().find(|(_, v)| v.contains(&wanted)) {
+                Some(key(&["env", k]))
+            } else {
+                self.files
+                    .iter()
+                    .position(|f| f.contents.contains(&wanted))
+                    .map(|i| key(&["file", &i.to_string(), "contents"]))
+            };
+            return match at {
+                Some(at) => Err((at, format!(
+                    "{wanted} is filled only for a game with an [rcon] table (the host makes the password at every start); add [rcon] or remove it"
+                ))),
+                None => Ok(()),
+            };
+        };
+        if self.transport != Transport::Udp {
+            return Err((
+                key(&["rcon", "protocol"]),
+                "rcon: protocol \"q3\" speaks UDP to the game port; this game is transport = \"tcp\"".into(),
+            ));
+        }
+        if !self.variables.contains_key(&rcon.rotation) {
+            return Err((
+                key(&["rcon", "rotation"]),
+                format!(
+                    "rcon: rotation = {:?} is not in [variables] (the list variable holding the maps)",
+                    rcon.rotation
+                ),
+            ));
+        }
+        rcon.check_map_change().map_err(|m| {
+            (
+                key(&["rcon", "map_change"]),
+                format!("rcon: map_change: {m}"),
+            )
+        })?;
+        if !self.uses(PASSWORD_PLACEHOLDER) {
+            return Err((key(&["rcon"]), format!(
+                "rcon: the server never gets its password: put {wanted} in the command or a config file (ioquake3: set rconpassword \"{wanted}\"; DarkPlaces: rcon_secure 0, then rcon_password \"{wanted}\")"
+            )));
+        }
+        Ok(())
     }
 }

@@ -487,3 +487,141 @@ fn health_timing_defaults_to_todays_and_a_definition_can_set_it() {
     );
     assert_eq!(old.timing(), Health::Q3.default_timing());
 }
+
+/// `[rcon]` and `{rcon_password}` go together, each refused without the
+/// other where it stands: a password the host never fills, a console
+/// whose server never gets its password.
+#[test]
+fn a_console_and_its_password_are_refused_one_without_the_other() {
+    let rcon = "[rcon]\nprotocol = \"q3\"\nmap_change = \"map {next_map}\"\nrotation = \"map\"\n";
+    let vars = "[variables]\nmap = \"dm1\"\n";
+    let file = "[[file]]\npath = \"s.cfg\"\ncontents = \"set rconpassword {rcon_password}\\n\"\n";
+    let cases: Vec<(String, usize, &str)> = vec![
+        // A console without the password.
+        (format!("{vars}{rcon}"), 11, "never gets its password"),
+        // The password without a console: in the command, [env], a file.
+        (format!("{vars}{file}{rcon}"), 0, ""),
+        (
+            "[env]\nPW = \"{rcon_password}\"\n".to_string(),
+            10,
+            "only for a game with an [rcon] table",
+        ),
+        (file.to_string(), 11, "only for a game with an [rcon] table"),
+        // The console's own keys.
+        (
+            format!(
+                "{vars}{file}{}",
+                rcon.replace("rotation = \"map\"", "rotation = \"maps\"")
+            ),
+            17,
+            "rotation = \"maps\" is not in [variables]",
+        ),
+        (
+            format!("{vars}{file}{}", rcon.replace("{next_map}", "{map}")),
+            16,
+            "unknown placeholder {map}",
+        ),
+        (
+            format!(
+                "{vars}{file}{}",
+                rcon.replace("{next_map}", "{next_map}; quit")
+            ),
+            16,
+            "printable ASCII without ;",
+        ),
+        (
+            format!("{vars}{file}{}", rcon.replace("\"q3\"", "\"source\"")),
+            15,
+            "unknown variant `source`",
+        ),
+        // A variable cannot stand in for the host's password, nor a load
+        // command get it.
+        (
+            format!("[variables]\nmap = \"dm1\"\nrcon_password = \"known\"\n{file}{rcon}"),
+            11,
+            "fills {rcon_password} itself",
+        ),
+        (
+            format!("{vars}{file}{rcon}[load]\ncommand = \"/bin/x {{rcon_password}}\"\n"),
+            19,
+            "unknown placeholder {rcon_password}",
+        ),
+    ];
+    for (extra, line, needle) in &cases {
+        let text = format!("{MINIMAL}{extra}");
+        if *line == 0 {
+            GameDef::parse("mine.toml", &text).expect(extra);
+            continue;
+        }
+        let e = GameDef::parse("mine.toml", &text)
+            .expect_err(extra)
+            .to_string();
+        assert!(
+            e.starts_with(&format!("mine.toml:{line}: ")),
+            "{extra:?} -> {e}"
+        );
+        assert!(e.contains(needle), "{extra:?} -> {e}");
+    }
+    // A game on TCP has no rcon over UDP.
+    let text = MINIMAL.replace("port = 7777", "port = 7777\ntransport = \"tcp\"")
+        + &format!("{vars}{file}{rcon}");
+    let e = GameDef::parse("mine.toml", &text).unwrap_err().to_string();
+    assert!(
+        e.starts_with("mine.toml:16: ") && e.contains("speaks UDP"),
+        "{e}"
+    );
+    // The password in the command without [rcon], at the command's line.
+    let text = MINIMAL.replace("--port {port}", "--port {port} --rcon {rcon_password}");
+    let e = GameDef::parse("mine.toml", &text).unwrap_err().to_string();
+    assert!(
+        e.starts_with("mine.toml:4: ") && e.contains("[rcon] table"),
+        "{e}"
+    );
+}
+
+/// A console reaches the launch spec with the run's rotation, and the
+/// password only the slot's expansion: the spec as recorded keeps the
+/// placeholder.
+#[test]
+fn a_console_reaches_the_spec_with_the_runs_rotation_and_no_password() {
+    let text = format!(
+        "{MINIMAL}[variables]\nmap = \"dm1\"\n[[file]]\npath = \"s.cfg\"\ncontents = \"set rconpassword \\\"{{rcon_password}}\\\"\\n\"\n[rcon]\nprotocol = \"q3\"\nmap_change = \"map {{next_map}}\"\nrotation = \"map\"\n"
+    );
+    let d = GameDef::parse("mine.toml", &text).unwrap();
+    let mut s = GameSettings::defaults(&d);
+    s.set(&d, "map=dm1,dm7").unwrap();
+    let spec = d.server_spec(&s).unwrap();
+    let console = spec.console.clone().expect("a console");
+    assert_eq!(console.map_change.maps, ["dm1", "dm7"]);
+    assert_eq!(console.map_change.nth(1), ("dm7".into(), "map dm7".into()));
+    let password = tickpack_game::console::Password::from_random([7; 16]);
+    let dir = std::path::Path::new("/run/i1");
+    let slot = tickpack_game::launch::Slot {
+        ip: "10.0.0.2",
+        port: 7777,
+        id: 1,
+        dir,
+        tickpack: dir,
+        rcon_password: Some(&password),
+    };
+    let files = spec.files(&slot);
+    assert_eq!(
+        files[0].1,
+        format!("set rconpassword \"{}\"\n", "07".repeat(16))
+    );
+    let recorded = serde_json::to_string(&spec).unwrap();
+    assert!(!recorded.contains(password.as_str()), "{recorded}");
+    assert!(recorded.contains("{rcon_password}"), "{recorded}");
+    let back: tickpack_game::ServerSpec = serde_json::from_str(&recorded).unwrap();
+    assert_eq!(back, spec);
+    // Without a slot's password (no host made one) the server's rcon is off.
+    let no = tickpack_game::launch::Slot {
+        rcon_password: None,
+        ..slot
+    };
+    assert_eq!(spec.files(&no)[0].1, "set rconpassword \"\"\n");
+    // A spec that names the password without a console is refused.
+    let mut bare = spec.clone();
+    bare.console = None;
+    assert!(bare.check().unwrap_err().to_string().contains("[rcon]"));
+}

@@ -25,11 +25,14 @@
 //! CPU and memory sampling; `control.rs` the control socket; `run_dir.rs`
 //! the run directory, its records and [`recover`]; `host_lock.rs` the
 //! lock a live host holds on its name; `config_files.rs` the
-//! server's config files, written into its directory before each start.
+//! server's config files, written into its directory before each start;
+//! `console.rs` an instance's console (a game with `[rcon]`: its password
+//! at every start, map changes and their answers).
 
 mod batch;
 mod bring_up;
 mod config_files;
+mod console;
 mod control;
 mod disk;
 mod guard_loop;
@@ -63,6 +66,7 @@ use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
 
 pub use crate::status::LatencySummary;
 pub use batch::{batch_log_path, stress_ng_bogo_ops_per_s};
+pub use console::ConsoleError;
 pub use load::{load_log_path, LoadExit, LoadProcess};
 pub use probe::QUERY_INTERVAL;
 pub use restart::{RestartDecision, RestartTracker};
@@ -153,6 +157,8 @@ struct Instance {
     cpu_percent: Option<f64>,
     memory_bytes: Option<u64>,
     oom_kills: u64,
+    /// Its console, when its game has one.
+    console: Option<console::ConsoleState>,
 }
 
 /// A running fleet.
@@ -316,6 +322,7 @@ impl Supervisor {
             .map(|n| n.netns_path(self.instances[k].spec.id));
         let query_clock = self.query_clock();
         let i = &mut self.instances[k];
+        let unanswered = i.console.as_mut().and_then(console::ConsoleState::restart);
         let ip = i.addr.ip().to_string();
         let slot = Slot {
             ip: &ip,
@@ -323,6 +330,7 @@ impl Supervisor {
             id: i.spec.id,
             dir: &i.dir,
             tickpack: &self.exe,
+            rcon_password: i.console.as_ref().map(console::ConsoleState::password),
         };
         let argv = i.spec.server.argv(&slot);
         let mut env = i.spec.server.env(&slot);
@@ -396,6 +404,12 @@ impl Supervisor {
         i.cpu_sample = None;
         self.record.processes.retain(|p| p.is_same_process());
         self.record.processes.extend(recorded);
+        if let Some(sent) = unanswered {
+            self.event(format!(
+                "instance {}: map change to {} not answered before the server started again",
+                sent.instance, sent.map
+            ));
+        }
         self.save()
     }
 
@@ -410,6 +424,7 @@ impl Supervisor {
             self.sample_usage(now);
         }
         self.read_health(now);
+        self.poll_console();
         self.check_readiness();
         // One reading of the query clock for both: a window is judged and
         // the next one's check sent at the same instant.
@@ -536,6 +551,7 @@ impl Supervisor {
                     memory_limit_bytes: i.spec.memory_bytes,
                     oom_kills: i.oom_kills,
                     last_exit: i.last_exit.clone(),
+                    console: i.console.as_ref().map(console::ConsoleState::status),
                 })
                 .collect(),
             events: self.events.iter().cloned().collect(),

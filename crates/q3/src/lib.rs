@@ -22,6 +22,9 @@
 //! - [`query`]: `getinfo` / `getstatus` and their replies (info strings,
 //!   the status player lines), used by the host's health check and
 //!   `tickpack probe`.
+//! - [`rcon`]: the remote console's request (`rcon PASSWORD COMMAND`) and
+//!   the text of its answers (ioquake3's `print`, DarkPlaces' `n`), used
+//!   by the host to change an instance's map.
 
 pub mod bits;
 pub mod client;
@@ -32,6 +35,7 @@ pub mod msg;
 pub mod netchan;
 pub mod oob;
 pub mod query;
+pub mod rcon;
 pub mod session;
 
 pub use client::{Client, ClientConfig, ClientState, Event, SnapshotInfo};

@@ -1,9 +1,9 @@
-//! `tickpack host up | status | down`: the consolidation host.
+//! `tickpack host up | status | change-map | down`: the consolidation host.
 //!
 //! - [`args`]: the arguments and `host up --help`'s examples;
 //! - [`config`]: a host file and flags into the typed configuration
 //!   (`tickpack-fleet` reads and checks them);
-//! - [`up`], [`status`], [`down`]: the three commands; [`metrics`]: the
+//! - [`up`], [`status`], [`change_map`], [`down`]: the commands; [`metrics`]: the
 //!   Prometheus families `host up --metrics` serves;
 //! - [`run_dir`]: where a host's run dir is; [`failure`]: exit codes.
 
@@ -12,6 +12,7 @@ use clap::Subcommand;
 use crate::exit::Failure;
 
 pub mod args;
+pub mod change_map;
 pub mod config;
 pub mod down;
 pub mod failure;
@@ -36,6 +37,10 @@ pub enum HostCmd {
     Up(Box<args::UpArgs>),
     /// Show the instances of a running host.
     Status(args::StatusArgs),
+    /// Change an instance's map to the next of its game's rotation, in the
+    /// middle of a run (a game whose definition has [rcon]); the server's
+    /// answer shows in `host status`.
+    ChangeMap(args::ChangeMapArgs),
     /// Stop a host and remove everything it created (also after a crash).
     Down(args::DownArgs),
 }
@@ -44,6 +49,7 @@ pub fn run(a: Args) -> Result<(), Failure> {
     match a.cmd {
         HostCmd::Up(u) => up::up(*u),
         HostCmd::Status(s) => status::status(s),
+        HostCmd::ChangeMap(c) => change_map::change_map(c),
         HostCmd::Down(d) => down::down(d),
     }
 }

@@ -252,6 +252,7 @@ mod launch_contract_tests {
             id: 1,
             dir: Path::new("/run/i1"),
             tickpack: Path::new("/bin/tickpack"),
+            rcon_password: None,
         };
         let argv = r.spec().argv(&slot);
         assert_eq!(argv[..2], ["/bin/tickpack", "server"]);

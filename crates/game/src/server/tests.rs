@@ -19,6 +19,7 @@ fn slot() -> Slot<'static> {
         id: 2,
         dir: Path::new("/run/i2"),
         tickpack: Path::new("/bin/tp"),
+        rcon_password: None,
     }
 }
 
@@ -175,7 +176,7 @@ fn openarena_launches_as_its_typed_launcher_did() {
     let (argv, files) = launched(&game);
     assert_eq!(argv, typed_openarena_argv("20", "12"));
     assert_eq!(files, owned(&[
-            (".openarena/baseoa/tickpack.cfg", "// written by tickpack host before each start\nset tp_map1 \"map oa_dm1 ; set nextmap vstr tp_map1\"\nvstr tp_map1\n"),
+            (".openarena/baseoa/tickpack.cfg", "// written by tickpack host before each start\nset rconpassword \"\"\nset tp_map1 \"map oa_dm1 ; set nextmap vstr tp_map1\"\nvstr tp_map1\n"),
         ]));
     let spec = game.spec().unwrap();
     assert_eq!(spec.health, Health::Q3);
@@ -194,7 +195,7 @@ fn openarena_launches_as_its_typed_launcher_did() {
     let (argv, files) = launched(&game);
     assert_eq!(argv, typed_openarena_argv("40", "8"));
     assert_eq!(files, owned(&[
-            (".openarena/baseoa/tickpack.cfg", "// written by tickpack host before each start\nset tp_map1 \"map oa_dm1 ; set nextmap vstr tp_map2\"\nset tp_map2 \"map oa_dm4 ; set nextmap vstr tp_map1\"\nvstr tp_map1\naddbot Sarge 2\naddbot Grism 2\naddbot Kyonshi 2\n"),
+            (".openarena/baseoa/tickpack.cfg", "// written by tickpack host before each start\nset rconpassword \"\"\nset tp_map1 \"map oa_dm1 ; set nextmap vstr tp_map2\"\nset tp_map2 \"map oa_dm4 ; set nextmap vstr tp_map1\"\nvstr tp_map1\naddbot Sarge 2\naddbot Grism 2\naddbot Kyonshi 2\n"),
         ]));
 }
 
@@ -260,7 +261,7 @@ fn nexuiz_launches_as_before() {
         ]
     );
     assert_eq!(files, owned(&[
-            ("data/tickpack.cfg", "// tickpack: never advertise, and leave no master server name to resolve\nsv_public 0\nsv_master1 \"\"\nsv_master2 \"\"\nsv_master3 \"\"\nsv_master4 \"\"\nsv_masterextra1 \"\"\nsv_masterextra2 \"\"\nsv_masterextra3 \"\"\n"),
+            ("data/tickpack.cfg", "// tickpack: never advertise, and leave no master server name to resolve\nsv_public 0\nsv_master1 \"\"\nsv_master2 \"\"\nsv_master3 \"\"\nsv_master4 \"\"\nsv_masterextra1 \"\"\nsv_masterextra2 \"\"\nsv_masterextra3 \"\"\nrcon_secure 0\nrcon_password \"\"\n"),
         ]));
     let spec = game.spec().unwrap();
     assert_eq!(spec.health, Health::Q3);

@@ -1,8 +1,9 @@
 //! The instance firewall: one nftables table per host (`inet tp<host>`)
 //! that keeps instances away from the host's own services.
 //!
-//! Instances need to answer their players and the health checks, both of
-//! which start in the root namespace. So, for every packet that arrives
+//! Instances need to answer their players, the health checks and the
+//! host's console commands (rcon to the game port, `supervisor/console.rs`),
+//! all of which start in the root namespace. So, for every packet that arrives
 //! from one of the host's links (veth host ends, the bridge, the host-side
 //! macvlan/ipvlan, the parent links):
 //!

@@ -126,6 +126,11 @@ impl Supervisor {
                 None => None,
             };
             let spec_timing = spec.server.timing();
+            let console = spec
+                .server
+                .console
+                .as_ref()
+                .map(|_| super::console::ConsoleState::new());
             self.instances.push(Instance {
                 spec,
                 addr,
@@ -156,6 +161,7 @@ impl Supervisor {
                 cpu_percent: None,
                 memory_bytes: None,
                 oom_kills: 0,
+                console,
             });
         }
         if self.cfg.health != Health::None {

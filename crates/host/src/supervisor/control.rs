@@ -1,7 +1,9 @@
 //! The control socket (`RUN_DIR/control.sock`): one request per connection,
-//! one line each way. `status` answers the status JSON; `down` is answered
-//! after the shutdown with `{"ok":..,"problems":[..]}`; anything else gets
-//! an `{"error":..}` line.
+//! one line each way ([`ControlRequest`]). `status` answers the status
+//! JSON; `down` is answered after the shutdown with
+//! `{"ok":..,"problems":[..]}`; `change-map N` with `{"sent":{..}}` once
+//! the command is sent (its answer shows in the status), or why not;
+//! anything else gets an `{"error":..}` line.
 //!
 //! No instance can reach it (the run dir is root's, mode 0700, and hidden
 //! inside every instance); still, one poll answers at most
@@ -15,6 +17,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{io, HostError, Supervisor};
+use crate::status::{ControlAnswer, ControlRequest};
 
 /// Connections answered per poll; the rest wait for the next.
 pub const MAX_REQUESTS_PER_POLL: usize = 8;
@@ -36,29 +39,38 @@ pub(super) fn answer_down(mut s: UnixStream, problems: &[String]) {
 
 impl Supervisor {
     pub(super) fn serve_control(&mut self) -> bool {
-        let Some(l) = &self.control else { return false };
         let mut down = false;
         for _ in 0..MAX_REQUESTS_PER_POLL {
+            let Some(l) = &self.control else { return false };
             let Ok((mut s, _)) = l.accept() else { break };
             let _ = s.set_nonblocking(false);
             let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
             let _ = s.set_write_timeout(Some(Duration::from_millis(500)));
             let mut line = String::new();
             let _ = BufReader::new((&s).take(4096)).read_line(&mut line);
-            match line.trim() {
-                "status" => {
+            match ControlRequest::parse(line.trim()) {
+                Ok(ControlRequest::Status) => {
                     let body = serde_json::to_string(&self.status()).expect("status serializes");
                     let _ = writeln!(s, "{body}");
                 }
-                "down" => {
+                Ok(ControlRequest::Down) => {
                     self.pending_down = Some(s);
                     down = true;
                 }
-                other => {
-                    let _ = writeln!(
-                        s,
-                        "{{\"error\":\"unknown request {other:?} (status or down)\"}}"
-                    );
+                Ok(ControlRequest::ChangeMap { instance }) => {
+                    let answer = match self.change_map(instance) {
+                        Ok(sent) => ControlAnswer::Sent { sent },
+                        Err(e) => ControlAnswer::Error {
+                            error: e.to_string(),
+                        },
+                    };
+                    let body = serde_json::to_string(&answer).expect("an answer serializes");
+                    let _ = writeln!(s, "{body}");
+                }
+                Err(error) => {
+                    let body = serde_json::to_string(&ControlAnswer::Error { error })
+                        .expect("an answer serializes");
+                    let _ = writeln!(s, "{body}");
                 }
             }
         }

@@ -108,17 +108,17 @@ pub(super) fn check_socket(addr: SocketAddr) -> std::io::Result<UdpSocket> {
 
 /// One datagram read (non-blocking socket).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Received {
-    len: usize,
-    from: SocketAddr,
+pub(super) struct Received {
+    pub(super) len: usize,
+    pub(super) from: SocketAddr,
     /// The kernel's receive stamp (the wall clock now if it has none).
-    at_ns: i128,
+    pub(super) at_ns: i128,
     /// The socket's drop counter when it was queued (`SO_RXQ_OVFL`; the
     /// kernel leaves it out while nothing was dropped).
     drops: Option<u32>,
 }
 
-fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<Received> {
+pub(super) fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<Received> {
     let mut from = MaybeUninit::<libc::sockaddr_in>::zeroed();
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -206,7 +206,7 @@ impl Supervisor {
 
     /// A kernel receive stamp (wall clock, ns) on [`Self::query_clock`]:
     /// as long ago as the wall clock says it was.
-    fn stamp_on_query_clock(&self, at_ns: i128) -> Duration {
+    pub(super) fn stamp_on_query_clock(&self, at_ns: i128) -> Duration {
         let now = self.query_clock();
         let age_ns = (wall_ns() - at_ns).clamp(0, i128::from(u64::MAX)) as u64;
         now.saturating_sub(Duration::from_nanos(age_ns))

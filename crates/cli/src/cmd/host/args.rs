@@ -1,4 +1,4 @@
-//! `host up | status | down`'s arguments and `host up --help`'s examples.
+//! `host up | status | change-map | down`'s arguments and `host up --help`'s examples.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -172,6 +172,21 @@ pub struct StatusArgs {
     /// Print the status document as JSON (an object with an `instances` list).
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ChangeMapArgs {
+    /// The host's name (1-8 of a-z0-9).
+    #[arg(long, default_value = "h")]
+    pub name: String,
+    /// Its run dir [default: /run/tickpack/<name>]; only a run dir
+    /// tickpack marked is used.
+    #[arg(long)]
+    pub run_dir: Option<PathBuf>,
+    /// The instance whose map changes (1-based, as `host status` numbers
+    /// them).
+    #[arg(long)]
+    pub instance: u32,
 }
 
 #[derive(clap::Args, Debug)]

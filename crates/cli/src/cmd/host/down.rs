@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use tickpack_host::status::{request, ControlError};
+use tickpack_host::status::{request, ControlError, ControlRequest};
 
 use super::args::DownArgs;
 use super::failure::{control_failure, host_failure};
@@ -50,7 +50,7 @@ pub fn down(d: DownArgs) -> Result<(), Failure> {
     let t0 = Instant::now();
     let mut said_waiting = false;
     loop {
-        match request(&dir, "down", Duration::from_secs(30)) {
+        match request(&dir, ControlRequest::Down, Duration::from_secs(30)) {
             Ok(_) => {
                 eprintln!("tickpack host {name}: down");
                 return Ok(());

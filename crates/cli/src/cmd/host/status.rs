@@ -234,6 +234,7 @@ mod tests {
                 memory_limit_bytes: memory.1,
                 oom_kills: memory.2,
                 last_exit: Some(last_exit.into()),
+                console: None,
             }],
             events,
             guard: None,
