@@ -77,6 +77,23 @@ fn the_shipped_evening_runs_four_games_and_a_lobby_over_a_compressed_day() {
     );
 }
 
+/// The shipped tile runs where `scripts/setup.sh` ran: every member's
+/// program is installed and OpenArena's rotation is in its data (the
+/// check `bench` makes before any work).
+#[test]
+fn the_shipped_evening_runs_on_a_machine_set_up_by_setup_sh() {
+    let tile = tickpack_tile::load(&repo().join("tiles/evening.toml")).unwrap();
+    for m in &tile.members {
+        if let Err(why) = m.server.check_system() {
+            panic!(
+                "member {}: {why} (scripts/setup.sh installs the shipped games)",
+                m.name
+            );
+        }
+        m.server.spec().unwrap();
+    }
+}
+
 #[test]
 fn the_three_load_variants_share_the_step_and_differ_in_rhythm() {
     let tile = tickpack_tile::load(&repo().join("tiles/evening.toml")).unwrap();
