@@ -118,6 +118,41 @@ impl fmt::Display for Compression {
     }
 }
 
+/// The curve in words, in the step's (compressed) time: `evening, peak
+/// 2x the mean; rounds of 15 s after a 1.9 s freeze, a map change every
+/// 4; churn Weibull 0.5 x 60 s, gap 1.5 s; aligned`.
+impl fmt::Display for Curve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = vec![match &self.envelope {
+            Envelope::Steady => "steady".to_string(),
+            Envelope::Evening { peak_to_mean } => {
+                format!("evening, peak {}x the mean", fmt_secs(*peak_to_mean))
+            }
+            Envelope::Points(p) => format!("{} points", p.len()),
+        }];
+        if let Some(r) = &self.rounds {
+            parts.push(format!(
+                "rounds of {} s after a {} s freeze, a map change every {}",
+                fmt_secs(r.round.as_secs_f64() / r.compress),
+                fmt_secs(r.freeze.as_secs_f64() / r.compress),
+                r.map_every
+            ));
+        }
+        if let Some(c) = &self.churn {
+            parts.push(format!(
+                "churn Weibull {} x {} s, gap {} s",
+                fmt_secs(c.shape),
+                fmt_secs(c.scale_s()),
+                fmt_secs(c.gap_s())
+            ));
+        }
+        if self.aligned && (self.rounds.is_some() || self.churn.is_some()) {
+            parts.push("aligned".into());
+        }
+        f.write_str(&parts.join("; "))
+    }
+}
+
 fn fmt_secs(x: f64) -> String {
     let s = format!("{x:.1}");
     s.strip_suffix(".0").map_or(s.clone(), str::to_string)

@@ -347,6 +347,11 @@ fn the_compression_is_said_in_words() {
         "a day in 90 s (960x), rounds 8x, sessions 20x"
     );
     assert_eq!(Curve::steady().compression(secs(6.0)).to_string(), "none");
+    assert_eq!(
+        Curve { aligned: true, ..curve.clone() }.to_string(),
+        "evening, peak 2x the mean; rounds of 15 s after a 1.9 s freeze, a map change every 4; churn Weibull 0.5 x 60 s, gap 1.5 s; aligned"
+    );
+    assert_eq!(Curve::steady().to_string(), "steady");
     // A day, or a map cycle and a round, whichever is longer.
     assert_eq!(curve.natural_len(), Some(secs(90.0)));
     assert_eq!(Curve::steady().natural_len(), None);

@@ -129,6 +129,8 @@ pub(crate) struct QosFile {
     pub frame_budget: Option<f64>,
     pub query_p99_ms: Option<f64>,
     pub run_delay_ms: Option<f64>,
+    /// A join slower than this (first packet to first snapshot) fails.
+    pub join_ms: Option<f64>,
 }
 
 /// `[member.rounds]`: times in the game's seconds.

@@ -52,8 +52,9 @@ pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_STEP: Duration = Duration::from_secs(30);
 /// The longest step a tile may set.
 pub const MAX_STEP: Duration = Duration::from_secs(3600);
-/// The most members a tile has.
-pub const MAX_MEMBERS: usize = 16;
+/// The most members a tile has: the bench gives each member a host of
+/// its own, with an eighth of the run's address range.
+pub const MAX_MEMBERS: usize = 8;
 /// The most servers in one tile: a ladder runs 250 servers at most, so
 /// it can add at least a second tile.
 pub const MAX_TILE_SERVERS: u32 = 125;

@@ -43,6 +43,9 @@ pub struct Member {
     pub idle: bool,
     /// The limits each of its servers is judged on, in every window.
     pub qos: QosLimits,
+    /// A join slower than this failed (`[member.qos] join_ms`); `None`:
+    /// the bench's default.
+    pub max_join: Option<Duration>,
     /// How its players come and go.
     pub curve: Curve,
 }
@@ -239,9 +242,12 @@ pub(crate) fn resolve(
     let seats = if load.is_none() { players } else { 0 };
     let curve = curve_keys::member_curve(m, tile, seats, m.idle)?;
     let base = qos::game_limits(&def, settings.tick_hz, qos::judged_on_players(&def, m.idle));
-    let qos = match &m.qos {
-        Some(f) => qos::apply(base, f).map_err(|(k, e)| (at(&["qos", k]), e))?,
-        None => base,
+    let (qos, max_join) = match &m.qos {
+        Some(f) => (
+            qos::apply(base, f).map_err(|(k, e)| (at(&["qos", k]), e))?,
+            qos::max_join(f).map_err(|(k, e)| (at(&["qos", k]), e))?,
+        ),
+        None => (base, None),
     };
     Ok(Member {
         name,
@@ -252,6 +258,7 @@ pub(crate) fn resolve(
         load,
         idle: m.idle,
         qos,
+        max_join,
         curve,
     })
 }

@@ -43,6 +43,20 @@ pub(crate) fn judged_on_players(def: &GameDef, idle: bool) -> bool {
     !idle && def.players.protocol != PlayerProtocol::None
 }
 
+/// `[member.qos] join_ms`: the longest a join may take, if set.
+pub(crate) fn max_join(f: &QosFile) -> Result<Option<std::time::Duration>, (&'static str, String)> {
+    match f.join_ms {
+        None => Ok(None),
+        Some(v) if v.is_finite() && v > 0.0 && v <= 60_000.0 => {
+            Ok(Some(std::time::Duration::from_secs_f64(v / 1000.0)))
+        }
+        Some(v) => Err((
+            "join_ms",
+            format!("join_ms {v}: expected more than 0 and at most 60000 ms"),
+        )),
+    }
+}
+
 /// `[member.qos]` over `base`; a refusal names its key.
 pub(crate) fn apply(base: QosLimits, f: &QosFile) -> Result<QosLimits, (&'static str, String)> {
     let mut q = base;

@@ -247,10 +247,12 @@ fn load_settings(r: &Request, def: &GameDef, players: u16) -> Option<LoadSetting
     Some(LoadSettings { command, players })
 }
 
-/// The QoS limits from the flags, defaults following the tick rate (the
-/// transaction limit the snapshots a player sees: one a tick, or fewer
-/// where the definition says so); a game without players is judged on
-/// its run delay and, when it answers one, its query.
+/// The QoS limits from the flags over the game's defaults at its tick
+/// rate (`tickpack_tile::qos::game_limits`, which a tile's members start
+/// from too: the transaction limit follows the snapshots a player sees,
+/// one a tick or fewer where the definition says so; a game without
+/// players is judged on its run delay and, when it answers one, its
+/// query).
 fn qos_limits(
     r: &Request,
     def: &GameDef,
@@ -258,13 +260,7 @@ fn qos_limits(
     playable: bool,
 ) -> Result<QosLimits, PlanError> {
     let f = &r.qos;
-    let mut qos = crate::verdict::default_limits(tick_hz);
-    let snapshot_hz = def.players.snapshot_hz.map_or(tick_hz, |h| {
-        tickpack_report::bench::TickRate::new(h).map_or(tick_hz, |h| h.min(tick_hz))
-    });
-    if snapshot_hz < tick_hz {
-        qos.p99_transaction_us = crate::verdict::default_limits(snapshot_hz).p99_transaction_us;
-    }
+    let mut qos = tickpack_tile::qos::game_limits(def, tick_hz, playable);
     if let Some(ms) = f.p99_ms {
         qos.p99_transaction_us = (ms * 1000.0) as u64;
     }
@@ -281,14 +277,6 @@ fn qos_limits(
             ));
         }
         qos.p99_query_us = Some(((ms * 1000.0) as u64).max(1));
-    }
-    if !playable {
-        let judged = tickpack_report::qos::default_limits_without_players(tick_hz);
-        qos.p99_run_delay_us = judged.p99_run_delay_us;
-        qos.p99_query_us = qos.p99_query_us.or(match def.query.protocol {
-            QueryProtocol::Q3 | QueryProtocol::A2s | QueryProtocol::Gamedig => judged.p99_query_us,
-            _ => None,
-        });
     }
     Ok(qos)
 }
