@@ -109,8 +109,8 @@ impl Headline {
 
     /// A tile run's density in tiles and in servers of each member, per
     /// server core, through the whole curve: "per server core, through the
-    /// whole curve: 0.50 tiles (each: 1 reference, 1 openarena): 0.50
-    /// reference, 0.50 openarena". `None` for a one-game run.
+    /// whole curve: 0.50 tiles (each: 1 A, 1 B): 0.50 A, 0.50 B" for
+    /// members A and B. `None` for a one-game run.
     pub fn tile_words(&self) -> Option<String> {
         let per_tile: u32 = self.tile.iter().map(|(_, n)| n).sum();
         if per_tile == 0 {

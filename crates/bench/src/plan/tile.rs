@@ -7,7 +7,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tickpack_curve::{Curve, Envelope};
 use tickpack_report::tile::{TileMember, TileSettings};
 
 use super::{config_error, PlanError};
@@ -53,7 +52,7 @@ pub fn tile_plan(path: &Path, quick: bool) -> Result<TilePlan, PlanError> {
             bots: u32::from(m.bots()),
             tick: m.server.settings.tick_hz,
             qos: m.qos,
-            max_join: MAX_JOIN,
+            max_join: m.max_join.unwrap_or(MAX_JOIN),
             idle: m.idle,
             curve: m.curve.clone(),
         })
@@ -82,7 +81,7 @@ pub fn tile_plan(path: &Path, quick: bool) -> Result<TilePlan, PlanError> {
                 bots: m.bots,
                 tick_hz: m.tick,
                 game_settings: super::game::recorded_settings(&m.game),
-                curve: curve_words(&m.curve, m.idle),
+                curve: if m.idle { "idle: no players".into() } else { m.curve.to_string() },
                 idle: m.idle,
                 qos: m.qos,
                 max_join_ms: m.max_join.as_millis() as u64,
@@ -97,40 +96,4 @@ pub fn tile_plan(path: &Path, quick: bool) -> Result<TilePlan, PlanError> {
         warmup,
         seed: tile.seed,
     })
-}
-
-/// A member's curve in words, for the report.
-pub fn curve_words(c: &Curve, idle: bool) -> String {
-    if idle {
-        return "idle: no players".into();
-    }
-    let mut parts = vec![match &c.envelope {
-        Envelope::Steady => "steady".to_string(),
-        Envelope::Evening { peak_to_mean } => {
-            format!("evening, peak {peak_to_mean}x the mean")
-        }
-        Envelope::Points(p) => format!("{} points", p.len()),
-    }];
-    if let Some(r) = &c.rounds {
-        parts.push(format!(
-            "rounds of {:.0} s after a {:.0} s freeze, a map change every {}, {}x faster",
-            r.round.as_secs_f64(),
-            r.freeze.as_secs_f64(),
-            r.map_every,
-            r.compress
-        ));
-    }
-    if let Some(ch) = &c.churn {
-        parts.push(format!(
-            "sessions Weibull shape {} scale {:.0} s, gap {:.0} s, {}x faster",
-            ch.shape,
-            ch.scale.as_secs_f64(),
-            ch.gap.as_secs_f64(),
-            ch.compress
-        ));
-    }
-    if c.aligned {
-        parts.push("aligned".into());
-    }
-    parts.join("; ")
 }
