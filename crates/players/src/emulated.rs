@@ -33,7 +33,9 @@ pub trait Emulated {
     /// (monotonic microseconds; `u64::MAX`: never).
     fn next_deadline(&self) -> u64;
     /// Writes the next due datagram into `out` (cleared first) and returns
-    /// `true`, or returns `false` when nothing is due at `now_us`.
+    /// `true`, or returns `false` when nothing is due at `now_us`. A player
+    /// with a presence plan joins and leaves here too (its handshake, its
+    /// goodbye: [`crate::presence`]).
     fn poll_transmit(&mut self, now_us: u64, out: &mut Vec<u8>, rec: &mut Recorder) -> bool;
     /// Processes one datagram from the server.
     fn handle(&mut self, now_us: u64, data: &[u8], rec: &mut Recorder);

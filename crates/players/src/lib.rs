@@ -16,6 +16,13 @@
 //! within the loss deadline, outages and reconnects. A player whose server
 //! restarts or goes silent reconnects and keeps measuring.
 //!
+//! Players may come and go: with a [`PresencePlan`] each is present only
+//! during its spans, joins at each (a fresh handshake, its join time
+//! measured, a join that cannot get in counted as failed) and leaves with
+//! its game's goodbye ([`presence`]); only presence is measured. With a
+//! window length the measured window is also kept in windows
+//! ([`windows`]), each with its own figures.
+//!
 //! # Main types and order
 //!
 //! [`PlayersConfig`] → [`PlayersConfig::validate`] → [`run`] (blocks for the

@@ -487,6 +487,41 @@ mod tests {
     }
 
     #[test]
+    fn joins_and_windows_merge_and_unequal_windows_are_refused() {
+        let with = |n: u64| {
+            let mut r = result(&[5], n, 1000);
+            let mut h = new_histogram();
+            record(&mut h, 1_000 * n);
+            r.joins = crate::Joins {
+                done: n,
+                failed: 1,
+                timeout_s: n as f64,
+                join_us: Percentiles::from_histogram(&h),
+                histogram: encode_histogram(&h),
+            };
+            r.window_s = Some(5.0);
+            r.windows = vec![crate::PlayersWindow {
+                length_s: 5.0,
+                players_present: n as f64,
+                joins: n,
+                ..Default::default()
+            }];
+            r
+        };
+        let m = merge_players(&[("a".into(), with(1)), ("b".into(), with(2))]).unwrap();
+        assert_eq!((m.joins.done, m.joins.failed), (3, 2));
+        assert_eq!(m.joins.join_us.count, 2);
+        assert_eq!(m.joins.timeout_s, 2.0);
+        assert_eq!(m.windows.len(), 1);
+        assert_eq!(m.windows[0].players_present, 3.0);
+        assert_eq!(m.windows[0].joins, 3);
+        let mut other = with(2);
+        other.window_s = Some(1.0);
+        let e = merge_players(&[("a".into(), with(1)), ("b".into(), other)]).unwrap_err();
+        assert!(e.to_string().contains("window length is 1 s"), "{e}");
+    }
+
+    #[test]
     fn merged_counts_are_sums_and_the_longest_outage_the_maximum() {
         let m = merge_players(&[
             ("a.json".into(), result(&[5], 1, 1000)),
