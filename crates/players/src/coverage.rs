@@ -106,6 +106,12 @@ impl Coverage {
         self.span
     }
 
+    /// Ends the span at `end_us` if it would end later: a player made to
+    /// leave before its planned end (a level change makes it join again).
+    pub fn end_at(&mut self, end_us: u64) {
+        self.span.1 = self.span.1.min(end_us.max(self.span.0));
+    }
+
     /// Starts counting afresh over `span` (a player's next presence), with
     /// the tick interval learned so far; what was counted before must have
     /// been taken with [`Coverage::finish`].

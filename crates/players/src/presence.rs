@@ -284,6 +284,23 @@ impl Attendance {
         Some(leave_us)
     }
 
+    /// The game made a present player load a new level in the middle of
+    /// its span (a map change): it joins again from `now_us`, until the
+    /// same leave, and the load is that join's time. `false` when it was
+    /// not present.
+    pub fn rejoin(&mut self, now_us: u64) -> bool {
+        match self.stage {
+            Stage::Present { leave_us } => {
+                self.stage = Stage::Joining {
+                    since_us: now_us,
+                    leave_us,
+                };
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// A player without a plan gave up joining (its connect deadline
     /// passed, or nothing listens there): the join failed, if one was
     /// under way.

@@ -244,6 +244,32 @@ impl Q3Player {
         };
     }
 
+    /// A new gamestate in the middle of a session: the server loaded a new
+    /// level (a map change) and every player must load it and enter the
+    /// world again, as ioquake3 makes its clients do. A planned player
+    /// joins again (its span goes on; the load is that join's time, and
+    /// its absence is neither loss nor outage); one without a plan loses
+    /// its session until the new level's first snapshot. The new level's
+    /// snapshots are numbered afresh.
+    fn level_changed(&mut self, now_us: u64, rec: &mut Recorder) {
+        if self.planned() && self.measured.ledger.attendance.rejoin(now_us) {
+            let hz = if self.tick_hz > 0 {
+                self.tick_hz
+            } else {
+                DEFAULT_SV_FPS
+            };
+            // The presence's account closes now; the new level's join
+            // reopens it at its first snapshot, until the same leave.
+            self.measured.ledger.coverage.end_at(now_us);
+            self.measured.left(now_us, hz, rec);
+        } else {
+            self.measured.session_lost(now_us, rec);
+        }
+        self.next_cmd_us = u64::MAX;
+        self.recent.clear();
+        self.next_prime_us = now_us;
+    }
+
     /// The server's time now, estimated from the newest snapshot, never
     /// going backwards between usercmds (the server ignores a usercmd not
     /// newer than the last it ran).
@@ -522,7 +548,13 @@ impl Emulated for Q3Player {
                         self.refusal = Some(text);
                     }
                 }
-                Event::Gamestate { .. } | Event::ServerCommand { .. } => {
+                Event::Gamestate { .. } => {
+                    self.last_heard_us = self.last_heard_us.max(now_us);
+                    if self.state == State::Session && self.measured.active() {
+                        self.level_changed(now_us, rec);
+                    }
+                }
+                Event::ServerCommand { .. } => {
                     self.last_heard_us = self.last_heard_us.max(now_us);
                 }
             }
