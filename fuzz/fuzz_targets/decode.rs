@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use tickpack_game::query::{Query, Schedule, Session};
-use tickpack_wire::{a2s, delta, Datagram, EntityState, Packet};
+use tickpack_wire::{a2s, delta, CheckGate, Datagram, EntityState, HealthKey, Packet};
 
 fuzz_target!(|data: &[u8]| {
     // The client side of A2S (`tickpack probe`) reads what servers send.
@@ -17,6 +17,12 @@ fuzz_target!(|data: &[u8]| {
         let mut out = Vec::new();
         let _ = delta::apply(&base, s.records, s.record_count, &mut out);
         let _ = delta::apply(&[], s.records, s.record_count, &mut out);
+    }
+    // A server judges every stats request that carries a proof.
+    if let Ok(Packet::StatsRequest { nonce, proof }) = Packet::decode(data) {
+        let mut gate = CheckGate::new(HealthKey::new([1; 32]));
+        let _ = gate.judge(nonce, proof.as_ref());
+        let _ = gate.judge(nonce, proof.as_ref());
     }
     // Re-encoding what decoded must give a datagram that decodes again.
     if let Ok(Packet::Command(c)) = Packet::decode(data) {

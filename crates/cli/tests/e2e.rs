@@ -244,7 +244,11 @@ fn query_stats(target: SocketAddr) -> Option<tickpack_wire::ServerStats> {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
-    let req = tickpack_wire::Packet::StatsRequest { nonce: 3 }.to_vec();
+    let req = tickpack_wire::Packet::StatsRequest {
+        nonce: 3,
+        proof: None,
+    }
+    .to_vec();
     let mut buf = [0u8; 2048];
     for _ in 0..5 {
         s.send_to(&req, target).unwrap();

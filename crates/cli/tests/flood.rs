@@ -26,8 +26,11 @@ fn health_check(target: SocketAddr) -> Option<ServerStats> {
         .unwrap();
     let mut buf = [0u8; 2048];
     for nonce in 0..5 {
-        s.send_to(&Packet::StatsRequest { nonce }.to_vec(), target)
-            .unwrap();
+        s.send_to(
+            &Packet::StatsRequest { nonce, proof: None }.to_vec(),
+            target,
+        )
+        .unwrap();
         let deadline = Instant::now() + Duration::from_millis(300);
         while Instant::now() < deadline {
             if let Ok((n, _)) = s.recv_from(&mut buf) {

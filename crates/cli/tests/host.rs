@@ -28,7 +28,11 @@ fn stats(addr: SocketAddr, timeout: Duration) -> bool {
     let s = UdpSocket::bind("0.0.0.0:0").unwrap();
     s.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
-    let req = tickpack_wire::Packet::StatsRequest { nonce: 1 }.to_vec();
+    let req = tickpack_wire::Packet::StatsRequest {
+        nonce: 1,
+        proof: None,
+    }
+    .to_vec();
     let t0 = Instant::now();
     let mut buf = [0u8; 512];
     while t0.elapsed() < timeout {

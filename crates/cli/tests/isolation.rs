@@ -383,7 +383,11 @@ fn dir_placeholder_is_valid_inside_an_instance_with_a_run_dir_under_tmp() {
 fn fresh_answer(addr: SocketAddr, since: Instant, deadline: Instant) -> Option<u64> {
     let s = UdpSocket::bind("0.0.0.0:0").unwrap();
     s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-    let req = tickpack_wire::Packet::StatsRequest { nonce: 1 }.to_vec();
+    let req = tickpack_wire::Packet::StatsRequest {
+        nonce: 1,
+        proof: None,
+    }
+    .to_vec();
     let mut buf = [0u8; 512];
     while Instant::now() < deadline {
         let _ = s.send_to(&req, addr);

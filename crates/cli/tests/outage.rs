@@ -99,7 +99,11 @@ fn probe(addr: SocketAddr, run: Arc<AtomicBool>) -> std::thread::JoinHandle<u64>
     std::thread::spawn(move || {
         let s = UdpSocket::bind("0.0.0.0:0").unwrap();
         s.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
-        let req = tickpack_wire::Packet::StatsRequest { nonce: 3 }.to_vec();
+        let req = tickpack_wire::Packet::StatsRequest {
+            nonce: 3,
+            proof: None,
+        }
+        .to_vec();
         let mut buf = [0u8; 512];
         let mut last = Instant::now();
         let mut longest = Duration::ZERO;

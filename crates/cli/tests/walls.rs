@@ -198,7 +198,11 @@ fn root_a_stats_flood_from_many_ports_got_a_healthy_server_killed() {
     while t0.elapsed() < Duration::from_secs(secs) && sent < rate * secs {
         let due = (t0.elapsed().as_secs_f64() * rate as f64) as u64;
         if sent < due {
-            let req = tickpack_wire::Packet::StatsRequest { nonce: sent }.to_vec();
+            let req = tickpack_wire::Packet::StatsRequest {
+                nonce: sent,
+                proof: None,
+            }
+            .to_vec();
             let _ = socks[(sent % 1000) as usize].send_to(&req, target);
             sent += 1;
         } else {

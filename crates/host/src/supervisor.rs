@@ -141,8 +141,9 @@ struct Instance {
     /// given to the server in its environment, so it answers our checks
     /// from a budget strangers cannot drain.
     health_key: Option<tickpack_wire::HealthKey>,
-    /// Checks sent since its start (the nonce's sequence number).
-    health_seq: u32,
+    /// Checks sent since its start: the counter of the last one (each
+    /// check's is one more; the server refuses one not above the last).
+    health_seq: u64,
     /// Its last judged window was unanswered while others kept it busy
     /// (said once per stretch).
     contended: bool,

@@ -29,9 +29,11 @@ pub struct ServerConfig {
     pub seed: u64,
     /// What unproven sources may ask, per source and in all (see [`crate::flood`]).
     pub flood: FloodLimits,
-    /// The host's health-check key: a stats request whose nonce it
-    /// verifies is answered from a budget of its own ([`HEALTH_CHECK_RATE`]),
-    /// never from the one strangers share.
+    /// The host's health-check key: a stats request whose proof it
+    /// verifies, with a counter above every check before it, is answered
+    /// from a budget of its own ([`HEALTH_CHECK_RATE`]), never from the one
+    /// strangers share; one whose counter is not above is refused
+    /// ([`tickpack_wire::CheckGate`]).
     pub health_key: Option<HealthKey>,
 }
 
@@ -84,8 +86,12 @@ pub struct Counters {
     pub ticks: u64,
     /// Requests from unproven sources dropped by the flood limits.
     pub flood: FloodCounters,
-    /// The host's health checks (their nonce verified) answered, and
-    /// dropped past [`HEALTH_CHECK_RATE`].
+    /// The host's health checks (their proof verified, their counter new)
+    /// answered, and dropped past [`HEALTH_CHECK_RATE`].
     pub health_checks: u64,
     pub health_limited: u64,
+    /// Stats requests refused because their check counter was not above
+    /// the last check admitted: replays of a check, or older checks. They
+    /// cost no token of any budget.
+    pub health_stale: u64,
 }

@@ -22,8 +22,8 @@ use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
 use tickpack_wire::{
-    a2s, delta, Command, Datagram, DisconnectReason, EntityState, Packet, RefuseReason,
-    ServerStats, Snapshot, TokenKey, PROTOCOL_VERSION,
+    a2s, delta, CheckCounters, CheckGate, CheckVerdict, Command, Datagram, DisconnectReason,
+    EntityState, Packet, RefuseReason, ServerStats, Snapshot, TokenKey, PROTOCOL_VERSION,
 };
 
 pub use crate::config::{Counters, ServerConfig, HEALTH_CHECK_RATE};
@@ -81,6 +81,8 @@ pub struct Server {
     flood: FloodGuard,
     /// The budget of the host's health checks.
     health_bucket: TokenBucket,
+    /// Admits each of the host's checks once (with a key from the host).
+    checks: Option<CheckGate>,
 }
 
 impl Server {
@@ -100,6 +102,7 @@ impl Server {
         let flood_key = u64::from_le_bytes(secret[24..].try_into().expect("8 bytes"));
         Self {
             flood: FloodGuard::new(cfg.flood.clone(), flood_key),
+            checks: cfg.health_key.clone().map(CheckGate::new),
             clients: (0..cfg.max_players).map(|_| None).collect(),
             cfg,
             key: TokenKey::new(secret),
@@ -246,11 +249,19 @@ impl Server {
             return;
         };
         let slot = self.by_addr.get(&from).copied();
-        let health_check = match (&self.cfg.health_key, &dgram) {
-            (Some(k), Datagram::Game(Packet::StatsRequest { nonce })) => k.verify(*nonce),
-            _ => false,
+        let check = match (&mut self.checks, &dgram) {
+            (Some(gate), Datagram::Game(Packet::StatsRequest { nonce, proof })) => {
+                gate.judge(*nonce, proof.as_ref())
+            }
+            _ => CheckVerdict::Unproven,
         };
-        if health_check {
+        if check == CheckVerdict::Stale {
+            // A copy of a check already admitted, or an older one: it
+            // takes nothing from the checks' budget, and gets nothing.
+            self.counters.health_stale += 1;
+            return;
+        }
+        if check == CheckVerdict::Fresh {
             // The host's own check: its budget, never the strangers'.
             if !self.health_bucket.take(HEALTH_CHECK_RATE, now_us) {
                 self.counters.health_limited += 1;
@@ -306,7 +317,7 @@ impl Server {
                     },
                 );
             }
-            Datagram::Game(Packet::StatsRequest { nonce }) => {
+            Datagram::Game(Packet::StatsRequest { nonce, .. }) => {
                 let mut s = self.stats(now_us);
                 s.nonce = nonce;
                 self.reply_unproven(from, data.len(), &Packet::Stats(s));
@@ -652,6 +663,10 @@ impl Server {
             rate_limited: self.flood.counters().total(),
             socket_drops: self.socket_drops,
             recent: Some(self.recent.stats(now_us)),
+            checks: Some(CheckCounters {
+                stale: self.counters.health_stale,
+                over_budget: self.counters.health_limited,
+            }),
         }
     }
 }

@@ -291,7 +291,11 @@ fn unproven_sources_never_get_more_bytes_than_they_sent() {
             len: 1000,
         }
         .to_vec(),
-        Packet::StatsRequest { nonce: 1 }.to_vec(),
+        Packet::StatsRequest {
+            nonce: 1,
+            proof: None,
+        }
+        .to_vec(),
         command(1, None),
         a2s_info,
         a2s_players_wrong,
@@ -431,7 +435,13 @@ fn stats_reply_reports_ticks_and_players() {
     for _ in 0..10 {
         h.tick();
     }
-    let r = h.send(addr(5), Packet::StatsRequest { nonce: 77 });
+    let r = h.send(
+        addr(5),
+        Packet::StatsRequest {
+            nonce: 77,
+            proof: None,
+        },
+    );
     let Packet::Stats(s) = Packet::decode(&r[0].1).unwrap() else {
         panic!()
     };
@@ -481,7 +491,14 @@ fn unproven_asks() -> Vec<(&'static str, Vec<u8>)> {
             .to_vec(),
         ),
         ("a2s", a2s_info),
-        ("stats", Packet::StatsRequest { nonce: 1 }.to_vec()),
+        (
+            "stats",
+            Packet::StatsRequest {
+                nonce: 1,
+                proof: None,
+            }
+            .to_vec(),
+        ),
         (
             "ping",
             Packet::Ping {
@@ -604,15 +621,23 @@ fn a_stats_flood_from_many_ports_left_the_hosts_checks_unanswered() {
             for i in 0..20_000u64 {
                 h.now += 50;
                 let from = SocketAddr::from(([10, 9, 9, 9], 20_000 + (i % 1000) as u16));
-                h.server
-                    .handle(h.now, from, &Packet::StatsRequest { nonce: i }.to_vec());
+                h.server.handle(
+                    h.now,
+                    from,
+                    &Packet::StatsRequest {
+                        nonce: i,
+                        proof: None,
+                    }
+                    .to_vec(),
+                );
                 if i % 1_000 == 0 {
                     let _ = h.out();
                 }
             }
             let _ = h.out();
-            let nonce = key.nonce(s);
-            let r = h.send(health, Packet::StatsRequest { nonce });
+            let (nonce, proof) = key.check(u64::from(s) + 1);
+            let proof = Some(proof);
+            let r = h.send(health, Packet::StatsRequest { nonce, proof });
             answered += r
                 .iter()
                 .filter(|(a, b)| {
@@ -636,8 +661,9 @@ fn a_stats_flood_from_many_ports_left_the_hosts_checks_unanswered() {
     );
 }
 
-/// A stranger who replays checks at a high rate gets no more than the
-/// health budget; the flood guard's counters do not count them.
+/// Whoever holds the key (the host, or a server's own uid) gets no more
+/// than the checks' budget, however many fresh checks it sends; the flood
+/// guard's counters do not count them.
 #[test]
 fn the_health_budget_is_bounded_too() {
     let key = tickpack_wire::HealthKey::new([3; 32]);
@@ -646,13 +672,12 @@ fn the_health_budget_is_bounded_too() {
         ..Default::default()
     });
     let from = SocketAddr::from(([10, 9, 9, 9], 4000));
-    let req = Packet::StatsRequest {
-        nonce: key.nonce(1),
-    }
-    .to_vec();
-    for _ in 0..1000 {
+    for counter in 1..=1000 {
         h.now += 100;
-        h.server.handle(h.now, from, &req);
+        let (nonce, proof) = key.check(counter);
+        let proof = Some(proof);
+        h.server
+            .handle(h.now, from, &Packet::StatsRequest { nonce, proof }.to_vec());
     }
     let _ = h.out();
     let c = h.server.counters();
@@ -661,6 +686,8 @@ fn the_health_budget_is_bounded_too() {
         + 1;
     assert!(c.health_checks <= most, "{} answered", c.health_checks);
     assert_eq!(c.health_checks + c.health_limited, 1000);
+    assert_eq!(c.health_stale, 0);
+    assert_eq!(c.flood.total(), 0);
 }
 
 #[test]
@@ -686,7 +713,13 @@ fn health_checks_are_answered_during_floods() {
         }
         let _ = h.out();
         // The host's health check, once a second.
-        let r = h.send(health, Packet::StatsRequest { nonce: s });
+        let r = h.send(
+            health,
+            Packet::StatsRequest {
+                nonce: s,
+                proof: None,
+            },
+        );
         answered += r
             .iter()
             .filter(|(a, b)| {
@@ -697,4 +730,112 @@ fn health_checks_are_answered_during_floods() {
     assert_eq!(answered as u64, secs, "health checks went unanswered");
     let c = h.server.counters().flood;
     assert!(c.source_limited[2] > 0 && c.budget_limited.iter().sum::<u64>() > 0);
+}
+
+/// Issue 38, item 4: one valid check, copied once and resent 100 times a
+/// second, drained the 20 a second the server keeps for the host's checks;
+/// the host's own checks went unanswered and it killed the server in
+/// about 4 s. A check carries a counter the server must see increase: a
+/// copy is refused before it takes a token of that budget, and counted.
+#[test]
+fn a_replayed_health_check_drained_the_keyed_budget() {
+    let key = tickpack_wire::HealthKey::new([4; 32]);
+    let mut h = Harness::new(ServerConfig {
+        health_key: Some(key.clone()),
+        ..Default::default()
+    });
+    let host = SocketAddr::from(([198, 18, 0, 1], 50_000));
+    let replayer = SocketAddr::from(([10, 9, 9, 9], 4000));
+    let answers = |r: &[(SocketAddr, Vec<u8>)], to: SocketAddr, nonce: u64| {
+        r.iter()
+            .filter(|(a, b)| {
+                *a == to && matches!(Packet::decode(b), Ok(Packet::Stats(st)) if st.nonce == nonce)
+            })
+            .count()
+    };
+    let (nonce0, proof0) = key.check(1);
+    let captured = Packet::StatsRequest {
+        nonce: nonce0,
+        proof: Some(proof0),
+    }
+    .to_vec();
+    let r = h.send_raw(host, &captured);
+    assert_eq!(answers(&r, host, nonce0), 1, "the original is answered");
+    let secs = 10u64;
+    let mut answered = 0;
+    let mut replays_answered = 0;
+    for s in 1..=secs {
+        for _ in 0..100 {
+            h.now += 10_000;
+            h.server.handle(h.now, replayer, &captured);
+        }
+        replays_answered += answers(&h.out(), replayer, nonce0);
+        let (nonce, proof) = key.check(s + 1);
+        let proof = Some(proof);
+        let r = h.send(host, Packet::StatsRequest { nonce, proof });
+        answered += answers(&r, host, nonce);
+    }
+    assert_eq!(answered, secs as usize, "the host's checks went unanswered");
+    assert_eq!(replays_answered, 0, "a replay was answered");
+    let c = h.server.counters();
+    assert_eq!(c.health_stale, 100 * secs, "every replay refused as stale");
+    assert_eq!(c.health_checks, secs + 1);
+    assert_eq!(c.health_limited, 0, "the replays took no token");
+    assert_eq!(c.flood.total(), 0, "nor any of the strangers' budget");
+    // The stats say so, to anyone who asks.
+    let r = h.send(
+        addr(9),
+        Packet::StatsRequest {
+            nonce: 5,
+            proof: None,
+        },
+    );
+    let Ok(Packet::Stats(st)) = Packet::decode(&r[0].1) else {
+        panic!("no stats: {r:?}")
+    };
+    let checks = st.checks.expect("check counters in the stats");
+    assert_eq!((checks.stale, checks.over_budget), (100 * secs, 0));
+}
+
+/// A check with a counter the server already passed is refused whatever
+/// its tag (no HMAC spent on it); a forged counter, however high, takes
+/// the strangers' path and does not move the bar for the host's checks.
+#[test]
+fn a_forged_check_neither_answers_as_the_hosts_nor_blocks_them() {
+    let key = tickpack_wire::HealthKey::new([6; 32]);
+    let mut h = Harness::new(ServerConfig {
+        health_key: Some(key.clone()),
+        ..Default::default()
+    });
+    let host = SocketAddr::from(([198, 18, 0, 1], 50_000));
+    let forger = SocketAddr::from(([10, 9, 9, 9], 4000));
+    let forged = CheckProof {
+        counter: u64::MAX,
+        tag: [0x5A; CHECK_TAG_LEN],
+    };
+    for i in 0..100u64 {
+        h.now += 1_000;
+        h.server.handle(
+            h.now,
+            forger,
+            &Packet::StatsRequest {
+                nonce: i,
+                proof: Some(forged),
+            }
+            .to_vec(),
+        );
+    }
+    let _ = h.out();
+    let c = h.server.counters();
+    assert_eq!(c.health_checks, 0, "a forgery was taken for the host's");
+    assert_eq!(c.health_stale, 0);
+    assert!(
+        c.flood.source_limited[2] > 0,
+        "it paid the strangers' buckets"
+    );
+    let (nonce, proof) = key.check(1);
+    let proof = Some(proof);
+    let r = h.send(host, Packet::StatsRequest { nonce, proof });
+    assert_eq!(r.len(), 1, "the host's first check is answered");
+    assert_eq!(h.server.counters().health_checks, 1);
 }

@@ -16,7 +16,8 @@
 //! - [`TokenKey`]: issues and checks connect tokens bound to the sender's
 //!   address and a time window; unforgeable without the server's secret.
 //! - [`HealthKey`]: the host's health checks, which a server answers from a
-//!   budget of their own (strangers' stats requests cannot drain it).
+//!   budget of their own (strangers' stats requests cannot drain it); a
+//!   server's [`CheckGate`] admits each check once (a replay is refused).
 //! - [`delta`]: entity lists delta-encoded against an acknowledged baseline
 //!   (one of the last [`DELTA_HISTORY`] snapshots).
 //! - [`TickRate`]: ticks per second and the interval that follows.
@@ -50,7 +51,9 @@ mod token;
 mod types;
 
 pub use codec::DecodeError;
-pub use health::{HealthKey, HEALTH_KEY_ENV};
+pub use health::{
+    CheckGate, CheckProof, CheckVerdict, HealthKey, CHECK_PROOF_LEN, CHECK_TAG_LEN, HEALTH_KEY_ENV,
+};
 pub use packet::*;
 pub use tick::{TickRate, DELTA_HISTORY};
 pub use token::{Token, TokenKey, TOKEN_LEN};

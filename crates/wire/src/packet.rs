@@ -6,6 +6,7 @@
 
 use crate::a2s;
 use crate::codec::{truncate_utf8, DecodeError, Reader, Writer};
+use crate::health::{CheckProof, CHECK_TAG_LEN};
 use crate::token::{Token, TOKEN_LEN};
 use crate::types::Input;
 
@@ -20,6 +21,8 @@ pub const HELLO_MIN_LEN: usize = 128;
 pub const CONNECT_MIN_LEN: usize = 128;
 /// A stats request shorter than this is dropped; the stats reply is smaller.
 pub const STATS_REQUEST_LEN: usize = 160;
+// A check's proof rides after the nonce, in what older senders pad.
+const _: () = assert!(3 + 8 + crate::health::CHECK_PROOF_LEN <= STATS_REQUEST_LEN);
 /// Longest player name carried in `Connect` (bytes of UTF-8).
 pub const MAX_NAME_LEN: usize = 32;
 /// Largest UDP payload over IPv4.
@@ -202,7 +205,25 @@ pub struct ServerStats {
     /// Tick lateness and frame time over the last second (the QoS guard's
     /// per-period signals); `None` from a server that predates them.
     pub recent: Option<RecentStats>,
+    /// What became of the host's health checks; `None` from a server that
+    /// predates them. Carried after the recent window and only with it (a
+    /// server that counts checks always has a window).
+    pub checks: Option<CheckCounters>,
 }
+
+/// The host's health checks a server did not answer, since start
+/// ([`crate::CheckGate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CheckCounters {
+    /// Checks refused as stale: a copy of one already answered (a replay)
+    /// or older than it. They took nothing from the checks' budget.
+    pub stale: u64,
+    /// Fresh checks dropped because the checks' budget was spent.
+    pub over_budget: u64,
+}
+
+/// Encoded size of [`CheckCounters`].
+pub const CHECK_COUNTERS_LEN: usize = 16;
 
 /// Tick lateness and frame time over a recent window (the last completed
 /// second and the current one), where [`ServerStats`]' percentiles are since
@@ -265,8 +286,12 @@ pub enum Packet<'a> {
         client_time_us: u64,
         len: usize,
     },
+    /// Asks for the server's stats; padded to [`STATS_REQUEST_LEN`]. The
+    /// host's health checks carry a proof after the nonce
+    /// ([`crate::HealthKey::check`]); without one the bytes there are zeros.
     StatsRequest {
         nonce: u64,
+        proof: Option<CheckProof>,
     },
     Stats(ServerStats),
     Disconnect {
@@ -373,9 +398,13 @@ impl Packet<'_> {
                 w.u64(client_time_us);
                 w.pad_to(start, len.min(MAX_DATAGRAM));
             }
-            Packet::StatsRequest { nonce } => {
+            Packet::StatsRequest { nonce, proof } => {
                 w.u8(kind::STATS_REQUEST);
                 w.u64(nonce);
+                if let Some(p) = proof {
+                    w.u64(p.counter);
+                    w.bytes(&p.tag);
+                }
                 w.pad_to(start, STATS_REQUEST_LEN);
             }
             Packet::Stats(ref s) => {
@@ -417,6 +446,10 @@ impl Packet<'_> {
                         r.frame_max_us,
                     ] {
                         w.u32(v);
+                    }
+                    if let Some(c) = s.checks {
+                        w.u64(c.stale);
+                        w.u64(c.over_budget);
                     }
                 }
             }
@@ -542,7 +575,14 @@ impl<'a> Packet<'a> {
             }
             kind::STATS_REQUEST => {
                 min_len(buf, STATS_REQUEST_LEN)?;
-                Packet::StatsRequest { nonce: r.u64()? }
+                let nonce = r.u64()?;
+                let counter = r.u64()?;
+                let tag = r.array::<CHECK_TAG_LEN>()?;
+                Packet::StatsRequest {
+                    nonce,
+                    // Zeros (an older sender's padding): no proof.
+                    proof: (counter != 0).then_some(CheckProof { counter, tag }),
+                }
             }
             kind::STATS => {
                 let mut s = ServerStats {
@@ -587,6 +627,13 @@ impl<'a> Packet<'a> {
                             frame_p99_us: r.u32()?,
                             frame_max_us: r.u32()?,
                         });
+                        // The check counters came after it.
+                        if r.remaining() >= CHECK_COUNTERS_LEN {
+                            s.checks = Some(CheckCounters {
+                                stale: r.u64()?,
+                                over_budget: r.u64()?,
+                            });
+                        }
                     }
                 }
                 Packet::Stats(s)

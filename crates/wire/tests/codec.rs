@@ -62,7 +62,11 @@ fn short_hello_and_connect_are_rejected() {
         Packet::decode(&hello),
         Err(DecodeError::TooShort { min: HELLO_MIN_LEN })
     );
-    let mut req = Packet::StatsRequest { nonce: 1 }.to_vec();
+    let mut req = Packet::StatsRequest {
+        nonce: 1,
+        proof: None,
+    }
+    .to_vec();
     let stats = Packet::Stats(ServerStats {
         frame_p99_us: u32::MAX,
         packets_in: u64::MAX,
@@ -150,12 +154,54 @@ fn stats_recent_window_is_backward_compatible() {
     }
 }
 
+/// Issue 38, item 4: a check's proof (counter and a 16-byte tag) rides in
+/// what was padding, so the request keeps its size; a request from an
+/// older sender (zeros there) reads as one without proof.
+#[test]
+fn a_check_proof_fits_the_stats_request_and_zeros_are_none() {
+    let key = HealthKey::new([7; 32]);
+    let (nonce, proof) = key.check(42);
+    let bytes = roundtrip(&Packet::StatsRequest {
+        nonce,
+        proof: Some(proof),
+    });
+    assert_eq!(bytes.len(), STATS_REQUEST_LEN);
+    let plain = roundtrip(&Packet::StatsRequest { nonce, proof: None });
+    assert_eq!(plain.len(), STATS_REQUEST_LEN);
+    // What an older sender wrote: magic, kind, nonce, zeros.
+    let mut old = b"TP\x0a".to_vec();
+    old.extend_from_slice(&nonce.to_le_bytes());
+    old.resize(STATS_REQUEST_LEN, 0);
+    assert_eq!(old, plain);
+    // The stats reply stays smaller than the request, check counters and all.
+    let stats = ServerStats {
+        recent: Some(RecentStats::default()),
+        checks: Some(CheckCounters {
+            stale: u64::MAX,
+            over_budget: 3,
+        }),
+        ..Default::default()
+    };
+    let reply = roundtrip(&Packet::Stats(stats));
+    assert!(reply.len() <= STATS_REQUEST_LEN, "must not amplify");
+    // A reply from a server without check counters reads as None.
+    let without = Packet::decode(&reply[..reply.len() - CHECK_COUNTERS_LEN]).unwrap();
+    assert_eq!(
+        without,
+        Packet::Stats(ServerStats {
+            checks: None,
+            ..stats
+        })
+    );
+}
+
 proptest! {
     #[test]
     fn stats_with_any_recent_window_round_trip(
         w in any::<[u32; 5]>(),
         present in any::<bool>(),
         counters in any::<[u64; 3]>(),
+        checks in proptest::option::of(any::<[u64; 2]>()),
         junk in proptest::collection::vec(any::<u8>(), 0..40),
     ) {
         let stats = ServerStats {
@@ -168,6 +214,11 @@ proptest! {
                 lateness_max_us: w[2],
                 frame_p99_us: w[3],
                 frame_max_us: w[4],
+            }),
+            // Carried only with a recent window.
+            checks: checks.filter(|_| present).map(|c| CheckCounters {
+                stale: c[0],
+                over_budget: c[1],
             }),
             ..Default::default()
         };
@@ -183,6 +234,25 @@ proptest! {
         if present {
             prop_assert_eq!(back.recent, stats.recent);
         }
+        if stats.checks.is_some() {
+            prop_assert_eq!(back.checks, stats.checks);
+        }
+    }
+
+    #[test]
+    fn stats_requests_with_any_proof_round_trip(
+        nonce in any::<u64>(),
+        counter in 1u64..,
+        tag in any::<[u8; CHECK_TAG_LEN]>(),
+        with in any::<bool>(),
+    ) {
+        let p = Packet::StatsRequest {
+            nonce,
+            proof: with.then_some(CheckProof { counter, tag }),
+        };
+        let bytes = p.to_vec();
+        prop_assert_eq!(bytes.len(), STATS_REQUEST_LEN);
+        prop_assert_eq!(Packet::decode(&bytes), Ok(p));
     }
 }
 

@@ -60,7 +60,11 @@ impl Kind {
             .encode(&mut v),
             Kind::A2sInfo => a2s::Query::Info { challenge: None }.encode(&mut v),
             Kind::A2sPlayers => a2s::Query::Players { challenge: None }.encode(&mut v),
-            Kind::Stats => Packet::StatsRequest { nonce: i }.encode(&mut v),
+            Kind::Stats => Packet::StatsRequest {
+                nonce: i,
+                proof: None,
+            }
+            .encode(&mut v),
             Kind::Ping => Packet::Ping {
                 nonce: i,
                 client_time_us: 0,

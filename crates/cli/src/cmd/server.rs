@@ -200,8 +200,9 @@ pub fn run(a: Args) -> Result<(), Failure> {
     })?;
     let s = stopped.stats;
     eprintln!(
-        "tickpack server stopped after {} ticks: frame p99 {} us, tick lateness p99 {} us, {} overruns, {} malformed datagrams dropped, {} requests rate-limited, {} dropped by the kernel (receive buffer full)",
-        s.tick, s.frame_p99_us, s.lateness_p99_us, s.overruns, s.malformed, s.rate_limited, s.socket_drops
+        "tickpack server stopped after {} ticks: frame p99 {} us, tick lateness p99 {} us, {} overruns, {} malformed datagrams dropped, {} requests rate-limited, {} dropped by the kernel (receive buffer full), {} health checks refused as stale (replayed or old)",
+        s.tick, s.frame_p99_us, s.lateness_p99_us, s.overruns, s.malformed, s.rate_limited, s.socket_drops,
+        s.checks.map_or(0, |c| c.stale)
     );
     Ok(())
 }

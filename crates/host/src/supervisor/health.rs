@@ -231,11 +231,18 @@ impl Supervisor {
             let due = i.liveness.check_due();
             if health == Health::TickpackStats {
                 if due {
-                    // Signed with the instance's key: answered from the
-                    // server's own budget for the host's checks.
-                    let nonce = i.health_key.as_ref().map_or(1, |k| k.nonce(i.health_seq));
-                    i.health_seq = i.health_seq.wrapping_add(1);
-                    let _ = sock.send(&Packet::StatsRequest { nonce }.to_vec());
+                    // Signed with the instance's key and numbered: the
+                    // server answers it once, from its own budget for the
+                    // host's checks, and refuses copies of it.
+                    let (nonce, proof) = match &i.health_key {
+                        Some(k) => {
+                            i.health_seq += 1;
+                            let (nonce, proof) = k.check(i.health_seq);
+                            (nonce, Some(proof))
+                        }
+                        None => (1, None),
+                    };
+                    let _ = sock.send(&Packet::StatsRequest { nonce, proof }.to_vec());
                     i.liveness.sent();
                 }
             } else {
@@ -282,7 +289,7 @@ impl Supervisor {
                     Health::TickpackStats => match Packet::decode(data) {
                         // An answer to one of our checks, not any stats.
                         Ok(Packet::Stats(s))
-                            if i.health_key.as_ref().is_none_or(|k| k.verify(s.nonce)) =>
+                            if i.health_key.as_ref().is_none_or(|k| k.answers(s.nonce)) =>
                         {
                             i.stats = Some(s);
                             true

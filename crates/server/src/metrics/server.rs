@@ -114,6 +114,16 @@ pub fn families(server: &Server, drains: &DrainCounters, now_us: u64) -> Vec<Met
             "Requests from unproven sources dropped because all unproven sources together exceeded the global budget.",
             &c.flood.budget_limited,
         ),
+        family(
+            "tickpack_health_checks_total",
+            "The host's keyed health checks: answered, dropped past their budget, or refused as stale (a replay, or older than the last answered).",
+            Kind::Counter,
+            [
+                (&[("result", "answered")][..], c.health_checks as f64),
+                (&[("result", "over_budget")][..], c.health_limited as f64),
+                (&[("result", "stale")][..], c.health_stale as f64),
+            ],
+        ),
         single(
             "tickpack_socket_drops_total",
             "Datagrams the kernel dropped because the receive buffer was full.",
