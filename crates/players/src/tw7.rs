@@ -328,7 +328,9 @@ impl Emulated for TwPlayer {
         let Some(c) = &self.client else {
             return self.next_try_us.min(give_up);
         };
-        let timers = c.poll_timeout().map_or(u64::MAX, |t| self.us(t));
+        let timers = c
+            .poll_timeout()
+            .map_or(u64::MAX, |t| deadline_us(self.epoch, t));
         let mine = if self.measured.active() {
             self.next_cmd_us
                 .min(self.last_heard_us + self.measured.silence_us())
@@ -468,5 +470,38 @@ impl Emulated for TwPlayer {
 
     fn referee_row(&self) -> Option<tickpack_report::RefereeRow> {
         Some(self.measured.referee_row(self.target, self.name()))
+    }
+}
+
+/// A timer at `t` as a deadline in microseconds from `epoch`, rounded up:
+/// the I/O loop calls the player at that microsecond, and the player
+/// compares `t` with that microsecond as an `Instant`. Rounded down, a
+/// timer between two microseconds was never due at the microsecond the
+/// loop woke for, and the loop called the player again at once, for ever
+/// (a tile step's players hung past Ctrl-C).
+fn deadline_us(epoch: Instant, t: Instant) -> u64 {
+    let d = t.saturating_duration_since(epoch);
+    let us = d.as_micros() as u64;
+    if Duration::from_micros(us) < d {
+        us + 1
+    } else {
+        us
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timer_between_two_microseconds_was_never_due_and_hung_the_loop() {
+        let epoch = Instant::now();
+        let t = epoch + Duration::from_nanos(1_000_500);
+        let d = deadline_us(epoch, t);
+        assert_eq!(d, 1_001);
+        // At the microsecond the loop wakes for, the timer is due.
+        assert!(epoch + Duration::from_micros(d) >= t);
+        assert_eq!(deadline_us(epoch, epoch + Duration::from_micros(7)), 7);
+        assert_eq!(deadline_us(epoch + Duration::from_secs(1), epoch), 0);
     }
 }
