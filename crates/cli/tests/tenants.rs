@@ -356,3 +356,97 @@ fn root_an_instance_tmpfs_is_unmounted_after_kill_9_of_the_host() {
     assert!(!mounted(&dir), "unmounted by host down");
     assert!(!dir.exists(), "removed by host down");
 }
+
+/// Issue 38, item 3: after a `kill -9` of host A's supervisor its instances
+/// kept running as A's uids, and the next host (B, another name and run
+/// dir) was handed A's uid block, since its record named a supervisor that
+/// was gone: B's instance ran as A's uid, under one process limit, and
+/// could signal and ptrace A's. A block is handed out only while no
+/// process runs as one of its uids; B takes another and says so. A's
+/// address range stays A's too: B is refused it while A's route is there.
+#[test]
+fn root_a_uid_block_was_handed_out_while_its_last_owners_instances_still_ran() {
+    use tickpack_host::supervisor::{BLOCKS_BASE, BLOCK_SIZE};
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let block = |uid: u32| uid.checked_sub(BLOCKS_BASE).map(|u| u / BLOCK_SIZE);
+    let fresh_run_dir = |scratch: &mut Scratch, tag: &str| {
+        let run = scratch.dir(tag);
+        std::fs::remove_dir(&run).unwrap();
+        run
+    };
+    // A: one reference server (the default command), killed with -9.
+    let run_a = fresh_run_dir(&mut scratch, "tnua-run");
+    let mut a = Host::up(
+        "tnua",
+        &run_a,
+        &["--instances", "1", "--range", "198.19.173.0/24"],
+    );
+    let ua = server_uid(&a);
+    let init = a.status().expect("status")["instances"][0]["pid"]
+        .as_u64()
+        .expect("pid");
+    let servers = support::children(init);
+    for &s in &servers {
+        // Killed by PID on drop, pass or fail; `host down` of A then
+        // removes the rest.
+        a.track_server(s as u32);
+    }
+    a.up.kill().unwrap(); // SIGKILL of the supervisor we started
+    a.up.wait().unwrap();
+    let a_runs = || servers.iter().all(|&s| support::alive(s));
+    assert!(a_runs(), "A's server outlives its supervisor");
+
+    // B on A's range: refused while A's instances hold it.
+    let tools = scratch.dir("tnub-tools");
+    let run_b = fresh_run_dir(&mut scratch, "tnub-run");
+    let mut refused = Host::spawn(
+        "tnub",
+        &run_b,
+        &["--instances", "1", "--range", "198.19.173.0/24"],
+        std::process::Stdio::piped(),
+    );
+    let exit = support::wait_until(Duration::from_secs(20), Duration::from_millis(50), || {
+        refused.up.try_wait().unwrap()
+    });
+    let mut told = String::new();
+    // Read only once it exited (its stderr is then closed).
+    if let (Some(_), Some(mut e)) = (exit, refused.up.stderr.take()) {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut told);
+    }
+    assert!(
+        exit.is_some_and(|e| !e.success()),
+        "B is refused A's range ({exit:?}): {told}"
+    );
+    assert!(
+        told.contains("198.19.173.0/24"),
+        "B is told which range: {told}"
+    );
+    drop(refused);
+    assert!(a_runs(), "B's refusal left A's server alone");
+
+    // B on its own range.
+    let said = tools.join("b.stderr");
+    let b = Host::spawn(
+        "tnub",
+        &run_b,
+        &["--instances", "1", "--range", "198.19.174.0/24"],
+        std::fs::File::create(&said).unwrap().into(),
+    )
+    .running();
+    let ub = server_uid(&b);
+    assert!(a_runs(), "A's server still ran while B started");
+    assert_ne!(
+        block(ua),
+        block(ub),
+        "B's instance runs as uid {ub}, in the block of A's still-running instance (uid {ua})"
+    );
+    // And says why it did not take that block.
+    wait("B says it skipped A's block", || {
+        let text = std::fs::read_to_string(&said).unwrap_or_default();
+        text.lines()
+            .any(|l| l.contains("uid block") && l.contains("tnua"))
+    });
+}
