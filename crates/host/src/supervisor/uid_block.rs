@@ -171,6 +171,35 @@ impl UidBlock {
     }
 }
 
+/// The first of `pids` (under `proc_root`) running as a uid of a block
+/// other than the one at `own_base`, with that uid: another host's work
+/// (live, or left running by a host that is gone).
+pub(crate) fn first_of_other_blocks(
+    proc_root: &Path,
+    pids: &[u32],
+    own_base: u32,
+) -> Option<(u32, u32)> {
+    let own = own_base..own_base.saturating_add(BLOCK_SIZE);
+    pids.iter().find_map(|&pid| {
+        let found = uids::live_uids_at(proc_root, pid)?;
+        found
+            .into_iter()
+            .find(|&u| block_of(u).is_some() && !own.contains(&u))
+            .map(|u| (pid, u))
+    })
+}
+
+/// Who holds uid `uid`'s block, as its record says (for messages).
+pub(crate) fn holder_of_uid(uid: u32) -> String {
+    let Some(k) = block_of(uid) else {
+        return "no uid block".into();
+    };
+    match read_record(&Path::new(BLOCK_DIR).join(k.to_string())) {
+        Some(r) => format!("uid block {k}: {}", describe_holder(&r)),
+        None => format!("uid block {k}, which no host's record claims"),
+    }
+}
+
 /// Every record in `dir` (files named by block number), with whether its
 /// supervisor still runs.
 fn read_records(dir: &Path) -> std::io::Result<BTreeMap<u32, Held>> {
@@ -427,6 +456,20 @@ mod tests {
         assert!(
             e.contains(&format!("{} more", BLOCKS - 3 - SAID_MAX as u32)),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_process_of_another_block_is_found_and_one_of_ours_is_not() {
+        let t = Tree::new("others");
+        t.process(10, 201_001); // block 0
+        t.process(11, 202_000); // block 1: ours below
+        t.process(12, 1000); // no block
+        let ours = block_uids(1).start;
+        assert_eq!(first_of_other_blocks(&t.proc_(), &[11, 12, 13], ours), None);
+        assert_eq!(
+            first_of_other_blocks(&t.proc_(), &[11, 12, 10], ours),
+            Some((10, 201_001))
         );
     }
 
