@@ -356,3 +356,222 @@ fn root_an_instance_tmpfs_is_unmounted_after_kill_9_of_the_host() {
     assert!(!mounted(&dir), "unmounted by host down");
     assert!(!dir.exists(), "removed by host down");
 }
+
+/// Issue 38, item 3: after a `kill -9` of host A's supervisor its instances
+/// kept running as A's uids, and the next host (B, another name and run
+/// dir) was handed A's uid block, since its record named a supervisor that
+/// was gone: B's instance ran as A's uid, under one process limit, and
+/// could signal and ptrace A's. A block is handed out only while no
+/// process runs as one of its uids; B takes another and says so. A's
+/// address range stays A's too: B is refused it while A's route is there.
+#[test]
+fn root_a_uid_block_was_handed_out_while_its_last_owners_instances_still_ran() {
+    use tickpack_host::supervisor::{BLOCKS_BASE, BLOCK_SIZE};
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let block = |uid: u32| uid.checked_sub(BLOCKS_BASE).map(|u| u / BLOCK_SIZE);
+    let fresh_run_dir = |scratch: &mut Scratch, tag: &str| {
+        let run = scratch.dir(tag);
+        std::fs::remove_dir(&run).unwrap();
+        run
+    };
+    // A: one reference server (the default command), killed with -9.
+    let run_a = fresh_run_dir(&mut scratch, "tnua-run");
+    let mut a = Host::up(
+        "tnua",
+        &run_a,
+        &["--instances", "1", "--range", "198.19.173.0/24"],
+    );
+    let ua = server_uid(&a);
+    let init = a.status().expect("status")["instances"][0]["pid"]
+        .as_u64()
+        .expect("pid");
+    let servers = support::children(init);
+    for &s in &servers {
+        // Killed by PID on drop, pass or fail; `host down` of A then
+        // removes the rest.
+        a.track_server(s as u32);
+    }
+    a.up.kill().unwrap(); // SIGKILL of the supervisor we started
+    a.up.wait().unwrap();
+    let a_runs = || servers.iter().all(|&s| support::alive(s));
+    assert!(a_runs(), "A's server outlives its supervisor");
+
+    // B on A's range: refused while A's instances hold it.
+    let tools = scratch.dir("tnub-tools");
+    let run_b = fresh_run_dir(&mut scratch, "tnub-run");
+    let mut refused = Host::spawn(
+        "tnub",
+        &run_b,
+        &["--instances", "1", "--range", "198.19.173.0/24"],
+        std::process::Stdio::piped(),
+    );
+    let exit = support::wait_until(Duration::from_secs(20), Duration::from_millis(50), || {
+        refused.up.try_wait().unwrap()
+    });
+    let mut told = String::new();
+    // Read only once it exited (its stderr is then closed).
+    if let (Some(_), Some(mut e)) = (exit, refused.up.stderr.take()) {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut told);
+    }
+    assert!(
+        exit.is_some_and(|e| !e.success()),
+        "B is refused A's range ({exit:?}): {told}"
+    );
+    assert!(
+        told.contains("198.19.173.0/24"),
+        "B is told which range: {told}"
+    );
+    drop(refused);
+    assert!(a_runs(), "B's refusal left A's server alone");
+
+    // B on its own range.
+    let said = tools.join("b.stderr");
+    let b = Host::spawn(
+        "tnub",
+        &run_b,
+        &["--instances", "1", "--range", "198.19.174.0/24"],
+        std::fs::File::create(&said).unwrap().into(),
+    )
+    .running();
+    let ub = server_uid(&b);
+    assert!(a_runs(), "A's server still ran while B started");
+    assert_ne!(
+        block(ua),
+        block(ub),
+        "B's instance runs as uid {ub}, in the block of A's still-running instance (uid {ua})"
+    );
+    // And says why it did not take that block.
+    wait("B says it skipped A's block", || {
+        let text = std::fs::read_to_string(&said).unwrap_or_default();
+        text.lines()
+            .any(|l| l.contains("uid block") && l.contains("tnua"))
+    });
+}
+
+/// A cgroup `tp-batch/NAME` made as an operator would for `--batch-cgroup`
+/// (in every CPU hierarchy of cgroup v1, or in v2), removed on drop.
+struct BatchCgroup(Vec<PathBuf>);
+
+impl BatchCgroup {
+    fn new(name: &str) -> BatchCgroup {
+        let root = Path::new("/sys/fs/cgroup");
+        let hierarchies: Vec<PathBuf> = if root.join("cgroup.controllers").exists() {
+            vec![root.to_path_buf()]
+        } else {
+            ["cpu", "cpuacct", "cpuset"]
+                .iter()
+                .map(|c| root.join(c))
+                .filter(|d| d.is_dir())
+                .collect()
+        };
+        let mut made = BatchCgroup(vec![]);
+        for h in hierarchies {
+            let mut parent = h.clone();
+            for part in ["tp-batch", name] {
+                let d = parent.join(part);
+                if !d.exists() {
+                    std::fs::create_dir(&d).unwrap();
+                    made.0.push(d.clone());
+                }
+                // A v1 cpuset takes no task before it has CPUs and nodes.
+                for f in ["cpuset.cpus", "cpuset.mems"] {
+                    if let Ok(v) = std::fs::read_to_string(parent.join(f)) {
+                        let _ = std::fs::write(d.join(f), v.trim());
+                    }
+                }
+                parent = d;
+            }
+        }
+        made
+    }
+}
+
+impl Drop for BatchCgroup {
+    fn drop(&mut self) {
+        for d in self.0.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// Issue 38, item 3 (cgroups): a host adopted (`--batch-cgroup`) the
+/// cgroup in which another host's batch work ran as that host's uid, and
+/// held it to its own guard's allowance. It is refused now, with the
+/// process and whose uid it runs as; the other host's work runs on.
+#[test]
+fn root_a_host_adopted_a_batch_cgroup_in_which_another_hosts_work_ran() {
+    let _g = serial();
+    require_root(ROOT);
+    let mut scratch = Scratch(vec![]);
+    let cg = BatchCgroup::new("tnuc");
+    let run_a = scratch.dir("tnuc-run");
+    std::fs::remove_dir(&run_a).unwrap();
+    let batch = [
+        "--instances",
+        "1",
+        "--health",
+        "none",
+        "--command",
+        "/bin/sleep 600",
+        "--batch",
+        "/bin/sleep 600",
+        "--batch-cgroup",
+        "tp-batch/tnuc",
+    ];
+    let mut a_args = batch.to_vec();
+    a_args.extend(["--range", "198.19.175.0/24"]);
+    let mut a = Host::up("tnuc", &run_a, &a_args);
+    let batch_runs = |s: &serde_json::Value| {
+        s["guard"]["batch"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|b| b["state"] == "running"))
+    };
+    wait("A's batch command runs", || {
+        a.status().is_some_and(|s| batch_runs(&s))
+    });
+    let procs = |cg: &BatchCgroup| -> Vec<u32> {
+        let procs =
+            cg.0.iter()
+                .find(|d| d.ends_with("tnuc"))
+                .unwrap()
+                .join("cgroup.procs");
+        std::fs::read_to_string(procs)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    let before = procs(&cg);
+    assert!(!before.is_empty(), "A's batch work is in the cgroup");
+
+    let run_b = scratch.dir("tnud-run");
+    std::fs::remove_dir(&run_b).unwrap();
+    let mut b_args = batch.to_vec();
+    b_args.extend(["--range", "198.19.176.0/24"]);
+    let mut b = Host::spawn("tnud", &run_b, &b_args, std::process::Stdio::piped());
+    let exit = support::wait_until(Duration::from_secs(20), Duration::from_millis(50), || {
+        b.up.try_wait().unwrap()
+    });
+    let mut told = String::new();
+    if let (Some(_), Some(mut e)) = (exit, b.up.stderr.take()) {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut told);
+    }
+    assert!(
+        exit.is_some_and(|e| !e.success()),
+        "B is refused the cgroup A's work runs in ({exit:?}): {told}"
+    );
+    assert!(
+        told.contains("tp-batch/tnuc") && told.contains("another host's"),
+        "and told why: {told}"
+    );
+    let st = a.status().expect("A answers");
+    assert!(batch_runs(&st), "A's batch work runs on: {st:#}");
+    assert_eq!(procs(&cg), before, "A's work is where it was");
+    drop(b);
+    let out = a.down();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

@@ -13,6 +13,9 @@
 //!   22, clock ticks since boot), so a recorded PID that the kernel has since
 //!   given to another program is never signalled.
 //! - [`remove_firewall`]: the host's nftables table, by its exact name.
+//! - [`uids`]: which processes still run as a uid block's uids (a host
+//!   killed with `-9` leaves its instances running), and ending one by
+//!   PID without signalling a process that took the PID since.
 //!
 //! Processes inside the host's cgroups are killed with the cgroups
 //! ([`crate::cgroup::remove_stale`]).
@@ -20,6 +23,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::netpath::{filter, NetError, Nft};
+
+pub mod uids;
 
 /// A process the supervisor started, identified beyond its PID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

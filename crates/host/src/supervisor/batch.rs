@@ -118,6 +118,7 @@ impl Supervisor {
                     let cg = Cgroup::adopt(layout, path).map_err(|e| {
                         HostError::Isolation(format!("--batch-cgroup {}: {e}", path.display()))
                     })?;
+                    refuse_other_hosts_work(&cg, path, self.uid_base)?;
                     batch.adopted = true;
                     batch.adopted_cpus = cg
                         .controller_path(cgroup::Controller::Cpuset)
@@ -426,6 +427,26 @@ impl Supervisor {
             }
         }
         problems
+    }
+}
+
+/// Refuses an adopted cgroup in which another host's work runs (a uid of
+/// another block: that host's batch commands): this host's guard would
+/// hold them to its own allowance, and give the cgroup back at its `down`
+/// while the other host still holds it.
+fn refuse_other_hosts_work(cg: &Cgroup, path: &Path, own_base: u32) -> Result<(), HostError> {
+    let shown = path.display();
+    let pids = cg
+        .pids()
+        .map_err(|e| HostError::Isolation(format!("--batch-cgroup {shown}: {e}")))?;
+    let other = super::uid_block::first_of_other_blocks(Path::new("/proc"), &pids, own_base);
+    match other {
+        None => Ok(()),
+        Some((pid, uid)) => Err(HostError::Isolation(format!(
+            "--batch-cgroup {shown}: process {pid} in it runs as uid {uid}, another host's ({}); \
+             end that host's work (`tickpack host down` of that host) or give another cgroup",
+            super::uid_block::holder_of_uid(uid)
+        ))),
     }
 }
 

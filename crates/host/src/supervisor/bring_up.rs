@@ -32,10 +32,13 @@ impl Supervisor {
         run_dir::clear_logs(&dir.join("logs"))?;
         self.save()?;
         if self.cfg.backend == Backend::Netns {
-            let block = uid_block::UidBlock::take(&dir)
+            let (block, said) = uid_block::UidBlock::take(&dir, &self.cfg.name)
                 .map_err(io(format!("taking a uid block in {BLOCK_DIR}")))?;
             self.uid_base = block.base;
             self.uid_block = Some(block);
+            for line in said {
+                self.event(line);
+            }
         }
 
         let topo = Topology::read(Path::new("/sys"))
