@@ -155,6 +155,16 @@ impl<T: Pending> Measured<T> {
         })
     }
 
+    /// The server began a new level (a map change), after [`Measured::left`]
+    /// or [`Measured::session_lost`]: its snapshots are numbered afresh,
+    /// from a clock that starts again, and nothing of the old level's
+    /// numbers is kept.
+    pub fn new_level(&mut self) {
+        self.newest = None;
+        self.learning.clear();
+        self.last_snapshot_us = None;
+    }
+
     /// A new server process: its numbers start again. Commands sent to the
     /// old one will never be reflected.
     fn server_restarted(&mut self, server: SocketAddr, rec: &mut Recorder) {

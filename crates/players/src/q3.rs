@@ -252,19 +252,29 @@ impl Q3Player {
     /// its session until the new level's first snapshot. The new level's
     /// snapshots are numbered afresh.
     fn level_changed(&mut self, now_us: u64, rec: &mut Recorder) {
-        if self.planned() && self.measured.ledger.attendance.rejoin(now_us) {
+        // The old level ended with its last snapshot: the load began then.
+        let last = self
+            .measured
+            .newest()
+            .map_or(now_us, |(_, at)| at.min(now_us));
+        if self.planned() && self.measured.ledger.attendance.rejoin(last) {
             let hz = if self.tick_hz > 0 {
                 self.tick_hz
             } else {
                 DEFAULT_SV_FPS
             };
-            // The presence's account closes now; the new level's join
-            // reopens it at its first snapshot, until the same leave.
-            self.measured.ledger.coverage.end_at(now_us);
+            // The presence's account closes at the old level's last
+            // snapshot; the new level's join reopens it at its first, until
+            // the same leave.
+            self.measured.ledger.coverage.end_at(last + 1);
             self.measured.left(now_us, hz, rec);
         } else {
             self.measured.session_lost(now_us, rec);
         }
+        self.measured.new_level();
+        // The new level's clock starts again: usercmds too (the server
+        // ignores one not newer than the first it takes on the new level).
+        self.last_cmd_time = 0;
         self.next_cmd_us = u64::MAX;
         self.recent.clear();
         self.next_prime_us = now_us;

@@ -45,7 +45,10 @@ fn config(
         warmup: Duration::from_secs(warmup_s),
         duration: Duration::from_secs(run_s - warmup_s),
         connect_timeout: Duration::from_secs(5),
-        join_timeout: Some(Duration::from_secs(3)),
+        // Generous: a loaded 2-core machine (a build, the other tests of
+        // this file beside it) once took more than 3 s to get a join in,
+        // and what these tests check is that the join happens, not how fast.
+        join_timeout: Some(Duration::from_secs(8)),
         window: Some(Duration::from_secs(1)),
         presence: Some(PresencePlan::since_run_start(vec![
             vec![span(0.0, end)],
