@@ -597,7 +597,7 @@ fn tile_result() -> BenchResult {
         ],
     });
     let rss = |a: u64, b: u64| TileStep {
-        load: tickpack_report::tile::LoadVariant::Own,
+        load: tickpack_report::tile::LoadVariant::Phased,
         window_s: 5.0,
         windows: vec![],
         peak_to_mean_cpu: None,

@@ -398,7 +398,7 @@ impl BenchConfig {
                 Compare::Load => ComparisonPlan {
                     specs: [
                         tile::LoadVariant::Static,
-                        tile::LoadVariant::Own,
+                        tile::LoadVariant::Phased,
                         tile::LoadVariant::Aligned,
                     ]
                     .into_iter()
@@ -407,7 +407,7 @@ impl BenchConfig {
                     ratios: vec![(1, 0), (2, 0)],
                 },
                 _ => ComparisonPlan {
-                    specs: vec![with_load(base, tile::LoadVariant::Own)],
+                    specs: vec![with_load(base, tile::LoadVariant::Phased)],
                     ratios: vec![],
                 },
             };

@@ -24,7 +24,7 @@ pub enum LoadVariant {
     Static,
     /// The curves, with rounds, map changes and sessions at each server's
     /// own moments (the default of a tile run).
-    Own,
+    Phased,
     /// The curves with every server's rounds, map changes and sessions in
     /// step: the worst case of the same players.
     Aligned,
@@ -35,7 +35,7 @@ impl LoadVariant {
     pub fn words(self) -> &'static str {
         match self {
             LoadVariant::Static => "every player all the time",
-            LoadVariant::Own => "the curves, each server at its own moments",
+            LoadVariant::Phased => "the curves, each server at its own moments",
             LoadVariant::Aligned => "the curves, every server in step",
         }
     }
@@ -44,7 +44,7 @@ impl LoadVariant {
     pub fn as_str(self) -> &'static str {
         match self {
             LoadVariant::Static => "static",
-            LoadVariant::Own => "own",
+            LoadVariant::Phased => "phased",
             LoadVariant::Aligned => "aligned",
         }
     }
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn load_variants_spell_as_the_flag_does() {
-        for v in [LoadVariant::Static, LoadVariant::Own, LoadVariant::Aligned] {
+        for v in [LoadVariant::Static, LoadVariant::Phased, LoadVariant::Aligned] {
             let json = serde_json::to_string(&v).unwrap();
             assert_eq!(json, format!("\"{}\"", v.as_str()));
         }

@@ -56,7 +56,7 @@ struct Member<'a> {
 pub fn curve_for(m: &MemberPlan, load: LoadVariant) -> tickpack_curve::Curve {
     match load {
         LoadVariant::Static => tickpack_curve::Curve::steady(),
-        LoadVariant::Own => tickpack_curve::Curve {
+        LoadVariant::Phased => tickpack_curve::Curve {
             aligned: false,
             ..m.curve.clone()
         },
@@ -75,7 +75,7 @@ pub fn run(
     req: &StepRequest,
     stop: &Arc<AtomicBool>,
 ) -> Result<Option<Step>, BenchError> {
-    let load = spec.load.unwrap_or(LoadVariant::Own);
+    let load = spec.load.unwrap_or(LoadVariant::Phased);
     let mut members: Vec<Member<'_>> = Vec::new();
     let result = (|| {
         for (m, mp) in tile.members.iter().enumerate() {
