@@ -198,7 +198,9 @@ impl BenchConfig {
         }
         // A game tickpack cannot play runs no players.
         let playable = crate::game::players_game(&self.game).is_some();
-        if self.tile.is_none() && ((playable && s.players_per_server == 0) || s.players_per_server > 255) {
+        if self.tile.is_none()
+            && ((playable && s.players_per_server == 0) || s.players_per_server > 255)
+        {
             return bad(format!(
                 "--players-per-server must be 1..=255, got {}",
                 s.players_per_server

@@ -731,3 +731,45 @@ fn run_dir_pointed_at_etc_is_refused_and_left_untouched() {
     std::fs::remove_dir_all(&etc).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A tile file that cannot run is refused with its line and exit 2 before
+/// any work: an unknown game, a curve above 100 % of the slots, a window
+/// longer than the step; and `--compare load` needs a tile.
+#[test]
+fn a_bad_tile_file_is_refused_with_its_line_before_any_work() {
+    let files = std::env::temp_dir().join(format!("tp-bad-tiles-{}", std::process::id()));
+    std::fs::create_dir_all(&files).unwrap();
+    let cases: [(&str, &str, &[&str]); 3] = [
+        (
+            "unknown-game",
+            "window_s = 5\n\n[[member]]\ngame = \"nosuchgame\"\nplayers = 4\n",
+            &[":4:", "nosuchgame"],
+        ),
+        (
+            "above-slots",
+            "window_s = 5\ncurve = \"points\"\npoints = [[0.0, 0.5], [1.0, 1.5]]\n\n[[member]]\ngame = \"reference\"\nplayers = 4\n",
+            &[":3:", "above 1"],
+        ),
+        (
+            "long-window",
+            "window_s = 60\nstep_s = 30\n\n[[member]]\ngame = \"reference\"\nplayers = 4\n",
+            &[":1:", "window"],
+        ),
+    ];
+    for (name, text, needles) in cases {
+        let path = files.join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let path = path.display().to_string();
+        rejected(
+            &format!("tile-{name}"),
+            &["bench", "--tile", &path, "--out", "out"],
+            &[needles, &[path.as_str()][..]].concat(),
+        );
+    }
+    rejected(
+        "compare-load-without-tile",
+        &quick_bench(&["--compare", "load"]),
+        &["--compare load needs --tile"],
+    );
+    std::fs::remove_dir_all(&files).unwrap();
+}

@@ -98,6 +98,13 @@ pub struct Outcome {
 /// and be judged (an outage just before Ctrl-C must not be hidden).
 const INTERRUPT_DRAIN_US: u64 = 200_000;
 
+/// The most datagrams one player sends at one wake of its thread: a
+/// handshake or a burst of commands is a few; a player whose session
+/// kept yielding datagrams without end (seen once of a tw7 player in a
+/// tile step whose players came and went) must not hold its thread, and
+/// the run's end, for ever.
+const MAX_DATAGRAMS_PER_WAKE: usize = 64;
+
 /// Runs the players described by `cfg` (already validated) until the run
 /// ends or `stop` is set.
 pub fn run(
@@ -375,12 +382,21 @@ fn thread_main<P: Emulated>(
             }
             let p = &mut players[i];
             if sending {
-                while p.poll_transmit(now, &mut buf, &mut rec) {
+                let mut n = 0;
+                while n < MAX_DATAGRAMS_PER_WAKE && p.poll_transmit(now, &mut buf, &mut rec) {
                     send(&mut io, i, p, &buf, &mut rec);
                     live.commands.fetch_add(1, Ordering::Relaxed);
+                    n += 1;
                 }
             }
-            let next = if sending { p.next_deadline() } else { u64::MAX };
+            // Never due again within this wake: a player whose deadline
+            // does not move past `now` is called at the next wake, not
+            // again and again at this one.
+            let next = if sending {
+                p.next_deadline().max(now + 1)
+            } else {
+                u64::MAX
+            };
             scheduled[i] = next;
             if next != u64::MAX {
                 heap.push(Reverse((next, i)));
@@ -418,11 +434,17 @@ fn thread_main<P: Emulated>(
             // A reply may make something due at once (challenge -> connect).
             let now = now_us();
             if sending {
-                while p.poll_transmit(now, &mut buf, &mut rec) {
+                let mut n = 0;
+                while n < MAX_DATAGRAMS_PER_WAKE && p.poll_transmit(now, &mut buf, &mut rec) {
                     send(&mut io, i, p, &buf, &mut rec);
+                    n += 1;
                 }
             }
-            let next = if sending { p.next_deadline() } else { u64::MAX };
+            let next = if sending {
+                p.next_deadline().max(now + 1)
+            } else {
+                u64::MAX
+            };
             if next != scheduled[i] {
                 scheduled[i] = next;
                 if next != u64::MAX {

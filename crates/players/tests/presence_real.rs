@@ -112,8 +112,15 @@ fn check_joins_and_windows(r: &PlayersResult, away: (f64, f64), warmup_s: u64) {
 /// The reference server's stats, asked over its own protocol: how many
 /// players it holds.
 fn stats_players(sock: &UdpSocket, server: SocketAddr) -> Option<u8> {
-    sock.send_to(&Packet::StatsRequest { nonce: 7, proof: None }.to_vec(), server)
-        .ok()?;
+    sock.send_to(
+        &Packet::StatsRequest {
+            nonce: 7,
+            proof: None,
+        }
+        .to_vec(),
+        server,
+    )
+    .ok()?;
     let mut buf = [0u8; 2048];
     let n = sock.recv(&mut buf).ok()?;
     match Packet::decode(&buf[..n]) {

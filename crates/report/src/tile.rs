@@ -311,7 +311,11 @@ mod tests {
 
     #[test]
     fn load_variants_spell_as_the_flag_does() {
-        for v in [LoadVariant::Static, LoadVariant::Phased, LoadVariant::Aligned] {
+        for v in [
+            LoadVariant::Static,
+            LoadVariant::Phased,
+            LoadVariant::Aligned,
+        ] {
             let json = serde_json::to_string(&v).unwrap();
             assert_eq!(json, format!("\"{}\"", v.as_str()));
         }

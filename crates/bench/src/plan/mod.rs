@@ -13,9 +13,9 @@
 
 pub mod before;
 pub mod game;
-pub mod tile;
 #[cfg(test)]
 mod tests;
+pub mod tile;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -81,7 +81,11 @@ pub fn tile_plan(path: &Path, quick: bool) -> Result<TilePlan, PlanError> {
                 bots: m.bots,
                 tick_hz: m.tick,
                 game_settings: super::game::recorded_settings(&m.game),
-                curve: if m.idle { "idle: no players".into() } else { m.curve.to_string() },
+                curve: if m.idle {
+                    "idle: no players".into()
+                } else {
+                    m.curve.to_string()
+                },
                 idle: m.idle,
                 qos: m.qos,
                 max_join_ms: m.max_join.as_millis() as u64,

@@ -114,9 +114,8 @@ fn start_member<'a>(
     game.settings.players = u16::try_from(mp.players).unwrap_or(u16::MAX);
     let server = game.spec().map_err(BenchError::Config)?;
     let run_dir = member_run_dir(&plan.run_dir, m);
-    std::fs::create_dir_all(&run_dir).map_err(|e| {
-        BenchError::Config(format!("cannot create {}: {e}", run_dir.display()))
-    })?;
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| BenchError::Config(format!("cannot create {}: {e}", run_dir.display())))?;
     let mut fleet = FleetPlan {
         name: Some(member_host_name(&plan.host_name, m)),
         instances: Some(servers),
@@ -153,8 +152,9 @@ fn start_member<'a>(
         .restart
         .start_timeout_s
         .max(game.start_limit(servers).as_secs_f64());
-    let sup = Supervisor::start_with_policy(fleet, plan.exe.clone(), Some(tickpack_guard::policy()))
-        .map_err(BenchError::Host)?;
+    let sup =
+        Supervisor::start_with_policy(fleet, plan.exe.clone(), Some(tickpack_guard::policy()))
+            .map_err(BenchError::Host)?;
     let curve = curve_for(mp, load);
     let seats = if mp.idle {
         0
@@ -538,7 +538,12 @@ fn member_step(
             f.players_present = presence::present_in(&m.timelines, from, until);
             f.run_delay_us = m.windows.get(w).copied().flatten();
             f.query_us = queried.get(w).copied().flatten();
-            let failures = judge(&f, &m.plan.qos, m.plan.tick, m.plan.max_join.as_micros() as u64);
+            let failures = judge(
+                &f,
+                &m.plan.qos,
+                m.plan.tick,
+                m.plan.max_join.as_micros() as u64,
+            );
             MemberWindow {
                 start_s: from.as_secs_f64(),
                 end_s: until.as_secs_f64(),
@@ -570,7 +575,10 @@ fn member_step(
 /// Every member's players' figures merged (the step's usual figures).
 fn merge_players(
     results: &[Option<tickpack_report::PlayersResult>],
-) -> (tickpack_report::Measurements, tickpack_report::PlayersHistograms) {
+) -> (
+    tickpack_report::Measurements,
+    tickpack_report::PlayersHistograms,
+) {
     let sources: Vec<(String, tickpack_report::PlayersResult)> = results
         .iter()
         .flatten()
