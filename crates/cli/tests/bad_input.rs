@@ -724,3 +724,54 @@ fn run_dir_pointed_at_etc_is_refused_and_left_untouched() {
     std::fs::remove_dir_all(&etc).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A directory removed on drop, also when the test failed.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Issue 38: a FIFO (or another special file) named `*.pk3` in a
+/// definition's `pk3_dirs` hung `host up` in `openat` for ever, and so did
+/// `--game` naming a FIFO. Both are refused at once, with their path.
+#[test]
+fn a_fifo_in_pk3_dirs_hung_host_up_in_openat() {
+    let dir = Removed(workdir("pk3fifo"));
+    let data = std::env::temp_dir().join(format!("tp-bad-input-pk3-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::create_dir_all(&data).unwrap();
+    let _data = Removed(data.clone());
+    let fifo = data.join("maps.pk3");
+    mkfifo(&fifo);
+    let def = data.join("fifogame.toml");
+    std::fs::write(
+        &def,
+        format!(
+            "name = \"fifogame\"\ndescription = \"a test server\"\ncommand = \"/bin/sleep 600 {{map}}\"\nport = 27500\nslots = 4\n[tick]\nhz = 10\n[variables]\nmap = \"dm1\"\n[data]\npk3_maps = \"map\"\npk3_dirs = [\"{}\"]\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = tickpack(&["host", "up", "--name", "v8", "--run-dir", "run", "--game"]);
+    cmd.arg(&def);
+    expect_rejected(cmd, &dir.0, &[fifo.to_str().unwrap(), "not a regular file"]);
+    let fifo_def = data.join("def.toml");
+    mkfifo(&fifo_def);
+    let mut cmd = tickpack(&["host", "up", "--name", "v8", "--run-dir", "run", "--game"]);
+    cmd.arg(&fifo_def);
+    expect_rejected(
+        cmd,
+        &dir.0,
+        &[fifo_def.to_str().unwrap(), "not a regular file"],
+    );
+}
