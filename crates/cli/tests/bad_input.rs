@@ -725,12 +725,13 @@ fn run_dir_pointed_at_etc_is_refused_and_left_untouched() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A directory removed on drop, also when the test failed.
+/// A directory or file removed on drop, also when the test failed.
 struct Removed(PathBuf);
 
 impl Drop for Removed {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -774,4 +775,58 @@ fn a_fifo_in_pk3_dirs_hung_host_up_in_openat() {
         &dir.0,
         &[fifo_def.to_str().unwrap(), "not a regular file"],
     );
+}
+
+/// Issue 38: `TICKPACK_HEALTH_KEY` (a name the host itself sets for an
+/// instance) in a host file's or a definition's `[env]` was accepted, and
+/// the server's environment then held two values, the file's first. Each
+/// row is a host file's or a definition's text, the line its refusal names
+/// and a word of the refusal.
+#[test]
+fn the_hosts_own_health_key_in_env_was_accepted() {
+    const DEF: &str = "name = \"envgame\"\ndescription = \"a test server\"\ncommand = \"/bin/sleep 600\"\nport = 27500\nslots = 4\n[tick]\nhz = 10\n";
+    let def_with = |env: &str| format!("{DEF}[env]\n{env}");
+    let refused: &[(&str, String, usize, &str)] = &[
+        (
+            "host",
+            "name = \"v9\"\ncommand = \"/bin/true\"\n[env]\nTICKPACK_HEALTH_KEY = \"00\"\n".into(),
+            4,
+            "TICKPACK_HEALTH_KEY",
+        ),
+        (
+            "host",
+            "name = \"v9\"\ncommand = \"/bin/true\"\n[env]\nA = \"1\"\nLD_PRELOAD = \"/x.so\"\n"
+                .into(),
+            5,
+            "dynamic loader",
+        ),
+        (
+            "def",
+            def_with("TICKPACK_HEALTH_KEY = \"00\"\n"),
+            9,
+            "TICKPACK_HEALTH_KEY",
+        ),
+        ("def", def_with("HOME = \"/\"\n"), 9, "set by the host"),
+    ];
+    for (i, (kind, text, line, says)) in refused.iter().enumerate() {
+        let dir = Removed(workdir(&format!("env-{i}")));
+        let guard = Removed(std::env::temp_dir().join(format!(
+            "tp-bad-input-env-{i}-{}-{kind}.toml",
+            std::process::id()
+        )));
+        let file = &guard.0;
+        std::fs::write(file, text).unwrap();
+        let at = if *kind == "host" {
+            format!("{} line {line}:", file.display())
+        } else {
+            format!("{}:{line}:", file.display())
+        };
+        let mut cmd = if *kind == "host" {
+            tickpack(&["host", "up", "--run-dir", "run", "--config"])
+        } else {
+            tickpack(&["host", "up", "--name", "v9", "--run-dir", "run", "--game"])
+        };
+        cmd.arg(file);
+        expect_rejected(cmd, &dir.0, &[&at, says]);
+    }
 }

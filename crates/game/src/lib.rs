@@ -39,6 +39,9 @@
 //!   `[data]` names but the game lacks is refused before anything starts.
 //! - [`source`]: `--game NAME|FILE` as a checked definition: a bounded
 //!   read of a user's file.
+//! - [`env_name`]: which `[env]` names a definition or host file may set
+//!   (not the loader's, not the host's own); [`lines`]: the line of a TOML
+//!   text that defines a key, for refusals after parsing.
 //!
 //! Order: read a file's text (or take a built-in) → [`GameDef::parse`] →
 //! [`GameSettings::defaults`] (then `set`) → [`GameDef::server_spec`] → the
@@ -55,7 +58,7 @@ pub mod def;
 pub mod env_name;
 pub mod gamedig;
 pub mod launch;
-mod lines;
+pub mod lines;
 mod names;
 pub mod pk3;
 pub mod query;
