@@ -127,7 +127,8 @@ pub struct PodLaunch {
 
 /// The environment variable that carries the `n`th file (from 1).
 pub fn file_variable(n: usize) -> String {
-    format!("TICKPACK_FILE_{n}")
+    // A host's own name: a definition's [env] cannot set it.
+    format!("{}FILE_{n}", tickpack_game::env_name::HOST_PREFIX)
 }
 
 /// The game server's command, environment and files in its pod: the game

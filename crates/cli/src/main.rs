@@ -151,6 +151,12 @@ const EXIT_BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
 
 fn main() -> ExitCode {
     exit_quietly_on_closed_output();
+    // What our parent left open (a directory of the host's `/`, a
+    // harness's pipe) reaches no process we start, whoever starts it; each
+    // spawn of an instance, load command or batch job marks them again
+    // right before its `exec`. Best effort: a kernel without close_range
+    // could not run the instances' walls either.
+    let _ = tickpack_sys::fds::cloexec_above_stderr();
     let cli = Cli::parse();
     let result = match cli.cmd {
         Command::Server(a) => cmd::server::run(a),

@@ -773,3 +773,109 @@ fn a_bad_tile_file_is_refused_with_its_line_before_any_work() {
     );
     std::fs::remove_dir_all(&files).unwrap();
 }
+
+/// A directory or file removed on drop, also when the test failed.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Issue 38: a FIFO (or another special file) named `*.pk3` in a
+/// definition's `pk3_dirs` hung `host up` in `openat` for ever, and so did
+/// `--game` naming a FIFO. Both are refused at once, with their path.
+#[test]
+fn a_fifo_in_pk3_dirs_hung_host_up_in_openat() {
+    let dir = Removed(workdir("pk3fifo"));
+    let data = std::env::temp_dir().join(format!("tp-bad-input-pk3-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::create_dir_all(&data).unwrap();
+    let _data = Removed(data.clone());
+    let fifo = data.join("maps.pk3");
+    mkfifo(&fifo);
+    let def = data.join("fifogame.toml");
+    std::fs::write(
+        &def,
+        format!(
+            "name = \"fifogame\"\ndescription = \"a test server\"\ncommand = \"/bin/sleep 600 {{map}}\"\nport = 27500\nslots = 4\n[tick]\nhz = 10\n[variables]\nmap = \"dm1\"\n[data]\npk3_maps = \"map\"\npk3_dirs = [\"{}\"]\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = tickpack(&["host", "up", "--name", "v8", "--run-dir", "run", "--game"]);
+    cmd.arg(&def);
+    expect_rejected(cmd, &dir.0, &[fifo.to_str().unwrap(), "not a regular file"]);
+    let fifo_def = data.join("def.toml");
+    mkfifo(&fifo_def);
+    let mut cmd = tickpack(&["host", "up", "--name", "v8", "--run-dir", "run", "--game"]);
+    cmd.arg(&fifo_def);
+    expect_rejected(
+        cmd,
+        &dir.0,
+        &[fifo_def.to_str().unwrap(), "not a regular file"],
+    );
+}
+
+/// Issue 38: `TICKPACK_HEALTH_KEY` (a name the host itself sets for an
+/// instance) in a host file's or a definition's `[env]` was accepted, and
+/// the server's environment then held two values, the file's first. Each
+/// row is a host file's or a definition's text, the line its refusal names
+/// and a word of the refusal.
+#[test]
+fn the_hosts_own_health_key_in_env_was_accepted() {
+    const DEF: &str = "name = \"envgame\"\ndescription = \"a test server\"\ncommand = \"/bin/sleep 600\"\nport = 27500\nslots = 4\n[tick]\nhz = 10\n";
+    let def_with = |env: &str| format!("{DEF}[env]\n{env}");
+    let refused: &[(&str, String, usize, &str)] = &[
+        (
+            "host",
+            "name = \"v9\"\ncommand = \"/bin/true\"\n[env]\nTICKPACK_HEALTH_KEY = \"00\"\n".into(),
+            4,
+            "TICKPACK_HEALTH_KEY",
+        ),
+        (
+            "host",
+            "name = \"v9\"\ncommand = \"/bin/true\"\n[env]\nA = \"1\"\nLD_PRELOAD = \"/x.so\"\n"
+                .into(),
+            5,
+            "dynamic loader",
+        ),
+        (
+            "def",
+            def_with("TICKPACK_HEALTH_KEY = \"00\"\n"),
+            9,
+            "TICKPACK_HEALTH_KEY",
+        ),
+        ("def", def_with("HOME = \"/\"\n"), 9, "set by the host"),
+    ];
+    for (i, (kind, text, line, says)) in refused.iter().enumerate() {
+        let dir = Removed(workdir(&format!("env-{i}")));
+        let guard = Removed(std::env::temp_dir().join(format!(
+            "tp-bad-input-env-{i}-{}-{kind}.toml",
+            std::process::id()
+        )));
+        let file = &guard.0;
+        std::fs::write(file, text).unwrap();
+        let at = if *kind == "host" {
+            format!("{} line {line}:", file.display())
+        } else {
+            format!("{}:{line}:", file.display())
+        };
+        let mut cmd = if *kind == "host" {
+            tickpack(&["host", "up", "--run-dir", "run", "--config"])
+        } else {
+            tickpack(&["host", "up", "--name", "v9", "--run-dir", "run", "--game"])
+        };
+        cmd.arg(file);
+        expect_rejected(cmd, &dir.0, &[&at, says]);
+    }
+}

@@ -220,7 +220,21 @@ impl FleetFile {
                 )));
             }
         }
-        toml::from_str(text).map_err(|e| FleetError::Invalid(file_error(path, text, &e, true)))
+        let file: FleetFile = toml::from_str(text)
+            .map_err(|e| FleetError::Invalid(file_error(path, text, &e, true)))?;
+        // `[env]`: the names a definition's may set, refused here with the
+        // line (the loader's, and the host's own such as
+        // TICKPACK_HEALTH_KEY, which the server would see twice).
+        for name in file.env.iter().flat_map(|env| env.keys()) {
+            if let Err(why) = tickpack_game::env_name::check_env_name(name) {
+                let at = tickpack_game::lines::line_of(text, &["env".into(), name.clone()]);
+                return Err(FleetError::Invalid(format!(
+                    "{} line {at}: {why}",
+                    path.display()
+                )));
+            }
+        }
+        Ok(file)
     }
 
     /// Resolves the text into a typed plan and builds it: the checks are

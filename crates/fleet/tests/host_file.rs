@@ -413,3 +413,29 @@ fn a_typed_plan_is_checked_by_the_same_rules_as_a_file() {
         assert!(e.contains(needle), "{needle}: {e}");
     }
 }
+
+/// Issue 38: `TICKPACK_HEALTH_KEY` (a name the host sets for every
+/// instance) in a host file's `[env]` was accepted, and the server's
+/// environment then held two values, the file's first. Every name the host
+/// sets, and every name the loader reads, is refused at parse time with its
+/// line.
+#[test]
+fn the_hosts_own_health_key_in_a_host_files_env_was_accepted() {
+    for (text, line, says) in [
+        (
+            "name = \"h\"\n[env]\nTICKPACK_HEALTH_KEY = \"00\"\n",
+            3,
+            "set by the host",
+        ),
+        ("[env]\nA = \"1\"\nHOME = \"/\"\n", 3, "set by the host"),
+        ("[env]\nTICKPACK_X = \"1\"\n", 2, "set by the host"),
+        ("[env]\n\"LD_PRELOAD\" = \"/x.so\"\n", 2, "dynamic loader"),
+    ] {
+        let e = FleetFile::from_toml(text, Path::new("h.toml"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains(&format!("h.toml line {line}:")), "{text:?}: {e}");
+        assert!(e.contains(says), "{text:?}: {e}");
+    }
+}

@@ -43,8 +43,10 @@
 //!   `[data]` names but the game lacks is refused before anything starts.
 //! - [`source`]: `--game NAME|FILE` as a checked definition: a bounded
 //!   read of a user's file.
-//! - [`lines`]: which line of a TOML text defines a key, for refusals
-//!   found after parsing (here and in tile files).
+//! - [`env_name`]: which `[env]` names a definition or host file may set
+//!   (not the loader's, not the host's own); [`lines`]: the line of a TOML
+//!   text that defines a key, for refusals after parsing (here and in tile
+//!   files).
 //!
 //! Order: read a file's text (or take a built-in) → [`GameDef::parse`] →
 //! [`GameSettings::defaults`] (then `set`) → [`GameDef::server_spec`] → the

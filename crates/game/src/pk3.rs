@@ -5,11 +5,29 @@
 //!
 //! [`central_directory`] and [`entry_names`] are pure (bytes in, values
 //! out) and tested on archives built in the test; [`maps_in`] reads files.
+//!
+//! Root reads these files, from directories a definition names, so the
+//! read is bounded in every way: an archive is opened only if it is a
+//! regular file (never a FIFO, whose open blocks for ever, nor a device:
+//! [`tickpack_sys::user_file::open_regular`]); anything else named
+//! `*.pk3` is refused with its path; a directory is read up to
+//! [`MAX_ENTRIES`] entries, a central directory up to [`MAX_DIRECTORY`]
+//! bytes, and the whole look up to [`MAX_LOOK`].
 
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+use tickpack_sys::user_file::{open_regular, UserFileError};
+
+/// The most entries read from one of `pk3_dirs` (a game ships tens).
+pub const MAX_ENTRIES: usize = 10_000;
+/// The largest central directory read (OpenArena's largest, of 1 753
+/// entries, is 135 KB).
+pub const MAX_DIRECTORY: usize = 16 << 20;
+/// The longest the maps of all `pk3_dirs` are looked for.
+pub const MAX_LOOK: Duration = Duration::from_secs(10);
 
 /// "PK\5\6", the end of central directory record.
 const END_SIGNATURE: u32 = 0x0605_4b50;
@@ -70,9 +88,27 @@ pub fn entry_names(dir: &[u8]) -> Vec<String> {
     names
 }
 
-/// The entry names of the archive at `path`.
-pub fn list(path: &Path) -> std::io::Result<Vec<String>> {
-    let mut f = File::open(path)?;
+/// Why an archive's entries were not listed.
+#[derive(Debug)]
+pub enum ListError {
+    /// Not a regular file (a FIFO, a device, a directory): refused.
+    NotRegular,
+    /// Unreadable, or not a zip archive (or one beyond the bounds).
+    Unreadable(std::io::Error),
+}
+
+/// The entry names of the archive at `path`, a regular file (anything
+/// else is refused unopened).
+pub fn list(path: &Path) -> Result<Vec<String>, ListError> {
+    let mut f = open_regular(path).map_err(|e| match e {
+        UserFileError::Io { source, .. } => ListError::Unreadable(source),
+        _ => ListError::NotRegular,
+    })?;
+    entries_of(&mut f).map_err(ListError::Unreadable)
+}
+
+/// The entry names of the open archive `f`.
+fn entries_of(f: &mut std::fs::File) -> std::io::Result<Vec<String>> {
     let len = f.metadata()?.len();
     let tail_len = len.min((END_LEN + MAX_COMMENT) as u64);
     f.seek(SeekFrom::Start(len - tail_len))?;
@@ -80,7 +116,7 @@ pub fn list(path: &Path) -> std::io::Result<Vec<String>> {
     f.read_exact(&mut tail)?;
     let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not a zip archive");
     let (offset, size) = central_directory(&tail).ok_or_else(bad)?;
-    if offset + size as u64 > len {
+    if size > MAX_DIRECTORY || offset + size as u64 > len {
         return Err(bad());
     }
     f.seek(SeekFrom::Start(offset))?;
@@ -98,29 +134,55 @@ pub fn map_name(entry: &str) -> Option<String> {
 }
 
 /// Every map in the `*.pk3` files of `dirs` (lowercase). Unreadable
-/// directories and archives are skipped.
-pub fn maps_in(dirs: &[&Path]) -> BTreeSet<String> {
+/// directories and archives that are not zips are skipped; a `*.pk3`
+/// that is not a regular file, a directory of more than [`MAX_ENTRIES`]
+/// entries and a look longer than [`MAX_LOOK`] are refused, with the path.
+pub fn maps_in(dirs: &[&Path]) -> Result<BTreeSet<String>, String> {
+    let deadline = Instant::now() + MAX_LOOK;
     let mut maps = BTreeSet::new();
     for dir in dirs {
+        // opendir opens with O_DIRECTORY: a FIFO here fails, never blocks.
         let Ok(read) = std::fs::read_dir(dir) else {
             continue;
         };
-        for e in read.flatten() {
+        for (n, e) in read.flatten().enumerate() {
+            if n >= MAX_ENTRIES {
+                return Err(format!(
+                    "{}: more than {MAX_ENTRIES} entries, not a game's data directory",
+                    dir.display()
+                ));
+            }
             let p = e.path();
-            if p.extension().is_some_and(|x| x.eq_ignore_ascii_case("pk3")) {
-                if let Ok(names) = list(&p) {
-                    maps.extend(names.iter().filter_map(|n| map_name(n)));
+            if !p.extension().is_some_and(|x| x.eq_ignore_ascii_case("pk3")) {
+                continue;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{}: reading the *.pk3 files took more than {} s",
+                    dir.display(),
+                    MAX_LOOK.as_secs()
+                ));
+            }
+            match list(&p) {
+                Ok(names) => maps.extend(names.iter().filter_map(|n| map_name(n))),
+                Err(ListError::NotRegular) => {
+                    return Err(format!(
+                        "{}: not a regular file (a *.pk3 in pk3_dirs)",
+                        p.display()
+                    ))
                 }
+                Err(ListError::Unreadable(_)) => {}
             }
         }
     }
-    maps
+    Ok(maps)
 }
 
 /// Why a run's maps cannot be played: the first item of `maps` (a
 /// comma-separated list, the value of `variable`) that is in none of the
 /// `*.pk3` files of `dirs`, with some that are (the items of `first`, the
-/// definition's own, before the others); `None` when all are.
+/// definition's own, before the others), or why the files were refused
+/// ([`maps_in`]); `None` when all are.
 pub fn missing_map(
     game: &str,
     variable: &str,
@@ -128,7 +190,10 @@ pub fn missing_map(
     first: &str,
     dirs: &[&Path],
 ) -> Option<String> {
-    let known = maps_in(dirs);
+    let known = match maps_in(dirs) {
+        Ok(known) => known,
+        Err(why) => return Some(format!("{game} data: {why}")),
+    };
     let m = maps
         .split(',')
         .find(|m| !known.contains(&m.to_ascii_lowercase()))?;
@@ -220,8 +285,36 @@ mod tests {
         .unwrap();
         std::fs::write(d.path().join("notes.txt"), b"maps/no.bsp").unwrap();
         std::fs::write(d.path().join("broken.pk3"), b"not a zip").unwrap();
-        let maps = maps_in(&[d.path(), Path::new("/nonexistent")]);
+        let maps = maps_in(&[d.path(), Path::new("/nonexistent")]).unwrap();
         assert_eq!(maps.into_iter().collect::<Vec<_>>(), ["arena"]);
+    }
+
+    /// Issue 38: a FIFO named `*.pk3` in `pk3_dirs` hung `host up` in
+    /// `openat` for ever. It is refused at once, with its path.
+    #[test]
+    fn a_fifo_in_pk3_dirs_hung_host_up_in_openat() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("maps.pk3");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let dir = d.path().to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(maps_in(&[dir.as_path()]));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+        if got.is_err() {
+            // Unblock the reader stuck in open(2) before failing.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        }
+        let e = got
+            .expect("maps_in returned within 10 s")
+            .expect_err("a FIFO is refused");
+        assert!(
+            e.contains(fifo.to_str().unwrap()) && e.contains("not a regular file"),
+            "{e}"
+        );
     }
 
     #[test]

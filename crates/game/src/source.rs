@@ -29,11 +29,16 @@ pub fn read(arg: &str) -> Result<(String, String, Source), DefError> {
         line: 0,
         message: why,
     };
-    let file = std::fs::File::open(Path::new(arg)).map_err(|e| refuse(e.to_string()))?;
+    // Never opened unless a regular file: a FIFO named here hung the
+    // open for ever.
+    let file = tickpack_sys::user_file::open_regular(Path::new(arg)).map_err(|e| match e {
+        tickpack_sys::user_file::UserFileError::NotRegular { .. } => {
+            refuse("not a regular file".into())
+        }
+        tickpack_sys::user_file::UserFileError::Io { source, .. } => refuse(source.to_string()),
+        other => refuse(other.to_string()),
+    })?;
     let meta = file.metadata().map_err(|e| refuse(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(refuse("not a regular file".into()));
-    }
     if meta.len() > MAX_DEF_BYTES {
         return Err(refuse(format!(
             "larger than {MAX_DEF_BYTES} bytes: not a game definition"

@@ -69,6 +69,10 @@ fn broken_definitions_are_refused_with_file_line_and_what_is_wrong() {
         ("[variables]\nip = \"x\"\n", 10, "fills {ip} itself"),
         ("[variables]\nMap = \"x\"\n", 10, "lower-case"),
         ("[env]\nHOME = \"/\"\n", 10, "set by the host"),
+        // Issue 38: the host's own health key in [env] was accepted, and
+        // the server's environment held two values, the file's first.
+        ("[env]\nTICKPACK_HEALTH_KEY = \"00\"\n", 10, "set by the host"),
+        ("[env]\nA = \"1\"\nTICKPACK_FILE_1 = \"x\"\n", 11, "set by the host"),
         // Finding 1 of issue 30: LD_PRELOAD in [env] loaded a library into
         // the root init; loader variables are refused at parse time now.
         ("[env]\nLD_PRELOAD = \"/tmp/x.so\"\n", 10, "dynamic loader"),

@@ -35,6 +35,13 @@
 //! Without isolation (the `process` backend) only steps 1-2 apply and the
 //! command is `exec`ed directly.
 //!
+//! Whatever the command or its init is started as, it inherits stdin,
+//! stdout, stderr and (the init) the environment's file alone: every
+//! other descriptor, the supervisor's own or one its parent left open, is
+//! marked close-on-exec by range right before the `exec`
+//! ([`tickpack_sys::fds`]), and the init closes all but the first three
+//! before it execs the command.
+//!
 //! The instance's stdout and stderr are a pipe; a supervisor thread copies
 //! it into the log, capped and rotated ([`log`]), opened by root with
 //! O_NOFOLLOW in a directory the instance cannot write (the supervisor
@@ -282,8 +289,11 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
                     drop_privileges(uid, gid)?;
                 }
             }
+            // Nothing the supervisor holds, or its parent left open,
+            // goes on: stdin, stdout, stderr and the environment's file.
+            tickpack_sys::fds::cloexec_above_stderr()?;
             if let Some(fd) = env_fd {
-                env::clear_cloexec(fd)?;
+                tickpack_sys::fds::keep_on_exec(fd)?;
             }
             if own_session {
                 // After any credential change, which clears it.
@@ -306,4 +316,59 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
         err,
     })?;
     Ok(child)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// What a careless parent of the supervisor leaves open (a directory
+    /// of `/`, not close-on-exec) is not inherited by the command, on the
+    /// path every instance, load command and batch job takes.
+    #[test]
+    fn a_descriptor_the_supervisors_parent_left_open_never_reaches_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = File::open("/").unwrap();
+        // SAFETY: dup(2) of a descriptor we own; the copy (not
+        // close-on-exec, as an inherited one) is closed below.
+        let left = unsafe { libc::dup(root.as_raw_fd()) };
+        assert!(left > 2, "dup");
+        let spec = Spec {
+            argv: vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                format!("if [ -e /dev/fd/{left} ]; then echo open; else echo closed; fi"),
+            ],
+            env: vec![],
+            workdir: dir.path().to_path_buf(),
+            log: dir.path().join("out.log"),
+            oom_score_adj: 0,
+            log_bytes: log::DEFAULT_LOG_BYTES,
+            cpus: None,
+            cgroup_procs: vec![],
+            isolation: Isolation::default(),
+            init_exe: PathBuf::from("/nonexistent"),
+            sched_idle: false,
+            own_session: false,
+        };
+        let spawned = spawn(&spec);
+        // SAFETY: closing the copy made above, which nothing else uses.
+        unsafe { libc::close(left) };
+        let mut child = spawned.unwrap();
+        child.wait().unwrap();
+        let t0 = Instant::now();
+        let said = loop {
+            let s = std::fs::read_to_string(&spec.log).unwrap_or_default();
+            if s.contains('\n') || t0.elapsed() > Duration::from_secs(10) {
+                break s;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            said.trim(),
+            "closed",
+            "descriptor {left} reached the command"
+        );
+    }
 }

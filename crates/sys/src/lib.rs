@@ -31,10 +31,14 @@
 //!   of bounded size ([`user_file::read_text`]).
 //! - [`rel_path`]: the rule for files written below an instance's
 //!   directory, one path and a set ([`rel_path::check_file_set`]).
+//! - [`fds`]: a child gets stdin, stdout, stderr and the descriptors it is
+//!   named, never what our parent left open ([`fds::cloexec_above_stderr`]
+//!   by range before every `exec`, [`fds::only_stdio`]).
 //!
 //! It depends on nothing of ours; every other crate may depend on it.
 
 pub mod cpu_list;
+pub mod fds;
 pub mod host_name;
 pub mod proc_memory;
 pub mod proc_stat;

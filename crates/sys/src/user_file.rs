@@ -1,11 +1,18 @@
 //! Reading a file a user named (`--config`, a result for `report`,
-//! `--targets-file`): only a regular file, only up to a size, so
-//! `/dev/zero`, a FIFO or a huge file is refused before it is read instead
-//! of growing the process. Opened with `O_NONBLOCK` so a FIFO cannot hang
-//! the open; the check is made on the opened file (`fstat`), not the path.
+//! `--targets-file`, a game definition and the `*.pk3` of its `pk3_dirs`):
+//! only a regular file, only up to a size, so `/dev/zero`, a FIFO or a
+//! huge file is refused before it is read instead of growing the process.
+//!
+//! [`open_regular`] never opens anything but a regular file: the path is
+//! first opened with `O_PATH` (which opens nothing: a FIFO cannot block
+//! it, a device's driver is not called), checked on that descriptor
+//! (`fstat`, not the path, so it cannot be swapped in between), and only
+//! then reopened for reading through `/proc/self/fd`, which reaches the
+//! same inode, with `O_NONBLOCK`.
 
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The largest config or list file read: far beyond any real one.
@@ -30,6 +37,36 @@ pub enum UserFileError {
     NotText { path: String },
 }
 
+/// `path` open for reading if it is a regular file (a link to one is
+/// followed); anything else (a device, a FIFO, a socket, a directory) is
+/// refused without being opened. See the module's header.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, UserFileError> {
+    let shown = || path.display().to_string();
+    let io = |source| UserFileError::Io {
+        path: shown(),
+        source,
+    };
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)
+        .map_err(io)?;
+    let seen = handle.metadata().map_err(io)?;
+    if !seen.is_file() {
+        return Err(UserFileError::NotRegular { path: shown() });
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(format!("/proc/self/fd/{}", handle.as_raw_fd()))
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() || (meta.dev(), meta.ino()) != (seen.dev(), seen.ino()) {
+        return Err(UserFileError::NotRegular { path: shown() });
+    }
+    Ok(file)
+}
+
 /// The bytes of the regular file `path`, refused if it is anything else
 /// (a device, a FIFO, a directory) or holds more than `max` bytes.
 pub fn read_bytes(path: &Path, max: u64) -> Result<Vec<u8>, UserFileError> {
@@ -38,15 +75,8 @@ pub fn read_bytes(path: &Path, max: u64) -> Result<Vec<u8>, UserFileError> {
         path: shown(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(io)?;
+    let file = open_regular(path)?;
     let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(UserFileError::NotRegular { path: shown() });
-    }
     if meta.len() > max {
         return Err(UserFileError::TooLarge { path: shown(), max });
     }
@@ -122,6 +152,31 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("missing"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_to_a_regular_file_is_followed_and_a_fifo_never_opened() {
+        let dir = std::env::temp_dir().join(format!("tp-sys-open-regular-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("real"), b"data").unwrap();
+        std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
+        let mut text = String::new();
+        open_regular(&dir.join("link"))
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "data");
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink(&fifo, dir.join("to-fifo")).unwrap();
+        for p in [&fifo, &dir.join("to-fifo"), &dir, Path::new("/dev/null")] {
+            let e = open_regular(p).unwrap_err();
+            assert!(matches!(e, UserFileError::NotRegular { .. }), "{e}");
+            assert!(e.to_string().contains(p.to_str().unwrap()), "{e}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -8,6 +8,8 @@
 //! given to [`Host::remove_on_drop`] are removed, and, unless the test is
 //! already failing, nothing named `tp<name>` may be left.
 
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -121,11 +123,45 @@ impl Host {
         stderr: Stdio,
         env: &[(&str, &str)],
     ) -> Host {
-        let up = Command::new(exe())
+        let mut cmd = Command::new(exe());
+        cmd.envs(env.iter().copied());
+        Host::start(cmd, name, run_dir, args, stderr)
+    }
+
+    /// [`Host::spawn`] with descriptors left open as a careless parent
+    /// leaves them (a service manager, a CI harness, a shell's `9</`):
+    /// each `(fd, at)` is duplicated to number `at` in `host up`, not
+    /// close-on-exec.
+    pub fn spawn_inheriting(
+        name: &str,
+        run_dir: &Path,
+        args: &[&str],
+        stderr: Stdio,
+        fds: &[(RawFd, RawFd)],
+    ) -> Host {
+        let fds = fds.to_vec();
+        let mut cmd = Command::new(exe());
+        // SAFETY: the closure only calls dup2(2), which is
+        // async-signal-safe, on descriptors this test holds open.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &(fd, at) in &fds {
+                    if libc::dup2(fd, at) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        Host::start(cmd, name, run_dir, args, stderr)
+    }
+
+    /// `cmd` (the binary) run as `host up --name NAME --run-dir RUN_DIR ARGS`.
+    fn start(mut cmd: Command, name: &str, run_dir: &Path, args: &[&str], stderr: Stdio) -> Host {
+        let up = cmd
             .args(["host", "up", "--name", name, "--run-dir"])
             .arg(run_dir)
             .args(args)
-            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()

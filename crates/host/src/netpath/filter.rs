@@ -112,8 +112,8 @@ impl Nft {
             .chain(args.iter().map(|a| a.to_string()))
             .collect::<Vec<_>>()
             .join(" ");
-        let mut child = Command::new(&self.program)
-            .args(args)
+        // `nft` gets its three pipes alone ([`tickpack_sys::fds`]).
+        let mut child = tickpack_sys::fds::only_stdio(Command::new(&self.program).args(args))
             .stdin(if stdin.is_some() {
                 Stdio::piped()
             } else {

@@ -65,8 +65,8 @@ impl Ip {
     /// command line and stderr.
     pub(crate) fn run(&self, step: &str, args: &[&str]) -> Result<String, NetError> {
         let command = self.line(args);
-        let mut child = Command::new(&self.program)
-            .args(args)
+        // `ip` gets its three pipes alone ([`tickpack_sys::fds`]).
+        let mut child = tickpack_sys::fds::only_stdio(Command::new(&self.program).args(args))
             .env("LC_ALL", "C")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

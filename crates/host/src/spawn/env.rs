@@ -74,19 +74,10 @@ impl EnvFile {
     }
 
     /// The descriptor to name in `--env-fd` (close-on-exec until
-    /// [`clear_cloexec`] runs in the child).
+    /// [`tickpack_sys::fds::keep_on_exec`] runs in the child).
     pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()
     }
-}
-
-/// Lets `fd` survive the next `exec`; async-signal-safe (for `pre_exec`).
-pub fn clear_cloexec(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: fcntl on a descriptor the caller owns, with integer arguments.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// The init's side: reads the environment from `fd` and closes it.

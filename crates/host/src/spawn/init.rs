@@ -1,6 +1,6 @@
 //! The instance's init (`__instance-init`): forks the command as PID 1 of
 //! the new PID namespace, mounts `/proc`, confines it (capabilities,
-//! no_new_privs, uid/gid, seccomp) and forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT
+//! no_new_privs, uid/gid, no descriptor but stdin/stdout/stderr, seccomp) and forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT
 //! (a game's stop signal).
 
 use std::ffi::CString;
@@ -208,6 +208,12 @@ fn run_command(
     }
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    // The command gets stdin, stdout and stderr alone (the supervisor
+    // marked the rest close-on-exec already; this holds whatever opened
+    // them since).
+    if let Err(e) = tickpack_sys::fds::close_above_stderr() {
+        return fail("closing inherited descriptors", &e);
+    }
     if let Err(e) = filters.apply() {
         return fail("seccomp", &e);
     }
