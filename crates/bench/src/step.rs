@@ -128,6 +128,46 @@ impl StepRunner for HostStepRunner<'_> {
     }
 }
 
+/// Whether every server of `sup` answers (`what` names them in errors:
+/// "step 3", "member openarena in step 3"): an error once one failed to
+/// start, or when they did not all answer within the game's start limit
+/// since `t0`.
+pub(crate) fn answering(
+    sup: &Supervisor,
+    what: &str,
+    game: &GameServer,
+    t0: Instant,
+) -> Result<bool, BenchError> {
+    let st = sup.status();
+    if let Some(bad) = st
+        .instances
+        .iter()
+        .find(|i| i.state == InstanceState::Failed)
+    {
+        return Err(BenchError::Isolation(format!(
+            "server {} of {what} failed to start: {}",
+            bad.id,
+            bad.last_exit.as_deref().unwrap_or("unknown")
+        )));
+    }
+    if st
+        .instances
+        .iter()
+        .all(|i| i.state == InstanceState::Running)
+    {
+        return Ok(true);
+    }
+    let servers = st.instances.len() as u32;
+    let limit = game.start_limit(servers);
+    if t0.elapsed() > limit {
+        return Err(BenchError::Isolation(format!(
+            "the {servers} servers of {what} did not all answer within {} s",
+            limit.as_secs()
+        )));
+    }
+    Ok(false)
+}
+
 /// How every server of a step is launched: its game's definition with
 /// the step's tick rate, bots and players per server.
 fn server_spec(game: &GameServer, s: &BenchSettings) -> Result<ServerSpec, BenchError> {
@@ -160,31 +200,9 @@ impl HostStepRunner<'_> {
         let t0 = Instant::now();
         loop {
             sup.poll();
-            let st = sup.status();
-            if st
-                .instances
-                .iter()
-                .all(|i| i.state == InstanceState::Running)
-            {
+            let what = format!("step {index}");
+            if answering(sup, &what, game, t0)? {
                 break;
-            }
-            if let Some(bad) = st
-                .instances
-                .iter()
-                .find(|i| i.state == InstanceState::Failed)
-            {
-                return Err(BenchError::Isolation(format!(
-                    "server {} of step {index} failed to start: {}",
-                    bad.id,
-                    bad.last_exit.as_deref().unwrap_or("unknown")
-                )));
-            }
-            let limit = game.start_limit(servers);
-            if t0.elapsed() > limit {
-                return Err(BenchError::Isolation(format!(
-                    "the {servers} servers of step {index} did not all answer within {} s",
-                    limit.as_secs()
-                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -106,32 +106,36 @@ fn root_a_tile_judges_every_member_in_every_window_and_changes_maps_mid_step() {
     );
     let text = &run.text;
     // Passed or failed QoS (a loaded machine): a finished run either way.
-    assert!(
-        matches!(run.out.status.code(), Some(0) | Some(4)),
-        "{text}"
-    );
+    assert!(matches!(run.out.status.code(), Some(0) | Some(4)), "{text}");
     let r = &run.result;
-    assert_eq!(r["settings"]["tile"]["members"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        r["settings"]["tile"]["members"].as_array().unwrap().len(),
+        3
+    );
     let step = &r["ladders"][0]["steps"][0];
     let tile = &step["tile"];
     assert_eq!(tile["load"], "phased", "{tile}");
     let members = tile["members"].as_array().unwrap();
-    let names: Vec<&str> = members.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = members
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["reference", "openarena", "lobby"]);
     for m in members {
         let windows = m["windows"].as_array().unwrap();
         // 20 s in windows of 5 s: every member judged in each.
         assert_eq!(windows.len(), 4, "{m}");
     }
-    // The reference server's players came and went (churn): joins beyond
-    // the first four.
+    // The reference server's players came and went: the evening takes
+    // its 4 seats from 1 player (25 %) to all 4 at its peak, so at least 3
+    // joins fall in the windows (done or failed).
     let joins: u64 = members[0]["windows"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|w| w["joins"].as_u64().unwrap())
+        .map(|w| w["joins"].as_u64().unwrap() + w["failed_joins"].as_u64().unwrap())
         .sum();
-    assert!(joins > 4, "{}", members[0]);
+    assert!(joins >= 3, "{}", members[0]);
     // OpenArena's maps changed in the middle of the step, sent by the host.
     let changes: u64 = members[1]["windows"]
         .as_array()

@@ -105,6 +105,30 @@ const INTERRUPT_DRAIN_US: u64 = 200_000;
 /// the run's end, for ever.
 const MAX_DATAGRAMS_PER_WAKE: usize = 64;
 
+/// Sends what `p` has due at `now` (at most [`MAX_DATAGRAMS_PER_WAKE`],
+/// each through `send`) when `sending`; returns when it is next due and
+/// how many datagrams it sent. It is never due again within this wake: a
+/// player whose deadline does not move past `now` is called at the next
+/// wake, not again and again at this one.
+fn transmit<P: Emulated>(
+    p: &mut P,
+    now: u64,
+    sending: bool,
+    buf: &mut Vec<u8>,
+    rec: &mut Recorder,
+    mut send: impl FnMut(&mut P, &[u8], &mut Recorder),
+) -> (u64, u64) {
+    if !sending {
+        return (u64::MAX, 0);
+    }
+    let mut n = 0;
+    while (n as usize) < MAX_DATAGRAMS_PER_WAKE && p.poll_transmit(now, buf, rec) {
+        send(p, buf, rec);
+        n += 1;
+    }
+    (p.next_deadline().max(now + 1), n)
+}
+
 /// Runs the players described by `cfg` (already validated) until the run
 /// ends or `stop` is set.
 pub fn run(
@@ -381,22 +405,10 @@ fn thread_main<P: Emulated>(
                 continue; // stale entry
             }
             let p = &mut players[i];
-            if sending {
-                let mut n = 0;
-                while n < MAX_DATAGRAMS_PER_WAKE && p.poll_transmit(now, &mut buf, &mut rec) {
-                    send(&mut io, i, p, &buf, &mut rec);
-                    live.commands.fetch_add(1, Ordering::Relaxed);
-                    n += 1;
-                }
-            }
-            // Never due again within this wake: a player whose deadline
-            // does not move past `now` is called at the next wake, not
-            // again and again at this one.
-            let next = if sending {
-                p.next_deadline().max(now + 1)
-            } else {
-                u64::MAX
-            };
+            let (next, n) = transmit(p, now, sending, &mut buf, &mut rec, |p, buf, rec| {
+                send(&mut io, i, p, buf, rec)
+            });
+            live.commands.fetch_add(n, Ordering::Relaxed);
             scheduled[i] = next;
             if next != u64::MAX {
                 heap.push(Reverse((next, i)));
@@ -432,19 +444,9 @@ fn thread_main<P: Emulated>(
                 live.connected.fetch_add(1, Ordering::Relaxed);
             }
             // A reply may make something due at once (challenge -> connect).
-            let now = now_us();
-            if sending {
-                let mut n = 0;
-                while n < MAX_DATAGRAMS_PER_WAKE && p.poll_transmit(now, &mut buf, &mut rec) {
-                    send(&mut io, i, p, &buf, &mut rec);
-                    n += 1;
-                }
-            }
-            let next = if sending {
-                p.next_deadline().max(now + 1)
-            } else {
-                u64::MAX
-            };
+            let (next, _) = transmit(p, now_us(), sending, &mut buf, &mut rec, |p, buf, rec| {
+                send(&mut io, i, p, buf, rec)
+            });
             if next != scheduled[i] {
                 scheduled[i] = next;
                 if next != u64::MAX {

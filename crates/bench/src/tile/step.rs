@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use tickpack_fleet::FleetPlan;
 use tickpack_host::fleet::Backend;
-use tickpack_host::status::InstanceState;
 use tickpack_host::supervisor::Supervisor;
 use tickpack_players::PlayersConfig;
 use tickpack_report::bench::{CpuUse, Step};
@@ -139,10 +138,16 @@ fn start_member<'a>(
             vec![]
         },
         batch_control: spec.batch.unwrap_or_default(),
+        // Players who come and go get twice the source addresses their
+        // game's limit per address asks for: the slot of one who just left
+        // may linger on the server until it lets it go, and the next join
+        // from that address must still find room.
         source_addrs: if mp.idle {
             0
-        } else {
+        } else if mp.curve == tickpack_curve::Curve::steady() {
             crate::game::source_addrs_for(&game, mp.players)
+        } else {
+            crate::game::source_addrs_for(&game, mp.players * 2)
         },
         ..Default::default()
     }
@@ -193,37 +198,8 @@ fn wait_running(
         let mut all = true;
         for m in members.iter_mut() {
             m.sup.poll();
-            let st = m.sup.status();
-            if let Some(bad) = st
-                .instances
-                .iter()
-                .find(|i| i.state == InstanceState::Failed)
-            {
-                return Err(BenchError::Isolation(format!(
-                    "server {} of member {} in step {} failed to start: {}",
-                    bad.id,
-                    m.plan.name,
-                    req.index,
-                    bad.last_exit.as_deref().unwrap_or("unknown")
-                )));
-            }
-            let running = st
-                .instances
-                .iter()
-                .all(|i| i.state == InstanceState::Running);
-            if !running {
-                all = false;
-                let servers = m.plan.count * req.tiles;
-                let limit = m.plan.game.start_limit(servers);
-                if t0.elapsed() > limit {
-                    return Err(BenchError::Isolation(format!(
-                        "the {servers} servers of member {} in step {} did not all answer within {} s",
-                        m.plan.name,
-                        req.index,
-                        limit.as_secs()
-                    )));
-                }
-            }
+            let what = format!("member {} in step {}", m.plan.name, req.index);
+            all &= crate::step::answering(&m.sup, &what, &m.plan.game, t0)?;
         }
         if all || stop.load(Ordering::Relaxed) {
             return Ok(());
@@ -456,18 +432,10 @@ fn measure(
     };
     let servers = req.servers;
     Ok(Some(Step {
-        index: req.index,
         tiles: req.tiles,
-        servers,
-        players,
         connected: (players > 0).then_some(connected),
         verdict,
-        chosen: None,
         failures,
-        first_attempt_failures: vec![],
-        disturbed_attempts: vec![],
-        attempts: vec![],
-        disturbed: None,
         duration_s: tile.step.as_secs_f64(),
         measured: merged.0,
         cpu: CpuUse {
@@ -483,12 +451,6 @@ fn measure(
             servers_own_percent: None,
             foreign_percent: None,
         },
-        power: None,
-        query_latency_us: None,
-        run_delay_us: None,
-        queries: None,
-        clients_seen: None,
-        batch: None,
         server_peak_rss_bytes: members.iter().filter_map(|m| m.peak_rss).max(),
         histograms: merged.1,
         tile: Some(TileStep {
@@ -499,6 +461,7 @@ fn measure(
             members: member_steps,
             failure,
         }),
+        ..Step::passed(req.index, servers, players)
     }))
 }
 
