@@ -63,7 +63,7 @@ pub const RUN_DELAY_MIN_SECONDS: usize = 3;
 /// at least [`RUN_DELAY_MIN_SECONDS`], else its p99 over the whole window
 /// (results from before the seconds were kept, short steps). One server's
 /// p99 over a whole step rests on a few dozen intervals, so a wake-up or
-/// two that waited milliseconds decide it: Nexuiz's first step gave
+/// two that waited milliseconds decide it: a game's first step gave
 /// limits that moved its answer between 9 and 12 servers. The median of
 /// the seconds is what most of the window looked like, on the first step
 /// (the baseline) as on the step judged, so one noisy second on either
