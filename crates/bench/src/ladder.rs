@@ -98,12 +98,31 @@ pub fn climb_interleaved(
                 }
                 break 'steps;
             }
+            if ended_idle(&c.ladder) {
+                // Idle servers stay idle: no other variant's step can
+                // change that, so the run ends here.
+                let why = format!(
+                    "not climbed further: {}'s servers were idle at step {index}, which ends the run",
+                    c.spec.label
+                );
+                for c in &mut climbs {
+                    c.end(&why);
+                }
+                break 'steps;
+            }
         }
         if climbs.iter().all(|c| c.done) {
             break;
         }
     }
     Ok(climbs.into_iter().map(|c| c.finish(s)).collect())
+}
+
+/// Whether a ladder ended on an idle step: its servers did nothing, a
+/// verdict no rerun, later step or other ladder of the run can change
+/// (the run ends with it).
+pub fn ended_idle(l: &Ladder) -> bool {
+    l.steps.last().is_some_and(|s| s.verdict.is_idle())
 }
 
 /// Runs a step, and again while the machine spoiled it: its worst CPU
@@ -125,6 +144,12 @@ fn run_undisturbed(
         let Some(mut step) = runner.run_step(spec, req)? else {
             return Ok(None);
         };
+        if step.verdict.is_idle() {
+            // Judged on the servers' own CPU time, which another process
+            // on their cores does not lower: a rerun cannot change it.
+            step.disturbed_attempts = disturbed;
+            return Ok(Some(step));
+        }
         match disturbance(s, &step) {
             Some((note, max)) if (disturbed.len() as u32) < s.steal_retries => {
                 let what = format!("{note}: {}", step.verdict.as_str());
@@ -325,11 +350,12 @@ impl<'a> Climb<'a> {
             step.chosen = chosen;
         }
         if index == 1 {
-            // A game without players is judged relative to its run delay.
+            // A game without players is judged relative to its run delay:
+            // the median of the step's per-second p99s, not one noisy p99.
             self.baseline = Some(if step.players > 0 {
                 step.transaction_latency_us.p99
             } else {
-                step.run_delay_us.as_ref().map_or(0, |p| p.p99)
+                step.figures(s.tick_hz).typical_run_delay_us().unwrap_or(0)
             });
         }
         let pass = passed(&step);
@@ -383,6 +409,14 @@ impl<'a> Climb<'a> {
             .find(|st| st.tiles == f && !passed(st))
             .map_or(f, |st| st.index);
         format!("step {index} ({} servers) failed QoS", f * s.tile_servers)
+    }
+
+    /// Ends a ladder still climbing because the run ends for `why`.
+    fn end(&mut self, why: &str) {
+        if !self.done {
+            self.ladder.stopped = why.to_string();
+            self.done = true;
+        }
     }
 
     /// Ends a ladder still climbing because the run stops.

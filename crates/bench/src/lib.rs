@@ -637,15 +637,25 @@ pub fn run(
             return Err(e.into());
         }
         // The repetition's ladders, in the variants' order.
+        let idle = ladders.iter().any(ladder::ended_idle);
         result.ladders.retain(|l| l.repetition != Some(repetition));
         result.ladders.extend(ladders);
         if !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            let when = if repetition == cfg.repeat {
+            let when = if repetition == cfg.repeat || idle {
                 "after the last ladder".to_string()
             } else {
                 format!("after repetition {repetition}")
             };
             calibrate_into(&mut result, &plan.server_cpus, &when, obs);
+        }
+        if idle && repetition < cfg.repeat {
+            // Idle servers stay idle: another repetition would only
+            // measure them again.
+            obs.note(&format!(
+                "the servers were idle, so the run ends after repetition {repetition} of {}",
+                cfg.repeat
+            ));
+            break;
         }
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             // The comparison so far, from the repetitions that finished.

@@ -243,6 +243,7 @@ impl HostStepRunner<'_> {
         let mut threads = ThreadSamplers {
             run_delay: tickpack_sys::RunDelaySampler::new(proc),
             own_cpu: OwnCpu::new(proc),
+            seconds_p99_us: vec![],
         };
         let me = [std::process::id()];
         let loads = match &s.load {
@@ -372,6 +373,7 @@ impl HostStepRunner<'_> {
         let query_latency = query
             .as_ref()
             .map(|(h, _)| tickpack_report::Percentiles::from_histogram(h));
+        let run_delay_seconds = std::mem::take(&mut threads.seconds_p99_us);
         let figures = StepFigures::of(
             players,
             r.connected,
@@ -379,7 +381,8 @@ impl HostStepRunner<'_> {
             &r.measured,
             query_latency.as_ref(),
             run_delay_us.as_ref(),
-        );
+        )
+        .with_run_delay_seconds(&run_delay_seconds);
         let why = failures(&figures, baseline, &s.qos);
         let batch = sup.status().guard.map(|g| {
             let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
@@ -419,23 +422,27 @@ impl HostStepRunner<'_> {
             .enumerate()
             .map(|(c, b)| (b - foreign.get(c).copied().unwrap_or(0.0)).max(0.0))
             .collect();
-        // From the host's samples of the servers' cgroups when it was
-        // polled, else from their threads' CPU time.
-        let servers_own = Some(if samples.servers_cpu.is_empty() {
-            servers_percent
-        } else {
-            samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64
-        })
-        .filter(|p| p.is_finite())
-        .map(|p| (p * 10.0).round() / 10.0);
-        // Servers with nothing to do give no density (unless measured so
-        // on purpose, --allow-idle).
-        // The servers' exact on-CPU time over the window (schedstat, in
-        // ns, every thread of their trees): a light server's figure from
-        // clock ticks can read 0, and a flaky verdict is a defect.
+        // The servers' own CPU, one figure for the step's line, its row
+        // and the idle verdict: their exact on-CPU time over the window
+        // (schedstat, in ns, every thread of their trees; a light
+        // server's figure from clock ticks can read 0, and a flaky
+        // verdict is a defect). Without it (no thread read), the host's
+        // samples of their cgroups, else their threads' clock ticks.
         let exact_own = (threads.run_delay.threads_tracked() > 0).then(|| {
             threads.run_delay.total_on_cpu_ns() as f64 / (s.step_duration_s * 1e9) * 100.0
         });
+        let servers_own = exact_own
+            .or_else(|| {
+                Some(if samples.servers_cpu.is_empty() {
+                    servers_percent
+                } else {
+                    samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64
+                })
+            })
+            .filter(|p| p.is_finite())
+            .map(|p| (p * 1000.0).round() / 1000.0);
+        // Servers with nothing to do give no density (unless measured so
+        // on purpose, --allow-idle).
         let idle = if s.allow_idle {
             None
         } else {
@@ -443,8 +450,9 @@ impl HostStepRunner<'_> {
                 players,
                 servers,
                 bots_asked: s.bots_per_server * servers,
+                load_command: s.load.is_some(),
                 clients_seen,
-                servers_own_percent: exact_own,
+                servers_own_percent: exact_own.map(|p| (p * 1000.0).round() / 1000.0),
             })
         };
         let mut failures: Vec<String> = idle.iter().cloned().collect();
@@ -491,6 +499,7 @@ impl HostStepRunner<'_> {
             }),
             query_latency_us: query_latency,
             run_delay_us,
+            run_delay_seconds_p99_us: run_delay_seconds.clone(),
             queries: query.as_ref().map(|(_, c)| *c),
             clients_seen,
             batch,
@@ -571,6 +580,8 @@ struct ThreadSamplers {
     /// The servers' and the bench's CPU time per core, to tell the foreign
     /// load on a core from ours ([`crate::foreign`]).
     own_cpu: OwnCpu,
+    /// The run delay's p99 of each whole second of the measured window.
+    seconds_p99_us: Vec<u64>,
 }
 
 /// How often the servers' run delay and CPU time are sampled: often
@@ -594,6 +605,7 @@ fn wait_until(
 ) {
     let mut next_sample = Instant::now() + Duration::from_secs(1);
     let mut next_run_delay = Instant::now() + RUN_DELAY_PERIOD;
+    let mut next_second = Instant::now() + Duration::from_secs(1);
     let pids = server_pids(sup);
     let me = [std::process::id()];
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
@@ -602,6 +614,10 @@ fn wait_until(
                 next_run_delay += RUN_DELAY_PERIOD;
                 th.run_delay.sample(&pids);
                 th.own_cpu.sample(&pids, &me);
+                if Instant::now() >= next_second {
+                    next_second += Duration::from_secs(1);
+                    th.seconds_p99_us.extend(th.run_delay.end_window());
+                }
             }
         }
         if poll {

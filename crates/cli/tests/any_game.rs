@@ -350,6 +350,73 @@ fn servers_that_did_nothing_got_a_verdict_of_pass_or_fail() {
     assert_no_leftovers();
 }
 
+/// Issue 41: a game whose bots do nothing until a human client connects
+/// (here a server that sleeps, asked for 4 bots) was told to give bots,
+/// its first line read "tiles of 1 server x 0 players", and the idle
+/// verdict climbed every ladder of the run. The first line names the
+/// bots, the verdict names what was asked and did nothing, and the run
+/// ends at the idle step: one ladder of one step out of `--repeat 2`.
+#[test]
+fn an_idle_run_told_the_user_to_give_bots_and_climbed_every_ladder() {
+    let _g = serial();
+    let dir = TempDir(tmp("idle41"));
+    let def = dir.0.join("sleepy.toml");
+    std::fs::write(
+        &def,
+        "name = \"sleepy\"\ndescription = \"its bots play only with a human\"\n\
+         command = \"/bin/sh {dir}/run.sh {bots}\"\nport = 28200\nslots = 8\n\
+         [tick]\nhz = 20\n[bots]\ndefault = 4\nmax = 8\n\
+         [[file]]\npath = \"run.sh\"\ncontents = \"exec sleep 600\\n\"\n",
+    )
+    .unwrap();
+    let out_dir = dir.0.join("out");
+    let out = Command::new(exe())
+        .args(["bench", "--repeat", "2", "--game"])
+        .arg(&def)
+        .args([
+            "--tile-servers",
+            "1",
+            "--max-steps",
+            "3",
+            "--step-duration",
+            "2s",
+            "--warmup",
+            "0.5s",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(7), "{t}");
+    let first = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(first.contains("0 players and 4 bots per server"), "{first}");
+    assert!(t.contains("4 bots were asked"), "{t}");
+    assert!(t.contains("[load] command that connects one"), "{t}");
+    assert!(
+        !t.contains("--bots N"),
+        "no advice to give what was given: {t}"
+    );
+    assert!(t.contains("the run ends after repetition 1 of 2"), "{t}");
+    let r = read(&out_dir.join("result.json"));
+    let ladders = r["ladders"].as_array().unwrap();
+    assert_eq!(ladders.len(), 1, "no second repetition: {t}");
+    let steps = ladders[0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{t}");
+    assert_eq!(steps[0]["verdict"], "idle", "{t}");
+    assert!(
+        steps[0]["disturbed_attempts"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "no rerun for a disturbance: {t}"
+    );
+    assert_no_leftovers();
+}
+
 /// `--compare game` takes any two games: here the reference server (with
 /// players) against a game judged without them, each with its own
 /// defaults and its own rules.

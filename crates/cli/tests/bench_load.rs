@@ -111,3 +111,25 @@ fn a_load_command_that_crashes_or_never_connects_is_reported_as_such() {
     assert!(text(&out).contains("unknown placeholder {nope}"));
     assert_no_leftovers();
 }
+
+/// Issue 41: a load command that ran past its step and exited 0 on the
+/// SIGTERM that stopped it (`tickpack players` does: it ends its window
+/// early and reports) counted as ended well, though a load command must
+/// end by itself. The step fails and says why.
+#[test]
+fn a_load_command_that_ran_past_its_step_and_exited_0_on_sigterm_ended_well() {
+    let _g = serial();
+    let dir = TempDir::new("runs-on");
+    let runs_on = "{tickpack} players --target {ip}:{port} --players 2 --warmup {warmup_s}s \
+                   --duration 120s --quiet";
+    let (r, t) = one_step(&dir, "runs-on", &["--load", runs_on]);
+    let s = first_step(&r);
+    assert_eq!(s["verdict"], "fail", "{t}");
+    let why = s["failures"].to_string();
+    assert!(
+        why.contains("the load command of server 1 ran past its step and was stopped"),
+        "{why}"
+    );
+    assert!(why.contains("must end by itself"), "{why}");
+    assert_no_leftovers();
+}

@@ -262,6 +262,8 @@ impl FleetFile {
             true => Some(game.spec().map_err(FleetError::Invalid)?),
             false => None,
         };
+        // The bots each instance is given, for its status.
+        let bots = (asked && game.definition().bots_max() > 0).then_some(game.settings.bots);
         // The command's text face is parsed once, here.
         let server = match (self.command, game_spec) {
             (Some(_), Some(_)) => {
@@ -299,6 +301,7 @@ impl FleetFile {
             .collect::<Result<Vec<_>, _>>()
             .map_err(FleetError::Invalid)?;
         Ok(FleetPlan {
+            bots,
             name: self.name,
             instances: self.instances,
             backend: self.backend,

@@ -11,7 +11,7 @@ use tickpack_game::launch::{ServerSpec, Word};
 use tickpack_game::GameServer;
 use tickpack_host::fleet::{
     Backend, FleetConfig, FleetError, Health, InstanceSpec, RestartPolicy, DEFAULT_NET,
-    DEFAULT_START_TIMEOUT_S, MAX_LOOPBACK_SOURCES,
+    MAX_LOOPBACK_SOURCES,
 };
 use tickpack_host::guard::batch::BatchSpec;
 use tickpack_host::guard::BatchControl;
@@ -101,6 +101,9 @@ pub struct FleetPlan {
     /// Host ports instances may connect to (netns).
     pub allow_host_ports: Vec<u16>,
     pub overrides: Vec<InstancePlan>,
+    /// The bots the game's command asks for, when the server is a game's
+    /// (recorded per instance for the status).
+    pub bots: Option<u16>,
     /// Source addresses set aside for load generators (the bench).
     pub source_addrs: u32,
     pub batch: Vec<BatchSpec>,
@@ -174,7 +177,12 @@ impl FleetPlan {
             }
             for id in 1..=n {
                 plan.check(net, id).map_err(|e| {
-                    FleetError::Invalid(format!("address range {range} for {n} instances: {e}"))
+                    let give = plan.prefix_for(net, n).map_or(String::new(), |p| {
+                        format!(" (a /{p} at {} or wider holds them)", plan.range().addr())
+                    });
+                    FleetError::Invalid(format!(
+                        "address range {range} for {n} instances: {e}{give}"
+                    ))
                 })?;
             }
         }
@@ -220,6 +228,7 @@ impl FleetPlan {
                 memory_bytes: memory,
                 cpu_quota: self.cpu_quota,
                 disk_bytes: disk,
+                bots: self.bots,
             })
             .collect();
         let mut seen = BTreeSet::new();
@@ -239,6 +248,7 @@ impl FleetPlan {
                     argv: c.argv,
                     ..server.clone()
                 };
+                inst.bots = None;
             }
             if let Some(m) = o.memory_bytes {
                 inst.memory_bytes = Some(check_bytes(m)?);
@@ -285,11 +295,9 @@ impl FleetPlan {
             ));
         }
         let run_dir = self.run_dir.unwrap_or_else(|| default_run_root.join(&name));
-        // A defined game's own start time limit, for all at once.
-        let start_timeout_s = game
-            .start_limit(n)
-            .as_secs_f64()
-            .max(DEFAULT_START_TIMEOUT_S);
+        // The game's own start time limit, for all at once: what its
+        // [ready] says, nothing longer (docs/games.md).
+        let start_timeout_s = game.start_limit(n).as_secs_f64();
         Ok(FleetConfig {
             name,
             run_dir,

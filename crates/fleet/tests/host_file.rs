@@ -439,3 +439,30 @@ fn the_hosts_own_health_key_in_a_host_files_env_was_accepted() {
         assert!(e.contains(says), "{text:?}: {e}");
     }
 }
+
+/// Issue 41: `--range` with a /25 was refused ("the prefix length must be
+/// /8..=/24"), though it holds the instances. Any range that holds them
+/// is taken; one too small says why and which prefix would do.
+#[test]
+fn a_slash_25_range_was_refused_though_it_holds_the_instances() {
+    let c = resolve("instances = 4\nrange = \"198.18.0.0/25\"").unwrap();
+    assert_eq!(c.range, "198.18.0.0/25");
+    let e = resolve("instances = 4\nrange = \"198.18.0.0/29\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("198.18.0.0/29 for 4 instances")
+            && e.contains("a /27 at 198.18.0.0 or wider holds them"),
+        "{e}"
+    );
+}
+
+/// Issue 41: `host status` showed `bots -` when 4 were asked: each
+/// instance records the bots its game's command asks for.
+#[test]
+fn the_bots_each_instance_was_given_are_recorded() {
+    let c = resolve("instances = 2\ngame = \"reference\"\nbots = 4").unwrap();
+    assert!(c.instances.iter().all(|i| i.bots == Some(4)), "{:?}", c.instances);
+    let c = resolve("instances = 1\ncommand = \"/bin/sleep 60\"").unwrap();
+    assert_eq!(c.instances[0].bots, None, "not a game's command");
+}

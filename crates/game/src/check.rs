@@ -42,6 +42,17 @@ impl Ready {
         *self == Ready::Health
     }
 
+    /// The piece of a log line that says one instance is ready, its
+    /// placeholders (`{ip}:{port}` and the like; the game's were filled
+    /// when the spec was made) filled for `slot`; `None` when readiness
+    /// is not read from the log.
+    pub fn log_for(&self, slot: &crate::launch::Slot) -> Option<String> {
+        match self {
+            Ready::Log(text) => Some(crate::launch::Word::from(text.clone()).expand(slot)),
+            _ => None,
+        }
+    }
+
     /// Refuses a log fragment the host would not match: empty, too long,
     /// or not printable ASCII (a log line is matched byte by byte).
     pub fn check_log(text: &str) -> Result<(), String> {

@@ -223,7 +223,7 @@ impl Word {
             .collect()
     }
 
-    fn expand(&self, slot: &Slot) -> String {
+    pub(crate) fn expand(&self, slot: &Slot) -> String {
         self.0
             .iter()
             .map(|p| match p {

@@ -192,7 +192,11 @@ impl GameDef {
         };
         spec.health_timing = self.health_timing();
         spec.ready = match self.ready_by() {
-            ReadyBy::Log => Ready::Log(self.ready.log.clone().unwrap_or_default()),
+            // The game's placeholders now, the instance's per instance
+            // ([`ServerSpec::ready_log`]).
+            ReadyBy::Log => {
+                Ready::Log(settings.fill(self, self.ready.log.as_deref().unwrap_or("")))
+            }
             ReadyBy::Port => Ready::Port(self.transport),
             ReadyBy::Query | ReadyBy::Process => Ready::Health,
         };

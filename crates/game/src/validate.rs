@@ -194,7 +194,11 @@ impl GameDef {
                 ))
             }
             (Some(ReadyBy::Log), Some(l)) => {
-                Ready::check_log(l).map_err(|m| (key(&["ready", "log"]), m))?
+                Ready::check_log(l).map_err(|m| (key(&["ready", "log"]), m))?;
+                // Filled per instance, as in the command ("Bound socket
+                // to {ip}:{port}").
+                check_placeholders(l, &known)
+                    .map_err(|m| (key(&["ready", "log"]), format!("ready.log: {m}")))?
             }
             (_, Some(_)) => {
                 return Err((
@@ -299,6 +303,8 @@ impl GameDef {
         for (k, f) in self.files.iter().enumerate() {
             let idx = k.to_string();
             let at = |what: &str| key(&["file", &idx, what]);
+            not_filled(&f.path, "a [[file]] path")
+                .map_err(|m| (at("path"), format!("file {:?}: {m}", f.path)))?;
             if f.contents.len() > 32 * 1024 || f.contents.contains('\0') {
                 return Err((
                     at("contents"),
@@ -310,6 +316,12 @@ impl GameDef {
         }
         self.check_data()?;
         if let Some(a) = &self.agones {
+            if let Some(arg) = a.args.iter().find(|w| not_filled(w, "").is_err()) {
+                return Err((
+                    key(&["agones", "args"]),
+                    format!("agones: args {arg:?}: placeholders are not filled in args (they follow the command as written); put it in the command"),
+                ));
+            }
             a.check(self.query.protocol)?;
         }
         Ok(())
@@ -367,6 +379,10 @@ impl GameDef {
                 key(&["data", "pk3_dirs"]),
                 "data: pk3_dirs is read only with pk3_maps (the variable whose maps it holds)"
                     .into(),
+            )),
+            _ if d.pk3_dirs.iter().any(|p| not_filled(p, "").is_err()) => Err((
+                key(&["data", "pk3_dirs"]),
+                "data: pk3_dirs are read as written: placeholders are not filled there".into(),
             )),
             _ => match d.pk3_dirs.iter().find(|p| {
                 !p.starts_with('/') || p.contains("/../") || p.chars().any(char::is_control)
@@ -442,5 +458,18 @@ impl GameDef {
             )));
         }
         Ok(())
+    }
+}
+
+/// Refuses a placeholder in a key whose text is used as written (a
+/// `[[file]]` path, `[data] pk3_dirs`, `[agones] args`): a `{name}` there
+/// would reach the machine unfilled. `what` names the key in the message.
+fn not_filled(text: &str, what: &str) -> Result<(), String> {
+    match crate::names::placeholders_in(text).next() {
+        Some((_, name)) => Err(format!(
+            "{{{name}}}: placeholders are not filled in {}",
+            if what.is_empty() { "this key" } else { what }
+        )),
+        None => Ok(()),
     }
 }

@@ -629,3 +629,61 @@ fn a_console_reaches_the_spec_with_the_runs_rotation_and_no_password() {
     bare.console = None;
     assert!(bare.check().unwrap_err().to_string().contains("[rcon]"));
 }
+
+/// Issue 41: `[ready] log = "Bound socket to {ip}:{port}"` passed `games
+/// check`, but the host matched the text with its braces, so no server was
+/// ever ready. Every placeholder a key can hold is filled where it is
+/// used (the log line per instance, the game's own once) or refused with
+/// its line where the text is used as written.
+#[test]
+fn a_ready_log_with_placeholders_passed_games_check_and_was_never_filled() {
+    let text = format!(
+        "{MINIMAL}[variables]\nmode = \"ctf\"\n[ready]\nby = \"log\"\nlog = \"Bound socket to {{ip}}:{{port}} ({{mode}}, {{tick_hz}} Hz)\"\n"
+    );
+    let d = GameDef::parse("x.toml", &text).unwrap();
+    let spec = d.server_spec(&GameSettings::defaults(&d)).unwrap();
+    let slot = tickpack_game::launch::Slot {
+        ip: "198.18.0.6",
+        port: 7777,
+        id: 1,
+        dir: std::path::Path::new("/run/tickpack/h/instances/1"),
+        tickpack: std::path::Path::new("/usr/bin/tickpack"),
+    };
+    assert_eq!(
+        spec.ready.log_for(&slot).as_deref(),
+        Some("Bound socket to 198.18.0.6:7777 (ctf, 30 Hz)")
+    );
+    // Refused with its line: an unknown name in the log line, and a
+    // placeholder where the text is used as written.
+    let cases: &[(&str, usize, &str)] = &[
+        (
+            "[ready]\nby = \"log\"\nlog = \"up on {addr}\"\n",
+            11,
+            "ready.log: unknown placeholder {addr}",
+        ),
+        (
+            "[[file]]\npath = \"cfg/{id}.cfg\"\ncontents = \"x\"\n",
+            10,
+            "{id}: placeholders are not filled in a [[file]] path",
+        ),
+        (
+            "[variables]\nmap = \"dm1\"\n[data]\npk3_maps = \"map\"\npk3_dirs = [\"/srv/{map}\"]\n",
+            13,
+            "placeholders are not filled there",
+        ),
+        (
+            "[agones]\nimage = \"mine:1\"\ndir = \"/srv\"\nreports = \"server\"\nargs = [\"--port={port}\"]\n",
+            13,
+            "agones: args \"--port={port}\": placeholders are not filled in args",
+        ),
+    ];
+    for (extra, line, needle) in cases {
+        let e = GameDef::parse("mine.toml", &format!("{MINIMAL}{extra}")).expect_err(extra);
+        let s = e.to_string();
+        assert!(
+            s.starts_with(&format!("mine.toml:{line}: ")),
+            "{extra:?} -> {s}"
+        );
+        assert!(s.contains(needle), "{extra:?} -> {s}");
+    }
+}

@@ -63,16 +63,17 @@ pub struct RestartPolicy {
     /// First restart delay; doubles per crash in the window.
     pub backoff_ms: u64,
     pub max_backoff_ms: u64,
-    /// With a game query (`q3`, `a2s`): how long an instance may take to
-    /// answer for the first time after a start (a game loads its map and
-    /// bots first, slower when many start at once on few cores) before it
-    /// is killed, reported with its last output and restarted.
+    /// How long an instance may take to be ready after a start (to answer
+    /// its query, print its log line, bind its port; a game loads its map
+    /// and bots first, slower when many start at once on few cores) before
+    /// it is killed, reported with its last output and restarted: its
+    /// game's `[ready]` `timeout_s` + `per_server_s` x the instances.
     #[serde(default = "default_start_timeout_s")]
     pub start_timeout_s: f64,
 }
 
-/// How long a game query may take to answer a new start unless its
-/// definition says longer (`start_timeout_s`).
+/// How long an instance may take to be ready when a record names no
+/// game's limit (`start_timeout_s`).
 pub const DEFAULT_START_TIMEOUT_S: f64 = 15.0;
 
 fn default_start_timeout_s() -> f64 {
@@ -103,6 +104,11 @@ pub struct InstanceSpec {
     /// Working directory size limit (a tmpfs of this size).
     #[serde(default)]
     pub disk_bytes: Option<u64>,
+    /// The bots its command asks for (its game's `{bots}`), shown in the
+    /// status beside those its query reports; `None`: not a game's
+    /// command, or a game without bots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bots: Option<u16>,
 }
 
 /// A validated host configuration.

@@ -61,6 +61,10 @@ pub struct InstanceStatus {
     /// ioq3's `clients` minus `g_humanplayers`; `a2s`: its bots field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bots: Option<u8>,
+    /// The bots its command asked for (its game's `{bots}`); `None`: not
+    /// a game's command, or a game without bots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bots_asked: Option<u16>,
     /// The map the game query reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map: Option<String>,

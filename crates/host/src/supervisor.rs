@@ -258,15 +258,15 @@ impl Supervisor {
         };
         // Under memory pressure an instance dies before its keeper: the
         // supervisor goes below 0; where it may not (no CAP_SYS_RESOURCE,
-        // as in some containers) the instances go above it instead.
-        if let Err(e) = std::fs::write(
+        // as in some containers) the instances go above it instead, which
+        // orders them the same: nothing to warn about.
+        if std::fs::write(
             "/proc/self/oom_score_adj",
             format!("{OOM_SCORE_ADJ_SUPERVISOR}\n"),
-        ) {
+        )
+        .is_err()
+        {
             sup.instance_oom_score_adj = OOM_SCORE_ADJ_INSTANCE_FALLBACK;
-            sup.event(format!(
-                "cannot lower the supervisor's oom_score_adj to {OOM_SCORE_ADJ_SUPERVISOR} ({e}); instances get {OOM_SCORE_ADJ_INSTANCE_FALLBACK} instead"
-            ));
         }
         if !left.is_empty() {
             sup.event(format!(
@@ -334,6 +334,8 @@ impl Supervisor {
             rcon_password: i.console.as_ref().map(console::ConsoleState::password),
         };
         let argv = i.spec.server.argv(&slot);
+        // The log line that says it is ready, filled as its command is.
+        let ready_log = i.spec.server.ready.log_for(&slot);
         let mut env = i.spec.server.env(&slot);
         i.health_key = (self.cfg.health == Health::TickpackStats).then(|| {
             use rand::RngCore;
@@ -386,10 +388,7 @@ impl Supervisor {
             own_session: false,
         };
         // What the server prints from this start on.
-        i.log_watch = match &i.spec.server.ready {
-            tickpack_game::launch::Ready::Log(text) => Some(ready::LogWatch::new(&spec.log, text)),
-            _ => None,
-        };
+        i.log_watch = ready_log.map(|text| ready::LogWatch::new(&spec.log, &text));
         let child = spawn::spawn(&spec).map_err(|err| HostError::Spawn { id: i.spec.id, err })?;
         let recorded = crate::leftover::RecordedProcess::of(child.id());
         i.child = Some(child);
@@ -546,6 +545,7 @@ impl Supervisor {
                     frame_p99_us: i.stats.map(|s| s.frame_p99_us),
                     players: i.stats.map(|s| s.players).or(i.probe.players),
                     bots: i.probe.bots,
+                    bots_asked: i.spec.bots,
                     map: i.probe.map.clone(),
                     query_latency_us: i.probe.latency(),
                     memory_bytes: i.memory_bytes,

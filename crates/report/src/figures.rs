@@ -21,6 +21,8 @@ pub struct StepFigures<'a> {
     pub query_latency_us: Option<&'a Percentiles>,
     /// The servers' threads' run delay; `None`: not sampled.
     pub run_delay_us: Option<&'a Percentiles>,
+    /// Its p99 in each second of the measured window (empty: not kept).
+    pub run_delay_seconds_p99_us: &'a [u64],
 }
 
 impl<'a> StepFigures<'a> {
@@ -47,6 +49,21 @@ impl<'a> StepFigures<'a> {
             outages: &measured.outages,
             query_latency_us,
             run_delay_us,
+            run_delay_seconds_p99_us: &[],
         }
+    }
+
+    /// The same figures with the run delay's p99 of each second.
+    pub fn with_run_delay_seconds(self, p99_us: &'a [u64]) -> StepFigures<'a> {
+        StepFigures {
+            run_delay_seconds_p99_us: p99_us,
+            ..self
+        }
+    }
+
+    /// The run delay the relative limit compares
+    /// ([`crate::qos::typical_run_delay_us`]).
+    pub fn typical_run_delay_us(&self) -> Option<u64> {
+        crate::qos::typical_run_delay_us(self.run_delay_seconds_p99_us, self.run_delay_us)
     }
 }

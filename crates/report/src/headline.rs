@@ -268,7 +268,9 @@ fn deciding_disturbance(r: &BenchResult, servers: u32) -> Option<String> {
 }
 
 /// Why a result has no density because its servers were idle (a step with
-/// the verdict `idle`), and what to give them; `None` otherwise.
+/// the verdict `idle`): the step's own reason, which names what was asked
+/// of the servers and did nothing and what to try ([`crate::verdict::idle_reason`]);
+/// `None` otherwise.
 pub fn idle_words(r: &BenchResult) -> Option<String> {
     let step = r
         .ladders
@@ -277,7 +279,7 @@ pub fn idle_words(r: &BenchResult) -> Option<String> {
         .find(|s| s.verdict.is_idle())?;
     let why = step.failures.first().cloned().unwrap_or_default();
     Some(format!(
-        "no servers-per-core figure: at {} {why}. Give them load: emulated players, server-side bots (--bots N) or a load command ([load] in the game's definition), or measure the idle footprint on purpose with --allow-idle",
+        "no servers-per-core figure: at {} {why}. To measure the idle footprint on purpose: --allow-idle",
         crate::words::servers(step.servers)
     ))
 }

@@ -97,8 +97,10 @@ pub fn render_all(
     } else {
         "bench"
     };
+    // One bench result: its run by name (game, date, answer), not its file.
     let title = match (results, players) {
-        ([(label, _)], []) | ([], [(label, _)]) => format!("tickpack {kind} report: {label}"),
+        ([(_, r)], []) => format!("tickpack {kind} report: {}", section::run_title(r)),
+        ([], [(label, _)]) => format!("tickpack {kind} report: {label}"),
         _ => format!("tickpack {kind} report"),
     };
     w!(

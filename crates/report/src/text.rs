@@ -10,11 +10,14 @@ use crate::step_row::StepRow;
 use crate::words;
 
 /// One ladder's table of steps: a heading line and one line a step.
+/// "srv CPU%" is the servers' own CPU in % of one core (the figure the
+/// step's line and the idle verdict read), "busy %" the server cores'
+/// busy share (the figure the headroom target reads).
 pub fn steps_table(l: &Ladder) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8}",
+        "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8} {:>7} {:>8}",
         "servers",
         "players",
         "verdict",
@@ -22,7 +25,8 @@ pub fn steps_table(l: &Ladder) -> String {
         "p99 ms",
         "p99.9 ms",
         "tick p99",
-        "CPU %",
+        "srv CPU%",
+        "busy %",
         "watts"
     );
     for s in &l.steps {
@@ -33,7 +37,7 @@ pub fn steps_table(l: &Ladder) -> String {
         let latency = |i: usize| ms(row.latency_us.map(|l| l[i]));
         let _ = writeln!(
             out,
-            "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8.1} {:>8}",
+            "{:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8} {:>7.1} {:>8}",
             row.servers,
             row.players,
             row.verdict,
@@ -42,6 +46,9 @@ pub fn steps_table(l: &Ladder) -> String {
             latency(2),
             // A real game server does not report its ticks' lateness.
             ms(row.tick_lateness_p99_us),
+            // The servers' own, % of one core (n/a in older results).
+            row.servers_cpu_percent
+                .map_or("n/a".into(), crate::numbers::fmt_num),
             row.cpu_busy_percent,
             row.watts.map_or("-".into(), |(w, measured)| format!(
                 "{w:.0}{}",
@@ -56,17 +63,17 @@ pub fn steps_table(l: &Ladder) -> String {
 /// verdict, the latency that leads (run delay for a game without
 /// players), CPU, query latency and what disturbed it, and what it missed.
 pub fn step_line(ladder: &Ladder, s: &Step, repeated: bool) -> String {
+    let cpu = StepRow::of(s).cpu_words();
     let latency = match (&s.run_delay_us, s.players) {
         (Some(rd), 0) => format!("run delay p99 {:.2} ms", rd.p99 as f64 / 1000.0),
         (None, 0) => "run delay not sampled".to_string(),
         _ => format!("p99 {:.2} ms", s.transaction_latency_us.p99 as f64 / 1000.0),
     };
     format!(
-        "{}: {} {} ({latency}, servers' CPU {:.0}%{}{}){}",
+        "{}: {} {} ({latency}, servers' CPU {cpu}{}{}){}",
         ladder_title(ladder, repeated),
         words::servers(s.servers),
         s.verdict.as_str().to_uppercase(),
-        s.cpu.servers_busy_percent,
         s.query_latency_us.map_or(String::new(), |q| format!(
             ", query p99 {:.2} ms",
             q.p99 as f64 / 1000.0
@@ -302,7 +309,7 @@ pub fn bench_summary(r: &BenchResult) -> String {
         }
         let _ = writeln!(
             out,
-            "maximum density {}; recommended (servers' CPU <= {:.0}%) {}",
+            "maximum density {}; recommended (server cores busy <= {:.0}%) {}",
             l.max_density_words(),
             r.settings.headroom_target * 100.0,
             l.recommended_servers

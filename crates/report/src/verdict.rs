@@ -68,33 +68,70 @@ pub struct StepLoad {
     pub servers: u32,
     /// Bots asked for (all servers).
     pub bots_asked: u32,
+    /// A load command of the user's ran beside every server.
+    pub load_command: bool,
     /// Clients the servers' own query said they held (all servers), when
     /// a query said.
     pub clients_seen: Option<u32>,
     /// The servers' own CPU, % of one core, all servers together, when
-    /// measured exactly (their threads' on-CPU time from schedstat).
+    /// measured exactly (their threads' on-CPU time from schedstat): the
+    /// figure the step records as `cpu.servers_own_percent` and every
+    /// table shows.
     pub servers_own_percent: Option<f64>,
 }
 
-/// Why a step's servers count as idle, if they do: no emulated players
-/// (a step with players is never idle: players measure latency), and
-/// either bots were asked but the servers' own query said they held no
-/// one (the game ignored them), or their own CPU was below
-/// [`IDLE_FLOOR_PERCENT_PER_SERVER`] each.
+impl StepLoad {
+    /// What was asked of the servers, in words: "4 bots were asked", "a
+    /// load command ran beside every server", both, or nothing.
+    fn asked(&self) -> String {
+        let bots = match self.bots_asked {
+            0 => None,
+            1 => Some("1 bot was asked".to_string()),
+            n => Some(format!("{n} bots were asked")),
+        };
+        match (bots, self.load_command) {
+            (Some(b), true) => format!("{b} and a load command ran beside every server"),
+            (Some(b), false) => b,
+            (None, true) => "a load command ran beside every server".into(),
+            (None, false) => {
+                "nothing was asked of them (no players, no bots, no load command)".into()
+            }
+        }
+    }
+
+    /// What to try, given what was asked and did nothing.
+    fn advice(&self) -> &'static str {
+        match (self.bots_asked > 0, self.load_command) {
+            (true, false) => "this engine may run no rounds without a human client; give a [load] command that connects one (docs/games.md, \"Bring your own load\")",
+            (_, true) => "the load command did not make them work: check that it connects to {ip}:{port} and plays through the whole window (its output: the run dir's logs/load-ID.log)",
+            (false, false) => "give them load: emulated players, server-side bots (--bots N) or a load command ([load] in the game's definition)",
+        }
+    }
+}
+
+/// Why a step's servers count as idle, if they do, naming what was asked
+/// of them and did nothing: no emulated players (a step with players is
+/// never idle: players measure latency), and either bots were asked but
+/// the servers' own query said they held no one (the game ignored them),
+/// or their own CPU was below [`IDLE_FLOOR_PERCENT_PER_SERVER`] each.
 pub fn idle_reason(l: &StepLoad) -> Option<String> {
     if l.players > 0 || l.servers == 0 {
         return None;
     }
+    let asked = l.asked();
     if l.bots_asked > 0 && l.clients_seen == Some(0) {
         return Some(format!(
-            "the servers were idle: {} bots asked, but the servers' own query said they held no one (the game ignored the bots asked)",
-            l.bots_asked
+            "the servers were idle: {asked}, but the servers' own query said they held no one: the game ignored the bots (check how its definition asks for them, where {{bots}} stands)"
         ));
     }
-    let each = l.servers_own_percent? / f64::from(l.servers);
+    let total = l.servers_own_percent?;
+    let each = total / f64::from(l.servers);
     (each < IDLE_FLOOR_PERCENT_PER_SERVER).then(|| {
         format!(
-            "the servers were idle: {each:.2}% of a core each, below the {IDLE_FLOOR_PERCENT_PER_SERVER}% of a server doing anything at all (no players, and what was to load them did nothing)"
+            "the servers were idle: {asked}; the servers used {}% of a core ({}% each, below the {IDLE_FLOOR_PERCENT_PER_SERVER}% of a server doing anything at all): {}",
+            crate::numbers::fmt_num(total),
+            crate::numbers::fmt_num(each),
+            l.advice()
         )
     })
 }

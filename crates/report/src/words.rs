@@ -11,6 +11,24 @@ pub fn servers(n: impl Into<u64>) -> String {
     count(n, "server", "servers")
 }
 
+/// What loads each server of a run, as its first line and its report say
+/// it: players and bots always named ("0 players and 4 bots per server"),
+/// and a load command with its players ("a load command (8 players) and
+/// 0 bots per server").
+pub fn load_per_server(s: &crate::bench::BenchSettings) -> String {
+    let bots = count(s.bots_per_server, "bot", "bots");
+    match &s.load {
+        Some(l) => format!(
+            "a load command ({}) and {bots} per server",
+            count(l.players, "player", "players")
+        ),
+        None => format!(
+            "{} and {bots} per server",
+            count(s.players_per_server, "player", "players")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -268,7 +268,7 @@ fn verdict_is_said_in_words_at_the_top() {
         "(took 15 min 00 s)",
         "AMD EPYC 7B13, 8 logical CPUs, kernel 6.1.0-test",
         "load generator: 0-1 (2); servers: 2-7 (6)",
-        "tiles of 3 servers; 10 players per server (+2 bots); 64 Hz tick; cost profile arena",
+        "tiles of 3 servers; 10 players and 2 bots per server; 64 Hz tick; cost profile arena",
         "30 s measured after 5 s warm-up",
         "p99 transaction latency &le; 50 ms",
         "p99 tick lateness &le; 2 ms",
@@ -940,13 +940,16 @@ fn report_names_a_defined_game_not_the_reference_server() {
     assert!(!row.contains("reference server"), "{row}");
 }
 
-/// The servers' own CPU (from their cgroups) stands beside the cores'
-/// busy share, which counts whatever ran there.
+/// The servers' own CPU (schedstat) stands beside the cores' busy share,
+/// which counts whatever ran there.
 #[test]
 fn the_servers_own_cpu_is_shown_beside_the_cores_busy_share() {
     let html = page(sample());
-    assert!(html.contains("the servers' own, % of a core"), "header");
-    assert!(html.contains(" (servers "), "a step's own share");
+    assert!(
+        html.contains("Servers' CPU, % of a core (cores busy)"),
+        "header"
+    );
+    assert!(html.contains(" (busy "), "a step's busy share");
 }
 
 /// The `<svg>` whose title is `title`.
@@ -1311,10 +1314,10 @@ fn servers_cpu_above_the_busy_share_is_explained() {
     r.ladders[0].steps[0].cpu.servers_busy_percent = 47.0;
     r.ladders[0].steps[0].cpu.servers_own_percent = Some(49.8);
     let p = page(r);
-    assert!(p.contains("47 (servers 49.8)") || p.contains("47.0 (servers 49.8)"));
     assert!(
-        p.contains("title=\"The server cores&#39; busy share")
-            || p.contains("title=\"The server cores' busy share")
+        p.contains("49.8 (busy 47)"),
+        "the servers' own, then the busy share"
     );
+    assert!(p.contains("title=\"The servers' own CPU"));
     assert!(p.contains("it can read above the busy share"));
 }

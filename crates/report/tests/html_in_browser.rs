@@ -76,7 +76,11 @@ fn the_steps_table_scrolled_sideways_by_its_longest_headings_in_a_1280_pixel_win
         );
         return;
     }
-    for name in ["result-default-run.json", "result-guard-compare.json"] {
+    for name in [
+        "result-default-run.json",
+        "result-guard-compare.json",
+        "result-idle-run.json",
+    ] {
         let dir = temp_dir(name.trim_end_matches(".json"));
         let page = html::render(&[("result.json".into(), fixture(name))]);
         let boxes = scroll_boxes(&page, &dir);

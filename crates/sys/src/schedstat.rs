@@ -22,7 +22,8 @@
 //!
 //! Call [`RunDelaySampler::new`], then [`RunDelaySampler::sample`] once for
 //! a baseline and every ~100 ms after it; read
-//! [`RunDelaySampler::histogram`] and the totals; [`RunDelaySampler::reset`]
+//! [`RunDelaySampler::histogram`] and the totals (and, every second,
+//! [`RunDelaySampler::end_window`] for that second's p99); [`RunDelaySampler::reset`]
 //! starts a new phase (the last readings are kept, so the next sample still
 //! measures an interval).
 //!
@@ -129,6 +130,8 @@ pub struct RunDelaySampler {
     proc_root: PathBuf,
     last: HashMap<(u32, u32), SchedStat>,
     histogram: Histogram<u64>,
+    /// The same intervals since the last [`RunDelaySampler::end_window`].
+    window: Histogram<u64>,
     total_run_delay_ns: u64,
     total_on_cpu_ns: u64,
 }
@@ -140,6 +143,8 @@ impl RunDelaySampler {
             proc_root: proc_root.to_path_buf(),
             last: HashMap::new(),
             histogram: Histogram::new_with_bounds(1, MAX_MEAN_WAIT_US, 3)
+                .expect("static bounds are valid"),
+            window: Histogram::new_with_bounds(1, MAX_MEAN_WAIT_US, 3)
                 .expect("static bounds are valid"),
             total_run_delay_ns: 0,
             total_on_cpu_ns: 0,
@@ -173,6 +178,7 @@ impl RunDelaySampler {
             self.total_run_delay_ns = self.total_run_delay_ns.saturating_add(d.run_delay_ns);
             if let Some(us) = d.mean_wait_per_timeslice_us() {
                 self.histogram.saturating_record(us);
+                self.window.saturating_record(us);
             }
         }
         self.last = now;
@@ -206,9 +212,20 @@ impl RunDelaySampler {
         self.last.len()
     }
 
+    /// The p99 of the intervals recorded since the last call (or the
+    /// last [`RunDelaySampler::reset`]), µs, and a new window from here;
+    /// `None` when the window recorded none. Called once a second, it
+    /// gives the per-second p99s that a ladder's relative limit rests on.
+    pub fn end_window(&mut self) -> Option<u64> {
+        let p99 = (!self.window.is_empty()).then(|| self.window.value_at_quantile(0.99));
+        self.window.reset();
+        p99
+    }
+
     /// Clears the histogram and the totals; keeps the last readings.
     pub fn reset(&mut self) {
         self.histogram.reset();
+        self.window.reset();
         self.total_run_delay_ns = 0;
         self.total_on_cpu_ns = 0;
     }
@@ -408,6 +425,24 @@ mod tests {
         assert_eq!(s.intervals_recorded(), 1);
         assert_eq!(s.histogram().count_at(4), 1);
         assert_eq!((s.total_run_delay_ns(), s.total_on_cpu_ns()), (4_000, 0));
+    }
+
+    #[test]
+    fn each_window_gives_the_p99_of_its_own_intervals() {
+        let proc = FakeProc::new("window");
+        proc.thread(100, 100, "0 0 0\n", "");
+        let mut s = RunDelaySampler::new(&proc.0);
+        s.sample(&[100]);
+        assert_eq!(s.end_window(), None, "a baseline records nothing");
+        // A window of one 3 ms wait, then one of a 20 µs wait.
+        proc.thread(100, 100, "1000 3000000 1\n", "");
+        s.sample(&[100]);
+        assert_eq!(s.end_window().map(|us| us / 10), Some(300), "about 3000 µs");
+        proc.thread(100, 100, "2000 3020000 2\n", "");
+        s.sample(&[100]);
+        assert_eq!(s.end_window(), Some(20));
+        assert_eq!(s.end_window(), None, "a new window from each call");
+        assert_eq!(s.intervals_recorded(), 2, "the whole histogram keeps both");
     }
 
     #[test]

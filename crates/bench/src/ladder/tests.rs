@@ -57,6 +57,9 @@ enum Outcome {
     Interrupted,
     /// Its servers had nothing to do.
     Idle,
+    /// Its servers had nothing to do while another process ran 40 % of
+    /// server core 1.
+    IdleDisturbed,
 }
 
 /// Plays back outcomes, one per attempt, and records what it was asked.
@@ -85,6 +88,11 @@ impl Outcome {
             }
             Outcome::Interrupted => None,
             Outcome::Idle => Some(step(req, "idle", vec![missed], 0.5, 0)),
+            Outcome::IdleDisturbed => {
+                let mut st = step(req, "idle", vec![missed], 40.0, 0);
+                st.cpu.foreign_percent = Some(ForeignLoad::of_cores(&[60.0, 40.0, 0.5], &[1, 2]));
+                Some(st)
+            }
         }
     }
 }
@@ -709,4 +717,54 @@ fn a_light_games_default_ladder_could_only_say_at_least_twelve() {
     );
     // The steps' tiles are their sizes, not their numbers.
     assert!(l.steps.iter().all(|st| st.tiles == st.servers));
+}
+
+/// Issue 41: an idle verdict (no rounds without a human client, 4 bots
+/// asked) still climbed all three ladders with disturbance re-runs,
+/// 1 min 37 s for an answer that could not change. An idle step is not
+/// run again for a disturbed machine, and it ends every other ladder of
+/// the run at once.
+#[test]
+fn a_deterministic_idle_verdict_still_climbed_every_ladder_with_disturbance_reruns() {
+    let disturbed = BenchSettings {
+        max_foreign_percent: Some(5.0),
+        steal_retries: 2,
+        ..settings(5, 0, true)
+    };
+    let mut r = Scripted::new(&[Outcome::IdleDisturbed, Outcome::IdleDisturbed]);
+    let (l, seen) = climb_script(&disturbed, &mut r);
+    assert_eq!(
+        r.asked.len(),
+        1,
+        "no rerun for the disturbance: {seen:?}",
+        seen = seen.notes
+    );
+    assert!(l.steps[0].verdict.is_idle());
+    assert_eq!(
+        l.steps[0].disturbed, None,
+        "idle is not judged on what disturbed it"
+    );
+    assert!(ended_idle(&l));
+    // Interleaved: a is idle at step 1, so b (its turn next) and c never run.
+    let mut r = PerVariant::new(&[("a", &[Outcome::Idle]), ("b", &[OK; 3]), ("c", &[OK; 3])]);
+    let ls = climb_all(&disturbed, &["a", "b", "c"], 1, &mut r);
+    assert_eq!(r.order(), ["a1"]);
+    assert!(ls[0].stopped.contains("idle"), "{}", ls[0].stopped);
+    for l in &ls[1..] {
+        assert!(l.steps.is_empty());
+        assert_eq!(
+            l.stopped,
+            "not climbed further: a's servers were idle at step 1, which ends the run"
+        );
+    }
+    // Later in the order: what ran before it stays, nothing runs after.
+    let mut r = PerVariant::new(&[
+        ("a", &[OK, OK]),
+        ("b", &[OK, Outcome::Idle]),
+        ("c", &[OK, OK]),
+    ]);
+    let ls = climb_all(&disturbed, &["a", "b", "c"], 1, &mut r);
+    assert_eq!(r.order(), ["a1", "b1", "c1", "b2"]);
+    assert_eq!(ls[0].steps.len(), 1);
+    assert_eq!(ls[2].steps.len(), 1);
 }

@@ -335,14 +335,9 @@ pub fn run(a: Args) -> Result<(), Failure> {
             );
         }
         None => eprintln!(
-            "tickpack bench: tiles of {} x {} players{}, {} s per step, load generator on CPU {:?}; results in {}",
+            "tickpack bench: tiles of {}, {}, {} s per step, load generator on CPU {:?}; results in {}",
             words::servers(cfg.settings.tile_servers),
-            cfg.settings.players_per_server,
-            if cfg.settings.bots_per_server > 0 {
-                format!(" and {} bots", cfg.settings.bots_per_server)
-            } else {
-                String::new()
-            },
+            words::load_per_server(&cfg.settings),
             cfg.settings.step_duration_s,
             cfg.load_generator_cpus,
             cfg.out_dir.display()

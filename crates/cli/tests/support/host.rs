@@ -175,6 +175,30 @@ impl Host {
         }
     }
 
+    /// [`Host::spawn`] run through `wrapper` (a program and its words that
+    /// then run tickpack, e.g. `setpriv --bounding-set=-sys_resource`),
+    /// stderr piped.
+    pub fn spawn_wrapped(wrapper: &[&str], name: &str, run_dir: &Path, args: &[&str]) -> Host {
+        let (program, words) = wrapper.split_first().expect("a wrapper program");
+        let up = Command::new(program)
+            .args(words)
+            .arg(exe())
+            .args(["host", "up", "--name", name, "--run-dir"])
+            .arg(run_dir)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start host up");
+        Host {
+            name: name.into(),
+            run_dir: run_dir.to_path_buf(),
+            up,
+            servers: vec![],
+            remove: vec![],
+        }
+    }
+
     /// [`Host::spawn`] (stderr dropped), then waits until every instance
     /// runs.
     pub fn up(name: &str, run_dir: &Path, args: &[&str]) -> Host {

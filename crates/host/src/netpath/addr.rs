@@ -119,8 +119,10 @@ impl From<Ipv4Net> for String {
 /// Widest range accepted (a `/8`): the guard route covers the whole range,
 /// so a huge one would black-hole real destinations.
 pub const MIN_PREFIX: u8 = 8;
-/// Narrowest range accepted.
-pub const MAX_PREFIX: u8 = 24;
+/// Narrowest range accepted: a `/30` holds one block of four addresses.
+/// Whether a range holds a host's instances is [`AddrPlan::check`]'s to
+/// say (with the prefix that would: [`AddrPlan::prefix_for`]).
+pub const MAX_PREFIX: u8 = 30;
 
 /// Ranges that must never be used: "this network", loopback, link-local,
 /// multicast and reserved.
@@ -189,7 +191,7 @@ impl Default for AddrPlan {
 pub const MAX_SOURCES: u32 = 256;
 
 impl AddrPlan {
-    /// A plan over `range`; the prefix must be `/8`..=`/24` and the range
+    /// A plan over `range`; the prefix must be `/8`..=`/30` and the range
     /// must not touch loopback, link-local or multicast space.
     pub fn new(range: Ipv4Net) -> Result<Self, NetError> {
         let bad = |reason: String| NetError::InvalidRange {
@@ -198,7 +200,7 @@ impl AddrPlan {
         };
         if !(MIN_PREFIX..=MAX_PREFIX).contains(&range.prefix) {
             return Err(bad(format!(
-                "the prefix length must be /{MIN_PREFIX}..=/{MAX_PREFIX}"
+                "the prefix length must be /{MIN_PREFIX}..=/{MAX_PREFIX} (wider would route real networks to the instances; narrower holds no instance)"
             )));
         }
         for (addr, prefix, what) in FORBIDDEN {
@@ -279,6 +281,20 @@ impl AddrPlan {
             (false, _) => size.saturating_sub(3 + sources),
         };
         u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// The longest prefix at this range's address (no wider than a `/8`)
+    /// whose plan, with the same source addresses, holds instance `id` for
+    /// `kind`: what to give when this range is too small. `None` when no
+    /// range at this address can.
+    pub fn prefix_for(&self, kind: NetKind, id: u32) -> Option<u8> {
+        (MIN_PREFIX..=MAX_PREFIX).rev().find(|&p| {
+            let range = Ipv4Net {
+                addr: Ipv4Addr::from(u32::from(self.range.addr) & mask(p)),
+                prefix: p,
+            };
+            Self { range, ..*self }.capacity(kind) > id
+        })
     }
 
     /// Fails unless instance `id` fits in the range for `kind`.
@@ -391,7 +407,7 @@ mod tests {
     #[test]
     fn rejects_ranges_that_are_too_wide_too_narrow_or_special() {
         for (r, why) in [
-            ("198.18.0.0/25", "prefix length"),
+            ("198.18.0.0/31", "prefix length"),
             ("10.0.0.0/7", "prefix length"),
             ("127.0.0.0/8", "loopback"),
             ("169.254.0.0/16", "link-local"),
@@ -401,6 +417,28 @@ mod tests {
             assert!(e.contains(r) && e.contains(why), "{r}: {e}");
         }
         assert!(AddrPlan::new(net("198.18.7.0/24")).is_ok());
+    }
+
+    /// Issue 41: `--range 198.18.0.0/25` was refused ("the prefix length
+    /// must be /8..=/24") though it holds 31 veth instances. Any prefix
+    /// that holds the instances is accepted; a range too small for them
+    /// says which prefix would do.
+    #[test]
+    fn a_slash_25_that_holds_the_instances_was_refused() {
+        let p = AddrPlan::new(net("198.18.0.0/25")).expect("a /25 is a range");
+        assert_eq!(p.capacity(NetKind::Veth), 32);
+        assert!(p.check(NetKind::Veth, 31).is_ok());
+        assert!(p.check(NetKind::Veth, 32).is_err());
+        assert_eq!(
+            p.instance_addr(NetKind::Veth, 31).unwrap(),
+            Ipv4Addr::new(198, 18, 0, 126)
+        );
+        let small = AddrPlan::new(net("198.18.0.0/29")).unwrap();
+        assert!(small.check(NetKind::Veth, 4).is_err());
+        // Ids 0..=4 need 5 blocks of 4: a /27 (8 blocks).
+        assert_eq!(small.prefix_for(NetKind::Veth, 4), Some(27));
+        assert_eq!(small.prefix_for(NetKind::Bridge, 4), Some(29));
+        assert_eq!(p.prefix_for(NetKind::Veth, 1), Some(29));
     }
 
     #[test]

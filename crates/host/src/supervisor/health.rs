@@ -16,14 +16,15 @@
 //!   (it stays `starting` until answered).
 //! - Unanswered checks in a row make an instance `unresponsive` and then
 //!   get it killed (and restarted by the restart policy): the spec's
-//!   [`HealthTiming`] (`[health]` in a game's definition), by default
-//!   `tickpack` at the 1st and the 4th (about 2 s and 5 s of silence),
+//!   [`tickpack_game::launch::HealthTiming`] (`[health]` in a game's
+//!   definition), by default `tickpack` at the 1st and the 4th (about 2 s and 5 s of silence),
 //!   `q3`/`a2s` at the 2nd and the 4th (about 6 s and 10 s).
 //! - An instance that is not ready yet (its check never answered, or its
-//!   log line or port not seen) gets its start time limit: `tickpack` as
-//!   long as its kill rule allows (5 s), the others `start_timeout_s` (15 s
-//!   by default, or its game's `[ready] timeout_s`) or the kill rule if
-//!   longer; then it is killed, reported with the last lines of its log.
+//!   log line or port not seen) gets its start time limit,
+//!   `start_timeout_s`: what its game's `[ready]` says, `timeout_s` +
+//!   `per_server_s` x the servers started at once (a bench step's, a
+//!   host's instances); then it is killed, reported with the last lines
+//!   of its log.
 //! - `none`: `running` once the process has lived 200 ms (or its log line
 //!   or port was seen).
 //!
@@ -47,7 +48,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tickpack_game::launch::{HealthTiming, Ready};
+use tickpack_game::launch::Ready;
 use tickpack_wire::Packet;
 
 use super::liveness::Window;
@@ -181,19 +182,19 @@ pub(super) fn last_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
-/// How long an instance may take to be ready (see the module header);
-/// `None`: no limit (no check, ready when the process lived 200 ms).
+/// How long an instance may take to be ready (see the module header):
+/// `start_timeout`, what its game's `[ready]` says (`timeout_s` +
+/// `per_server_s` x the servers started at once), whatever its health
+/// check's kill rule; `None`: no limit (no check, ready when the process
+/// lived 200 ms).
 pub(super) fn start_limit(
     health: Health,
     ready: &Ready,
-    timing: HealthTiming,
     start_timeout: Duration,
 ) -> Option<Duration> {
-    let kill = (timing.kill_after > 0).then(|| timing.interval() * (timing.kill_after + 1));
     match (ready, health) {
         (Ready::Health, Health::None) => None,
-        (Ready::Health, Health::TickpackStats) => Some(kill.unwrap_or(start_timeout)),
-        _ => Some(kill.map_or(start_timeout, |k| k.max(start_timeout))),
+        _ => Some(start_timeout),
     }
 }
 
@@ -397,7 +398,7 @@ impl Supervisor {
                 if started_busy {
                     continue;
                 }
-                let limit = start_limit(health, &i.spec.server.ready, timing, start_timeout);
+                let limit = start_limit(health, &i.spec.server.ready, start_timeout);
                 let Some(limit) = limit.filter(|l| i.started.elapsed() > *l) else {
                     continue;
                 };
@@ -406,7 +407,10 @@ impl Supervisor {
                 let log = std::fs::read_to_string(log_path(&self.cfg.run_dir, i.spec.id))
                     .unwrap_or_default();
                 let never = match (&i.spec.server.ready, i.ready) {
-                    (Ready::Log(l), false) => format!("never printed {l:?}"),
+                    (Ready::Log(l), false) => format!(
+                        "never printed {:?}",
+                        i.log_watch.as_ref().map_or(l.clone(), |w| w.needle())
+                    ),
                     (Ready::Port(t), false) => format!(
                         "never bound its {} port {}",
                         format!("{t:?}").to_uppercase(),
@@ -554,16 +558,19 @@ mod tests {
         assert!(recv_stamped(&check, &mut buf).is_none());
     }
 
+    /// Issue 41: with `[ready] timeout_s = 4` and `per_server_s = 2` a
+    /// server that never printed its line was killed after 15 s (the
+    /// host's default won over the definition's 6 s for one server, and a
+    /// query's kill rule over both). The limit is what `[ready]` says.
     #[test]
-    fn start_limits_keep_todays_defaults() {
-        let start = Duration::from_secs(15);
-        let limit = |h: Health, r: Ready| start_limit(h, &r, h.default_timing(), start);
-        assert_eq!(
-            limit(Health::TickpackStats, Ready::Health),
-            Some(Duration::from_secs(5))
-        );
-        assert_eq!(limit(Health::Q3, Ready::Health), Some(start));
-        assert_eq!(limit(Health::None, Ready::Health), None);
-        assert_eq!(limit(Health::None, Ready::Log("up".into())), Some(start));
+    fn the_start_limit_was_15_s_whatever_ready_said() {
+        let ready = Duration::from_secs(6);
+        for h in [Health::TickpackStats, Health::Q3, Health::A2s, Health::None] {
+            assert_eq!(start_limit(h, &Ready::Log("up".into()), ready), Some(ready));
+            if h != Health::None {
+                assert_eq!(start_limit(h, &Ready::Health, ready), Some(ready), "{h}");
+            }
+        }
+        assert_eq!(start_limit(Health::None, &Ready::Health, ready), None);
     }
 }

@@ -30,12 +30,29 @@ pub struct Holder {
     pub run_dir: String,
 }
 
-/// A held lock (released when dropped, or when the process dies).
+/// A held lock (released when dropped, or when the process dies). Its
+/// file is removed when it is dropped, still locked: a host taken down
+/// leaves no lock file behind. Whoever opened the file before it went
+/// finds, once it has the lock, that the path no longer names the file it
+/// locked, and takes the lock again on a new file ([`HostLock::acquire`]).
 #[derive(Debug)]
 pub struct HostLock {
-    /// The locked file; only held, never read.
-    _file: Option<std::fs::File>,
+    /// The locked file and its path; only held, never read.
+    _file: Option<(std::fs::File, PathBuf)>,
 }
+
+impl Drop for HostLock {
+    fn drop(&mut self) {
+        if let Some((_, path)) = &self._file {
+            // Removed while still locked; the lock goes with the file.
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// How many times a lock is taken again when its file was removed (by
+/// the holder letting go) between opening and locking it.
+const RELOCK_TRIES: u32 = 16;
 
 impl HostLock {
     /// Takes host `name`'s lock for the host whose run dir is `run_dir`;
@@ -65,31 +82,44 @@ impl HostLock {
             Err(e) => return Err(e),
         }
         let path = lock_path(dir, name);
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)?;
-        // SAFETY: flock on a descriptor we own; released when it closes.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(err);
+        for _ in 0..RELOCK_TRIES {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&path)?;
+            // SAFETY: flock on a descriptor we own; released when it closes.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } < 0 {
+                let err = std::io::Error::last_os_error();
+                if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                    return Err(err);
+                }
+                let mut text = String::new();
+                let _ = (&mut file).take(4096).read_to_string(&mut text);
+                let mut lines = text.lines();
+                let pid = lines.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+                let run_dir = lines.next().unwrap_or("(unknown)").to_string();
+                return Ok(Err(Holder { pid, run_dir }));
             }
-            let mut text = String::new();
-            let _ = (&mut file).take(4096).read_to_string(&mut text);
-            let mut lines = text.lines();
-            let pid = lines.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-            let run_dir = lines.next().unwrap_or("(unknown)").to_string();
-            return Ok(Err(Holder { pid, run_dir }));
+            // A holder that let go removed the file after we opened it:
+            // this lock is on a file no one else can find. Again.
+            if !names_file(&path, &file) {
+                continue;
+            }
+            file.set_len(0)?;
+            file.rewind()?;
+            file.write_all(format!("{}\n{}\n", std::process::id(), run_dir.display()).as_bytes())?;
+            return Ok(Ok(HostLock {
+                _file: Some((file, path)),
+            }));
         }
-        file.set_len(0)?;
-        file.rewind()?;
-        file.write_all(format!("{}\n{}\n", std::process::id(), run_dir.display()).as_bytes())?;
-        Ok(Ok(HostLock { _file: Some(file) }))
+        Err(std::io::Error::other(format!(
+            "{}: removed under us {RELOCK_TRIES} times in a row",
+            path.display()
+        )))
     }
 
     /// Whether this lock holds anything (false without root).
@@ -101,6 +131,15 @@ impl HostLock {
 
 fn lock_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.lock"))
+}
+
+/// Whether `path` (not followed if a link) is the file `file` has open.
+fn names_file(path: &Path, file: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::symlink_metadata(path), file.metadata()) {
+        (Ok(p), Ok(f)) => p.dev() == f.dev() && p.ino() == f.ino(),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -153,6 +192,39 @@ mod tests {
         drop(a);
         let again = HostLock::acquire_in(&dir, "h", Path::new("/run/b")).unwrap();
         assert!(again.is_ok(), "free once released");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 41: lock files piled up under /run/tickpack/host-locks, one
+    /// per host name ever run. A released lock removes its file; one
+    /// opened before that removal is not trusted once locked.
+    #[test]
+    fn lock_files_piled_up_after_their_hosts_went_down() {
+        let dir = std::env::temp_dir().join(format!("tp-hostlock-pile-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let a = HostLock::acquire_in(&dir, "h", Path::new("/run/a"))
+            .unwrap()
+            .unwrap();
+        assert!(dir.join("h.lock").exists());
+        // Another opens the file while a holds it, then a lets go (and
+        // removes it): the stale open names no file any more.
+        let stale = std::fs::File::open(dir.join("h.lock")).unwrap();
+        drop(a);
+        assert!(!dir.join("h.lock").exists(), "removed on release");
+        assert!(!names_file(&dir.join("h.lock"), &stale));
+        let b = HostLock::acquire_in(&dir, "h", Path::new("/run/b"))
+            .unwrap()
+            .unwrap();
+        assert!(names_file(
+            &dir.join("h.lock"),
+            &b._file.as_ref().unwrap().0
+        ));
+        // Still exclusive.
+        assert!(HostLock::acquire_in(&dir, "h", Path::new("/run/c"))
+            .unwrap()
+            .is_err());
+        drop(b);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing left");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -56,16 +56,18 @@ pub struct LoadExit {
 }
 
 impl LoadExit {
-    /// It ended by itself with code 0.
+    /// It ended by itself with code 0: one that ran past its step and
+    /// was stopped did not, whatever it exited with then (a program that
+    /// exits 0 on SIGTERM would otherwise count as ended well).
     pub fn ok(&self) -> bool {
-        self.status.is_some_and(|s| s.success())
+        !self.stopped && self.status.is_some_and(|s| s.success())
     }
 
     /// "exited with code 3", "was killed by signal 11", ... (the words
     /// the host uses for its instances).
     pub fn describe(&self) -> String {
         match self.status {
-            _ if self.stopped => "ran past its step and was stopped".into(),
+            _ if self.stopped => "ran past its step and was stopped (a load command must end by itself, with exit 0, by the step's end)".into(),
             Some(s) => super::describe_exit(s),
             None => "ended".into(),
         }
@@ -259,5 +261,38 @@ impl LoadProcess {
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
         tickpack_sys::text::escape(&tail, 300)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 41: a load command that ran past its step and exited 0 on
+    /// the SIGTERM that stopped it counted as ended well, though a load
+    /// command must end by itself (docs/games.md).
+    #[test]
+    fn a_load_command_that_ran_on_and_exited_0_on_sigterm_counted_as_ended_well() {
+        let stopped_with_0 = LoadExit {
+            status: Some(ExitStatus::from_raw(0)),
+            stopped: true,
+            cpu_s: 0.0,
+        };
+        assert!(!stopped_with_0.ok());
+        assert!(
+            stopped_with_0.describe().contains("ran past its step"),
+            "{}",
+            stopped_with_0.describe()
+        );
+        let ended = LoadExit {
+            stopped: false,
+            ..stopped_with_0.clone()
+        };
+        assert!(ended.ok(), "ended by itself with 0");
+        let crashed = LoadExit {
+            status: Some(ExitStatus::from_raw(11)),
+            ..ended
+        };
+        assert!(!crashed.ok());
     }
 }

@@ -61,6 +61,11 @@ impl LogWatch {
         }
     }
 
+    /// The fragment it looks for, as text.
+    pub fn needle(&self) -> String {
+        String::from_utf8_lossy(&self.needle).into_owned()
+    }
+
     /// Reads what was written since the last call (bounded); true once the
     /// fragment was seen.
     pub fn poll(&mut self) -> bool {

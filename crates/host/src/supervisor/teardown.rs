@@ -1,8 +1,9 @@
 //! Taking a fleet down: the batch first, then every instance (its stop
 //! signal, then SIGKILL after the longest grace time) and its cgroup, the
 //! tenants' directories, the host's cgroup tree, the network, the uid
-//! block and the control socket; the record goes only when everything
-//! did. Returns what could not be removed.
+//! block and the control socket; the record, the emptied directories
+//! and a run dir tickpack made go only when everything did (the logs
+//! stay). Returns what could not be removed.
 
 use std::time::{Duration, Instant};
 
@@ -66,7 +67,10 @@ impl Supervisor {
         self.control = None;
         let _ = std::fs::remove_file(self.cfg.run_dir.join("control.sock"));
         if problems.is_empty() {
-            let _ = std::fs::remove_file(self.cfg.run_dir.join("state.json"));
+            // The records, the emptied tenant directories, and the run dir
+            // itself when tickpack made it and no log is left to read
+            // (the logs stay: `host up` and `host down` say where).
+            super::remove_run_dir(&self.cfg.run_dir);
         }
         problems
     }

@@ -91,11 +91,12 @@ pub(super) fn comparison(out: &mut String, results: &[(String, BenchResult)]) {
     });
     row(out, "Tile, players, tick", &|r| {
         format!(
-            "{} servers per tile, {} players per server, {} Hz, cost {}",
+            "{} servers per tile, {}, {} Hz{}",
             r.settings.tile_servers,
-            r.settings.players_per_server,
+            esc(&crate::words::load_per_server(&r.settings)),
             r.settings.tick_hz,
-            or_na(&r.settings.cost)
+            super::run::cost_profile(&r.settings)
+                .map_or(String::new(), |c| format!(", cost {}", esc(c)))
         )
     });
     row(out, "Ladders", &|r| {

@@ -47,14 +47,14 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
     w!(out, "<dt>Game</dt><dd>{game}</dd>\n");
     w!(
         out,
-        "<dt>Servers</dt><dd>tiles of {} server{}; {} players per server (+{} bots); \
-         {} Hz tick; cost profile {}</dd>\n",
-        s.tile_servers,
-        if s.tile_servers == 1 { "" } else { "s" },
-        s.players_per_server,
-        s.bots_per_server,
+        "<dt>Servers</dt><dd>tiles of {}; {}; {} Hz tick{}</dd>\n",
+        crate::words::servers(s.tile_servers),
+        super::format::esc(&crate::words::load_per_server(s)),
         s.tick_hz,
-        or_na(&s.cost)
+        cost_profile(s).map_or(String::new(), |c| format!(
+            "; cost profile {}",
+            super::format::esc(c)
+        ))
     );
     w!(
         out,
@@ -73,6 +73,19 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
     w!(out, "<dt>Compare</dt><dd>{}</dd>\n", or_na(&s.compare));
     limits::qos_limits(out, r);
     out.push_str("</dl>\n");
+}
+
+/// The servers' cost profile when their game has one (a `cost`
+/// variable, as the run recorded its variables); `None` for a game
+/// without. A result from before the variables were recorded says
+/// "default" for every game: shown only when set otherwise.
+pub(super) fn cost_profile(s: &BenchSettings) -> Option<&str> {
+    let vars = &s.game_settings.variables;
+    match vars.get("cost") {
+        Some(c) => Some(c),
+        None if vars.is_empty() && !s.cost.is_empty() && s.cost != "default" => Some(&s.cost),
+        None => None,
+    }
 }
 
 /// The game a run's settings name, in words (HTML, escaped): its name,

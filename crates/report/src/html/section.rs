@@ -13,13 +13,44 @@ use super::run::run_facts;
 use super::steps::steps_table;
 use super::summary::verdict;
 
+/// A result's title, naming the run rather than its file: its game(s),
+/// when it started and its answer ("sleepy, 2026-11-28 04:41:05 UTC: no
+/// density, the servers were idle").
+pub(super) fn run_title(r: &BenchResult) -> String {
+    let mut games: Vec<&str> = vec![];
+    for l in &r.ladders {
+        let g = l.game_name(&r.settings);
+        if !games.contains(&g) {
+            games.push(g);
+        }
+    }
+    if games.is_empty() {
+        games.push(&r.settings.game);
+    }
+    let answer = match crate::headline::Headline::of(r) {
+        Some(h) => h.answer_words(),
+        None if crate::headline::idle_words(r).is_some() => {
+            "no density, the servers were idle".into()
+        }
+        None => "no density reached".into(),
+    };
+    format!(
+        "{}, {}: {answer}{}",
+        games.join(" vs "),
+        super::format::utc(r.started_unix),
+        if r.complete { "" } else { " (interrupted)" }
+    )
+}
+
 pub(super) fn result_section(out: &mut String, i: usize, n: usize, label: &str, r: &BenchResult) {
     w!(out, "<section class=\"result\" id=\"result-{}\">\n", i + 1);
+    let title = esc(&run_title(r));
     if n > 1 {
-        w!(out, "<h2>Result {}: {}</h2>\n", i + 1, esc(label));
+        w!(out, "<h2>Result {}: {title}</h2>\n", i + 1);
     } else {
-        w!(out, "<h2>{}</h2>\n", esc(label));
+        w!(out, "<h2>{title}</h2>\n");
     }
+    w!(out, "<p class=\"muted\">From {}.</p>\n", esc(label));
     let steps: usize = r.ladders.iter().map(|l| l.steps.len()).sum();
     if !r.complete {
         w!(

@@ -14,17 +14,20 @@ use super::charts;
 use super::format::{esc, fmt_int, fmt_ms, fmt_num, is_fail, percent_of, NA};
 
 /// What the CPU column holds, as the header's title.
-const CPU_TITLE: &str = "The server cores' busy share (mean over them, less foreign load); \
-in brackets the servers' own CPU summed over the servers, % of one core";
+const CPU_TITLE: &str = "The servers' own CPU: their threads' time on a CPU over the measured \
+window (schedstat, ns), summed over the servers, % of one core; in brackets the server cores' \
+busy share (mean over them, less foreign load), which the headroom target reads";
 
 /// Why the two CPU figures of a step differ, under the table: they are
 /// not one measure of the same cores, so the servers' own can read above
 /// the busy share and a reader must not take that for an error.
-pub(crate) const CPU_NOTE: &str = "CPU busy, %: the server cores' busy share, the mean over them, \
-whatever ran there less the foreign load. In brackets the servers' own, % of a core, summed over \
-the servers (from their cgroups or threads): it also counts the kernel's work for their \
-packets wherever it ran (often the load generator's cores) and their time on any core, so with \
-one server core it can read above the busy share, and with several it is not bounded by 100";
+pub(crate) const CPU_NOTE: &str = "Servers' CPU, % of a core: the servers' own time on a CPU \
+over the measured window, exact in nanoseconds (schedstat of every thread), summed over the \
+servers: the figure the step's line and the idle verdict read, and it grows with the servers. \
+In brackets the server cores' busy share, the mean over them, whatever ran there less the \
+foreign load, from clock ticks: the headroom target reads it. The servers' own counts their \
+time on any core, so with one server core it can read above the busy share, and with several \
+it is not bounded by 100";
 
 pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
     let variants = charts::variants(r);
@@ -97,7 +100,7 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
          <th class=\"num\" rowspan=\"2\">Snap&shy;shots lost</th>\
          <th class=\"num\" rowspan=\"2\">Out&shy;ages</th>\
          <th class=\"num\" rowspan=\"2\">Re&shy;con&shy;nects</th>\
-         <th class=\"num\" rowspan=\"2\" title=\"{CPU_TITLE}\">CPU busy, % (servers)</th>{foreign_head}{batch_head}\
+         <th class=\"num\" rowspan=\"2\" title=\"{CPU_TITLE}\">Servers' CPU, % of a core (cores busy)</th>{foreign_head}{batch_head}\
          <th class=\"num\" rowspan=\"2\">{watts_head}</th></tr>\n\
          <tr><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">p99.9</th></tr>\n"
     );
@@ -214,11 +217,10 @@ pub(super) fn steps_table(out: &mut String, r: &BenchResult, ladder: &Ladder) {
             percent_of(st.snapshots.lost, st.snapshots.expected),
             outages(&st.outages),
             fmt_int(st.reconnects),
-            fmt_num(row.cpu_busy_percent),
-            // The servers' own share, from their cgroups.
-            st.cpu
-                .servers_own_percent
-                .map_or(String::new(), |p| format!(" (servers {})", fmt_num(p))),
+            // The servers' own (n/a in results from before it was
+            // recorded), then the cores' busy share.
+            row.servers_cpu_percent.map_or(NA.into(), fmt_num),
+            format_args!(" (busy {})", fmt_num(row.cpu_busy_percent)),
             // What the step missed and what disturbed it: a row of its own
             // under the step, the whole table wide, so it is read where the
             // step is and the table stays narrow.

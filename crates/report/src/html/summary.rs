@@ -35,7 +35,10 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
         max_density(r)
     );
     if let Some(c) = r.comparison.as_ref() {
-        comparison_headline(out, c, r.ladders.first().map(|l| l.label.as_str()));
+        // "Densities above" only when there are some to speak of.
+        let densities = r.recommended_servers.is_some() || r.max_servers.is_some();
+        let first = r.ladders.first().map(|l| l.label.as_str());
+        comparison_headline(out, c, first.filter(|_| densities), densities);
     }
     // Recommended.
     match (r.recommended_servers, recommended_step(r)) {
@@ -69,6 +72,8 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
             "<p><strong>Recommended: not reached</strong>: {}</p>\n",
             if no_steps {
                 "no step finished.".to_string()
+            } else if crate::headline::idle_words(r).is_some() {
+                "the servers were idle, so there is no density to recommend.".to_string()
             } else {
                 format!(
                     "no passing step kept the server cores within the headroom target of \
@@ -215,8 +220,13 @@ pub(super) fn verdict(out: &mut String, r: &BenchResult) {
 
 /// The comparison's ratios with their ranges and judgements, and which
 /// variant's densities the headline shows.
-fn comparison_headline(out: &mut String, c: &crate::comparison::Comparison, first: Option<&str>) {
-    if c.repetitions > 1 {
+fn comparison_headline(
+    out: &mut String,
+    c: &crate::comparison::Comparison,
+    first: Option<&str>,
+    densities: bool,
+) {
+    if c.repetitions > 1 && densities {
         w!(
             out,
             "<p class=\"muted\">Densities above: {}, the lower median over {} of {} \

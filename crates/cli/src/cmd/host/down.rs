@@ -52,7 +52,10 @@ pub fn down(d: DownArgs) -> Result<(), Failure> {
     loop {
         match request(&dir, ControlRequest::Down, Duration::from_secs(30)) {
             Ok(_) => {
-                eprintln!("tickpack host {name}: down");
+                match super::up::kept_logs(&dir.join("logs")) {
+                    Some(kept) => eprintln!("tickpack host {name}: down; {kept}"),
+                    None => eprintln!("tickpack host {name}: down"),
+                }
                 return Ok(());
             }
             Err(ControlError::NotRunning { .. }) => {}

@@ -54,7 +54,7 @@ pub fn status_text(st: &HostStatus) -> String {
     );
     put!(
         out,
-        "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5} {:>11} {:>4}  map",
+        "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>8} {:>11} {:>4}  map",
         "id",
         "address",
         "pid",
@@ -78,7 +78,7 @@ pub fn status_text(st: &HostStatus) -> String {
         let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
         put!(
             out,
-            "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>5} {:>11} {:>4}  {}",
+            "{:>4} {:<22} {:>8} {:<8} {:<12} {:>8} {:>6} {:>12} {:>8} {:>8} {:>11} {:>4}  {}",
             i.id,
             escape(&i.address, SHORT),
             opt(i.pid.map(|p| p.to_string())),
@@ -88,7 +88,7 @@ pub fn status_text(st: &HostStatus) -> String {
             opt(i.cpu_percent.map(|c| format!("{c:.1}"))),
             opt(i.tick_p99_us.map(|t| t.to_string())),
             opt(i.players.map(|p| p.to_string())),
-            opt(i.bots.map(|b| b.to_string())),
+            bots_cell(i.bots, i.bots_asked),
             // Used/limit; "-" where not sampled or unlimited.
             format!(
                 "{}/{}",
@@ -194,6 +194,18 @@ fn print_guard(out: &mut String, g: &tickpack_host::guard::GuardStatus) {
     }
 }
 
+/// The bots column: those the query says joined "of" those asked ("3 of
+/// 4"), or whichever is known ("4": asked, the query does not say), or
+/// "-".
+fn bots_cell(seen: Option<u8>, asked: Option<u16>) -> String {
+    match (seen, asked) {
+        (Some(s), Some(a)) => format!("{s} of {a}"),
+        (None, Some(a)) => a.to_string(),
+        (Some(s), None) => s.to_string(),
+        (None, None) => "-".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +240,7 @@ mod tests {
                 frame_p99_us: None,
                 players: Some(1),
                 bots: Some(0),
+                bots_asked: None,
                 map,
                 query_latency_us: None,
                 memory_bytes: memory.0,
@@ -281,5 +294,23 @@ mod tests {
             text.contains("last exit: killed by the OOM killer"),
             "{text}"
         );
+    }
+
+    /// Issue 41: `host status` showed `bots -` when 4 bots were asked (the
+    /// game's query did not count them): the bots each instance was given
+    /// are shown, beside those its query reports.
+    #[test]
+    fn status_showed_no_bots_when_4_were_asked() {
+        let mut st = one_instance(None, (None, None, 0), "-", vec![]);
+        st.instances[0].bots = None;
+        st.instances[0].bots_asked = Some(4);
+        let text = status_text(&st);
+        let head: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+        let row: Vec<&str> = text.lines().nth(2).unwrap().split_whitespace().collect();
+        let at = head.iter().position(|h| *h == "bots").unwrap();
+        // "tick p99 us" is three words in the heading, one in the row.
+        assert_eq!(row[at - 2], "4", "{text}");
+        assert_eq!(bots_cell(Some(3), Some(4)), "3 of 4");
+        assert_eq!(bots_cell(None, None), "-");
     }
 }

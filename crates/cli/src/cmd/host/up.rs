@@ -70,6 +70,7 @@ pub fn up(u: UpArgs) -> Result<(), Failure> {
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("tickpack host: stopping instances and removing what was created");
+    let logs = sup.config().run_dir.join("logs");
     let problems = sup.shutdown();
     if !problems.is_empty() {
         return Err(fail(
@@ -77,5 +78,23 @@ pub fn up(u: UpArgs) -> Result<(), Failure> {
             format!("could not remove everything: {}", problems.join("; ")),
         ));
     }
+    if let Some(kept) = kept_logs(&logs) {
+        eprintln!("tickpack host: {kept}");
+    }
     Ok(())
+}
+
+/// What a host taken down leaves on purpose, in words: its instances'
+/// logs, where they are and how to remove them; `None` when it left none.
+pub(super) fn kept_logs(logs: &std::path::Path) -> Option<String> {
+    let n = std::fs::read_dir(logs).ok()?.flatten().count();
+    let dir = logs.parent()?;
+    (n > 0).then(|| {
+        format!(
+            "kept {n} log file{} in {} for you to read; everything else it made is gone (rm -r {} removes them)",
+            if n == 1 { "" } else { "s" },
+            logs.display(),
+            dir.display()
+        )
+    })
 }
