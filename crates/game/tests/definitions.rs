@@ -648,6 +648,7 @@ fn a_ready_log_with_placeholders_passed_games_check_and_was_never_filled() {
         id: 1,
         dir: std::path::Path::new("/run/tickpack/h/instances/1"),
         tickpack: std::path::Path::new("/usr/bin/tickpack"),
+        rcon_password: None,
     };
     assert_eq!(
         spec.ready.log_for(&slot).as_deref(),
