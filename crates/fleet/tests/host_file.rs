@@ -462,7 +462,11 @@ fn a_slash_25_range_was_refused_though_it_holds_the_instances() {
 #[test]
 fn the_bots_each_instance_was_given_are_recorded() {
     let c = resolve("instances = 2\ngame = \"reference\"\nbots = 4").unwrap();
-    assert!(c.instances.iter().all(|i| i.bots == Some(4)), "{:?}", c.instances);
+    assert!(
+        c.instances.iter().all(|i| i.bots == Some(4)),
+        "{:?}",
+        c.instances
+    );
     let c = resolve("instances = 1\ncommand = \"/bin/sleep 60\"").unwrap();
     assert_eq!(c.instances[0].bots, None, "not a game's command");
 }

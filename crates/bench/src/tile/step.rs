@@ -501,12 +501,17 @@ fn member_step(
             f.players_present = presence::present_in(&m.timelines, from, until);
             f.run_delay_us = m.windows.get(w).copied().flatten();
             f.query_us = queried.get(w).copied().flatten();
-            let failures = judge(
-                &f,
-                &m.plan.qos,
-                m.plan.tick,
-                m.plan.max_join.as_micros() as u64,
-            );
+            // A window in which no query came back is not judged on the
+            // query unless the one before was silent too: a few polite
+            // queries a window, and an engine's own pause (Nexuiz's at its
+            // match start) must not fail the step; a server silent for two
+            // windows in a row does.
+            let silent = |w: usize| queried.get(w).copied().flatten().is_none();
+            let mut qos = m.plan.qos;
+            if silent(w) && !(w > 0 && silent(w - 1)) {
+                qos.p99_query_us = None;
+            }
+            let failures = judge(&f, &qos, m.plan.tick, m.plan.max_join.as_micros() as u64);
             MemberWindow {
                 start_s: from.as_secs_f64(),
                 end_s: until.as_secs_f64(),
