@@ -43,19 +43,11 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
         cpu_list(&r.cores.load_generator),
         cpu_list(&r.cores.servers)
     );
-    let game = game_words(s);
-    w!(out, "<dt>Game</dt><dd>{game}</dd>\n");
-    w!(
-        out,
-        "<dt>Servers</dt><dd>tiles of {}; {}; {} Hz tick{}</dd>\n",
-        crate::words::servers(s.tile_servers),
-        super::format::esc(&crate::words::load_per_server(s)),
-        s.tick_hz,
-        cost_profile(s).map_or(String::new(), |c| format!(
-            "; cost profile {}",
-            super::format::esc(c)
-        ))
-    );
+    if let Some(t) = &s.tile {
+        tile_facts(out, s, t);
+    } else {
+        one_game_facts(out, s);
+    }
     w!(
         out,
         "<dt>Steps</dt><dd>{} s measured after {} s warm-up; at most {} steps, {} past the \
@@ -71,8 +63,81 @@ pub(super) fn run_facts(out: &mut String, r: &BenchResult) {
         fmt_num(s.headroom_target * 100.0)
     );
     w!(out, "<dt>Compare</dt><dd>{}</dd>\n", or_na(&s.compare));
-    limits::qos_limits(out, r);
+    if s.tile.is_none() {
+        limits::qos_limits(out, r);
+    }
     out.push_str("</dl>\n");
+}
+
+/// A tile run's members, each with its load, curve and own limits: the
+/// run's one-game settings do not apply to it.
+fn tile_facts(out: &mut String, s: &BenchSettings, t: &crate::tile::TileSettings) {
+    use super::format::esc;
+    w!(
+        out,
+        "<dt>Tile</dt><dd>{} ({}): {}; judged in {} s windows, each member on its own limits; \
+         time compressed: {}</dd>\n",
+        esc(&t.name),
+        esc(&t.file),
+        crate::words::servers(s.tile_servers),
+        fmt_num(t.window_s),
+        esc(&t.compression)
+    );
+    out.push_str("<dt>Members</dt><dd><ul>");
+    for m in &t.members {
+        let load = if m.idle {
+            "idle lobby".to_string()
+        } else if m.players > 0 {
+            format!("{} players", m.players)
+        } else {
+            format!("{} bots", m.bots)
+        };
+        let mut limits = vec![];
+        if m.players > 0 {
+            limits.push(format!(
+                "p99 transaction ≤ {} ms",
+                fmt_num(m.qos.p99_transaction_us as f64 / 1000.0)
+            ));
+            limits.push(format!("joins within {} ms", m.max_join_ms));
+        }
+        if let Some(rd) = m.qos.p99_run_delay_us {
+            limits.push(format!(
+                "p99 run delay ≤ {} ms",
+                fmt_num(rd as f64 / 1000.0)
+            ));
+        }
+        if let Some(q) = m.qos.p99_query_us {
+            limits.push(format!("p99 query ≤ {} ms", fmt_num(q as f64 / 1000.0)));
+        }
+        w!(
+            out,
+            "<li><strong>{}</strong> ({}): {} a tile, {load} at {} Hz; {}; limits: {}</li>",
+            esc(&m.name),
+            esc(&m.game),
+            m.count,
+            m.tick_hz,
+            esc(&m.curve),
+            esc(&limits.join(", "))
+        );
+    }
+    out.push_str("</ul></dd>\n");
+}
+
+/// A one-game run's game and servers.
+fn one_game_facts(out: &mut String, s: &BenchSettings) {
+    let game = game_words(s);
+    w!(out, "<dt>Game</dt><dd>{game}</dd>\n");
+    w!(
+        out,
+        "<dt>Servers</dt><dd>tiles of {}; {}; {} Hz tick{}</dd>\n",
+        crate::words::servers(s.tile_servers),
+        super::format::esc(&crate::words::load_per_server(s)),
+        s.tick_hz,
+        cost_profile(s).map_or(String::new(), |c| format!(
+            "; cost profile {}",
+            super::format::esc(c)
+        ))
+    );
 }
 
 /// The servers' cost profile when their game has one (a `cost`
