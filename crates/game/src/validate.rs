@@ -196,8 +196,14 @@ impl GameDef {
             (Some(ReadyBy::Log), Some(l)) => {
                 Ready::check_log(l).map_err(|m| (key(&["ready", "log"]), m))?;
                 // Filled per instance, as in the command ("Bound socket
-                // to {ip}:{port}").
-                check_placeholders(l, &known)
+                // to {ip}:{port}"); never the rcon password (the line is
+                // shown in the host's events).
+                let shown: Vec<&str> = known
+                    .iter()
+                    .copied()
+                    .filter(|p| *p != PASSWORD_PLACEHOLDER)
+                    .collect();
+                check_placeholders(l, &shown)
                     .map_err(|m| (key(&["ready", "log"]), format!("ready.log: {m}")))?
             }
             (_, Some(_)) => {

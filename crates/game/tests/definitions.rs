@@ -678,6 +678,18 @@ fn a_ready_log_with_placeholders_passed_games_check_and_was_never_filled() {
             "agones: args \"--port={port}\": placeholders are not filled in args",
         ),
     ];
+    // Never the rcon password: the line is shown in the host's events.
+    let rcon = "[variables]\nmap = \"dm1\"\n[[file]]\npath = \"s.cfg\"\ncontents = \"set rconpassword {rcon_password}\\n\"\n\
+                [rcon]\nprotocol = \"q3\"\nmap_change = \"map {next_map}\"\nrotation = \"map\"\n\
+                [ready]\nby = \"log\"\nlog = \"rcon {rcon_password}\"\n";
+    let e = GameDef::parse("mine.toml", &format!("{MINIMAL}{rcon}"))
+        .expect_err("a password in the log line")
+        .to_string();
+    assert!(
+        e.starts_with("mine.toml:20: ")
+            && e.contains("ready.log: unknown placeholder {rcon_password}"),
+        "{e}"
+    );
     for (extra, line, needle) in cases {
         let e = GameDef::parse("mine.toml", &format!("{MINIMAL}{extra}")).expect_err(extra);
         let s = e.to_string();
