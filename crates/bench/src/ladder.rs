@@ -429,10 +429,15 @@ impl<'a> Climb<'a> {
 
     fn finish(mut self, s: &BenchSettings) -> Ladder {
         if self.ladder.stopped.is_empty() {
-            self.ladder.stopped = format!(
-                "reached the last step ({} servers) without a QoS failure",
-                s.max_steps * s.tile_servers
-            );
+            // The last step came before the steps past a failure ran out:
+            // the failure is still why the ladder stopped.
+            self.ladder.stopped = match self.first_fail {
+                Some(_) => self.failure_words(s),
+                None => format!(
+                    "reached the last step ({}) without a QoS failure",
+                    tickpack_report::words::servers(s.max_steps * s.tile_servers)
+                ),
+            };
         }
         self.ladder
     }

@@ -768,3 +768,21 @@ fn a_deterministic_idle_verdict_still_climbed_every_ladder_with_disturbance_reru
     assert_eq!(ls[0].steps.len(), 1);
     assert_eq!(ls[2].steps.len(), 1);
 }
+
+/// A ladder whose last step failed before its steps past the failure
+/// could run said "reached the last step (1 servers) without a QoS
+/// failure" (seen on a one-step run whose step failed).
+#[test]
+fn a_ladder_that_failed_at_its_last_step_said_it_reached_it_without_a_failure() {
+    let mut r = Scripted::new(&[Outcome::Fail]);
+    let (l, _) = climb_script(&settings(1, 1, false), &mut r);
+    assert_eq!(l.stopped, "step 1 (3 servers) failed QoS");
+    let mut r = Scripted::new(&[OK]);
+    let mut s = settings(1, 1, false);
+    s.tile_servers = 1;
+    let (l, _) = climb_script(&s, &mut r);
+    assert_eq!(
+        l.stopped,
+        "reached the last step (1 server) without a QoS failure"
+    );
+}
