@@ -14,7 +14,9 @@
 //! `charts`: which charts, from which fields). Every string that came from a
 //! result file is HTML-escaped.
 //!
-//! What the page shows, per result, top to bottom: an "interrupted" banner
+//! What the page shows, per result, top to bottom: a heading that names the
+//! run (its game or tile, when it started, its answer; the file it came
+//! from under it), an "interrupted" banner
 //! if `complete` is false; the verdict in words (recommended and maximum
 //! density, headroom target, consolidation ratio, comparison ratios with
 //! their ranges and whether the variants can be told apart); the run

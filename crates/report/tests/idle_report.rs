@@ -27,6 +27,7 @@ fn the_report_of_an_idle_run_said_what_did_not_apply_and_was_titled_result_json(
     assert!(!p.contains("cost profile"), "the game has no cost variable");
     assert!(!p.contains(", cost "), "nor in the comparison row");
     assert!(!p.contains("Densities above"), "no density to speak of");
+    assert!(!p.contains("Variants over"), "no densities' medians of 0");
     let title = &p[p.find("<title>").unwrap()..p.find("</title>").unwrap()];
     assert!(!title.contains("result.json"), "{title}");
     assert!(

@@ -365,11 +365,9 @@ pub fn run(a: Args) -> Result<(), Failure> {
         g.armed = false;
     }
     let result = result.map_err(bench_failure)?;
-    let title = match &result.settings.tile {
-        Some(t) => format!("tile {}", t.name),
-        None => result.settings.game.clone(),
-    };
-    let html = tickpack_report::html::render(&[(title, result.clone())]);
+    // The page names the run (game or tile, date, answer) itself; the
+    // label is the result file it came from.
+    let html = tickpack_report::html::render(&[("result.json".to_string(), result.clone())]);
     let report = cfg.out_dir.join("report.html");
     tickpack_report::write_atomic(&report, html.as_bytes())?;
     print!("{}", text::bench_summary(&result));

@@ -13,8 +13,8 @@ use super::run::run_facts;
 use super::steps::steps_table;
 use super::summary::verdict;
 
-/// A result's title, naming the run rather than its file: its game(s),
-/// when it started and its answer ("sleepy, 2026-11-28 04:41:05 UTC: no
+/// A result's title, naming the run rather than its file: its game(s)
+/// (or its tile), when it started and its answer ("sleepy, 2026-11-28 04:41:05 UTC: no
 /// density, the servers were idle").
 pub(super) fn run_title(r: &BenchResult) -> String {
     let mut games: Vec<&str> = vec![];
@@ -23,6 +23,10 @@ pub(super) fn run_title(r: &BenchResult) -> String {
         if !games.contains(&g) {
             games.push(g);
         }
+    }
+    let tile = r.settings.tile.as_ref().map(|t| format!("tile {}", t.name));
+    if let Some(t) = &tile {
+        games = vec![t.as_str()];
     }
     if games.is_empty() {
         games.push(&r.settings.game);

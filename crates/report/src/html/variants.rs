@@ -11,11 +11,15 @@ use super::charts;
 use super::format::{esc, NA};
 
 /// Nothing for a result without a comparison (one ladder run once, or a
-/// result written before comparisons were repeated).
+/// result written before comparisons were repeated), nor for one whose
+/// servers were idle (no density to spread: its zeros would read as one).
 pub(super) fn variants_table(out: &mut String, r: &BenchResult) {
     let Some(c) = &r.comparison else {
         return;
     };
+    if crate::headline::idle_words(r).is_some() {
+        return;
+    }
     w!(
         out,
         "<h3>Variants over {} repetition{}</h3>\n",
