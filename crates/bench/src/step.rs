@@ -373,7 +373,6 @@ impl HostStepRunner<'_> {
         let query_latency = query
             .as_ref()
             .map(|(h, _)| tickpack_report::Percentiles::from_histogram(h));
-        let run_delay_seconds = std::mem::take(&mut threads.seconds_p99_us);
         let figures = StepFigures::of(
             players,
             r.connected,
@@ -382,7 +381,7 @@ impl HostStepRunner<'_> {
             query_latency.as_ref(),
             run_delay_us.as_ref(),
         )
-        .with_run_delay_seconds(&run_delay_seconds);
+        .with_run_delay_seconds(&threads.seconds_p99_us);
         let why = failures(&figures, baseline, &s.qos);
         let batch = sup.status().guard.map(|g| {
             let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
@@ -422,27 +421,21 @@ impl HostStepRunner<'_> {
             .enumerate()
             .map(|(c, b)| (b - foreign.get(c).copied().unwrap_or(0.0)).max(0.0))
             .collect();
-        // The servers' own CPU, one figure for the step's line, its row
-        // and the idle verdict: their exact on-CPU time over the window
-        // (schedstat, in ns, every thread of their trees; a light
-        // server's figure from clock ticks can read 0, and a flaky
-        // verdict is a defect). Without it (no thread read), the host's
-        // samples of their cgroups, else their threads' clock ticks.
+        // The servers' own CPU, one figure for the step's line, rows and
+        // idle verdict: schedstat's ns of their threads (clock ticks read
+        // 0 for a light server); else cgroup samples, else ticks.
         let exact_own = (threads.run_delay.threads_tracked() > 0).then(|| {
             threads.run_delay.total_on_cpu_ns() as f64 / (s.step_duration_s * 1e9) * 100.0
         });
+        let fallback = match samples.servers_cpu.len() {
+            0 => servers_percent,
+            n => samples.servers_cpu.iter().sum::<f64>() / n as f64,
+        };
         let servers_own = exact_own
-            .or_else(|| {
-                Some(if samples.servers_cpu.is_empty() {
-                    servers_percent
-                } else {
-                    samples.servers_cpu.iter().sum::<f64>() / samples.servers_cpu.len() as f64
-                })
-            })
+            .or(Some(fallback))
             .filter(|p| p.is_finite())
             .map(|p| (p * 1000.0).round() / 1000.0);
-        // Servers with nothing to do give no density (unless measured so
-        // on purpose, --allow-idle).
+        // Servers with nothing to do give no density (but --allow-idle).
         let idle = if s.allow_idle {
             None
         } else {
@@ -499,7 +492,7 @@ impl HostStepRunner<'_> {
             }),
             query_latency_us: query_latency,
             run_delay_us,
-            run_delay_seconds_p99_us: run_delay_seconds.clone(),
+            run_delay_seconds_p99_us: threads.seconds_p99_us.clone(),
             queries: query.as_ref().map(|(_, c)| *c),
             clients_seen,
             batch,
@@ -577,8 +570,7 @@ fn server_pids(sup: &Supervisor) -> Vec<u32> {
 struct ThreadSamplers {
     /// The servers' run delay.
     run_delay: tickpack_sys::RunDelaySampler,
-    /// The servers' and the bench's CPU time per core, to tell the foreign
-    /// load on a core from ours ([`crate::foreign`]).
+    /// The servers' and the bench's CPU time per core ([`crate::foreign`]).
     own_cpu: OwnCpu,
     /// The run delay's p99 of each whole second of the measured window.
     seconds_p99_us: Vec<u64>,

@@ -172,16 +172,12 @@ pub struct CpuUse {
     /// Load generator CPU time over the step, seconds.
     pub load_generator_cpu_s: f64,
     /// The servers' own CPU over the measured window, summed over the
-    /// servers, in % of one core (100 = one core's worth): their threads'
-    /// time on a CPU, exact in nanoseconds (`/proc/PID/task/TID/schedstat`
-    /// of every thread of their trees, read at the window's edges; to
-    /// 0.001). The step's line, its rows and the idle verdict read this
-    /// one figure. Only when no thread could be read: the host's samples
-    /// of their cgroups, else their threads' clock ticks. (Results from
-    /// before 2026-11-28 hold the cgroup or tick figure, to 0.1.)
-    /// `servers_busy_percent` counts what ran on the server cores less
-    /// the foreign load; this counts only the servers. Absent in results
-    /// from before it was recorded.
+    /// servers, % of one core: their threads' time on a CPU from schedstat
+    /// (ns, to 0.001; before 2026-11-28 cgroup or tick figures, to 0.1),
+    /// the one figure the step's line, its rows and the idle verdict read;
+    /// the host's cgroup samples or clock ticks only when no thread could
+    /// be read. Only the servers, where `servers_busy_percent` counts what
+    /// ran on their cores. Absent in results from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servers_own_percent: Option<f64>,
     /// Per server core, the share of its measured window spent running
@@ -370,10 +366,8 @@ pub struct Step {
     /// recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_delay_us: Option<Percentiles>,
-    /// The p99 run delay of each second of the measured window, µs, in
-    /// order (a second with no interval left out): what the relative
-    /// run-delay limit compares ([`crate::qos::typical_run_delay_us`]).
-    /// Empty in results from before it was recorded.
+    /// The p99 run delay of each second of the measured window, µs, that
+    /// the relative limit compares ([`crate::qos::typical_run_delay_us`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run_delay_seconds_p99_us: Vec<u64>,
     /// What happened to those queries (`--probe`).
