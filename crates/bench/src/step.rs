@@ -129,7 +129,7 @@ impl StepRunner for HostStepRunner<'_> {
 }
 
 /// Whether every server of `sup` answers (`what` names them in errors:
-/// "step 3", "member openarena in step 3"): an error once one failed to
+/// "step 3", "member NAME in step 3"): an error once one failed to
 /// start, or when they did not all answer within the game's start limit
 /// since `t0`.
 pub(crate) fn answering(

@@ -503,7 +503,7 @@ fn member_step(
             f.query_us = queried.get(w).copied().flatten();
             // A window in which no query came back is not judged on the
             // query unless the one before was silent too: a few polite
-            // queries a window, and an engine's own pause (Nexuiz's at its
+            // queries a window, and an engine's own pause (one DarkPlaces game's at its
             // match start) must not fail the step; a server silent for two
             // windows in a row does.
             let silent = |w: usize| queried.get(w).copied().flatten().is_none();
