@@ -113,6 +113,35 @@ fn cpu_mhz(cpu: usize) -> Option<f64> {
     })
 }
 
+/// Runs the calibration ([`calibrate`]) on every server core and adds it
+/// to the result's machine speed; says so, and what went wrong, to `obs`.
+pub(crate) fn calibrate_into(
+    result: &mut tickpack_report::bench::BenchResult,
+    cpus: &[usize],
+    when: &str,
+    obs: &mut dyn crate::Observer,
+) {
+    let speed =
+        result
+            .machine_speed
+            .get_or_insert_with(|| tickpack_report::machine::MachineSpeed {
+                workload: workload(),
+                calibrations: vec![],
+            });
+    for &cpu in cpus {
+        match calibrate(cpu, when) {
+            Ok(c) => {
+                obs.note(&format!(
+                    "calibration {when}: CPU {cpu} ran a tick in {:.0} µs (p10 {:.0}, p90 {:.0}; steal {:.1} %)",
+                    c.tick_us, c.tick_p10_us, c.tick_p90_us, c.steal_percent
+                ));
+                speed.calibrations.push(c);
+            }
+            Err(e) => obs.note(&e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -583,7 +583,7 @@ pub fn run(
     };
     let path = cfg.out_dir.join("result.json");
     // The machine's speed before the first ladder, on every server core.
-    calibrate_into(
+    calibrate::calibrate_into(
         &mut result,
         &plan.server_cpus,
         "before the first ladder",
@@ -646,7 +646,7 @@ pub fn run(
             } else {
                 format!("after repetition {repetition}")
             };
-            calibrate_into(&mut result, &plan.server_cpus, &when, obs);
+            calibrate::calibrate_into(&mut result, &plan.server_cpus, &when, obs);
         }
         if idle && repetition < cfg.repeat {
             // Idle servers stay idle: another repetition would only
@@ -689,28 +689,4 @@ pub fn run(
     );
     tickpack_report::write_json_atomic(&path, &result)?;
     Ok(result)
-}
-
-/// Runs the calibration ([`calibrate`]) on every server core and adds it
-/// to the result's machine speed; says so, and what went wrong, to `obs`.
-fn calibrate_into(result: &mut BenchResult, cpus: &[usize], when: &str, obs: &mut dyn Observer) {
-    let speed =
-        result
-            .machine_speed
-            .get_or_insert_with(|| tickpack_report::machine::MachineSpeed {
-                workload: calibrate::workload(),
-                calibrations: vec![],
-            });
-    for &cpu in cpus {
-        match calibrate::calibrate(cpu, when) {
-            Ok(c) => {
-                obs.note(&format!(
-                    "calibration {when}: CPU {cpu} ran a tick in {:.0} µs (p10 {:.0}, p90 {:.0}; steal {:.1} %)",
-                    c.tick_us, c.tick_p10_us, c.tick_p90_us, c.steal_percent
-                ));
-                speed.calibrations.push(c);
-            }
-            Err(e) => obs.note(&e),
-        }
-    }
 }
