@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 use tickpack_report::machine::Calibration;
 use tickpack_sim::{Server, ServerConfig};
 
+/// The name of the calibration's thread (the bench's only thread that
+/// runs on a server core, between ladders).
+pub const THREAD_NAME: &str = "calibration";
+
 /// Ticks per calibration: a few hundred milliseconds on a 2-vCPU VM.
 pub const TICKS: u32 = 300;
 /// Bots in the calibration world: a full server's worth of moving players.
@@ -30,31 +34,36 @@ pub fn workload() -> String {
 /// when in the run.
 pub fn calibrate(cpu: usize, when: &str) -> Result<Calibration, String> {
     let when = when.to_string();
-    std::thread::spawn(move || {
-        tickpack_net::cpu::pin_current_thread(&[cpu])
-            .map_err(|e| format!("calibration: cannot pin to CPU {cpu}: {e}"))?;
-        let before = crate::cpu::CpuReading::read();
-        let mut ticks = run_ticks(TICKS);
-        let after = crate::cpu::CpuReading::read();
-        let window = crate::cpu::CpuWindow::between(&before, &after);
-        ticks.sort_unstable();
-        let at = |q: f64| {
-            let i = ((ticks.len() - 1) as f64 * q).round() as usize;
-            ticks[i].as_secs_f64() * 1e6
-        };
-        Ok(Calibration {
-            when,
-            cpu,
-            tick_us: round1(at(0.5)),
-            tick_p10_us: round1(at(0.1)),
-            tick_p90_us: round1(at(0.9)),
-            ticks: TICKS,
-            steal_percent: window.steal_percent().get(cpu).copied().unwrap_or(0.0),
-            mhz: cpu_mhz(cpu),
+    // Its own thread, named so: the one thread of the bench that runs on a
+    // server core, and only between ladders, when no server runs there.
+    std::thread::Builder::new()
+        .name(THREAD_NAME.into())
+        .spawn(move || {
+            tickpack_net::cpu::pin_current_thread(&[cpu])
+                .map_err(|e| format!("calibration: cannot pin to CPU {cpu}: {e}"))?;
+            let before = crate::cpu::CpuReading::read();
+            let mut ticks = run_ticks(TICKS);
+            let after = crate::cpu::CpuReading::read();
+            let window = crate::cpu::CpuWindow::between(&before, &after);
+            ticks.sort_unstable();
+            let at = |q: f64| {
+                let i = ((ticks.len() - 1) as f64 * q).round() as usize;
+                ticks[i].as_secs_f64() * 1e6
+            };
+            Ok(Calibration {
+                when,
+                cpu,
+                tick_us: round1(at(0.5)),
+                tick_p10_us: round1(at(0.1)),
+                tick_p90_us: round1(at(0.9)),
+                ticks: TICKS,
+                steal_percent: window.steal_percent().get(cpu).copied().unwrap_or(0.0),
+                mhz: cpu_mhz(cpu),
+            })
         })
-    })
-    .join()
-    .map_err(|_| "calibration: its thread panicked".to_string())?
+        .map_err(|e| format!("calibration: cannot start its thread: {e}"))?
+        .join()
+        .map_err(|_| "calibration: its thread panicked".to_string())?
 }
 
 fn round1(v: f64) -> f64 {

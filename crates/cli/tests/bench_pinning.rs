@@ -110,6 +110,11 @@ fn root_a_tickpack_thread_ran_on_a_server_core() {
         }
         let (threads, children) = threads_and_children(pid);
         for (tid, name) in threads {
+            // The calibration runs on a server core on purpose, between
+            // ladders, when no server runs there (its thread's name).
+            if name == "calibration" {
+                continue;
+            }
             if let Some(cpus) = allowed(pid, &tid) {
                 assert!(
                     cpus.is_subset(&load),
