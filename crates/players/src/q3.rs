@@ -122,6 +122,9 @@ pub struct Q3Player {
     last_heard_us: u64,
     /// Before the first snapshot: when to send the next priming packet.
     next_prime_us: u64,
+    /// The `sv_serverid` of the last gamestate: a new level has a new one
+    /// (a gamestate sent again for the same level is no map change).
+    level_id: Option<i32>,
     /// Last refusal the server printed during a handshake.
     refusal: Option<String>,
     /// Frames (numbered by serverTime) and usercmds against the schedule.
@@ -178,6 +181,7 @@ impl Q3Player {
             recent: VecDeque::with_capacity(CMDS_PER_PACKET),
             last_heard_us: first,
             next_prime_us: first,
+            level_id: None,
             refusal: None,
             measured,
             events: Vec::new(),
@@ -558,9 +562,11 @@ impl Emulated for Q3Player {
                         self.refusal = Some(text);
                     }
                 }
-                Event::Gamestate { .. } => {
+                Event::Gamestate { server_id, .. } => {
                     self.last_heard_us = self.last_heard_us.max(now_us);
-                    if self.state == State::Session && self.measured.active() {
+                    let new_level = self.level_id.is_some_and(|id| id != server_id);
+                    self.level_id = Some(server_id);
+                    if new_level && self.state == State::Session && self.measured.active() {
                         self.level_changed(now_us, rec);
                     }
                 }
