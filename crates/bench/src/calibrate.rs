@@ -26,13 +26,13 @@ pub const BOTS: u8 = 24;
 /// What the calibration runs, in words for result.json.
 pub fn workload() -> String {
     format!(
-        "the reference server's tick (its world with {BOTS} bots, cost default, no sockets), {TICKS} ticks on each server core"
+        "the reference server's tick (its world with {BOTS} bots, cost default, no sockets), {TICKS} ticks on each server core and each load generator's core"
     )
 }
 
 /// Calibrates `cpu` (pinned to it on a thread of its own); `when` says
-/// when in the run.
-pub fn calibrate(cpu: usize, when: &str) -> Result<Calibration, String> {
+/// when in the run; `load_generator`: `cpu` is a load generator's core.
+pub fn calibrate(cpu: usize, when: &str, load_generator: bool) -> Result<Calibration, String> {
     let when = when.to_string();
     // Its own thread, named so: the one thread of the bench that runs on a
     // server core, and only between ladders, when no server runs there.
@@ -42,9 +42,17 @@ pub fn calibrate(cpu: usize, when: &str) -> Result<Calibration, String> {
             tickpack_net::cpu::pin_current_thread(&[cpu])
                 .map_err(|e| format!("calibration: cannot pin to CPU {cpu}: {e}"))?;
             let before = crate::cpu::CpuReading::read();
+            let own_before = thread_run_ns();
             let mut ticks = run_ticks(TICKS);
+            let own_after = thread_run_ns();
             let after = crate::cpu::CpuReading::read();
             let window = crate::cpu::CpuWindow::between(&before, &after);
+            let foreign_percent = match (own_before, own_after, window.task_ns.get(cpu)) {
+                (Some(a), Some(b), Some(&task)) => {
+                    Some(window.percent(task.saturating_sub(b.saturating_sub(a))))
+                }
+                _ => None,
+            };
             ticks.sort_unstable();
             let at = |q: f64| {
                 let i = ((ticks.len() - 1) as f64 * q).round() as usize;
@@ -59,11 +67,24 @@ pub fn calibrate(cpu: usize, when: &str) -> Result<Calibration, String> {
                 ticks: TICKS,
                 steal_percent: window.steal_percent().get(cpu).copied().unwrap_or(0.0),
                 mhz: cpu_mhz(cpu),
+                load_generator,
+                foreign_percent,
             })
         })
         .map_err(|e| format!("calibration: cannot start its thread: {e}"))?
         .join()
         .map_err(|_| "calibration: its thread panicked".to_string())?
+}
+
+/// This thread's time on a CPU so far, ns (`/proc/thread-self/schedstat`'s
+/// first figure).
+fn thread_run_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn round1(v: f64) -> f64 {
@@ -122,11 +143,14 @@ fn cpu_mhz(cpu: usize) -> Option<f64> {
     })
 }
 
-/// Runs the calibration ([`calibrate`]) on every server core and adds it
-/// to the result's machine speed; says so, and what went wrong, to `obs`.
+/// Runs the calibration ([`calibrate`]) on every server core and every
+/// load generator's core (`load_cpus`: the players' speed, which a busy
+/// neighbour there changes without touching the servers') and adds it to
+/// the result's machine speed; says so, and what went wrong, to `obs`.
 pub(crate) fn calibrate_into(
     result: &mut tickpack_report::bench::BenchResult,
     cpus: &[usize],
+    load_cpus: &[usize],
     when: &str,
     obs: &mut dyn crate::Observer,
 ) {
@@ -137,12 +161,25 @@ pub(crate) fn calibrate_into(
                 workload: workload(),
                 calibrations: vec![],
             });
-    for &cpu in cpus {
-        match calibrate(cpu, when) {
+    let cores = cpus.iter().map(|&c| (c, false)).chain(
+        load_cpus
+            .iter()
+            .filter(|c| !cpus.contains(c))
+            .map(|&c| (c, true)),
+    );
+    for (cpu, load_generator) in cores {
+        match calibrate(cpu, when, load_generator) {
             Ok(c) => {
                 obs.note(&format!(
-                    "calibration {when}: CPU {cpu} ran a tick in {:.0} µs (p10 {:.0}, p90 {:.0}; steal {:.1} %)",
-                    c.tick_us, c.tick_p10_us, c.tick_p90_us, c.steal_percent
+                    "calibration {when}: CPU {cpu} ({}) ran a tick in {:.0} µs (p10 {:.0}, p90 {:.0}; steal {:.1} %{})",
+                    if load_generator { "load generator" } else { "servers" },
+                    c.tick_us,
+                    c.tick_p10_us,
+                    c.tick_p90_us,
+                    c.steal_percent,
+                    c.foreign_percent
+                        .map(|f| format!(", other work {f:.1} %"))
+                        .unwrap_or_default()
                 ));
                 speed.calibrations.push(c);
             }
@@ -158,8 +195,8 @@ mod tests {
     #[test]
     fn the_calibration_runs_the_same_ticks_every_time() {
         assert_eq!(run_ticks(20).len(), 20);
-        let c = calibrate(0, "before the first ladder").unwrap();
-        assert_eq!((c.cpu, c.ticks), (0, TICKS));
+        let c = calibrate(0, "before the first ladder", true).unwrap();
+        assert_eq!((c.cpu, c.ticks, c.load_generator), (0, TICKS, true));
         assert!(c.tick_us > 0.0, "a tick takes time: {c:?}");
         assert!(
             c.tick_p10_us <= c.tick_us && c.tick_us <= c.tick_p90_us,

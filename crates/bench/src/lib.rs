@@ -586,6 +586,7 @@ pub fn run(
     calibrate::calibrate_into(
         &mut result,
         &plan.server_cpus,
+        &cfg.load_generator_cpus,
         "before the first ladder",
         obs,
     );
@@ -646,7 +647,13 @@ pub fn run(
             } else {
                 format!("after repetition {repetition}")
             };
-            calibrate::calibrate_into(&mut result, &plan.server_cpus, &when, obs);
+            calibrate::calibrate_into(
+                &mut result,
+                &plan.server_cpus,
+                &cfg.load_generator_cpus,
+                &when,
+                obs,
+            );
         }
         if idle && repetition < cfg.repeat {
             // Idle servers stay idle: another repetition would only

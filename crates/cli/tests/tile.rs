@@ -63,9 +63,9 @@ idle = true
 "#;
 
 #[test]
-fn root_a_tile_judges_every_member_in_every_window_and_changes_maps_mid_step() {
+fn root_a_tile_judges_every_member_in_every_window_and_changes_maps_mid_step_beside_batch_work() {
     if !tickpack_testkit::root_or_skip(
-        "root_a_tile_judges_every_member_in_every_window_and_changes_maps_mid_step",
+        "root_a_tile_judges_every_member_in_every_window_and_changes_maps_mid_step_beside_batch_work",
     ) {
         return;
     }
@@ -101,6 +101,10 @@ fn root_a_tile_judges_every_member_in_every_window_and_changes_maps_mid_step() {
                 "100",
                 "--max-foreign",
                 "100",
+                // Batch work in the valleys, under the guard: its CPU is
+                // recorded in every window beside the players' curve.
+                "--batch",
+                "stress-ng --cpu 1 --timeout 60s --quiet",
             ]),
         &out_dir,
     );
@@ -150,6 +154,12 @@ fn root_a_tile_judges_every_member_in_every_window_and_changes_maps_mid_step() {
         .unwrap()
         .iter()
         .all(|w| w["joins"].as_u64() == Some(0)));
+    // The batch work was measured in every window of the step.
+    let host = tile["windows"].as_array().unwrap();
+    assert_eq!(host.len(), 4, "{tile}");
+    for w in host {
+        assert!(w["batch_cpu_percent"].as_f64().is_some(), "{w}");
+    }
     // The step's verdict is the windows': failed exactly when a window did.
     let failed = tile.get("failure").is_some_and(|f| !f.is_null());
     assert_eq!(step["verdict"] == "fail", failed, "{step}");

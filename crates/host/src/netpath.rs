@@ -95,6 +95,7 @@
 //! ```
 
 mod addr;
+mod bounded;
 mod error;
 pub mod filter;
 mod hostnet;

@@ -123,8 +123,23 @@ impl Headline {
             .iter()
             .map(|(m, n)| format!("{:.2} {m}", tiles * f64::from(*n)))
             .collect();
+        // The ladders' range, in tiles: servers per server core over the
+        // servers a tile holds.
+        let range = self
+            .spread
+            .as_ref()
+            .filter(|s| s.ladders > 1 && s.min < s.max)
+            .map_or(String::new(), |s| {
+                let per_tile = f64::from(per_tile);
+                format!(
+                    ", {:.2}-{:.2} over {} ladders",
+                    s.min / per_tile,
+                    s.max / per_tile,
+                    s.ladders
+                )
+            });
         Some(format!(
-            "per server core, through the whole curve: {}{tiles:.2} tiles (each: {}): {}",
+            "per server core, through the whole curve: {}{tiles:.2} tiles{range} (each: {}): {}",
             self.at_least_words(),
             each.join(", "),
             per_core.join(", ")
@@ -362,6 +377,27 @@ mod tests {
             "per server core, through the whole curve: 1.00 tiles (each: 1 reference, 1 openarena): 1.00 reference, 1.00 openarena"
         );
         assert_eq!(h.machine_lines().len(), 2);
+    }
+
+    /// A tile run's headline gave its tiles per server core without the
+    /// range over ladders its servers per core had ("2.00 tiles" beside
+    /// "10 servers per server core, 5-10 over 3 ladders").
+    #[test]
+    fn a_tile_runs_tiles_per_core_came_without_their_range() {
+        let mut h = headline(10, 1, false, None);
+        h.tile = (0..5).map(|i| (format!("m{i}"), 1)).collect();
+        h.spread = Some(crate::spread::HeadlineSpread {
+            median: 10.0,
+            min: 5.0,
+            max: 10.0,
+            ladders: 3,
+            step: 5.0,
+        });
+        let w = h.tile_words().unwrap();
+        assert!(
+            w.contains("2.00 tiles, 1.00-2.00 over 3 ladders (each: "),
+            "{w}"
+        );
     }
 
     #[test]

@@ -41,6 +41,14 @@ pub struct Calibration {
     /// not reported, as on many virtual machines).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mhz: Option<f64>,
+    /// A load generator's core, not a server core: the players' speed,
+    /// not the servers'.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub load_generator: bool,
+    /// CPU time other work took on the core during the calibration, percent
+    /// of its wall time (`None`: written before tickpack measured it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign_percent: Option<f64>,
 }
 
 /// Every calibration of a run.
@@ -53,10 +61,16 @@ pub struct MachineSpeed {
 }
 
 impl MachineSpeed {
+    /// The server cores' calibration ticks, sorted.
     fn ticks(&self) -> Vec<f64> {
+        self.ticks_of(false)
+    }
+
+    fn ticks_of(&self, load_generator: bool) -> Vec<f64> {
         let mut v: Vec<f64> = self
             .calibrations
             .iter()
+            .filter(|c| c.load_generator == load_generator)
             .map(|c| c.tick_us)
             .filter(|t| t.is_finite() && *t > 0.0)
             .collect();
@@ -70,7 +84,23 @@ impl MachineSpeed {
         (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
     }
 
-    /// The fastest and slowest calibration tick.
+    /// The median calibration tick of the load generator's cores.
+    pub fn load_generator_tick_us(&self) -> Option<f64> {
+        let v = self.ticks_of(true);
+        (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
+    }
+
+    /// The most CPU time other work took on a load generator's core
+    /// during its calibrations, percent.
+    pub fn load_generator_foreign_percent(&self) -> Option<f64> {
+        self.calibrations
+            .iter()
+            .filter(|c| c.load_generator)
+            .filter_map(|c| c.foreign_percent)
+            .reduce(f64::max)
+    }
+
+    /// The fastest and slowest server core calibration tick.
     pub fn range_us(&self) -> Option<(f64, f64)> {
         let v = self.ticks();
         Some((*v.first()?, *v.last()?))
@@ -94,11 +124,26 @@ impl MachineSpeed {
     pub fn words(&self) -> Option<String> {
         let median = self.median_tick_us()?;
         let (lo, hi) = self.range_us()?;
+        let n = self
+            .calibrations
+            .iter()
+            .filter(|c| !c.load_generator)
+            .count();
         let mut s = format!(
-            "machine speed: the server cores ran the calibration tick in {median:.0} µs, {lo:.0}-{hi:.0} over the run ({} calibration{})",
-            self.calibrations.len(),
-            if self.calibrations.len() == 1 { "" } else { "s" }
+            "machine speed: the server cores ran the calibration tick in {median:.0} µs, {lo:.0}-{hi:.0} over the run ({n} calibration{})",
+            if n == 1 { "" } else { "s" }
         );
+        let load = self.ticks_of(true);
+        if let (Some(m), Some(l), Some(h)) =
+            (self.load_generator_tick_us(), load.first(), load.last())
+        {
+            s.push_str(&format!(
+                "; the load generator's cores in {m:.0} µs, {l:.0}-{h:.0}"
+            ));
+            if let Some(f) = self.load_generator_foreign_percent() {
+                s.push_str(&format!(" (other work took up to {f:.0} % of them)"));
+            }
+        }
         if self.unstable() {
             s.push_str(&format!(
                 "; UNSTABLE MACHINE: its speed drifted {:.0} % (more than {DRIFT_LIMIT_PERCENT:.0} %) during the run, so its densities mix a faster and a slower machine",
@@ -224,6 +269,28 @@ pub fn compare_results(
         ),
         _ => lines.push("no comparison: a result has no density".into()),
     }
+    if let Some(line) = load_generator_words(
+        a_label,
+        a.machine_speed.as_ref(),
+        b_label,
+        b.machine_speed.as_ref(),
+    ) {
+        lines.push(line);
+    }
+    let range = |r: &crate::bench::BenchResult| {
+        let s = r.servers_per_core_spread.as_ref()?;
+        Some((s.min, s.max))
+    };
+    if let (Some((alo, ahi)), Some((blo, bhi))) = (range(a), range(b)) {
+        if alo <= bhi && blo <= ahi && (alo, ahi) != (blo, bhi) {
+            lines.push(format!(
+                "their ranges over ladders overlap ({a_label} {}, {b_label} {}): \
+                 the difference is within each run's own spread",
+                span(alo, ahi),
+                span(blo, bhi)
+            ));
+        }
+    }
     if a.settings.game != b.settings.game {
         lines.push(format!(
             "note: they ran different games ({} and {})",
@@ -231,6 +298,50 @@ pub fn compare_results(
         ));
     }
     lines
+}
+
+fn span(lo: f64, hi: f64) -> String {
+    if lo == hi {
+        format!("{lo}")
+    } else {
+        format!("{lo}-{hi}")
+    }
+}
+
+/// A load generator's core whose speed or other work differs between the
+/// two runs by more than [`DRIFT_LIMIT_PERCENT`] (or 5 points of other
+/// work): the players ran on a different core, which the server cores'
+/// calibration does not see.
+fn load_generator_words(
+    a_label: &str,
+    sa: Option<&MachineSpeed>,
+    b_label: &str,
+    sb: Option<&MachineSpeed>,
+) -> Option<String> {
+    let (sa, sb) = (sa?, sb?);
+    let (ta, tb) = (sa.load_generator_tick_us()?, sb.load_generator_tick_us()?);
+    let (fa, fb) = (
+        sa.load_generator_foreign_percent().unwrap_or(0.0),
+        sb.load_generator_foreign_percent().unwrap_or(0.0),
+    );
+    let ratio = tb / ta;
+    let slower = (ratio - 1.0).abs() * 100.0 > DRIFT_LIMIT_PERCENT;
+    let busier = (fb - fa).abs() > 5.0;
+    if !(slower || busier) {
+        return Some(format!(
+            "the load generator's cores ran the calibration at about the same speed ({ta:.0} and {tb:.0} µs)"
+        ));
+    }
+    let (slow, fast, r, f_slow, f_fast) = if ratio > 1.0 || (!slower && fb > fa) {
+        (b_label, a_label, ratio, fb, fa)
+    } else {
+        (a_label, b_label, 1.0 / ratio, fa, fb)
+    };
+    Some(format!(
+        "{slow}'s load generator's cores were {r:.2}x as slow as {fast}'s (other work took {f_slow:.0} % of them, {f_fast:.0} % in {fast}): \
+         its players measured on a busier core, which the server cores' calibration does not see; \
+         part of the difference may be the players', not the servers'"
+    ))
 }
 
 #[cfg(test)]
@@ -247,6 +358,8 @@ mod tests {
             ticks: 300,
             steal_percent: 0.0,
             mhz: None,
+            load_generator: false,
+            foreign_percent: None,
         }
     }
 
@@ -281,5 +394,39 @@ mod tests {
         assert!(!b.machines_explain_it);
         assert!(b.words("A", "B").contains("1.33x remains"));
         assert!(attribute(0.0, 1.0, 1.0, 1.0).is_none());
+    }
+
+    #[test]
+    fn a_hog_on_the_load_generators_core_went_unseen_by_the_comparison() {
+        // 2026-11-28: a stream hog pinned to the load generator's core;
+        // the server cores ran the calibration 1.02x slower, the density
+        // fell 0.86x, and the comparison blamed none of it on the machine.
+        let speed = |server: f64, load: f64, foreign: f64| MachineSpeed {
+            workload: "x".into(),
+            calibrations: vec![
+                cal(server),
+                Calibration {
+                    cpu: 0,
+                    load_generator: true,
+                    foreign_percent: Some(foreign),
+                    ..cal(load)
+                },
+            ],
+        };
+        let quiet = speed(1040.0, 1030.0, 0.5);
+        let hog = speed(1056.0, 1900.0, 48.0);
+        assert_eq!(hog.median_tick_us(), Some(1056.0), "server cores only");
+        assert!(hog.words().unwrap().contains(
+            "the load generator's cores in 1900 µs, 1900-1900 (other work took up to 48 % of them)"
+        ));
+        let line = load_generator_words("A", Some(&quiet), "B", Some(&hog)).unwrap();
+        assert!(
+            line.starts_with(
+                "B's load generator's cores were 1.84x as slow as A's (other work took 48 %"
+            ),
+            "{line}"
+        );
+        let same = load_generator_words("A", Some(&quiet), "A2", Some(&quiet)).unwrap();
+        assert!(same.contains("about the same speed"), "{same}");
     }
 }

@@ -36,3 +36,19 @@ fn a_tile_runs_report_described_one_game_instead_of_its_members() {
     assert!(p.contains("p99 per member per window"));
     assert!(p.contains("the step failed: "));
 }
+
+/// A tile step's line said "p99 0.00 ms": the step's own transaction
+/// latency is empty (its members measure theirs), so the line read a
+/// histogram with no samples.
+#[test]
+fn a_tile_steps_line_said_p99_0_ms() {
+    let r = tile_run();
+    let l = &r.ladders[0];
+    let line = tickpack_report::text::step_line(l, &l.steps[0], false);
+    assert!(!line.contains("p99 0.00 ms"), "{line}");
+    let members = r.settings.tile.as_ref().unwrap().members.len();
+    assert!(
+        line.contains(&format!("{members} members judged per window, below")),
+        "{line}"
+    );
+}

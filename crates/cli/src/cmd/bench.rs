@@ -126,8 +126,9 @@ pub struct Args {
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Most steps per ladder [default: 12; --quick: 2]. While the servers
-    /// are far from the limit (server cores under 25 % busy, every judged
-    /// figure under half its limit) a step doubles the tiles, then grows
+    /// are far from the limit (server cores under 25 % busy, tick
+    /// lateness, frame and run delay under half their limits) a step
+    /// doubles the tiles, then grows
     /// halfway to where the cores would be full, and a failure is bisected,
     /// so a light game's limit is found within these steps; each step
     /// records why it ran its size.

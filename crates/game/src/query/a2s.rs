@@ -16,7 +16,7 @@
 use tickpack_wire::a2s::{Query, Reply};
 
 use super::facts::Facts;
-use super::protocol::Heard;
+use super::heard::Heard;
 
 /// Appends `A2S_INFO`, with `challenge` if the server gave one.
 pub(crate) fn encode(challenge: Option<u32>, out: &mut Vec<u8>) {

@@ -9,10 +9,11 @@
 //! this layer knows what the fields mean.
 //!
 //! - [`protocol`]: [`Protocol`] (`q3`, `a2s`), [`Query`] (one request and
-//!   the answer it expects: `getinfo`, `getstatus`, `A2S_INFO`), [`Heard`]
-//!   (a datagram read: an answer, an A2S challenge, or not ours). One
+//!   the answer it expects: `getinfo`, `getstatus`, `A2S_INFO`). One
 //!   closed enum, each protocol in its own file: [`q3`] (ioquake3,
 //!   OpenArena, DarkPlaces) and [`a2s`].
+//! - [`heard`]: [`Heard`] (a datagram read: an answer, an A2S challenge,
+//!   or not ours), which every protocol's decoder returns.
 //! - [`facts`]: [`Facts`], what an answer says (name, map, players, max
 //!   players, bots, and `getstatus`'s roster of [`Player`]s).
 //! - [`number`]: the one rule for numbers in answers ([`number::count`]:
@@ -31,11 +32,13 @@
 
 pub mod a2s;
 pub mod facts;
+pub mod heard;
 pub mod number;
 pub mod protocol;
 pub mod q3;
 pub mod session;
 
 pub use facts::{strip_colors, Facts, Player};
-pub use protocol::{Heard, Protocol, Query};
+pub use heard::Heard;
+pub use protocol::{Protocol, Query};
 pub use session::{query_id, Counts, Event, Schedule, Session, MAX_CHALLENGES};

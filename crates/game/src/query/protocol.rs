@@ -1,6 +1,8 @@
 //! The query protocols as one closed enum: [`Protocol`] (what a definition
 //! file, a flag or a result names: `q3`, `a2s`), [`Query`] (one request
-//! and the answer it expects) and [`Heard`] (what a datagram means).
+//! and the answer it expects); what a datagram means is [`Heard`]
+//! (`heard.rs`, which the protocols' files return and this one never
+//! imports back).
 //!
 //! Why an enum and not a trait: the set is closed. A game definition
 //! chooses its protocol from a fixed list (`[query] protocol`, parsed by
@@ -14,7 +16,7 @@
 
 use tickpack_q3::query::Kind;
 
-use super::facts::Facts;
+use super::heard::Heard;
 use super::{a2s, q3};
 
 /// A query protocol family, as definitions, flags and results name it.
@@ -106,18 +108,6 @@ impl Query {
             Query::A2sInfo => a2s::decode(datagram),
         }
     }
-}
-
-/// What a datagram from a queried server means.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Heard {
-    /// An answer of the kind asked: the id it echoes (q3's `challenge`;
-    /// `None` for A2S, which has none) and what it says.
-    Answer { id: Option<String>, facts: Facts },
-    /// A2S `S2C_CHALLENGE`: ask again with this number.
-    Challenge(u32),
-    /// Anything else: another protocol, another kind of answer, junk.
-    NotOurs,
 }
 
 #[cfg(test)]

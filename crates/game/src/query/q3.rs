@@ -27,8 +27,8 @@
 use tickpack_q3::query::{self as codec, Info, Kind, Reply};
 
 use super::facts::{Facts, Player};
+use super::heard::Heard;
 use super::number::count;
-use super::protocol::Heard;
 
 /// Appends `getinfo ID` or `getstatus ID`.
 pub(crate) fn encode(kind: Kind, id: &str, out: &mut Vec<u8>) {

@@ -38,7 +38,8 @@
 use std::time::Duration;
 
 use super::facts::Facts;
-use super::protocol::{Heard, Protocol, Query};
+use super::heard::Heard;
+use super::protocol::{Protocol, Query};
 
 /// `S2C_CHALLENGE` answers one query may get before it is left to time out.
 pub const MAX_CHALLENGES: u32 = 2;

@@ -21,12 +21,17 @@
 //! LAN, they can reach any port of each other.
 //!
 //! The table is matched by exact interface names, so two hosts never filter
-//! each other's links. It is created with `nft -f -` in one transaction and
-//! removed with `nft delete table inet NAME` (absent counts as removed).
+//! each other's links. It is created in one transaction through nftables'
+//! JSON interface (`nft -j -f -`, libnftables-json(5)) and removed the same
+//! way; whether it exists is read from `nft -j list tables`, never from
+//! nft's English (absent counts as removed). Every `nft` run is bounded by
+//! a timeout.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::json;
 
 use super::{NetError, PREFIX};
 
@@ -46,55 +51,85 @@ pub struct FilterSpec {
     pub allow_host_ports: Vec<u16>,
 }
 
-/// The nftables ruleset for `table`, in `nft -f` syntax. It first creates
-/// and deletes the table so that loading it replaces any earlier copy in
-/// the same transaction.
-pub fn ruleset(table: &str, spec: &FilterSpec) -> String {
-    let set = |items: Vec<String>| format!("{{ {} }}", items.join(", "));
-    let links = set(spec.links.iter().map(|l| format!("\"{l}\"")).collect());
+/// The nftables ruleset for `table` in nftables' JSON (`nft -j -f -`,
+/// libnftables-json(5)): built as values, never as text an interface name
+/// or a port could break out of. It first adds and deletes the table so
+/// that loading it replaces any earlier copy in the same transaction.
+pub fn ruleset(table: &str, spec: &FilterSpec) -> serde_json::Value {
     let mut ports: Vec<u16> = spec.allow_host_ports.clone();
     ports.sort_unstable();
     ports.dedup();
-    let allowed = set(ports.iter().map(ToString::to_string).collect());
-    let mut r = format!(
-        "table inet {table} {{}}\n\
-         delete table inet {table}\n\
-         table inet {table} {{\n\
-         \tchain input {{\n\
-         \t\ttype filter hook input priority filter; policy accept;\n\
-         \t\tiifname {links} ct state established,related accept\n"
-    );
+    let t = json!({"family": "inet", "name": table});
+    let from_links = || {
+        json!({"match": {"op": "==", "left": {"meta": {"key": "iifname"}},
+                         "right": {"set": spec.links}}})
+    };
+    let established = || {
+        json!({"match": {"op": "in", "left": {"ct": {"key": "state"}},
+                         "right": ["established", "related"]}})
+    };
+    let dport = |proto: &str, right: serde_json::Value| {
+        json!({"match": {"op": "==", "left": {"payload": {"protocol": proto, "field": "dport"}},
+                         "right": right}})
+    };
+    let chain = |name: &str| {
+        json!({"add": {"chain": {"family": "inet", "table": table, "name": name,
+                                 "type": "filter", "hook": name, "prio": 0, "policy": "accept"}}})
+    };
+    let rule = |chain: &str, expr: Vec<serde_json::Value>| json!({"add": {"rule": {"family": "inet", "table": table, "chain": chain, "expr": expr}}});
+    let accept = json!({"accept": null});
+    let drop = json!({"drop": null});
+    let mut cmds = vec![
+        json!({"add": {"table": t}}),
+        json!({"delete": {"table": t}}),
+        json!({"add": {"table": t}}),
+        chain("input"),
+        rule("input", vec![from_links(), established(), accept.clone()]),
+    ];
     if !ports.is_empty() {
-        r.push_str(&format!(
-            "\t\tiifname {links} tcp dport {allowed} accept\n\
-             \t\tiifname {links} udp dport {allowed} accept\n"
-        ));
+        for proto in ["tcp", "udp"] {
+            cmds.push(rule(
+                "input",
+                vec![
+                    from_links(),
+                    dport(proto, json!({"set": ports})),
+                    accept.clone(),
+                ],
+            ));
+        }
     }
-    r.push_str(&format!(
-        "\t\tiifname {links} drop\n\
-         \t}}\n\
-         \tchain forward {{\n\
-         \t\ttype filter hook forward priority filter; policy accept;\n\
-         \t\tiifname {links} ct state established,related accept\n\
-         \t\tiifname {links} oifname {links} udp dport {port} accept\n\
-         \t\tiifname {links} drop\n\
-         \t}}\n\
-         }}\n",
-        port = spec.game_port
-    ));
-    r
+    cmds.extend([
+        rule("input", vec![from_links(), drop.clone()]),
+        chain("forward"),
+        rule("forward", vec![from_links(), established(), accept.clone()]),
+        rule(
+            "forward",
+            vec![
+                from_links(),
+                json!({"match": {"op": "==", "left": {"meta": {"key": "oifname"}},
+                                 "right": {"set": spec.links}}}),
+                dport("udp", json!(spec.game_port)),
+                accept,
+            ],
+        ),
+        rule("forward", vec![from_links(), drop]),
+    ]);
+    json!({"nftables": cmds})
 }
 
-/// Runs `nft`; `nft` from `PATH` unless told otherwise.
+/// Runs `nft`; `nft` from `PATH` unless told otherwise, each call bounded
+/// by a timeout.
 #[derive(Clone, Debug)]
 pub struct Nft {
     program: PathBuf,
+    timeout: Duration,
 }
 
 impl Default for Nft {
     fn default() -> Self {
         Self {
             program: PathBuf::from("nft"),
+            timeout: super::ip::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -104,57 +139,31 @@ impl Nft {
     pub fn new(program: impl Into<PathBuf>) -> Self {
         Self {
             program: program.into(),
+            ..Self::default()
         }
     }
 
-    fn run(&self, step: &str, args: &[&str], stdin: Option<&str>) -> Result<String, NetError> {
+    /// Bounds each invocation by `timeout` (it is killed after that).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn run(&self, step: &str, args: &[&str], stdin: Option<Vec<u8>>) -> Result<String, NetError> {
         let command = std::iter::once(self.program.display().to_string())
             .chain(args.iter().map(|a| a.to_string()))
             .collect::<Vec<_>>()
             .join(" ");
-        // `nft` gets its three pipes alone ([`tickpack_sys::fds`]).
-        let mut child = tickpack_sys::fds::only_stdio(Command::new(&self.program).args(args))
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| {
-                if source.kind() == std::io::ErrorKind::NotFound {
-                    NetError::NoNft {
-                        command: command.clone(),
-                        source,
-                    }
-                } else {
-                    NetError::Spawn {
-                        step: step.to_string(),
-                        command: command.clone(),
-                        source,
-                    }
-                }
-            })?;
-        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            // A failed write shows up as nft's own error below.
-            let _ = pipe.write_all(text.as_bytes());
-        }
-        let out = child.wait_with_output().map_err(|source| NetError::Spawn {
-            step: step.to_string(),
-            command: command.clone(),
-            source,
-        })?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(NetError::Command {
-                step: step.to_string(),
-                command,
-                status: out.status.to_string(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            })
-        }
+        let mut cmd = Command::new(&self.program);
+        cmd.args(args);
+        super::bounded::run(cmd, command, stdin, self.timeout, step).map_err(|e| match e {
+            NetError::Spawn {
+                command, source, ..
+            } if source.kind() == std::io::ErrorKind::NotFound => {
+                NetError::NoNft { command, source }
+            }
+            e => e,
+        })
     }
 
     /// Loads the firewall of `table` (replacing an earlier copy).
@@ -167,37 +176,58 @@ impl Nft {
         }
         self.run(
             &format!("load the instance firewall (nft table inet {table})"),
-            &["-f", "-"],
-            Some(&ruleset(table, spec)),
+            &["-j", "-f", "-"],
+            Some(ruleset(table, spec).to_string().into_bytes()),
         )
         .map(|_| ())
     }
 
-    /// Deletes `inet table`; a table that is not there counts as removed.
+    /// Deletes `inet table`; a table that is not there counts as removed
+    /// (asked of nft's JSON listing, before and after a failed delete, never
+    /// read from its error text).
     pub fn remove(&self, table: &str) -> Result<(), NetError> {
         ours(table)?;
+        if !self.exists(table)? {
+            return Ok(());
+        }
+        let delete =
+            json!({"nftables": [{"delete": {"table": {"family": "inet", "name": table}}}]});
         match self.run(
             &format!("cleanup: delete nft table inet {table}"),
-            &["delete", "table", "inet", table],
-            None,
+            &["-j", "-f", "-"],
+            Some(delete.to_string().into_bytes()),
         ) {
             Ok(_) => Ok(()),
-            Err(NetError::Command { ref stderr, .. })
-                if stderr.contains("No such file or directory") =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
+            // Gone in between (another cleanup got there first): removed.
+            Err(e) => match self.exists(table) {
+                Ok(false) => Ok(()),
+                _ => Err(e),
+            },
         }
     }
 
     /// Whether `inet table` exists.
     pub fn exists(&self, table: &str) -> Result<bool, NetError> {
-        let out = self.run("list nft tables", &["list", "tables", "inet"], None)?;
-        Ok(out
-            .lines()
-            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["table", "inet", table]))
+        let out = self.run("list nft tables", &["-j", "list", "tables", "inet"], None)?;
+        Ok(table_names(&out).iter().any(|t| t == table))
     }
+}
+
+/// The `inet` table names in `nft -j list tables` output (nothing for
+/// output that is not nft's JSON).
+fn table_names(json: &str) -> Vec<String> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
+        return vec![];
+    };
+    v["nftables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| {
+            let t = o.get("table")?;
+            (t["family"] == "inet").then(|| t["name"].as_str().map(str::to_string))?
+        })
+        .collect()
 }
 
 /// Table names must carry our prefix and be a plain word, so a damaged
@@ -227,35 +257,74 @@ mod tests {
         }
     }
 
+    fn rules(r: &serde_json::Value, chain: &str) -> Vec<serde_json::Value> {
+        r["nftables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["add"].get("rule"))
+            .filter(|rule| rule["chain"] == chain)
+            .map(|rule| rule["expr"].clone())
+            .collect()
+    }
+
     #[test]
     fn ruleset_drops_new_flows_from_our_links_only() {
         let r = ruleset("tph1", &spec(&[]));
-        assert!(
-            r.starts_with("table inet tph1 {}\ndelete table inet tph1\n"),
-            "{r}"
-        );
-        assert!(r.contains("hook input"), "{r}");
-        assert!(r.contains("hook forward"), "{r}");
-        assert!(
-            r.contains("iifname { \"tph1br\", \"tph1v1\" } ct state established,related accept"),
-            "{r}"
-        );
-        assert!(r.contains("iifname { \"tph1br\", \"tph1v1\" } drop"), "{r}");
-        assert!(!r.contains("tcp dport"), "no allowed ports: {r}");
-        assert!(r.contains("udp dport 27015 accept"), "{r}");
-        // Every drop is bound to our links: no rule touches other traffic.
-        for line in r.lines().filter(|l| l.contains("drop")) {
-            assert!(line.trim_start().starts_with("iifname {"), "{line}");
+        let cmds = r["nftables"].as_array().unwrap();
+        let t = json!({"family": "inet", "name": "tph1"});
+        assert_eq!(cmds[0], json!({"add": {"table": t}}));
+        assert_eq!(cmds[1], json!({"delete": {"table": t}}));
+        for chain in ["input", "forward"] {
+            let rules = rules(&r, chain);
+            assert!(!rules.is_empty(), "{chain}");
+            // Every rule matches our links first: none touches other traffic.
+            for expr in &rules {
+                assert_eq!(
+                    expr[0]["match"]["right"]["set"],
+                    json!(["tph1br", "tph1v1"]),
+                    "{expr}"
+                );
+            }
+            assert_eq!(rules.last().unwrap()[1], json!({"drop": null}), "{chain}");
         }
+        let input = rules(&r, "input");
+        assert_eq!(input.len(), 2, "no allowed ports: {input:?}");
+        let forward = rules(&r, "forward").to_vec();
+        assert_eq!(forward[1][2]["match"]["right"], json!(27015));
     }
 
     #[test]
     fn allowed_ports_open_tcp_and_udp_before_the_drop() {
         let r = ruleset("tph1", &spec(&[8080, 53, 8080]));
-        let tcp = r.find("tcp dport { 53, 8080 } accept").expect("tcp rule");
-        let udp = r.find("udp dport { 53, 8080 } accept").expect("udp rule");
-        let drop = r.find("} drop").expect("drop rule");
-        assert!(tcp < drop && udp < drop, "{r}");
+        let input = rules(&r, "input");
+        assert_eq!(input.len(), 4);
+        for (i, proto) in [(1, "tcp"), (2, "udp")] {
+            let m = &input[i][1]["match"];
+            assert_eq!(m["left"]["payload"]["protocol"], proto);
+            assert_eq!(m["right"]["set"], json!([53, 8080]));
+        }
+        assert_eq!(input[3][1], json!({"drop": null}));
+    }
+
+    /// An interface name is a JSON string, never text nft parses as rules.
+    #[test]
+    fn a_link_name_cannot_add_a_rule() {
+        let mut s = spec(&[]);
+        s.links = vec!["tph1\" } accept; flush ruleset; {\"".into()];
+        let r = ruleset("tph1", &s);
+        assert!(!r.to_string().contains("\nflush"), "{r}");
+        assert_eq!(
+            rules(&r, "input")[0][0]["match"]["right"]["set"][0],
+            json!(s.links[0])
+        );
+    }
+
+    #[test]
+    fn tables_are_read_from_nfts_json_listing() {
+        let out = r#"{"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}}, {"table": {"family": "inet", "name": "tph1", "handle": 3}}, {"table": {"family": "ip", "name": "tph2", "handle": 4}}]}"#;
+        assert_eq!(table_names(out), ["tph1"]);
+        assert!(table_names("Error: No such file or directory").is_empty());
     }
 
     #[test]
@@ -268,5 +337,20 @@ mod tests {
         let e = nft.remove("tph1").unwrap_err();
         assert!(matches!(e, NetError::NoNft { .. }), "{e}");
         assert!(e.to_string().contains("nftables"), "{e}");
+    }
+
+    /// `nft` that never ends was waited for without a bound.
+    #[test]
+    fn an_nft_that_never_ends_was_waited_for_forever() {
+        let dir = std::env::temp_dir().join(format!("tp-nft-hang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("nft");
+        std::fs::write(&fake, "#!/bin/sh\nexec sleep 30\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let nft = Nft::new(&fake).with_timeout(Duration::from_millis(300));
+        let e = nft.exists("tph1").unwrap_err();
+        assert!(matches!(e, NetError::Timeout { .. }), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
