@@ -263,9 +263,12 @@ mod tests {
         let mut step = crate::test_support::step(&req, "pass", vec![], 3.1, 41_000);
         step.players = 16;
         step.measured.transaction_latency_us.count = 10_000;
-        let seen = Seen::of(&step, 1, &qos, settings.tick_hz);
-        assert!(seen.far(), "{seen:?}");
-        assert_eq!(next(&[seen], 250, 1).unwrap().tiles, 2, "doubled");
+        let one = Seen::of(&step, 1, &qos, settings.tick_hz);
+        assert!(one.far(), "{one:?}");
+        step.cpu.servers_busy_percent = 6.2;
+        let two = Seen::of(&step, 2, &qos, settings.tick_hz);
+        // Doubled again (a fixed ladder's pace gave 3).
+        assert_eq!(next(&[one, two], 250, 1).unwrap().tiles, 4);
     }
 
     #[test]
