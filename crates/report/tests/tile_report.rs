@@ -52,3 +52,14 @@ fn a_tile_steps_line_said_p99_0_ms() {
         "{line}"
     );
 }
+
+/// The time chart's red dots mark windows, but its legend called them
+/// "failed step" (read in headless Chromium on a tile run's report).
+#[test]
+fn a_tile_charts_red_dots_were_called_failed_steps() {
+    let p = html::render(&[("result.json".into(), tile_run())]);
+    let time = &p[p.find("<h3 id=\"over-time\">Over time").unwrap()..];
+    let time = &time[..time.find("<table").unwrap_or(time.len())];
+    assert!(time.contains(">failed window</text>"), "{time}");
+    assert!(!time.contains(">failed step</text>"));
+}

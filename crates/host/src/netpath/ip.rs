@@ -275,6 +275,7 @@ pub(crate) fn parse_route_get(out: &str) -> RouteGet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn reads_netns_list_with_and_without_ids() {

@@ -46,6 +46,9 @@ pub(crate) struct Chart {
     pub x_ticks: Option<Vec<(f64, String)>>,
     pub series: Vec<Series>,
     pub limits: Vec<Limit>,
+    /// What a red dot marks, in the legend ("failed step"; a tile's
+    /// windows: "failed window").
+    pub failed_label: &'static str,
 }
 
 /// One line of a chart.
@@ -107,6 +110,7 @@ impl Chart {
             x_ticks: None,
             series: Vec::new(),
             limits: Vec::new(),
+            failed_label: "failed step",
         }
     }
 
@@ -316,10 +320,10 @@ impl Chart {
                         ty = ly + 4.0,
                     );
                 }
-                LegendItem::Failed => {
+                LegendItem::Failed(label) => {
                     let _ = write!(
                         s,
-                        r##"<circle cx="{cx:.1}" cy="{ly:.1}" r="5" fill="{FAIL_RED}"/><text x="{tx:.1}" y="{ty:.1}" fill="#222">failed step</text>"##,
+                        r##"<circle cx="{cx:.1}" cy="{ly:.1}" r="5" fill="{FAIL_RED}"/><text x="{tx:.1}" y="{ty:.1}" fill="#222">{label}</text>"##,
                         cx = lx + 11.0,
                         tx = lx + 27.0,
                         ty = ly + 4.0,
@@ -410,7 +414,7 @@ impl Chart {
             })
             .collect();
         if self.points().any(|p| p.failed) {
-            items.push(LegendItem::Failed);
+            items.push(LegendItem::Failed(self.failed_label));
         }
         items
     }
@@ -444,14 +448,14 @@ enum LegendItem {
         width: f64,
         opacity: f64,
     },
-    Failed,
+    Failed(&'static str),
 }
 
 impl LegendItem {
     fn width(&self) -> f64 {
         let chars = match self {
             LegendItem::Line { name, .. } => name.chars().count(),
-            LegendItem::Failed => "failed step".len(),
+            LegendItem::Failed(label) => label.chars().count(),
         };
         27.0 + chars as f64 * CHAR_W + 18.0
     }

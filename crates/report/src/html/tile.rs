@@ -34,7 +34,7 @@ pub(super) fn tile_section(out: &mut String, r: &BenchResult) {
     let t = r.settings.tile.as_ref();
     w!(
         out,
-        "<h3>Over time: step {} ({} tiles, {} servers) of {}</h3>\n",
+        "<h3 id=\"over-time\">Over time: step {} ({} tiles, {} servers) of {}</h3>\n",
         step.index,
         step.tiles,
         step.servers,
@@ -149,6 +149,7 @@ fn member_latency(m: &MemberStep) -> (bool, Vec<Point>) {
 
 fn latency(tile: &TileStep) -> Figure {
     let mut c = Chart::new("p99 per member per window", "time in the step (s)", "ms");
+    c.failed_label = "failed window";
     for (i, m) in tile.members.iter().enumerate() {
         let (players, points) = member_latency(m);
         let mut s = Series::new(
