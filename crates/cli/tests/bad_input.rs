@@ -774,6 +774,28 @@ fn a_bad_tile_file_is_refused_with_its_line_before_any_work() {
     std::fs::remove_dir_all(&files).unwrap();
 }
 
+/// `--step-duration` and `--tick-hz` beside `--tile` were accepted and
+/// ignored (a tile's step is its file's `step_s` or its curves', each
+/// member's tick its game's): the run took 90 s steps when 45 were asked.
+#[test]
+fn a_step_duration_beside_a_tile_was_silently_ignored() {
+    for flag in [["--step-duration", "45s"], ["--tick-hz", "60"]] {
+        rejected(
+            &format!("tile-{}", flag[0]),
+            &[
+                "bench",
+                "--tile",
+                "tiles/evening.toml",
+                flag[0],
+                flag[1],
+                "--out",
+                "out",
+            ],
+            &["cannot be used with", flag[0]],
+        );
+    }
+}
+
 /// A directory or file removed on drop, also when the test failed.
 struct Removed(PathBuf);
 

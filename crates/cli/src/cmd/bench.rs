@@ -69,7 +69,7 @@ pub struct Args {
     /// tiles, each member judged on its own limits in every window, and the
     /// headline is the density at the peak of the curves. Takes the place
     /// of --game and the per-game flags.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["game", "tile_servers", "players_per_server", "bots"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["game", "tile_servers", "players_per_server", "bots", "step_duration", "tick_hz"])]
     pub tile: Option<PathBuf>,
     /// Run the whole comparison (or the single ladder) this many times; the
     /// result keeps every repetition and reports the headline as the median
