@@ -137,7 +137,13 @@ fn start_member<'a>(
         } else {
             vec![]
         },
-        batch_control: spec.batch.unwrap_or_default(),
+        // ...and under its guard; the other members' hosts have no batch
+        // and so no guard (a guard without a batch is refused).
+        batch_control: if m == 0 {
+            spec.batch.unwrap_or_default()
+        } else {
+            Default::default()
+        },
         // Players who come and go get twice the source addresses their
         // game's limit per address asks for: the slot of one who just left
         // may linger on the server until it lets it go, and the next join
