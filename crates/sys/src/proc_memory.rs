@@ -83,13 +83,18 @@ mod tests {
             .spawn()
             .expect("sleep");
         let pid = child.id();
-        // Wait (bounded) until the child has exec'd and shows a peak.
+        // Wait (bounded) until the child has exec'd and shows a peak: read
+        // between fork and exec, its VmHWM was the test binary's copy, larger
+        // than sleep's after the exec reset it (the fresh-clone run of
+        // 2026-11-28 failed so).
         let mut child_peak = None;
         for _ in 0..200 {
+            let exec_d = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "sleep");
             child_peak = std::fs::read_to_string(format!("/proc/{pid}/status"))
                 .ok()
                 .and_then(|s| vm_hwm_bytes(&s))
-                .filter(|&b| b > 0);
+                .filter(|&b| b > 0 && exec_d);
             if child_peak.is_some() {
                 break;
             }
