@@ -42,14 +42,15 @@ pub fn calibrate(cpu: usize, when: &str, load_generator: bool) -> Result<Calibra
             tickpack_net::cpu::pin_current_thread(&[cpu])
                 .map_err(|e| format!("calibration: cannot pin to CPU {cpu}: {e}"))?;
             let before = crate::cpu::CpuReading::read();
-            let own_before = thread_run_ns();
+            let own_before = thread_schedstat();
             let mut ticks = run_ticks(TICKS);
-            let own_after = thread_run_ns();
+            let own_after = thread_schedstat();
             let after = crate::cpu::CpuReading::read();
             let window = crate::cpu::CpuWindow::between(&before, &after);
-            let foreign_percent = match (own_before, own_after, window.task_ns.get(cpu)) {
-                (Some(a), Some(b), Some(&task)) => {
-                    Some(window.percent(task.saturating_sub(b.saturating_sub(a))))
+            let own_ns = own_after.zip(own_before).and_then(|(b, a)| b.since(&a));
+            let foreign_percent = match (own_ns, window.task_ns.get(cpu)) {
+                (Some(own), Some(&task)) => {
+                    Some(window.percent(task.saturating_sub(own.on_cpu_ns)))
                 }
                 _ => None,
             };
@@ -76,15 +77,11 @@ pub fn calibrate(cpu: usize, when: &str, load_generator: bool) -> Result<Calibra
         .map_err(|_| "calibration: its thread panicked".to_string())?
 }
 
-/// This thread's time on a CPU so far, ns (`/proc/thread-self/schedstat`'s
-/// first figure).
-fn thread_run_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+/// This thread's `schedstat` (its time on a CPU so far).
+fn thread_schedstat() -> Option<tickpack_sys::schedstat::SchedStat> {
+    tickpack_sys::schedstat::parse_schedstat(
+        &std::fs::read_to_string("/proc/thread-self/schedstat").ok()?,
+    )
 }
 
 fn round1(v: f64) -> f64 {

@@ -106,10 +106,11 @@ mod record;
 mod routes;
 
 pub use addr::{AddrPlan, Ipv4Net, MAX_PREFIX, MAX_SOURCES, MIN_PREFIX};
+pub use bounded::DEFAULT_TIMEOUT;
 pub use error::NetError;
 pub use filter::{FilterSpec, Nft};
 pub use hostnet::{HostNet, ParentLink};
-pub use ip::{Ip, DEFAULT_TIMEOUT};
+pub use ip::Ip;
 pub use names::{is_host_name_of, netns_name, validate_host_name, NetKind};
 pub use record::{cleanup_host, cleanup_prefix, NetRecord};
 pub use routes::{check_route, remove_guard_route};

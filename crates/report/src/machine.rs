@@ -78,16 +78,14 @@ impl MachineSpeed {
         v
     }
 
-    /// The median calibration tick over the run, microseconds.
+    /// The median server core calibration tick over the run, microseconds.
     pub fn median_tick_us(&self) -> Option<f64> {
-        let v = self.ticks();
-        (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
+        lower_median(&self.ticks())
     }
 
     /// The median calibration tick of the load generator's cores.
     pub fn load_generator_tick_us(&self) -> Option<f64> {
-        let v = self.ticks_of(true);
-        (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
+        lower_median(&self.ticks_of(true))
     }
 
     /// The most CPU time other work took on a load generator's core
@@ -134,9 +132,7 @@ impl MachineSpeed {
             if n == 1 { "" } else { "s" }
         );
         let load = self.ticks_of(true);
-        if let (Some(m), Some(l), Some(h)) =
-            (self.load_generator_tick_us(), load.first(), load.last())
-        {
+        if let (Some(m), Some(l), Some(h)) = (lower_median(&load), load.first(), load.last()) {
             s.push_str(&format!(
                 "; the load generator's cores in {m:.0} µs, {l:.0}-{h:.0}"
             ));
@@ -152,6 +148,11 @@ impl MachineSpeed {
         }
         Some(s)
     }
+}
+
+/// The lower median of sorted `v`.
+fn lower_median(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
 }
 
 /// How much of the difference between two results their machines explain.

@@ -64,14 +64,11 @@ pub fn steps_table(l: &Ladder) -> String {
 /// players), CPU, query latency and what disturbed it, and what it missed.
 pub fn step_line(ladder: &Ladder, s: &Step, repeated: bool) -> String {
     let cpu = StepRow::of(s).cpu_words();
-    let latency = match (&s.run_delay_us, s.players) {
+    let latency = match (&s.tile, &s.run_delay_us, s.players) {
         // A tile step's latencies are its members', a line each below.
-        _ if s.tile.is_some() => {
-            let members = s.tile.as_ref().map_or(0, |t| t.members.len());
-            format!("{members} members judged per window, below")
-        }
-        (Some(rd), 0) => format!("run delay p99 {:.2} ms", rd.p99 as f64 / 1000.0),
-        (None, 0) => "run delay not sampled".to_string(),
+        (Some(t), _, _) => format!("{} members judged per window, below", t.members.len()),
+        (None, Some(rd), 0) => format!("run delay p99 {:.2} ms", rd.p99 as f64 / 1000.0),
+        (None, None, 0) => "run delay not sampled".to_string(),
         _ => format!("p99 {:.2} ms", s.transaction_latency_us.p99 as f64 / 1000.0),
     };
     format!(

@@ -4,6 +4,7 @@
 //! line and the program's stderr, so an operator can rerun it by hand.
 
 use std::io::{Read, Write};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -11,16 +12,26 @@ use std::time::{Duration, Instant};
 
 use super::NetError;
 
-/// Runs `cmd` (`command`: its line as a person would type it) with
-/// `stdin`, bounded by `timeout`; returns stdout, or an error naming
-/// `step`, the command line and stderr.
+/// Default bound on one run of a system program.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs `program ARGS` with `env` added and `stdin`, bounded by
+/// `timeout`; returns stdout, or an error naming `step`, the command line
+/// (as a person would type it) and stderr.
 pub(crate) fn run(
-    mut cmd: Command,
-    command: String,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
     stdin: Option<Vec<u8>>,
     timeout: Duration,
     step: &str,
 ) -> Result<String, NetError> {
+    let command = std::iter::once(program.display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cmd = Command::new(program);
+    cmd.args(args).envs(env.iter().copied());
     // The program gets its three pipes alone ([`tickpack_sys::fds`]).
     let mut child = tickpack_sys::fds::only_stdio(&mut cmd)
         .stdin(if stdin.is_some() {

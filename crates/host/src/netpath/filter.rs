@@ -28,7 +28,6 @@
 //! a timeout.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
@@ -60,10 +59,12 @@ pub fn ruleset(table: &str, spec: &FilterSpec) -> serde_json::Value {
     ports.sort_unstable();
     ports.dedup();
     let t = json!({"family": "inet", "name": table});
-    let from_links = || {
-        json!({"match": {"op": "==", "left": {"meta": {"key": "iifname"}},
+    // `iifname` or `oifname` is one of our links.
+    let on_links = |key: &str| {
+        json!({"match": {"op": "==", "left": {"meta": {"key": key}},
                          "right": {"set": spec.links}}})
     };
+    let from_links = || on_links("iifname");
     let established = || {
         json!({"match": {"op": "in", "left": {"ct": {"key": "state"}},
                          "right": ["established", "related"]}})
@@ -106,8 +107,7 @@ pub fn ruleset(table: &str, spec: &FilterSpec) -> serde_json::Value {
             "forward",
             vec![
                 from_links(),
-                json!({"match": {"op": "==", "left": {"meta": {"key": "oifname"}},
-                                 "right": {"set": spec.links}}}),
+                on_links("oifname"),
                 dport("udp", json!(spec.game_port)),
                 accept,
             ],
@@ -129,7 +129,7 @@ impl Default for Nft {
     fn default() -> Self {
         Self {
             program: PathBuf::from("nft"),
-            timeout: super::ip::DEFAULT_TIMEOUT,
+            timeout: super::bounded::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -150,20 +150,16 @@ impl Nft {
     }
 
     fn run(&self, step: &str, args: &[&str], stdin: Option<Vec<u8>>) -> Result<String, NetError> {
-        let command = std::iter::once(self.program.display().to_string())
-            .chain(args.iter().map(|a| a.to_string()))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let mut cmd = Command::new(&self.program);
-        cmd.args(args);
-        super::bounded::run(cmd, command, stdin, self.timeout, step).map_err(|e| match e {
-            NetError::Spawn {
-                command, source, ..
-            } if source.kind() == std::io::ErrorKind::NotFound => {
-                NetError::NoNft { command, source }
-            }
-            e => e,
-        })
+        super::bounded::run(&self.program, args, &[], stdin, self.timeout, step).map_err(
+            |e| match e {
+                NetError::Spawn {
+                    command, source, ..
+                } if source.kind() == std::io::ErrorKind::NotFound => {
+                    NetError::NoNft { command, source }
+                }
+                e => e,
+            },
+        )
     }
 
     /// Loads the firewall of `table` (replacing an earlier copy).

@@ -5,13 +5,11 @@
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use super::{Ipv4Net, NetError, PREFIX};
 
-/// Default bound on one `ip` invocation.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+use super::bounded::DEFAULT_TIMEOUT;
 
 /// How `ip` is run: which program and how long one call may take.
 ///
@@ -48,22 +46,17 @@ impl Ip {
         self
     }
 
-    /// The command line as a person would type it.
-    fn line(&self, args: &[&str]) -> String {
-        let mut s = self.program.display().to_string();
-        for a in args {
-            s.push(' ');
-            s.push_str(a);
-        }
-        s
-    }
-
     /// Runs `ip ARGS`; returns stdout, or an error naming `step`, the
     /// command line and stderr.
     pub(crate) fn run(&self, step: &str, args: &[&str]) -> Result<String, NetError> {
-        let mut cmd = Command::new(&self.program);
-        cmd.args(args).env("LC_ALL", "C");
-        super::bounded::run(cmd, self.line(args), None, self.timeout, step)
+        super::bounded::run(
+            &self.program,
+            args,
+            &[("LC_ALL", "C")],
+            None,
+            self.timeout,
+            step,
+        )
     }
 
     /// Like [`Ip::run`] but a "does not exist" failure counts as success:
