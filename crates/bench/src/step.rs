@@ -57,6 +57,14 @@ impl StepRunner for HostStepRunner<'_> {
         req: &StepRequest,
     ) -> Result<Option<Step>, BenchError> {
         let plan = self.plan;
+        // The host's events in this step carry its index and size.
+        let _step = tracing::info_span!(
+            "step",
+            index = req.index,
+            servers = req.servers,
+            tiles = req.tiles
+        )
+        .entered();
         if let Some(tile) = &plan.tile {
             return crate::tile::step::run(plan, tile, spec, req, self.stop);
         }

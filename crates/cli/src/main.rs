@@ -158,6 +158,7 @@ fn main() -> ExitCode {
     // could not run the instances' walls either.
     let _ = tickpack_sys::fds::cloexec_above_stderr();
     let cli = Cli::parse();
+    trace_events_as_json();
     let result = match cli.cmd {
         Command::Server(a) => cmd::server::run(a),
         Command::Players(a) => cmd::players::run(a),
@@ -186,6 +187,20 @@ fn main() -> ExitCode {
             );
             ExitCode::from(f.code as u8)
         }
+    }
+}
+
+/// With `TICKPACK_LOG=json`, every host event (`tickpack_host::event`)
+/// is also written to stderr as one JSON line with its fields and the
+/// spans it happened in (the bench's step and its servers).
+fn trace_events_as_json() {
+    if std::env::var_os("TICKPACK_LOG").is_some_and(|v| v == "json") {
+        tracing_subscriber::fmt()
+            .json()
+            .with_writer(std::io::stderr)
+            .with_current_span(true)
+            .with_span_list(true)
+            .init();
     }
 }
 

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tickpack_q3::query::{self as q3, Info, Reply};
 use tickpack_testkit::q3_server;
 
-use support::host::{all_running, temp_run_dir, Host};
+use support::host::{all_running, events, temp_run_dir, Host};
 use support::{children, exe, free_udp_ports, require_root, serial, Leftovers};
 
 /// What the root tests need root for.
@@ -265,26 +265,19 @@ fn a_server_that_never_answers_its_query_is_reported_with_its_last_output() {
     .remove_on_drop(&conf);
     // The host gives a first answer 15 s (`start_timeout_s`); wait longer
     // than `Host::wait_for` would.
-    let reported = |s: &Value| {
-        s["events"].as_array().is_some_and(|e| {
-            e.iter()
-                .any(|e| e.as_str().unwrap().contains("never answered"))
-        })
-    };
+    let reported = |s: &Value| !events(s, "never_ready").is_empty();
     let st = support::wait_until(Duration::from_secs(60), Duration::from_millis(200), || {
         host.status().filter(reported)
     })
     .expect("the silent server reported within 60 s");
-    let event = st["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap())
-        .find(|e| e.contains("never answered"))
-        .unwrap();
-    assert!(event.contains("its q3 query"), "{event}");
+    let event = &events(&st, "never_ready")[0];
+    assert_eq!(event["why"]["never"], "answered", "{event}");
+    assert_eq!(event["check"], "its q3 query", "{event}");
     assert!(
-        event.contains("loading the silent server | it will never answer"),
+        event["last_output"]
+            .as_str()
+            .unwrap()
+            .contains("loading the silent server | it will never answer"),
         "the last output lines: {event}"
     );
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::host::{host_down, Host};
+use support::host::{events, host_down, Host};
 use support::{require_root, serial};
 
 /// What these tests need root for.
@@ -205,14 +205,26 @@ fn root_a_batch_command_that_exits_or_crashes_is_restarted_and_reported() {
     let b = &st["guard"]["batch"][1];
     assert_eq!(b["last_exit"], "was killed by signal 9", "{b:#}");
     assert_ne!(b["pid"].as_u64(), Some(pid));
-    let events = st["events"].to_string();
+    let exits = events(&st, "batch_exited");
+    let exited = |batch: u64, command: &str, cause: Value| {
+        exits.iter().any(|e| {
+            e["batch"] == batch
+                && e["command"] == command
+                && e["cause"] == cause
+                && e["after"]["then"] == "restart"
+        })
+    };
     assert!(
-        events.contains("batch 1 (false) exited with code 1; restarting in"),
-        "{events}"
+        exited(1, "false", serde_json::json!({"how": "code", "code": 1})),
+        "{exits:?}"
     );
     assert!(
-        events.contains("batch 2 (sleep 600) was killed by signal 9; restarting in"),
-        "{events}"
+        exited(
+            2,
+            "sleep 600",
+            serde_json::json!({"how": "signal", "signal": 9})
+        ),
+        "{exits:?}"
     );
     let out = host.down();
     assert!(out.status.success(), "{out:?}");

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::host::{host_down, temp_run_dir, Host};
+use support::host::{events, host_down, temp_run_dir, Host};
 use support::{
     assert_one_error_line, assert_success, exe, free_tcp_port, http_get_metrics, require_root,
     serial, Leftovers,
@@ -250,11 +250,9 @@ fn memory_limit_is_enforced_and_the_kill_reported() {
         "the OOM kill reported as the exit reason",
     );
     assert!(
-        st["events"]
-            .as_array()
-            .unwrap()
+        events(&st, "exited")
             .iter()
-            .any(|e| e.as_str().unwrap().contains("OOM")),
+            .any(|e| e["instance"] == 2 && e["cause"]["how"] == "oom_killed"),
         "{st:#}"
     );
     assert_eq!(

@@ -13,7 +13,7 @@ use std::process::Stdio;
 use serde_json::Value;
 
 use support::free_udp_ports;
-use support::host::{instance, Host};
+use support::host::{events, instance, Host};
 use support::{require_root, serial};
 
 /// A definition in `dir`: a server that prints `prints` (with its `$1`
@@ -89,27 +89,15 @@ fn a_ready_log_with_ip_and_port_was_never_matched_and_killed_after_15_s() {
         Stdio::null(),
     )
     .remove_on_drop(&dir);
-    let never = |s: &Value| {
-        s["events"].as_array().is_some_and(|e| {
-            e.iter()
-                .any(|e| e.as_str().unwrap().contains("never printed"))
-        })
-    };
+    let never = |s: &Value| !events(s, "never_ready").is_empty();
     let st = host.wait_for(never, "the silent instance killed");
-    let event = st["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap())
-        .find(|e| e.contains("never printed"))
-        .unwrap()
-        .to_string();
-    assert!(
-        event.contains(&format!(
-            "never printed \"Bound socket to 127.0.0.1:{port}\" within 6 s"
-        )),
+    let event = &events(&st, "never_ready")[0];
+    assert_eq!(
+        event["why"]["line"],
+        format!("Bound socket to 127.0.0.1:{port}"),
         "{event}"
     );
+    assert_eq!(event["limit_s"], 6.0, "{event}");
 }
 
 /// Every `host up` printed "cannot lower the supervisor's oom_score_adj

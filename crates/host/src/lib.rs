@@ -21,6 +21,8 @@
 //! - [`spawn`]: starts one instance in its namespaces (mounts, hostname,
 //!   PIDs) through the instance init; [`confine`]: what the command may
 //!   still do there (no capabilities, no new privileges, seccomp).
+//! - [`event`]: what happened on a host, as typed records (the
+//!   sentences made from them in one place).
 //! - [`supervisor`]: `host up`'s supervisor (bring-up, reaping, status,
 //!   teardown), with the restart policy as a pure tracker
 //!   ([`supervisor::RestartTracker`]), health checks and the control socket
@@ -28,6 +30,7 @@
 
 pub mod cgroup;
 pub mod confine;
+pub mod event;
 pub mod fleet;
 pub mod guard;
 /// The launch contract lives with the games (`tickpack-game`); the host

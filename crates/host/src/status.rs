@@ -169,14 +169,14 @@ pub struct HostStatus {
     pub uptime_s: f64,
     pub instances: Vec<InstanceStatus>,
     /// Recent events, newest last (restarts, OOM kills, give-ups, the
-    /// guard's decisions).
-    pub events: Vec<String>,
+    /// guard's decisions), as typed records ([`crate::event::Event`]).
+    pub events: Vec<crate::event::Event>,
     /// Batch work and the guard: state, signals, last decisions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<crate::guard::GuardStatus>,
 }
 
-pub const STATUS_SCHEMA: &str = "tickpack.host-status/1";
+pub const STATUS_SCHEMA: &str = "tickpack.host-status/2";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {

@@ -56,6 +56,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{Cgroup, CgroupLayout};
+use crate::event::{AfterExit, Event, EventKind, ExitCause};
 use crate::fleet::{Backend, FleetConfig, Health, InstanceSpec};
 use crate::guard::BatchPolicyFactory;
 use crate::launch::Slot;
@@ -171,7 +172,7 @@ pub struct Supervisor {
     placement: Option<Placement>,
     reserved: Vec<usize>,
     instances: Vec<Instance>,
-    events: VecDeque<String>,
+    events: VecDeque<Event>,
     /// Events ever recorded (the deque keeps the last 50).
     events_total: u64,
     /// When CPU and memory are sampled next.
@@ -269,10 +270,7 @@ impl Supervisor {
             sup.instance_oom_score_adj = OOM_SCORE_ADJ_INSTANCE_FALLBACK;
         }
         if !left.is_empty() {
-            sup.event(format!(
-                "removed leftovers of an earlier run: {}",
-                left.join(", ")
-            ));
+            sup.event(EventKind::LeftoversRemoved { items: left });
         }
         match sup.bring_up() {
             Ok(()) => Ok(sup),
@@ -290,9 +288,10 @@ impl Supervisor {
         }
     }
 
-    fn event(&mut self, e: String) {
-        let secs = self.started.elapsed().as_secs_f64();
-        self.events.push_back(format!("[{secs:8.2}s] {e}"));
+    fn event(&mut self, kind: EventKind) {
+        kind.trace();
+        let at_s = (self.started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
+        self.events.push_back(Event { at_s, kind });
         self.events_total += 1;
         while self.events.len() > 50 {
             self.events.pop_front();
@@ -405,10 +404,10 @@ impl Supervisor {
         self.record.processes.retain(|p| p.is_same_process());
         self.record.processes.extend(recorded);
         if let Some(sent) = unanswered {
-            self.event(format!(
-                "instance {}: map change to {} not answered before the server started again",
-                sent.instance, sent.map
-            ));
+            self.event(EventKind::MapChangeCutByRestart {
+                instance: sent.instance,
+                map: sent.map,
+            });
         }
         self.save()
     }
@@ -445,48 +444,45 @@ impl Supervisor {
                 continue;
             };
             i.child = None;
-            let mut why = describe_exit(status);
+            let mut cause = ExitCause::of(status);
             if let Some(cg) = &i.cgroup {
                 // The instance dies whole: whatever outlived its init (a
                 // server whose death signal did not fire, its children) is
                 // killed before a restart could find its port taken.
                 if let Err(e) = cg.kill_all() {
-                    events.push(format!(
-                        "instance {}: killing what was left of it: {e}",
-                        i.spec.id
-                    ));
+                    events.push(EventKind::KillingRemainsFailed {
+                        instance: i.spec.id,
+                        error: e.to_string(),
+                    });
                 }
                 let u = cg.usage();
                 if u.oom_kills > i.oom_kills {
                     i.oom_kills = u.oom_kills;
-                    why = format!(
-                        "killed by the OOM killer (memory limit {})",
-                        i.spec
-                            .memory_bytes
-                            .map_or("none".into(), |b| format!("{} MiB", b >> 20))
-                    );
+                    cause = ExitCause::OomKilled {
+                        memory_limit_mib: i.spec.memory_bytes.map(|b| b >> 20),
+                    };
                 }
             }
-            i.last_exit = Some(why.clone());
-            match i.exits.exited(now) {
+            i.last_exit = Some(cause.to_string());
+            let after = match i.exits.exited(now) {
                 RestartDecision::GiveUp { exits_in_window } => {
                     i.state = InstanceState::Failed;
-                    events.push(format!(
-                        "instance {} {why}; it exited {} times in {:.0} s, giving up",
-                        i.spec.id,
-                        exits_in_window,
-                        i.exits.window_s()
-                    ));
+                    AfterExit::GiveUp {
+                        exits: exits_in_window,
+                        window_s: i.exits.window_s(),
+                    }
                 }
                 RestartDecision::RestartAt { at, backoff_ms } => {
                     i.state = InstanceState::Restarting;
                     i.restart_at = Some(at);
-                    events.push(format!(
-                        "instance {} {why}; restarting in {backoff_ms} ms",
-                        i.spec.id
-                    ));
+                    AfterExit::Restart { in_ms: backoff_ms }
                 }
-            }
+            };
+            events.push(EventKind::Exited {
+                instance: i.spec.id,
+                cause,
+                after,
+            });
         }
         for e in events {
             self.event(e);
@@ -503,10 +499,10 @@ impl Supervisor {
             self.instances[k].restarts += 1;
             if let Err(e) = self.start_instance(k) {
                 self.instances[k].state = InstanceState::Failed;
-                self.event(format!(
-                    "instance {} could not be restarted: {e}",
-                    self.instances[k].spec.id
-                ));
+                self.event(EventKind::RestartFailed {
+                    instance: self.instances[k].spec.id,
+                    error: e.to_string(),
+                });
             }
         }
     }
@@ -562,7 +558,7 @@ impl Supervisor {
 
     /// The events recorded after the first `seen` (of all ever recorded),
     /// and the new total: `host up` prints them as they come.
-    pub fn events_since(&self, seen: u64) -> (Vec<String>, u64) {
+    pub fn events_since(&self, seen: u64) -> (Vec<Event>, u64) {
         let new = (self.events_total.saturating_sub(seen) as usize).min(self.events.len());
         let skip = self.events.len() - new;
         (
@@ -616,15 +612,5 @@ impl Supervisor {
             control::answer_down(s, &problems);
         }
         problems
-    }
-}
-
-pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) if c > 128 && c < 160 => format!("was killed by signal {}", c - 128),
-        (Some(c), _) => format!("exited with code {c}"),
-        (None, Some(s)) => format!("was killed by signal {s}"),
-        _ => "exited".into(),
     }
 }

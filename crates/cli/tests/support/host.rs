@@ -73,6 +73,18 @@ pub fn instance(s: &Value, id: u64) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// The events of kind `kind` in a `host status --json` document, oldest
+/// first (typed records: `tickpack_host::event::Event`).
+pub fn events(s: &Value, kind: &str) -> Vec<Value> {
+    s["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == kind)
+        .cloned()
+        .collect()
+}
+
 /// The hosts of a bench named `name`, taken down on drop, also when an
 /// assertion failed (a bench removes its own hosts; this is for one that
 /// crashed or was killed). With `check_leftovers`, nothing named

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::guard_loop::{GuardLoop, HeldBatch};
 use super::{HostError, RestartDecision, RestartTracker, Supervisor};
 use crate::cgroup::{self, Cgroup, Limits};
+use crate::event::{AfterExit, EventKind, ExitCause};
 use crate::fleet::{Backend, FleetConfig};
 use crate::guard::batch::{BatchSpec, BatchStatus};
 use crate::guard::policy::{BatchPolicyFactory, PERIOD};
@@ -174,16 +175,12 @@ impl Supervisor {
                     PERIOD.as_millis()
                 ),
             };
-            self.event(format!(
-                "batch: {} command(s){} on CPUs {:?}, {what}",
-                batch.tenants.len(),
-                if batch.adopted {
-                    " and an adopted cgroup"
-                } else {
-                    ""
-                },
-                batch.server_cpus
-            ));
+            self.event(EventKind::BatchStarted {
+                commands: batch.tenants.len(),
+                adopted: batch.adopted,
+                cpus: batch.server_cpus.clone(),
+                how: what,
+            });
         }
         batch.guard.start(&batch.server_cpus);
         Ok(())
@@ -279,28 +276,28 @@ impl Supervisor {
             // What it started in its session goes with it.
             // SAFETY: kill(2) on the process group the tenant led (setsid).
             unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
-            let why = super::describe_exit(status);
-            t.last_exit = Some(why.clone());
-            match t.exits.exited(now) {
+            let cause = ExitCause::of(status);
+            t.last_exit = Some(cause.to_string());
+            let after = match t.exits.exited(now) {
                 RestartDecision::GiveUp { exits_in_window } => {
                     t.state = "failed";
-                    events.push(format!(
-                        "batch {} ({}) {why}; it exited {exits_in_window} times in {:.0} s, giving up",
-                        k + 1,
-                        t.spec.command,
-                        t.exits.window_s()
-                    ));
+                    AfterExit::GiveUp {
+                        exits: exits_in_window,
+                        window_s: t.exits.window_s(),
+                    }
                 }
                 RestartDecision::RestartAt { at, backoff_ms } => {
                     t.state = "restarting";
                     t.restart_at = Some(at);
-                    events.push(format!(
-                        "batch {} ({}) {why}; restarting in {backoff_ms} ms",
-                        k + 1,
-                        t.spec.command
-                    ));
+                    AfterExit::Restart { in_ms: backoff_ms }
                 }
-            }
+            };
+            events.push(EventKind::BatchExited {
+                batch: k + 1,
+                command: t.spec.command.clone(),
+                cause,
+                after,
+            });
         }
         for k in 0..batch.tenants.len() {
             let t = &batch.tenants[k];
@@ -311,7 +308,10 @@ impl Supervisor {
             batch.tenants[k].restarts += 1;
             if let Err(e) = self.start_tenant(&mut batch, k, false) {
                 batch.tenants[k].state = "failed";
-                events.push(format!("batch {} could not be restarted: {e}", k + 1));
+                events.push(EventKind::BatchRestartFailed {
+                    batch: k + 1,
+                    error: e.to_string(),
+                });
             }
         }
         if batch.guard.take_due(now) {

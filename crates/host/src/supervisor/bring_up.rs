@@ -14,6 +14,7 @@ use super::{
     Instance, RestartTracker, Supervisor, BLOCK_DIR,
 };
 use crate::cgroup::{Cgroup, CgroupLayout, Limits};
+use crate::event::EventKind;
 use crate::fleet::{Backend, Health};
 use crate::netpath::{self, AddrPlan, HostNet};
 use crate::placement::{self, Topology};
@@ -36,8 +37,8 @@ impl Supervisor {
                 .map_err(io(format!("taking a uid block in {BLOCK_DIR}")))?;
             self.uid_base = block.base;
             self.uid_block = Some(block);
-            for line in said {
-                self.event(line);
+            for note in said {
+                self.event(EventKind::UidBlock { note });
             }
         }
 
@@ -52,8 +53,7 @@ impl Supervisor {
         let plan = placement::plan(&topo, n, self.cfg.placement, &self.reserved)
             .map_err(|e| HostError::Isolation(format!("placing {n} instances: {e}")))?;
         for w in &plan.warnings {
-            let w = w.clone();
-            self.event(w);
+            self.event(EventKind::Placement { warning: w.clone() });
         }
         self.record.placement = Some(plan.clone());
         self.placement = Some(plan.clone());

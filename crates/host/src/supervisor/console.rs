@@ -24,6 +24,7 @@ use tickpack_sys::text::{escape, EXCERPT};
 
 use super::health::{check_socket, last_lines, recv_stamped, READ_BUDGET};
 use super::Supervisor;
+use crate::event::EventKind;
 use crate::status::{ConsoleOutcome, ConsoleStatus, InstanceState, MapChangeSent};
 
 /// Why a map change was not sent.
@@ -103,25 +104,18 @@ impl ConsoleState {
 }
 
 /// The event that says how a command ended; the server's text escaped.
-fn outcome_event(o: &ConsoleOutcome) -> String {
-    let (id, map) = (o.sent.instance, &o.sent.map);
+fn outcome_event(o: &ConsoleOutcome) -> EventKind {
     let r = &o.outcome;
-    match r.answer {
-        Answer::Answered => format!(
-            "instance {id}: map change to {map} answered: {} datagram(s), {} bytes, the last {:.0} ms after the command; it ends: {}",
-            r.datagrams,
-            r.bytes,
-            r.last_ms.unwrap_or_default(),
-            escape(&last_lines(&r.text, 3), EXCERPT)
-        ),
-        Answer::Refused => format!(
-            "instance {id}: map change to {map} refused by the server: {}",
-            escape(&last_lines(&r.text, 1), EXCERPT)
-        ),
-        Answer::Unanswered => format!(
-            "instance {id}: map change to {map} got no answer within {} s (its level load may still have happened: see its map in the status)",
-            REPLY_TIMEOUT.as_secs()
-        ),
+    let lines = if r.answer == Answer::Answered { 3 } else { 1 };
+    EventKind::MapChangeAnswer {
+        instance: o.sent.instance,
+        map: o.sent.map.clone(),
+        answer: r.answer,
+        datagrams: r.datagrams,
+        bytes: r.bytes,
+        last_ms: r.last_ms,
+        wait_s: REPLY_TIMEOUT.as_secs(),
+        excerpt: escape(&last_lines(&r.text, lines), EXCERPT),
     }
 }
 
@@ -175,10 +169,11 @@ impl Supervisor {
             exchange: Exchange::new(now),
             sent: sent.clone(),
         });
-        self.event(format!(
-            "instance {id}: changing the map to {} (console: {})",
-            sent.map, sent.command
-        ));
+        self.event(EventKind::MapChangeSent {
+            instance: id,
+            map: sent.map.clone(),
+            command: sent.command.clone(),
+        });
         Ok(sent)
     }
 
@@ -260,23 +255,45 @@ mod tests {
 
     #[test]
     fn an_answer_is_recorded_with_the_servers_text_escaped() {
-        let e = outcome_event(&outcome(
+        let k = outcome_event(&outcome(
             Answer::Answered,
             "loaded maps/dm4.aas\nAAS initialized.\n\x1b[2Jfake row\n",
         ));
+        let EventKind::MapChangeAnswer {
+            instance,
+            map,
+            answer,
+            datagrams,
+            last_ms,
+            excerpt,
+            ..
+        } = &k
+        else {
+            panic!("{k:?}")
+        };
+        assert_eq!((*instance, map.as_str()), (2, "dm4"));
+        assert_eq!(
+            (*answer, *datagrams, *last_ms),
+            (Answer::Answered, 3, Some(105.4))
+        );
+        assert!(excerpt.contains("\\x1b[2Jfake row"), "{excerpt}");
+        assert!(
+            !excerpt.contains('\n') && !excerpt.contains('\x1b'),
+            "{excerpt:?}"
+        );
+        // The words are made from the fields, the foreign text escaped.
+        let e = k.to_string();
         assert!(
             e.starts_with("instance 2: map change to dm4 answered: 3 datagram(s)"),
             "{e}"
         );
         assert!(e.contains("the last 105 ms"), "{e}");
-        assert!(e.contains("\\x1b[2Jfake row"), "{e}");
-        assert!(!e.contains('\n') && !e.contains('\x1b'), "{e:?}");
-        let e = outcome_event(&outcome(Answer::Refused, "Bad rconpassword.\n"));
+        let k = outcome_event(&outcome(Answer::Refused, "Bad rconpassword.\n"));
         assert!(
-            e.ends_with("refused by the server: Bad rconpassword."),
-            "{e}"
+            matches!(&k, EventKind::MapChangeAnswer { answer: Answer::Refused, excerpt, .. } if excerpt == "Bad rconpassword."),
+            "{k:?}"
         );
-        let e = outcome_event(&outcome(Answer::Unanswered, ""));
+        let e = outcome_event(&outcome(Answer::Unanswered, "")).to_string();
         assert!(e.contains("got no answer within 10 s"), "{e}");
     }
 

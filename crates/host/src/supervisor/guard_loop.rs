@@ -15,6 +15,7 @@ use tickpack_wire::ServerStats;
 
 use super::Supervisor;
 use crate::cgroup::{self, Cgroup, CgroupVersion};
+use crate::event::EventKind;
 use crate::guard::policy::{Allowance, BatchPolicy, InstanceSignal, Signals, PERIOD};
 use crate::guard::{Action, BatchControl, CpuSampler, Decision, GuardStatus};
 use crate::status::InstanceState;
@@ -193,7 +194,7 @@ impl Supervisor {
         g: &mut GuardLoop,
         held: HeldBatch<'_>,
         now: Instant,
-    ) -> Option<String> {
+    ) -> Option<EventKind> {
         let signals = self.guard_signals(g, held.server_cpus, now);
         if let Some(e) = self.maybe_move(g, held.server_cpus, &signals) {
             self.event(e);
@@ -263,22 +264,12 @@ impl Supervisor {
             .is_none_or(|(a, act)| *a != d.allowance || *act != d.action);
         let event = (changed
             || d.action == Action::Zero && prev.as_ref().is_some_and(|(a, _)| a.quota_cores > 0.0))
-        .then(|| {
-            format!(
-                "guard: {:?} to {:.2} cores on CPUs {:?}: {}{}",
-                d.action,
-                d.allowance.quota_cores,
-                d.allowance.cpus,
-                d.reason,
-                match &applied {
-                    Ok(()) => String::new(),
-                    Err(e) => format!(" (applying it failed: {e})"),
-                }
-            )
-            .replacen("guard: Grow", "guard: grow", 1)
-            .replacen("guard: Hold", "guard: hold", 1)
-            .replacen("guard: Cut", "guard: cut", 1)
-            .replacen("guard: Zero", "guard: zero", 1)
+        .then(|| EventKind::Guard {
+            action: d.action,
+            quota_cores: d.allowance.quota_cores,
+            cpus: d.allowance.cpus.clone(),
+            reason: d.reason.clone(),
+            apply_error: applied.as_ref().err().map(ToString::to_string),
         });
         g.last.push_back(d);
         while g.last.len() > LAST_DECISIONS {
@@ -297,7 +288,7 @@ impl Supervisor {
         g: &mut GuardLoop,
         server_cpus: &[usize],
         signals: &Signals,
-    ) -> Option<String> {
+    ) -> Option<EventKind> {
         let policy = g.policy.as_ref()?;
         if server_cpus.len() < 2 {
             return None;
@@ -313,18 +304,18 @@ impl Supervisor {
             .find(|i| i.spec.id == m.instance)?;
         let cg = i.cgroup.as_ref()?;
         g.since_move = 0;
-        Some(match cg.set_cpus(&[m.to]) {
+        let error = match cg.set_cpus(&[m.to]) {
             Ok(()) => {
                 i.cpus = vec![m.to];
-                format!(
-                    "guard: moved instance {} from CPU {} to CPU {}: its core lost QoS and CPU {} had the most slack",
-                    m.instance, m.from, m.to, m.to
-                )
+                None
             }
-            Err(e) => format!(
-                "guard: moving instance {} to CPU {} failed: {e}",
-                m.instance, m.to
-            ),
+            Err(e) => Some(e.to_string()),
+        };
+        Some(EventKind::GuardMove {
+            instance: m.instance,
+            from: m.from,
+            to: m.to,
+            error,
         })
     }
 }

@@ -53,6 +53,7 @@ use tickpack_wire::Packet;
 
 use super::liveness::Window;
 use super::{log_path, ready, usage, Supervisor};
+use crate::event::{EventKind, NotReady};
 use crate::launch::Health;
 use crate::status::InstanceState;
 
@@ -275,10 +276,10 @@ impl Supervisor {
                     // of this instance in this window.
                     i.liveness.overflowed();
                     if i.check_drops == 0 {
-                        events.push(format!(
-                            "instance {}: the host's check socket for it overflowed ({d} datagrams dropped; it sends more than it is asked for); its checks are not judged while that lasts",
-                            i.spec.id
-                        ));
+                        events.push(EventKind::CheckSocketOverflowed {
+                            instance: i.spec.id,
+                            dropped: d,
+                        });
                     }
                     i.check_drops = d;
                 }
@@ -374,12 +375,13 @@ impl Supervisor {
                 match *j {
                     Window::Contended { others, cpu_ns } => {
                         if !i.contended {
-                            events.push(format!(
-                                "instance {}: {what} unanswered while others send to it; its server reads their datagrams ({others} in {:.0} s) and runs ({} ms of CPU), so this is not held against it while it lasts",
-                                i.spec.id,
-                                timing.interval_s,
-                                cpu_ns / 1_000_000
-                            ));
+                            events.push(EventKind::Contended {
+                                instance: i.spec.id,
+                                check: what.clone(),
+                                datagrams: others,
+                                window_s: timing.interval_s,
+                                cpu_ms: cpu_ns / 1_000_000,
+                            });
                         }
                         i.contended = true;
                     }
@@ -406,24 +408,23 @@ impl Supervisor {
                 i.killed = true;
                 let log = std::fs::read_to_string(log_path(&self.cfg.run_dir, i.spec.id))
                     .unwrap_or_default();
-                let never = match (&i.spec.server.ready, i.ready) {
-                    (Ready::Log(l), false) => format!(
-                        "never printed {:?}",
-                        i.log_watch.as_ref().map_or(l.clone(), |w| w.needle())
-                    ),
-                    (Ready::Port(t), false) => format!(
-                        "never bound its {} port {}",
-                        format!("{t:?}").to_uppercase(),
-                        i.addr.port()
-                    ),
-                    _ => format!("never answered {what}"),
+                let why = match (&i.spec.server.ready, i.ready) {
+                    (Ready::Log(l), false) => NotReady::Printed {
+                        line: i.log_watch.as_ref().map_or(l.clone(), |w| w.needle()),
+                    },
+                    (Ready::Port(t), false) => NotReady::Bound {
+                        transport: format!("{t:?}").to_uppercase(),
+                        port: i.addr.port(),
+                    },
+                    _ => NotReady::Answered,
                 };
-                events.push(format!(
-                    "instance {} {never} within {:.0} s of starting: killed, will restart; its last output: {}",
-                    i.spec.id,
-                    limit.as_secs_f64(),
-                    last_lines(&log, LOG_LINES)
-                ));
+                events.push(EventKind::NeverReady {
+                    instance: i.spec.id,
+                    check: what.clone(),
+                    why,
+                    limit_s: limit.as_secs_f64(),
+                    last_output: last_lines(&log, LOG_LINES),
+                });
                 continue;
             }
             if health == Health::None {
@@ -433,18 +434,20 @@ impl Supervisor {
                 let Window::Unanswered(n) = j else { continue };
                 if n >= timing.unresponsive_after && i.state == InstanceState::Running {
                     i.state = InstanceState::Unresponsive;
-                    events.push(format!(
-                        "instance {} stopped answering {what} ({n} unanswered in a row)",
-                        i.spec.id
-                    ));
+                    events.push(EventKind::Unresponsive {
+                        instance: i.spec.id,
+                        check: what.clone(),
+                        unanswered: n,
+                    });
                 }
                 if timing.kill_after > 0 && n >= timing.kill_after {
                     let _ = child.kill();
                     i.killed = true;
-                    events.push(format!(
-                        "instance {} left {n} checks in a row unanswered ({:.0} s apart): killed, will restart",
-                        i.spec.id, timing.interval_s
-                    ));
+                    events.push(EventKind::LivenessKill {
+                        instance: i.spec.id,
+                        unanswered: n,
+                        interval_s: timing.interval_s,
+                    });
                     break;
                 }
             }

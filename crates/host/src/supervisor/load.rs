@@ -68,7 +68,7 @@ impl LoadExit {
     pub fn describe(&self) -> String {
         match self.status {
             _ if self.stopped => "ran past its step and was stopped (a load command must end by itself, with exit 0, by the step's end)".into(),
-            Some(s) => super::describe_exit(s),
+            Some(s) => crate::event::ExitCause::of(s).to_string(),
             None => "ended".into(),
         }
     }

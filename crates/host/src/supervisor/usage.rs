@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::liveness::Evidence;
 use super::Supervisor;
 use crate::cgroup::Cgroup;
+use crate::event::EventKind;
 
 impl Supervisor {
     pub(super) fn sample_usage(&mut self, now: Instant) {
@@ -25,10 +26,9 @@ impl Supervisor {
                 ),
             };
             if ooms > i.oom_kills {
-                events.push(format!(
-                    "instance {}: the OOM killer killed a process (memory limit reached)",
-                    i.spec.id
-                ));
+                events.push(EventKind::OomKill {
+                    instance: i.spec.id,
+                });
                 i.oom_kills = ooms;
             }
             i.memory_bytes = mem;

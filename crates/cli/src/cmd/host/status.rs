@@ -119,7 +119,7 @@ pub fn status_text(st: &HostStatus) -> String {
     if !st.events.is_empty() {
         put!(out, "events:");
         for e in st.events.iter().rev().take(10).rev() {
-            put!(out, "  {}", escape(e, EXCERPT));
+            put!(out, "  {}", escape(&e.to_string(), EXCERPT));
         }
     }
     out
@@ -217,7 +217,7 @@ mod tests {
         map: Option<String>,
         memory: (Option<u64>, Option<u64>, u64),
         last_exit: &str,
-        events: Vec<String>,
+        events: Vec<tickpack_host::event::Event>,
     ) -> HostStatus {
         HostStatus {
             schema: STATUS_SCHEMA.into(),
@@ -263,7 +263,12 @@ mod tests {
             Some(forged.into()),
             (None, None, 0),
             &format!("exited with code 1; last output: {forged}"),
-            vec![format!("instance 1 said {forged}")],
+            vec![tickpack_host::event::Event {
+                at_s: 1.0,
+                kind: tickpack_host::event::EventKind::Placement {
+                    warning: format!("instance 1 said {forged}"),
+                },
+            }],
         );
         let text = status_text(&st);
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");

@@ -56,7 +56,7 @@ pub fn up(u: UpArgs) -> Result<(), Failure> {
         let (events, seen) = sup.events_since(events_seen);
         events_seen = seen;
         for e in events {
-            eprintln!("tickpack host: {}", escape(&e, EXCERPT));
+            eprintln!("tickpack host: {}", escape(&e.to_string(), EXCERPT));
         }
         if down || stop.load(Ordering::Relaxed) {
             break;
