@@ -212,7 +212,8 @@ impl HostStepRunner<'_> {
             if answering(sup, &what, game, t0)? {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            // Woken by the first answers, an exit, or its own deadlines.
+            sup.wait(Duration::from_millis(250));
         }
         // A load command of the user's plays instead of tickpack's players.
         let players_game = crate::game::players_game(game)
@@ -647,10 +648,14 @@ fn wait_until(
         } else {
             t
         };
-        std::thread::sleep(
-            next.saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(50)),
-        );
+        let left = next.saturating_duration_since(Instant::now());
+        if poll {
+            // The host's own driver: woken by what needs it, no later
+            // than the next sample.
+            sup.wait(left.min(Duration::from_secs(1)));
+        } else {
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
     }
 }
 

@@ -4,16 +4,22 @@
 //! Order: [`Supervisor::start`] (validate → recover leftovers of an earlier
 //! run → run dir and records → placement → network → per instance: working
 //! directory, cgroup, spawn; any failure tears down what was made), then
-//! [`Supervisor::poll`] every ~50 ms (reap exits, restart with backoff or
-//! give up, CPU and memory use, health checks: read the replies, judge the
-//! windows that ended, send the next checks; control requests), then
-//! [`Supervisor::shutdown`].
+//! [`Supervisor::wait`] and [`Supervisor::poll`] in a loop (`driver.rs`:
+//! woken by a pidfd, a check's answer, a control request or its next
+//! deadline; `poll` reaps exits, CPU and memory use, health checks: reads
+//! the replies, judges the windows that ended, sends the next checks;
+//! control requests), then [`Supervisor::shutdown`]. What an instance's
+//! state becomes and what to do about it (restart after a back-off, give
+//! up, kill at its start limit or after unanswered checks) is decided by
+//! its sans-I/O `lifecycle::Lifecycle`, which `poll` feeds and asks.
 //!
 //! Everything created is named with `tp<name>` and listed in
 //! `RUN_DIR/state.json` before it is created, so `host down` and the next
 //! `host up` can remove it even after the supervisor was killed with -9.
 //!
-//! Files: this one is the core (spawning, reaping, status); `bring_up.rs`
+//! Files: this one is the core (spawning, reaping, status, doing what a
+//! lifecycle asks); `lifecycle.rs` the per-instance state machine;
+//! `driver.rs` the wait; `bring_up.rs`
 //! and `teardown.rs` the way up and down; `batch.rs` the batch tenants and
 //! `guard_loop.rs` the loop that holds them to their policy (handed in by
 //! the caller: [`Supervisor::start_with_policy`]); `restart.rs` the restart policy as a pure tracker
@@ -35,9 +41,11 @@ mod config_files;
 mod console;
 mod control;
 mod disk;
+mod driver;
 mod guard_loop;
 mod health;
 mod host_lock;
+mod lifecycle;
 mod liveness;
 mod load;
 mod probe;
@@ -56,14 +64,14 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{Cgroup, CgroupLayout};
-use crate::event::{AfterExit, Event, EventKind, ExitCause};
+use crate::event::{Event, EventKind, ExitCause};
 use crate::fleet::{Backend, FleetConfig, Health, InstanceSpec};
 use crate::guard::BatchPolicyFactory;
 use crate::launch::Slot;
 use crate::netpath::{self, HostNet};
 use crate::placement::{self, Placement};
 use crate::spawn::{self, Isolation, Spec};
-use crate::status::{HostStatus, InstanceState, InstanceStatus, STATUS_SCHEMA};
+use crate::status::{HostStatus, InstanceStatus, STATUS_SCHEMA};
 
 pub use crate::status::LatencySummary;
 pub use batch::{batch_log_path, stress_ng_bogo_ops_per_s};
@@ -122,17 +130,16 @@ struct Instance {
     dir: PathBuf,
     cgroup: Option<Cgroup>,
     child: Option<Child>,
-    state: InstanceState,
-    restarts: u32,
-    exits: RestartTracker,
-    restart_at: Option<Instant>,
+    /// Its state and what it has to do next: restarts, kills
+    /// ([`lifecycle::Lifecycle`], sans-I/O).
+    life: lifecycle::Lifecycle,
+    /// Its process pinned: readable when it exits (the driver waits on
+    /// it).
+    pidfd: Option<std::os::fd::OwnedFd>,
+    /// How its last process ended (for the event its exit makes).
+    last_cause: Option<ExitCause>,
     last_exit: Option<String>,
-    started: Instant,
     last_heard: Option<Instant>,
-    /// Its ready condition held since the last start.
-    ready: bool,
-    /// Killed by the liveness rule, not reaped yet.
-    killed: bool,
     /// Its own health-check socket, connected to `addr` (none without a
     /// check).
     check: Option<UdpSocket>,
@@ -145,9 +152,6 @@ struct Instance {
     /// Checks sent since its start: the counter of the last one (each
     /// check's is one more; the server refuses one not above the last).
     health_seq: u64,
-    /// Its last judged window was unanswered while others kept it busy
-    /// (said once per stretch).
-    contended: bool,
     /// Check windows and unanswered checks in a row.
     liveness: liveness::Liveness,
     /// Readiness by a log line: what it wrote since its start.
@@ -179,6 +183,11 @@ pub struct Supervisor {
     next_usage: Instant,
     started: Instant,
     control: Option<UnixListener>,
+    /// What the driver waits on: pidfds, check sockets, the control
+    /// socket ([`Supervisor::wait`]; `None`: it sleeps instead).
+    wake: Option<tickpack_sys::epoll::Epoll>,
+    /// When the last [`Supervisor::wait`] returned.
+    last_wake: Option<Instant>,
     /// A `down` request waiting for its answer.
     pending_down: Option<UnixStream>,
     record: StateRecord,
@@ -249,6 +258,8 @@ impl Supervisor {
             next_usage: Instant::now(),
             started: Instant::now(),
             control: None,
+            wake: tickpack_sys::epoll::Epoll::new().ok(),
+            last_wake: None,
             pending_down: None,
             batch: None,
             batch_policy,
@@ -390,14 +401,15 @@ impl Supervisor {
         i.log_watch = ready_log.map(|text| ready::LogWatch::new(&spec.log, &text));
         let child = spawn::spawn(&spec).map_err(|err| HostError::Spawn { id: i.spec.id, err })?;
         let recorded = crate::leftover::RecordedProcess::of(child.id());
+        i.pidfd = tickpack_sys::pidfd::open(child.id()).ok();
+        if let (Some(w), Some(fd)) = (&self.wake, &i.pidfd) {
+            use std::os::fd::AsRawFd;
+            let _ = w.add(fd.as_raw_fd(), driver::TOKEN);
+        }
         i.child = Some(child);
-        i.state = InstanceState::Starting;
-        i.started = Instant::now();
+        i.life.handle(Instant::now(), lifecycle::Input::Started);
         i.last_heard = None;
-        i.ready = false;
-        i.killed = false;
         i.liveness = liveness::Liveness::new(i.spec.server.timing(), query_clock);
-        i.contended = false;
         i.stats = None;
         i.probe.reset(query_clock);
         i.cpu_sample = None;
@@ -417,7 +429,7 @@ impl Supervisor {
     pub fn poll(&mut self) -> bool {
         let now = Instant::now();
         self.reap(now);
-        self.restart_due(now);
+        self.drive(now);
         if now >= self.next_usage {
             self.next_usage = now + Duration::from_secs(1);
             self.sample_usage(now);
@@ -429,6 +441,7 @@ impl Supervisor {
         // the next one's check sent at the same instant.
         let clock = self.query_clock();
         self.check_liveness(clock);
+        self.drive(Instant::now());
         self.send_checks(clock);
         self.batch_poll(now);
         self.serve_control()
@@ -444,6 +457,8 @@ impl Supervisor {
                 continue;
             };
             i.child = None;
+            // Closing it leaves the driver's set.
+            i.pidfd = None;
             let mut cause = ExitCause::of(status);
             if let Some(cg) = &i.cgroup {
                 // The instance dies whole: whatever outlived its init (a
@@ -464,47 +479,93 @@ impl Supervisor {
                 }
             }
             i.last_exit = Some(cause.to_string());
-            let after = match i.exits.exited(now) {
-                RestartDecision::GiveUp { exits_in_window } => {
-                    i.state = InstanceState::Failed;
-                    AfterExit::GiveUp {
-                        exits: exits_in_window,
-                        window_s: i.exits.window_s(),
-                    }
-                }
-                RestartDecision::RestartAt { at, backoff_ms } => {
-                    i.state = InstanceState::Restarting;
-                    i.restart_at = Some(at);
-                    AfterExit::Restart { in_ms: backoff_ms }
-                }
-            };
-            events.push(EventKind::Exited {
-                instance: i.spec.id,
-                cause,
-                after,
-            });
+            i.last_cause = Some(cause);
+            i.life.handle(now, lifecycle::Input::Exited);
         }
         for e in events {
             self.event(e);
         }
     }
 
-    fn restart_due(&mut self, now: Instant) {
+    /// Does what every instance's lifecycle asks at `now`: starts due
+    /// restarts, kills, and records what it says.
+    fn drive(&mut self, now: Instant) {
         for k in 0..self.instances.len() {
-            let i = &self.instances[k];
-            if i.state != InstanceState::Restarting || i.restart_at.is_some_and(|t| t > now) {
-                continue;
-            }
-            self.instances[k].restart_at = None;
-            self.instances[k].restarts += 1;
-            if let Err(e) = self.start_instance(k) {
-                self.instances[k].state = InstanceState::Failed;
-                self.event(EventKind::RestartFailed {
-                    instance: self.instances[k].spec.id,
-                    error: e.to_string(),
-                });
+            while let Some(action) = self.instances[k].life.poll(now) {
+                self.act(k, now, action);
             }
         }
+    }
+
+    fn act(&mut self, k: usize, now: Instant, action: lifecycle::Action) {
+        use lifecycle::{Action, Kill};
+        let check = match self.cfg.health {
+            Health::TickpackStats => "health checks".to_string(),
+            h => format!("its {h} query"),
+        };
+        let i = &mut self.instances[k];
+        let instance = i.spec.id;
+        let timing = i.spec.server.timing();
+        let kind = match action {
+            Action::Spawn => match self.start_instance(k) {
+                Ok(()) => return,
+                Err(e) => {
+                    self.instances[k]
+                        .life
+                        .handle(now, lifecycle::Input::StartFailed);
+                    EventKind::RestartFailed {
+                        instance,
+                        error: e.to_string(),
+                    }
+                }
+            },
+            Action::Exited(after) => EventKind::Exited {
+                instance,
+                cause: i.last_cause.unwrap_or(ExitCause::Unknown),
+                after,
+            },
+            Action::Unresponsive { unanswered } => EventKind::Unresponsive {
+                instance,
+                check,
+                unanswered,
+            },
+            Action::Contended { others, cpu_ns } => EventKind::Contended {
+                instance,
+                check,
+                datagrams: others,
+                window_s: timing.interval_s,
+                cpu_ms: cpu_ns / 1_000_000,
+            },
+            Action::Kill(why) => {
+                if let Some(c) = i.child.as_mut() {
+                    let _ = c.kill();
+                }
+                match why {
+                    Kill::Unanswered { unanswered } => EventKind::LivenessKill {
+                        instance,
+                        unanswered,
+                        interval_s: timing.interval_s,
+                    },
+                    Kill::NeverReady { ready } => {
+                        let log = std::fs::read_to_string(log_path(&self.cfg.run_dir, instance))
+                            .unwrap_or_default();
+                        let limit = health::start_limit(
+                            self.cfg.health,
+                            &i.spec.server.ready,
+                            Duration::from_secs_f64(self.cfg.restart.start_timeout_s),
+                        );
+                        EventKind::NeverReady {
+                            instance,
+                            check,
+                            why: health::not_ready(i, ready),
+                            limit_s: limit.unwrap_or_default().as_secs_f64(),
+                            last_output: health::last_lines(&log, health::LOG_LINES),
+                        }
+                    }
+                }
+            }
+        };
+        self.event(kind);
     }
 
     /// The current status.
@@ -534,8 +595,8 @@ impl Supervisor {
                     address: i.addr.to_string(),
                     pid: i.child.as_ref().map(Child::id),
                     cpus: i.cpus.clone(),
-                    state: i.state,
-                    restarts: i.restarts,
+                    state: i.life.state(),
+                    restarts: i.life.restarts(),
                     cpu_percent: i.cpu_percent,
                     tick_p99_us: i.stats.map(|s| s.lateness_p99_us),
                     frame_p99_us: i.stats.map(|s| s.frame_p99_us),

@@ -66,7 +66,8 @@
 
 pub mod clock;
 pub mod cpu;
-pub mod epoll;
+/// The `epoll` set lives in `tickpack-sys` (one place for it).
+pub use tickpack_sys::epoll;
 mod error;
 pub mod ring;
 pub mod socket;

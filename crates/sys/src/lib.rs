@@ -34,12 +34,19 @@
 //! - [`fds`]: a child gets stdin, stdout, stderr and the descriptors it is
 //!   named, never what our parent left open ([`fds::cloexec_above_stderr`]
 //!   by range before every `exec`, [`fds::only_stdio`]).
+//! - [`epoll`]: a level-triggered `epoll` set, waited on without blocking
+//!   (the players' and servers' I/O) or up to a timeout (the host's
+//!   driver) ([`epoll::Epoll`]).
+//! - [`pidfd`]: a process pinned by a descriptor that wakes its waiter
+//!   when it exits ([`pidfd::open`]).
 //!
 //! It depends on nothing of ours; every other crate may depend on it.
 
 pub mod cpu_list;
+pub mod epoll;
 pub mod fds;
 pub mod host_name;
+pub mod pidfd;
 pub mod proc_memory;
 pub mod proc_stat;
 pub mod proc_tree;

@@ -17,7 +17,7 @@
 
 use std::io::Read;
 use std::ops::Range;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// The most `/proc` entries one scan reads (the kernel's largest
@@ -106,20 +106,9 @@ pub fn kill_if_uid_in(pid: u32, range: &Range<u32>) -> bool {
     if pid <= 1 || pid == std::process::id() {
         return false;
     }
-    let Ok(raw_pid) = libc::pid_t::try_from(pid) else {
+    let Ok(fd) = tickpack_sys::pidfd::open(pid) else {
         return false;
     };
-    // SAFETY: pidfd_open with a PID and no flags; returns a new descriptor
-    // or -1, and has no memory arguments.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, raw_pid, 0) };
-    let Ok(fd) = i32::try_from(fd) else {
-        return false;
-    };
-    if fd < 0 {
-        return false;
-    }
-    // SAFETY: `fd` was just returned by pidfd_open and is owned by no one else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let runs_in = live_uids_at(Path::new("/proc"), pid)
         .is_some_and(|uids| UidProcess { pid, uids }.runs_in(range));
     if !runs_in {

@@ -7,18 +7,20 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use super::health::start_limit;
+use super::lifecycle::{Lifecycle, Rules};
 use super::{
     batch, control, disk, health, io, liveness, private_dir, probe, run_dir, uid_block, HostError,
-    Instance, RestartTracker, Supervisor, BLOCK_DIR,
+    Instance, Supervisor, BLOCK_DIR,
 };
 use crate::cgroup::{Cgroup, CgroupLayout, Limits};
 use crate::event::EventKind;
 use crate::fleet::{Backend, Health};
+use crate::launch::Ready;
 use crate::netpath::{self, AddrPlan, HostNet};
 use crate::placement::{self, Topology};
-use crate::status::InstanceState;
 
 impl Supervisor {
     pub(super) fn bring_up(&mut self) -> Result<(), HostError> {
@@ -134,6 +136,21 @@ impl Supervisor {
                 .console
                 .as_ref()
                 .map(|_| super::console::ConsoleState::new());
+            let life = Lifecycle::new(
+                Rules {
+                    unresponsive_after: spec_timing.unresponsive_after,
+                    kill_after: spec_timing.kill_after,
+                    start_limit: start_limit(
+                        self.cfg.health,
+                        &spec.server.ready,
+                        Duration::from_secs_f64(self.cfg.restart.start_timeout_s),
+                    ),
+                    checked: self.cfg.health != Health::None,
+                    ready_by_answer: spec.server.ready == Ready::Health,
+                },
+                self.cfg.restart,
+                Instant::now(),
+            );
             self.instances.push(Instance {
                 spec,
                 addr,
@@ -142,20 +159,15 @@ impl Supervisor {
                 dir: idir,
                 cgroup,
                 child: None,
-                state: InstanceState::Starting,
-                restarts: 0,
-                exits: RestartTracker::new(self.cfg.restart),
-                restart_at: None,
+                life,
+                pidfd: None,
+                last_cause: None,
                 last_exit: None,
-                started: Instant::now(),
                 last_heard: None,
-                ready: false,
-                killed: false,
                 check: None,
                 check_drops: 0,
                 health_key: None,
                 health_seq: 0,
-                contended: false,
                 liveness: liveness::Liveness::new(spec_timing, self.query_clock()),
                 log_watch: None,
                 stats: None,
@@ -184,6 +196,10 @@ impl Supervisor {
                     "the health-check socket of instance {}",
                     i.spec.id
                 )))?;
+                if let Some(w) = &self.wake {
+                    use std::os::fd::AsRawFd;
+                    let _ = w.add(s.as_raw_fd(), super::driver::TOKEN);
+                }
                 i.check = Some(s);
             }
         }
@@ -191,7 +207,12 @@ impl Supervisor {
             self.start_instance(k)?;
         }
         self.batch_up()?;
-        self.control = Some(control::bind(&dir)?);
+        let control = control::bind(&dir)?;
+        if let Some(w) = &self.wake {
+            use std::os::fd::AsRawFd;
+            let _ = w.add(control.as_raw_fd(), super::driver::TOKEN);
+        }
+        self.control = Some(control);
         self.save()?;
         Ok(())
     }

@@ -90,6 +90,11 @@ impl ConsoleState {
         self.pending.take().map(|p| p.sent)
     }
 
+    /// A command waits for its answer.
+    pub(super) fn waiting(&self) -> bool {
+        self.pending.is_some()
+    }
+
     pub(super) fn password(&self) -> &Password {
         &self.password
     }
@@ -138,10 +143,10 @@ impl Supervisor {
         let (Some(console), Some(state)) = (&i.spec.server.console, &mut i.console) else {
             return Err(ConsoleError::NoConsole { id });
         };
-        if i.child.is_none() || i.state != InstanceState::Running {
+        if i.child.is_none() || i.life.state() != InstanceState::Running {
             return Err(ConsoleError::NotRunning {
                 id,
-                state: format!("{:?}", i.state).to_lowercase(),
+                state: format!("{:?}", i.life.state()).to_lowercase(),
             });
         }
         if let Some(p) = &state.pending {

@@ -126,7 +126,7 @@ impl Supervisor {
             } else {
                 PERIOD * 3
             };
-            let answered = i.state == InstanceState::Running
+            let answered = i.life.state() == InstanceState::Running
                 && i.last_heard
                     .is_some_and(|t| now.duration_since(t) <= answer_within);
             let (mut lag, mut frame, mut behind) = (None, None, None);

@@ -51,14 +51,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tickpack_game::launch::Ready;
 use tickpack_wire::Packet;
 
-use super::liveness::Window;
-use super::{log_path, ready, usage, Supervisor};
+use super::lifecycle::Input;
+use super::{ready, usage, Supervisor};
 use crate::event::{EventKind, NotReady};
 use crate::launch::Health;
-use crate::status::InstanceState;
 
 /// How many lines of an instance's log a message quotes.
-const LOG_LINES: usize = 3;
+pub(super) const LOG_LINES: usize = 3;
 /// The most datagrams read from one instance's socket per poll: a flood
 /// costs the supervisor this much and no more; the rest overflows that
 /// instance's own queue (counted, never held against anyone).
@@ -305,14 +304,8 @@ impl Supervisor {
                 if alive {
                     i.last_heard = Some(now);
                     i.liveness.heard();
-                    if i.child.is_some()
-                        && i.spec.server.ready == Ready::Health
-                        && i.state == InstanceState::Starting
-                    {
-                        i.ready = true;
-                    }
-                    if i.ready && i.state == InstanceState::Unresponsive {
-                        i.state = InstanceState::Running;
+                    if i.child.is_some() {
+                        i.life.handle(now, Input::Answered);
                     }
                 }
             }
@@ -326,135 +319,63 @@ impl Supervisor {
     /// 200 ms (no check), their log line, their port.
     pub(super) fn check_readiness(&mut self) {
         let health = self.cfg.health;
+        let now = Instant::now();
         for i in &mut self.instances {
             let Some(child) = &i.child else { continue };
-            if !i.ready {
-                i.ready = match &i.spec.server.ready {
-                    Ready::Health => {
-                        health == Health::None && i.started.elapsed() > Duration::from_millis(200)
-                    }
-                    Ready::Log(_) => i.log_watch.as_mut().is_some_and(|w| w.poll()),
-                    Ready::Port(t) => ready::port_bound(
-                        std::path::Path::new("/proc"),
-                        child.id(),
-                        *t,
-                        i.addr.port(),
-                    ),
-                };
+            if i.life.ready() {
+                continue;
             }
-            let answered = health == Health::None || i.last_heard.is_some();
-            if i.ready && answered && i.state == InstanceState::Starting {
-                i.state = InstanceState::Running;
+            let ready = match &i.spec.server.ready {
+                Ready::Health => {
+                    health == Health::None
+                        && now.duration_since(i.life.started()) > Duration::from_millis(200)
+                }
+                Ready::Log(_) => i.log_watch.as_mut().is_some_and(|w| w.poll()),
+                Ready::Port(t) => {
+                    ready::port_bound(std::path::Path::new("/proc"), child.id(), *t, i.addr.port())
+                }
+            };
+            if ready {
+                i.life.handle(now, Input::Ready);
             }
         }
     }
 
     /// Judges the check windows over by `clock` (the query clock), with
-    /// the evidence read at their end; kills what the rule says to.
+    /// the evidence read at their end, and hands each verdict to the
+    /// instance's lifecycle (which asks for kills in [`Supervisor::poll`]).
     pub(super) fn check_liveness(&mut self, clock: Duration) {
         let health = self.cfg.health;
-        let start_timeout = Duration::from_secs_f64(self.cfg.restart.start_timeout_s);
-        let what = match health {
-            Health::TickpackStats => "health checks".to_string(),
-            h => format!("its {h} query"),
-        };
         let own_netns = self.cfg.backend == crate::fleet::Backend::Netns;
-        let mut events = vec![];
+        let now = Instant::now();
         for i in &mut self.instances {
-            let Some(child) = i.child.as_mut().filter(|_| !i.killed) else {
+            let Some(child) = i.child.as_mut().filter(|_| !i.life.killed()) else {
                 continue;
             };
-            let timing = i.spec.server.timing();
             if health != Health::None && i.liveness.window_over(clock) {
                 // Read at the window's end, so its evidence is its own.
                 let e = usage::evidence(i.cgroup.as_ref(), child.id(), own_netns);
                 i.liveness.evidence(e);
             }
-            let judged = i.liveness.judge(clock);
-            for j in &judged {
-                match *j {
-                    Window::Contended { others, cpu_ns } => {
-                        if !i.contended {
-                            events.push(EventKind::Contended {
-                                instance: i.spec.id,
-                                check: what.clone(),
-                                datagrams: others,
-                                window_s: timing.interval_s,
-                                cpu_ms: cpu_ns / 1_000_000,
-                            });
-                        }
-                        i.contended = true;
-                    }
-                    Window::NotJudged => {}
-                    Window::Answered | Window::Unanswered(_) => i.contended = false,
-                }
-            }
-            let answered = health == Health::None || i.last_heard.is_some();
-            // A server kept busy by others (it reads their datagrams and
-            // runs: it has started) whose query they use up may not
-            // answer in time; it stays `starting` rather than being killed
-            // at its start limit, until answered. A server not seen ready
-            // by its log line or port yet gets no such grace.
-            let started_busy = i.contended && (i.ready || i.spec.server.ready == Ready::Health);
-            if !(i.ready && answered) {
-                if started_busy {
-                    continue;
-                }
-                let limit = start_limit(health, &i.spec.server.ready, start_timeout);
-                let Some(limit) = limit.filter(|l| i.started.elapsed() > *l) else {
-                    continue;
-                };
-                let _ = child.kill();
-                i.killed = true;
-                let log = std::fs::read_to_string(log_path(&self.cfg.run_dir, i.spec.id))
-                    .unwrap_or_default();
-                let why = match (&i.spec.server.ready, i.ready) {
-                    (Ready::Log(l), false) => NotReady::Printed {
-                        line: i.log_watch.as_ref().map_or(l.clone(), |w| w.needle()),
-                    },
-                    (Ready::Port(t), false) => NotReady::Bound {
-                        transport: format!("{t:?}").to_uppercase(),
-                        port: i.addr.port(),
-                    },
-                    _ => NotReady::Answered,
-                };
-                events.push(EventKind::NeverReady {
-                    instance: i.spec.id,
-                    check: what.clone(),
-                    why,
-                    limit_s: limit.as_secs_f64(),
-                    last_output: last_lines(&log, LOG_LINES),
-                });
-                continue;
-            }
-            if health == Health::None {
-                continue;
-            }
-            for j in judged {
-                let Window::Unanswered(n) = j else { continue };
-                if n >= timing.unresponsive_after && i.state == InstanceState::Running {
-                    i.state = InstanceState::Unresponsive;
-                    events.push(EventKind::Unresponsive {
-                        instance: i.spec.id,
-                        check: what.clone(),
-                        unanswered: n,
-                    });
-                }
-                if timing.kill_after > 0 && n >= timing.kill_after {
-                    let _ = child.kill();
-                    i.killed = true;
-                    events.push(EventKind::LivenessKill {
-                        instance: i.spec.id,
-                        unanswered: n,
-                        interval_s: timing.interval_s,
-                    });
-                    break;
-                }
+            for j in i.liveness.judge(clock) {
+                i.life.handle(now, Input::Window(j));
             }
         }
-        for e in events {
-            self.event(e);
-        }
+    }
+}
+
+/// Why instance `i` was not running at its start limit (`ready`: its
+/// readiness had shown).
+pub(super) fn not_ready(i: &super::Instance, ready: bool) -> NotReady {
+    match (&i.spec.server.ready, ready) {
+        (Ready::Log(l), false) => NotReady::Printed {
+            line: i.log_watch.as_ref().map_or(l.clone(), |w| w.needle()),
+        },
+        (Ready::Port(t), false) => NotReady::Bound {
+            transport: format!("{t:?}").to_uppercase(),
+            port: i.addr.port(),
+        },
+        _ => NotReady::Answered,
     }
 }
 

@@ -120,6 +120,11 @@ impl Liveness {
         now >= self.window_start + self.interval
     }
 
+    /// When the current window ends (on the query clock).
+    pub fn window_end(&self) -> Duration {
+        self.window_start + self.interval
+    }
+
     /// The instance's evidence as read now (the latest read before a
     /// window is judged closes it).
     pub fn evidence(&mut self, e: Evidence) {

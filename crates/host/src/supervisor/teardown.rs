@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use super::{empty_tenant_dirs, Supervisor};
 use crate::cgroup;
-use crate::status::InstanceState;
 
 impl Supervisor {
     pub(super) fn teardown(&mut self) -> Vec<String> {
@@ -39,7 +38,8 @@ impl Supervisor {
                     let _ = c.wait();
                 }
             }
-            i.state = InstanceState::Stopped;
+            i.life
+                .handle(Instant::now(), super::lifecycle::Input::Stopped);
             if let Some(cg) = i.cgroup.take() {
                 if let Err(e) = cg.remove() {
                     problems.push(format!("cgroup of instance {}: {e}", i.spec.id));

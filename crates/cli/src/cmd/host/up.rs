@@ -67,7 +67,16 @@ pub fn up(u: UpArgs) -> Result<(), Failure> {
                 m.publish(&metric_families(&sup.status()));
             }
         }
-        std::thread::sleep(Duration::from_millis(50));
+        // The host's driver: woken by an exit, a check's answer, a control
+        // request or Ctrl-C, or its own next deadline; within a second.
+        let metrics_due = metrics
+            .as_ref()
+            .map(|_| next_metrics.saturating_duration_since(Instant::now()));
+        sup.wait(
+            metrics_due
+                .unwrap_or(Duration::from_secs(1))
+                .min(Duration::from_secs(1)),
+        );
     }
     eprintln!("tickpack host: stopping instances and removing what was created");
     let logs = sup.config().run_dir.join("logs");

@@ -66,13 +66,21 @@ impl Epoll {
     /// Returns `true` if one call could not name them all (then more may
     /// be ready than `out` got).
     pub fn ready(&mut self, out: &mut Vec<u64>) -> io::Result<bool> {
+        self.wait(out, std::time::Duration::ZERO)
+    }
+
+    /// As [`Epoll::ready`], but waits up to `timeout` (to the millisecond,
+    /// rounded up) for a first member to be ready; a signal ends the wait
+    /// early with nothing named.
+    pub fn wait(&mut self, out: &mut Vec<u64>, timeout: std::time::Duration) -> io::Result<bool> {
+        let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
         // SAFETY: events points to events.len() writable epoll_event structs.
         let n = unsafe {
             libc::epoll_wait(
                 self.fd.as_raw_fd(),
                 self.events.as_mut_ptr(),
                 self.events.len() as i32,
-                0,
+                ms,
             )
         };
         if n < 0 {
@@ -98,10 +106,12 @@ impl AsRawFd for Epoll {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::socket::{SocketOptions, UdpSocket};
+    use std::net::UdpSocket;
 
     fn bind() -> UdpSocket {
-        UdpSocket::bind("127.0.0.1:0".parse().unwrap(), &SocketOptions::default()).unwrap()
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.set_nonblocking(true).unwrap();
+        s
     }
 
     fn tokens(e: &mut Epoll) -> Vec<u64> {
@@ -118,7 +128,7 @@ mod tests {
         e.add(a.as_raw_fd(), 10).unwrap();
         e.add(b.as_raw_fd(), 20).unwrap();
         assert!(tokens(&mut e).is_empty(), "nothing yet, and no wait");
-        tx.send_to(b"x", b.local_addr()).unwrap();
+        tx.send_to(b"x", b.local_addr().unwrap()).unwrap();
         let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
         while tokens(&mut e).is_empty() && std::time::Instant::now() < end {}
         assert_eq!(tokens(&mut e), vec![20], "level-triggered: still ready");
@@ -127,5 +137,21 @@ mod tests {
         drop(b);
         assert!(tokens(&mut e).is_empty(), "a closed member leaves the set");
         assert!(e.add(a.as_raw_fd(), 1).is_err(), "added twice");
+    }
+
+    #[test]
+    fn a_wait_ends_when_a_member_is_ready() {
+        let mut e = Epoll::new().unwrap();
+        let (a, tx) = (bind(), bind());
+        e.add(a.as_raw_fd(), 7).unwrap();
+        let mut t = vec![];
+        // Nothing comes: the wait returns empty after its timeout.
+        e.wait(&mut t, std::time::Duration::from_millis(1)).unwrap();
+        assert!(t.is_empty());
+        tx.send_to(b"x", a.local_addr().unwrap()).unwrap();
+        // A datagram came: named, however long the wait could have been.
+        e.wait(&mut t, std::time::Duration::from_secs(3600))
+            .unwrap();
+        assert_eq!(t, vec![7]);
     }
 }

@@ -1,0 +1,81 @@
+//! The supervisor's one driver: [`Supervisor::wait`] blocks until
+//! something may need [`Supervisor::poll`] and returns; `host up` and the
+//! bench loop `wait`, `poll`.
+//!
+//! What wakes it: an instance's process exits (its pidfd becomes
+//! readable), a datagram reaches a check socket, a client connects to the
+//! control socket, or the next moment something is due of itself: an
+//! instance's restart or start limit ([`super::lifecycle::Lifecycle::deadline`]),
+//! a check window's end, the next CPU and memory sample. A command waiting
+//! on a console and batch work (reaped and guarded in `poll`) keep the
+//! waits short (20 and 50 ms), as the fixed 50 ms sleeps were before.
+//!
+//! A server cannot make it spin: a wake-up comes at most every
+//! [`MIN_GAP`] however much a hosted server sends its check socket (what a
+//! poll reads from it is bounded too).
+
+use std::time::{Duration, Instant};
+
+use super::Supervisor;
+
+/// The token of every member of the driver's set (it only needs to know
+/// that something is ready; `poll` looks at everything).
+pub(super) const TOKEN: u64 = 1;
+
+/// The shortest time between two wake-ups.
+pub const MIN_GAP: Duration = Duration::from_millis(10);
+
+/// The longest wait while a console command waits for its answer.
+const CONSOLE_WAIT: Duration = Duration::from_millis(20);
+
+/// The longest wait while batch work runs.
+const BATCH_WAIT: Duration = Duration::from_millis(50);
+
+impl Supervisor {
+    /// Blocks until something may need [`Supervisor::poll`], or `max`
+    /// passed (a caller's own deadline, e.g. the end of a measured
+    /// window). Never returns sooner than [`MIN_GAP`] after the last
+    /// wait returned.
+    pub fn wait(&mut self, max: Duration) {
+        let now = Instant::now();
+        if let Some(last) = self.last_wake {
+            let early = (last + MIN_GAP).saturating_duration_since(now);
+            if !early.is_zero() {
+                std::thread::sleep(early);
+            }
+        }
+        let now = Instant::now();
+        let timeout = self
+            .next_deadline()
+            .map_or(max, |d| d.saturating_duration_since(now).min(max));
+        match &mut self.wake {
+            Some(w) => {
+                let mut ready = vec![];
+                if w.wait(&mut ready, timeout).is_err() {
+                    std::thread::sleep(timeout.min(BATCH_WAIT));
+                }
+            }
+            None => std::thread::sleep(timeout.min(BATCH_WAIT)),
+        }
+        self.last_wake = Some(Instant::now());
+    }
+
+    /// The next moment something is due without an outside event.
+    fn next_deadline(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut due = vec![self.next_usage];
+        for i in &self.instances {
+            due.extend(i.life.deadline());
+            if i.child.is_some() && i.check.is_some() {
+                due.push(self.started + i.liveness.window_end());
+            }
+            if i.console.as_ref().is_some_and(|c| c.waiting()) {
+                due.push(now + CONSOLE_WAIT);
+            }
+        }
+        if self.batch.is_some() {
+            due.push(now + BATCH_WAIT);
+        }
+        due.into_iter().min()
+    }
+}
