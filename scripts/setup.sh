@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
+# ip: the root tests' independent check of namespaces, links and routes,
+# and scripts/bench-latency.sh (tickpack itself asks the kernel directly).
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v sockperf >/dev/null 2>&1 || need_apt+=(sockperf)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)

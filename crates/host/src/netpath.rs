@@ -33,9 +33,11 @@
 //! and reach every instance from several addresses; they go with the
 //! links.
 //!
-//! Set-up uses the real `ip` command (iproute2): what operators know and can
-//! rerun. Every error carries the step, the exact command line and `ip`'s
-//! stderr.
+//! Set-up asks the kernel directly, through route netlink, and keeps
+//! namespaces the way iproute2 does (bind-mounted files under /run/netns),
+//! so `ip netns` and `ip link` show what it made. Every error carries the
+//! step, the request in `ip`'s words (what an operator would rerun as
+//! `ip ...`) and the errno the kernel answered.
 //!
 //! # Safety of the traffic
 //!
@@ -102,8 +104,11 @@ mod hostnet;
 mod ip;
 mod links;
 mod names;
+mod netlink;
+mod netns;
 mod record;
 mod routes;
+mod rtnl;
 
 pub use addr::{AddrPlan, Ipv4Net, MAX_PREFIX, MAX_SOURCES, MIN_PREFIX};
 pub use bounded::DEFAULT_TIMEOUT;
@@ -117,7 +122,7 @@ pub use routes::{check_route, remove_guard_route};
 
 /// Prefix of every name this module creates.
 pub const PREFIX: &str = "tp";
-/// Where `ip netns` keeps its namespace files.
+/// Where namespace files are kept (iproute2's place: `ip netns` sees them).
 pub const NETNS_DIR: &str = "/run/netns";
 /// Longest link name the kernel accepts (IFNAMSIZ - 1).
 pub const MAX_LINK_NAME: usize = 15;

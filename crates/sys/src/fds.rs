@@ -72,7 +72,7 @@ pub fn keep_on_exec(fd: RawFd) -> io::Result<()> {
 }
 
 /// `cmd`, whose child gets stdin, stdout and stderr and nothing else of
-/// ours (a helper such as `ip` or `nft`).
+/// ours (a helper such as `nft`).
 pub fn only_stdio(cmd: &mut Command) -> &mut Command {
     // SAFETY: the closure makes one system call and allocates nothing, as
     // pre_exec requires.

@@ -1,4 +1,4 @@
-//! Running a system program (`ip`, `nft`) bounded: its three pipes alone,
+//! Running a system program (`nft`) bounded: its three pipes alone,
 //! its input written and its output drained on threads of their own, and
 //! killed at a deadline. Every failure names the step, the exact command
 //! line and the program's stderr, so an operator can rerun it by hand.
@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use super::NetError;
 
-/// Default bound on one run of a system program.
+/// Default bound on one run of a system program, and on the wait for each
+/// netlink answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `program ARGS` with `env` added and `stdin`, bounded by

@@ -7,6 +7,8 @@ use std::time::Duration;
 use super::{Ipv4Net, NetKind, MAX_LINK_NAME, PREFIX};
 
 /// Network path set-up failures; each names the step and the object.
+/// `Command`, `Spawn`, `Timeout` and `NoNft` come from running `nft`;
+/// `Netlink` and `Unsupported` from requests to the kernel.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     #[error("unknown network path kind {0:?}: expected veth, bridge, macvlan or ipvlan")]
@@ -32,6 +34,7 @@ pub enum NetError {
     NameInUse { what: &'static str, name: String },
     #[error("address range {range} overlaps the root namespace route `{route}`: pick another range, or remove the leftover")]
     RangeInUse { range: Ipv4Net, route: String },
+    /// A program (`nft`) that ran and failed.
     #[error("{step}: `{command}` failed ({status}): {stderr}")]
     Command {
         step: String,
@@ -58,11 +61,23 @@ pub enum NetError {
         command: String,
         timeout: Duration,
     },
-    #[error("{kind} links are not supported by this kernel: `{command}` said: {stderr}")]
+    /// A netlink request or namespace file operation the kernel refused
+    /// (`source` carries its errno) or did not answer in time.
+    #[error("{step}: `{request}` failed: {source}")]
+    Netlink {
+        step: String,
+        /// The request in `ip`'s words (`link add name tph1v1 type veth
+        /// peer name eth0 netns tph1-1`), so an operator can retry it.
+        request: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{kind} links are not supported by this kernel: `{request}` was refused: {source}")]
     Unsupported {
         kind: NetKind,
-        command: String,
-        stderr: String,
+        request: String,
+        #[source]
+        source: std::io::Error,
     },
     #[error("traffic to {addr} would not stay on tickpack links: {reason}")]
     RouteNotOurs { addr: Ipv4Addr, reason: String },
@@ -75,4 +90,16 @@ pub enum NetError {
         error: Box<NetError>,
         rollback: Box<NetError>,
     },
+}
+
+impl NetError {
+    /// The errno the kernel refused a request with, if that is the error.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            NetError::Netlink { source, .. } | NetError::Unsupported { source, .. } => {
+                source.raw_os_error()
+            }
+            _ => None,
+        }
+    }
 }

@@ -168,18 +168,17 @@ impl HostNet {
         match self.kind {
             NetKind::Veth | NetKind::Bridge => {
                 let link = veth_name(&self.host, id);
-                self.ip.remove(&step, &["link", "del", "dev", &link])?;
+                self.ip.link_del(&step, None, &link)?;
                 self.record.links.retain(|l| *l != link);
             }
             NetKind::Macvlan | NetKind::Ipvlan => {
                 // Deleted explicitly so it is gone now, not whenever the
                 // kernel frees the namespace.
-                self.ip
-                    .remove(&step, &["-n", &netns, "link", "del", "dev", INSTANCE_LINK])?;
+                self.ip.link_del(&step, Some(&netns), INSTANCE_LINK)?;
             }
         }
         let step = format!("host {}, instance {id}: delete namespace", self.host);
-        self.ip.remove(&step, &["netns", "del", &netns])?;
+        self.ip.netns_del(&step, &netns)?;
         self.record.namespaces.retain(|n| *n != netns);
         self.instances.remove(&id);
         Ok(())
@@ -338,9 +337,9 @@ mod tests {
 
     #[test]
     fn setup_validates_before_running_anything() {
-        // A program that does not exist: any attempt to run it would
-        // surface as a Spawn error instead of the validation error.
-        let ip = || Ip::new("/nonexistent/ip");
+        // Every request fails: any attempt to ask the kernel would
+        // surface as that failure instead of the validation error.
+        let ip = || Ip::default().failing_on("");
         let plan = AddrPlan::new("198.18.0.0/24".parse().unwrap()).unwrap();
         let e = HostNet::setup_with(ip(), "H", NetKind::Veth, plan, &[1]).unwrap_err();
         assert!(matches!(e, NetError::InvalidHostName { .. }), "{e}");

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::filter::Nft;
-use super::{is_host_name_of, validate_host_name, Ip, NetError, PREFIX};
+use super::{is_host_name_of, rtnl, validate_host_name, Ip, Ipv4Net, NetError, PREFIX};
 
 /// The form of every route we add: `unreachable <range> metric <max>`.
 const GUARD_ROUTE: &str = "unreachable ";
@@ -20,7 +20,7 @@ pub struct NetRecord {
     /// Links in the root namespace. Links inside a namespace are not listed:
     /// they go with the namespace or with their root-side peer or parent.
     pub links: Vec<String>,
-    /// Routes in the root namespace, as `ip route` arguments
+    /// Routes in the root namespace, in `ip route`'s words
     /// (`unreachable 198.18.0.0/16 metric 4294967295`).
     pub routes: Vec<String>,
     /// nftables tables (`inet` family) holding the instance firewall,
@@ -61,26 +61,14 @@ impl NetRecord {
             note(nft.remove(t));
         }
         for l in self.links.iter().rev() {
-            note(ours(l).and_then(|_| {
-                ip.remove(
-                    &format!("cleanup: delete link {l}"),
-                    &["link", "del", "dev", l],
-                )
-            }));
+            note(ours(l).and_then(|_| ip.link_del(&format!("cleanup: delete link {l}"), None, l)));
         }
         for n in self.namespaces.iter().rev() {
-            note(ours(n).and_then(|_| {
-                ip.remove(
-                    &format!("cleanup: delete namespace {n}"),
-                    &["netns", "del", n],
-                )
-            }));
+            note(ours(n).and_then(|_| ip.netns_del(&format!("cleanup: delete namespace {n}"), n)));
         }
         for r in self.routes.iter().rev() {
-            note(guard(r).and_then(|args| {
-                let mut a = vec!["route", "del"];
-                a.extend(args);
-                ip.remove("cleanup: delete the unreachable guard route", &a)
+            note(guard(r).and_then(|(range, metric)| {
+                ip.unreachable_del("cleanup: delete the unreachable guard route", range, metric)
             }));
         }
         if failures.is_empty() {
@@ -115,18 +103,12 @@ impl NetRecord {
                 .filter(|n| ours(n).is_ok() && Path::new("/run/netns").join(n).exists())
                 .cloned(),
         );
-        let shown = Ip::default()
-            .run("list routes", &["-4", "route", "show", "table", "main"])
-            .unwrap_or_default();
+        let shown = Ip::default().routes("list routes").unwrap_or_default();
         for r in &self.routes {
-            let Ok(args) = guard(r) else { continue };
-            let present = shown.lines().any(|l| {
-                let t: Vec<&str> = l.split_whitespace().collect();
-                t.first() == Some(&"unreachable")
-                    && t.get(1) == Some(&args[1])
-                    && l.contains(&format!("metric {}", args[3]))
-            });
-            if present {
+            let Ok((range, metric)) = guard(r) else {
+                continue;
+            };
+            if shown.iter().any(|s| rtnl::is_guard(s, range, metric)) {
                 there.push(format!("route {r}"));
             }
         }
@@ -152,19 +134,23 @@ fn ours(name: &str) -> Result<(), NetError> {
     }
 }
 
-fn guard(route: &str) -> Result<Vec<&str>, NetError> {
+/// The range and metric of a guard route as records keep it
+/// (`unreachable 198.18.0.0/16 metric 4294967295`); anything else is
+/// refused.
+fn guard(route: &str) -> Result<(Ipv4Net, u32), NetError> {
     let args: Vec<&str> = route.split_whitespace().collect();
-    let well_formed = route.starts_with(GUARD_ROUTE)
-        && args.len() == 4
-        && args[1].parse::<super::Ipv4Net>().is_ok()
-        && args[2] == "metric";
-    if well_formed {
-        Ok(args)
-    } else {
-        Err(NetError::ForeignName {
-            name: route.to_string(),
-        })
+    if let ["unreachable", range, "metric", metric] = args[..] {
+        if let (true, Ok(range), Ok(metric)) = (
+            route.starts_with(GUARD_ROUTE),
+            range.parse::<Ipv4Net>(),
+            metric.parse::<u32>(),
+        ) {
+            return Ok((range, metric));
+        }
     }
+    Err(NetError::ForeignName {
+        name: route.to_string(),
+    })
 }
 
 /// Removes every network namespace and root-namespace link that host
@@ -209,8 +195,8 @@ mod tests {
 
     #[test]
     fn damaged_record_never_touches_foreign_names() {
-        // The program does not exist: if cleanup tried to run anything for
-        // these entries we would see a spawn error instead.
+        // Every request fails: if cleanup asked the kernel anything for
+        // these entries we would see that failure instead.
         let r = NetRecord {
             namespaces: vec!["default".into()],
             links: vec!["eth0".into(), "tp".into()],
@@ -220,7 +206,7 @@ mod tests {
             ],
             tables: vec!["filter".into()],
         };
-        let Err(NetError::Cleanup { failures }) = r.cleanup_with(&Ip::new("/nonexistent/ip"))
+        let Err(NetError::Cleanup { failures }) = r.cleanup_with(&Ip::default().failing_on(""))
         else {
             panic!("foreign names must be refused");
         };

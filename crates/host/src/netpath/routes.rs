@@ -8,7 +8,7 @@ use super::{Ip, Ipv4Net, NetError, NetRecord};
 
 /// Metric of the guard route: the highest, so every real route of ours (even
 /// a connected route of the same prefix) wins over it.
-const GUARD_METRIC: &str = "4294967295";
+pub(super) const GUARD_METRIC: u32 = u32::MAX;
 
 /// Fails unless traffic to `addr` would leave the root namespace as plain
 /// unicast through a link of ours (a name starting with `tp`): call it in a
@@ -18,12 +18,12 @@ const GUARD_METRIC: &str = "4294967295";
 /// route answers). On the shared kinds every address of the range passes:
 /// the whole range is our segment, and an address nobody holds just gets no
 /// ARP answer, so nothing leaves the machine. Returns the output device.
-/// Runs `ip route get ADDR`.
+/// Asks the kernel for its route to `addr` (what `ip route get ADDR` shows).
 pub fn check_route(addr: Ipv4Addr) -> Result<String, NetError> {
     Ip::default().check_route(addr)
 }
 
-/// The `ip route` arguments of the guard route for `range`.
+/// The guard route for `range` in `ip route`'s words, as records keep it.
 pub(super) fn guard_route(range: Ipv4Net) -> String {
     format!("unreachable {range} metric {GUARD_METRIC}")
 }
