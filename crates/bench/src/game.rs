@@ -8,12 +8,7 @@ pub use tickpack_game::GameServer;
 /// The players' protocol for a game; `None`: tickpack cannot play it (its
 /// steps are judged on run delay and query latency).
 pub fn players_game(game: &GameServer) -> Option<tickpack_players::Protocol> {
-    match game.player_protocol()? {
-        tickpack_game::PlayerProtocol::Reference => Some(tickpack_players::Protocol::Tickpack),
-        tickpack_game::PlayerProtocol::Q3 => Some(tickpack_players::Protocol::Q3),
-        tickpack_game::PlayerProtocol::Tw7 => Some(tickpack_players::Protocol::Tw7),
-        tickpack_game::PlayerProtocol::None => None,
-    }
+    game.definition().protocols().players
 }
 
 /// How many source addresses the load generator needs so that no server

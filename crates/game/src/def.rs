@@ -432,13 +432,9 @@ impl GameDef {
     /// missing key the protocol's default); `None` without `[health]`.
     pub fn health_timing(&self) -> Option<HealthTiming> {
         let h = self.health?;
-        let protocol = match self.query.protocol {
-            QueryProtocol::Q3 => crate::Health::Q3,
-            QueryProtocol::A2s => crate::Health::A2s,
-            QueryProtocol::Tickpack => crate::Health::TickpackStats,
-            // Refused with [health] (checked by process only).
-            QueryProtocol::None | QueryProtocol::Gamedig => crate::Health::None,
-        };
+        // None for gamedig games and games without a query: refused with
+        // [health] (checked by process only).
+        let protocol = self.query.protocol.health();
         let d = protocol.default_timing();
         Some(HealthTiming {
             interval_s: h.interval_s.unwrap_or(d.interval_s),

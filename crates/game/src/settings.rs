@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tickpack_wire::TickRate;
 
 use crate::console::{Console, MapChange};
-use crate::def::{GameDef, QueryProtocol, ReadyBy};
+use crate::def::{GameDef, ReadyBy};
 use crate::launch::{Health, Ready, ServerSpec, Word};
 use crate::names::{check_value, placeholders_in};
 
@@ -181,14 +181,9 @@ impl GameDef {
                 Ok((PathBuf::from(&f.path), Word::from(text)))
             })
             .collect::<Result<_, String>>()?;
-        spec.health = match (self.ready_by(), self.query.protocol) {
-            // The host checks gamedig games by their process only (for now).
-            (ReadyBy::Process, _) | (_, QueryProtocol::None | QueryProtocol::Gamedig) => {
-                Health::None
-            }
-            (_, QueryProtocol::Q3) => Health::Q3,
-            (_, QueryProtocol::A2s) => Health::A2s,
-            (_, QueryProtocol::Tickpack) => Health::TickpackStats,
+        spec.health = match self.ready_by() {
+            ReadyBy::Process => Health::None,
+            _ => self.protocols().health,
         };
         spec.health_timing = self.health_timing();
         spec.ready = match self.ready_by() {

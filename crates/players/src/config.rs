@@ -4,8 +4,6 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use tickpack_game::PlayerProtocol;
-
 use crate::presence::PresencePlan;
 use crate::PlayersError;
 
@@ -66,40 +64,10 @@ impl std::fmt::Display for SizeDist {
     }
 }
 
-/// Which protocol the players speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// tickpack's own protocol (the reference server).
-    #[default]
-    Tickpack,
-    /// Quake III Arena protocol 71, as ioquake3 dedicated servers speak it.
-    Q3,
-    /// The 0.7 protocol (0.7.5) of the tw7 engine ([`tickpack_tw7`]).
-    Tw7,
-}
-
-impl Protocol {
-    /// The game definitions' name for this protocol (`[players] protocol`).
-    pub fn definition_protocol(self) -> PlayerProtocol {
-        match self {
-            Protocol::Tickpack => PlayerProtocol::Reference,
-            Protocol::Q3 => PlayerProtocol::Q3,
-            Protocol::Tw7 => PlayerProtocol::Tw7,
-        }
-    }
-
-    /// The game results name for the players' protocol: the name of the
-    /// first built-in game definition whose players speak it (the server
-    /// the protocol was written against, so results from before keep
-    /// reading), or the protocol's own name if none does.
-    pub fn game_name(self) -> String {
-        let protocol = self.definition_protocol();
-        tickpack_game::registry::built_in()
-            .into_iter()
-            .find(|(def, _)| def.players.protocol == protocol)
-            .map_or_else(|| protocol.as_str().to_string(), |(def, _)| def.name)
-    }
-}
+/// Which protocol the players speak: the game crate's one value
+/// ([`tickpack_game::EmulatedProtocol`]), resolved from a definition with
+/// [`tickpack_game::GameDef::protocols`].
+pub use tickpack_game::EmulatedProtocol as Protocol;
 
 /// Everything a players run needs.
 #[derive(Debug, Clone)]

@@ -294,11 +294,11 @@ fn default_probe(game: &GameServer) -> Option<String> {
 /// `[query]`), if it has one the prober speaks.
 pub(crate) fn query_probe_name(game: &GameServer) -> Option<String> {
     let def = game.definition();
+    // The reference server answers A2S too, but its own game is played,
+    // not probed, by default.
     match def.query.protocol {
-        QueryProtocol::Q3 => Some("q3".into()),
-        QueryProtocol::A2s => Some("a2s".into()),
-        QueryProtocol::Gamedig => def.query.gamedig_protocol().map(|g| g.probe_name()),
-        _ => None,
+        QueryProtocol::Tickpack => None,
+        _ => def.protocols().probe.map(tickpack_game::Probe::name),
     }
 }
 

@@ -328,12 +328,9 @@ impl GameArg {
     /// The players' protocol for this game; exit 2 for a game tickpack
     /// cannot play.
     pub fn players_game(&self) -> Result<tickpack_players::Protocol, crate::exit::Failure> {
-        use tickpack_game::PlayerProtocol;
-        match self.def.players.protocol {
-            PlayerProtocol::Reference => Ok(tickpack_players::Protocol::Tickpack),
-            PlayerProtocol::Q3 => Ok(tickpack_players::Protocol::Q3),
-            PlayerProtocol::Tw7 => Ok(tickpack_players::Protocol::Tw7),
-            PlayerProtocol::None => Err(crate::exit::fail(
+        match self.def.protocols().players {
+            Some(p) => Ok(p),
+            None => Err(crate::exit::fail(
                 crate::exit::Code::Config,
                 format!(
                     "--game {}: tickpack has no players for this game (its definition's [players] protocol is none); measure it with `tickpack bench --game {0}` (run delay and query latency) or `tickpack probe --game {0}`",

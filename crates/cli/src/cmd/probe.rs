@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tickpack_probe::{Live, ProbeConfig, ProbeOutcome, ProbeProtocol, Protocol};
+use tickpack_probe::{Live, ProbeConfig, ProbeOutcome, ProbeProtocol};
 use tickpack_report::probe::ProbeResult;
 
 use super::{
@@ -84,22 +84,13 @@ impl Args {
         use tickpack_game::QueryProtocol;
         match (&self.protocol, &self.game) {
             (Some(p), _) => Ok(*p),
-            (None, Some(g)) => match g.def.query.protocol {
-                QueryProtocol::Q3 => Ok(Protocol::Q3.into()),
-                // The reference server answers A2S besides its stats.
-                QueryProtocol::A2s | QueryProtocol::Tickpack => Ok(Protocol::A2s.into()),
-                QueryProtocol::Gamedig => g
-                    .def
-                    .query
-                    .gamedig_protocol()
-                    .map(ProbeProtocol::Gamedig)
-                    .ok_or_else(|| {
-                        fail(
-                            Code::Config,
-                            format!("--game {}: no [query] gamedig protocol", g.def.name),
-                        )
-                    }),
-                QueryProtocol::None => Err(crate::exit::fail(
+            (None, Some(g)) => match (g.def.protocols().probe, g.def.query.protocol) {
+                (Some(p), _) => Ok(p),
+                (None, QueryProtocol::Gamedig) => Err(fail(
+                    Code::Config,
+                    format!("--game {}: no [query] gamedig protocol", g.def.name),
+                )),
+                (None, _) => Err(crate::exit::fail(
                     crate::exit::Code::Config,
                     format!(
                         "--game {}: its definition has no [query] protocol to probe",
@@ -264,7 +255,10 @@ mod tests {
         assert!(parse_interval("99ms").unwrap_err().contains("100 ms"));
         assert!(parse_interval("0s").is_err());
         assert!(parse_protocol("gamespy").is_err());
-        assert_eq!(parse_protocol("a2s"), Ok(Protocol::A2s.into()));
+        assert_eq!(
+            parse_protocol("a2s"),
+            Ok(tickpack_probe::Protocol::A2s.into())
+        );
         assert!(parse_protocol("gamedig:unreal2").is_ok());
         assert!(parse_protocol("gamedig:q3a").is_err());
     }
