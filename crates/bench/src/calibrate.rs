@@ -93,7 +93,7 @@ fn round1(v: f64) -> f64 {
 pub fn run_ticks(n: u32) -> Vec<Duration> {
     let cfg = ServerConfig {
         bots: BOTS,
-        tick_hz: 100,
+        tick_hz: tickpack_wire::TickRate::DEFAULT,
         seed: 7,
         ..ServerConfig::default()
     };

@@ -247,8 +247,7 @@ impl Player {
         self.input.buttons = if r.gen_ratio(1, 8) { buttons::FIRE } else { 0 };
     }
 
-    fn on_accepted(&mut self, now_us: u64, tick_hz: u16, rec: &mut Recorder) {
-        let tick = tickpack_wire::TickRate::from_wire(tick_hz);
+    fn on_accepted(&mut self, now_us: u64, tick: tickpack_wire::TickRate, rec: &mut Recorder) {
         self.tick_hz = u32::from(tick.hz());
         self.tick_interval_us = tick.interval_us();
         self.ledger.coverage.set_tick_hz(self.tick_hz);

@@ -65,7 +65,7 @@ impl Net {
         };
         let server = Server::new(
             ServerConfig {
-                tick_hz: 100,
+                tick_hz: tickpack_wire::TickRate::DEFAULT,
                 max_players: 12,
                 bots: 1,
                 snapshot_len: 400,

@@ -138,7 +138,7 @@ fn the_reference_servers_player_count_follows_the_presence_plan() {
         std::thread::spawn(move || {
             let opts = tickpack_server::Options {
                 config: tickpack_sim::ServerConfig {
-                    tick_hz: 50,
+                    tick_hz: tickpack_wire::TickRate::new(50).unwrap(),
                     max_players: 8,
                     ..Default::default()
                 },

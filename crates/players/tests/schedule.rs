@@ -60,7 +60,7 @@ struct Net {
 fn server() -> Server {
     Server::new(
         ServerConfig {
-            tick_hz: 100,
+            tick_hz: tickpack_wire::TickRate::DEFAULT,
             max_players: 12,
             bots: 2,
             snapshot_len: 400,

@@ -22,7 +22,7 @@ fn free_tcp_addr() -> SocketAddr {
 fn loopback_at_100_hz() -> Options {
     Options {
         config: ServerConfig {
-            tick_hz: 100,
+            tick_hz: tickpack_wire::TickRate::DEFAULT,
             ..Default::default()
         },
         bind: "127.0.0.1:0".parse().unwrap(),

@@ -11,7 +11,7 @@ use crate::world::CostProfile;
 /// Validated settings of one server.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    pub tick_hz: u16,
+    pub tick_hz: tickpack_wire::TickRate,
     pub max_players: u8,
     pub bots: u8,
     /// Bytes of each snapshot datagram (padded up to it).
@@ -44,7 +44,7 @@ pub const HEALTH_CHECK_RATE: Rate = Rate::new(20, 20);
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            tick_hz: 100,
+            tick_hz: tickpack_wire::TickRate::DEFAULT,
             max_players: 12,
             bots: 0,
             snapshot_len: 2000,
@@ -63,7 +63,7 @@ impl Default for ServerConfig {
 impl ServerConfig {
     /// Tick interval in microseconds.
     pub fn tick_interval_us(&self) -> u64 {
-        tickpack_wire::TickRate::from_wire(self.tick_hz).interval_us()
+        self.tick_hz.interval_us()
     }
 }
 

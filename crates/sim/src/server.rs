@@ -558,8 +558,7 @@ impl Server {
     /// leaves a gap in the numbers, so players count its snapshot as lost.
     fn next_tick_number(&mut self, due_us: u64) -> u32 {
         let first = *self.first_due_us.get_or_insert(due_us);
-        let interval =
-            tickpack_wire::TickRate::from_wire(self.cfg.tick_hz).interval_ns() as f64 / 1e3;
+        let interval = self.cfg.tick_hz.interval_ns() as f64 / 1e3;
         let slot = (due_us.saturating_sub(first) as f64 / interval).round() as u32;
         let next = self.tick.wrapping_add(1);
         // Never repeat or go back, whatever due times the caller passes.

@@ -41,11 +41,8 @@ impl TickClock {
     }
 
     /// A schedule of `tick_hz` ticks per second starting at `now_ns`.
-    pub fn with_rate(now_ns: u64, tick_hz: u16) -> Self {
-        Self::new(
-            now_ns,
-            tickpack_wire::TickRate::from_wire(tick_hz).interval_ns(),
-        )
+    pub fn with_rate(now_ns: u64, tick_hz: tickpack_wire::TickRate) -> Self {
+        Self::new(now_ns, tick_hz.interval_ns())
     }
 
     /// When the next tick is due (ns).
@@ -88,11 +85,15 @@ impl TickClock {
 mod tests {
     use super::*;
 
+    fn hz(n: u16) -> tickpack_wire::TickRate {
+        tickpack_wire::TickRate::new(n).unwrap()
+    }
+
     const MS: u64 = 1_000_000;
 
     #[test]
     fn ticks_on_time_are_due_one_interval_apart() {
-        let mut c = TickClock::with_rate(5 * MS, 100);
+        let mut c = TickClock::with_rate(5 * MS, hz(100));
         assert_eq!(c.interval_ns(), 10 * MS);
         assert_eq!(c.due_ns(), 15 * MS);
         for k in 1..=1000u64 {
@@ -145,7 +146,7 @@ mod tests {
 
     #[test]
     fn the_pre_tick_drain_gets_a_tenth_of_the_interval() {
-        let c = TickClock::with_rate(0, 60);
+        let c = TickClock::with_rate(0, hz(60));
         let i = 1_000_000_000 / 60;
         assert_eq!(c.pre_tick_deadline_ns(7), 7 + i / 10);
     }

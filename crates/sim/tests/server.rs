@@ -77,7 +77,7 @@ impl Harness {
                 snapshot_len,
                 ..
             } => {
-                assert_eq!(tick_hz, 100);
+                assert_eq!(tick_hz.hz(), 100);
                 assert_eq!(snapshot_len, 2000);
                 Ok(client_id)
             }
@@ -446,7 +446,7 @@ fn stats_reply_reports_ticks_and_players() {
         panic!()
     };
     assert_eq!(
-        (s.nonce, s.tick, s.players, s.bots, s.tick_hz),
+        (s.nonce, s.tick, s.players, s.bots, s.tick_hz.hz()),
         (77, 10, 1, 2, 100)
     );
     assert_eq!(s.frame_p50_us, 500);

@@ -9,6 +9,7 @@ use crate::codec::{truncate_utf8, DecodeError, Reader, Writer};
 use crate::health::{CheckProof, CHECK_TAG_LEN};
 use crate::token::{Token, TOKEN_LEN};
 use crate::types::Input;
+use crate::TickRate;
 
 /// First two bytes of every tickpack datagram.
 pub const MAGIC: [u8; 2] = *b"TP";
@@ -178,7 +179,8 @@ pub struct ServerStats {
     pub nonce: u64,
     pub uptime_ms: u64,
     pub tick: u64,
-    pub tick_hz: u16,
+    /// The server's tick rate (a 0 on the wire reads as 1 Hz).
+    pub tick_hz: TickRate,
     pub players: u8,
     pub bots: u8,
     pub max_players: u8,
@@ -265,7 +267,8 @@ pub enum Packet<'a> {
     },
     Accepted {
         client_id: u16,
-        tick_hz: u16,
+        /// The server's tick rate (a 0 on the wire reads as 1 Hz).
+        tick_hz: TickRate,
         snapshot_len: u16,
         server_time_us: u64,
     },
@@ -344,7 +347,7 @@ impl Packet<'_> {
             } => {
                 w.u8(kind::ACCEPTED);
                 w.u16(client_id);
-                w.u16(tick_hz);
+                w.u16(tick_hz.hz());
                 w.u16(snapshot_len);
                 w.u64(server_time_us);
             }
@@ -412,7 +415,7 @@ impl Packet<'_> {
                 w.u64(s.nonce);
                 w.u64(s.uptime_ms);
                 w.u64(s.tick);
-                w.u16(s.tick_hz);
+                w.u16(s.tick_hz.hz());
                 w.u8(s.players);
                 w.u8(s.bots);
                 w.u8(s.max_players);
@@ -508,7 +511,7 @@ impl<'a> Packet<'a> {
             }
             kind::ACCEPTED => Packet::Accepted {
                 client_id: r.u16()?,
-                tick_hz: r.u16()?,
+                tick_hz: TickRate::from_wire(r.u16()?),
                 snapshot_len: r.u16()?,
                 server_time_us: r.u64()?,
             },
@@ -589,7 +592,7 @@ impl<'a> Packet<'a> {
                     nonce: r.u64()?,
                     uptime_ms: r.u64()?,
                     tick: r.u64()?,
-                    tick_hz: r.u16()?,
+                    tick_hz: TickRate::from_wire(r.u16()?),
                     players: r.u8()?,
                     bots: r.u8()?,
                     max_players: r.u8()?,

@@ -43,7 +43,7 @@ fn handshake_packets_round_trip_and_never_amplify() {
     }
     let accepted = roundtrip(&Packet::Accepted {
         client_id: 3,
-        tick_hz: 100,
+        tick_hz: tickpack_wire::TickRate::DEFAULT,
         snapshot_len: 2000,
         server_time_us: 77,
     });

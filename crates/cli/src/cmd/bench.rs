@@ -116,7 +116,7 @@ pub struct Args {
     #[arg(long)]
     pub cost: Option<String>,
     /// Ticks per second of every server [default: the game's definition's].
-    #[arg(long, value_parser = parse_tick_rate)]
+    #[arg(long, value_parser = super::parse_tick_rate)]
     pub tick_hz: Option<tickpack_report::bench::TickRate>,
     /// Measured time per step [default: 6s; --quick: 2s].
     #[arg(long, allow_hyphen_values = true, value_parser = parse_positive_duration)]
@@ -419,15 +419,6 @@ fn steal_percent(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("'{s}' is not between 0 and 100"))
     }
-}
-
-/// `--tick-hz`: a whole number of hertz, 1..=1000.
-fn parse_tick_rate(s: &str) -> Result<tickpack_report::bench::TickRate, String> {
-    let max = tickpack_report::bench::TickRate::SERVER_MAX_HZ;
-    s.parse::<tickpack_report::bench::TickRate>()
-        .ok()
-        .filter(|t| t.hz() <= max)
-        .ok_or_else(|| format!("{s:?}: ticks a second, 1..={max}"))
 }
 
 #[cfg(test)]

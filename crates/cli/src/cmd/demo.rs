@@ -20,8 +20,8 @@ pub struct Args {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(0..=64))]
     pub bots: u8,
     /// Ticks per second.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
-    pub tick_hz: u16,
+    #[arg(long, default_value_t = tickpack_wire::TickRate::DEFAULT, value_parser = super::parse_tick_rate)]
+    pub tick_hz: tickpack_wire::TickRate,
     /// Write the players' result document here.
     #[arg(long)]
     pub json: Option<PathBuf>,

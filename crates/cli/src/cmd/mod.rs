@@ -340,3 +340,13 @@ impl GameArg {
         }
     }
 }
+
+/// `--tick-hz`: a whole number of hertz, 1..=1000 (what the reference
+/// server runs).
+pub(crate) fn parse_tick_rate(s: &str) -> Result<tickpack_wire::TickRate, String> {
+    let max = tickpack_wire::TickRate::SERVER_MAX_HZ;
+    s.parse::<tickpack_wire::TickRate>()
+        .ok()
+        .filter(|t| t.hz() <= max)
+        .ok_or_else(|| format!("{s:?}: ticks a second, 1..={max}"))
+}

@@ -41,8 +41,8 @@ pub struct Args {
     #[arg(long, default_value_t = default_bind(), hide_default_value = true, value_parser = parse_addr)]
     pub bind: SocketAddr,
     /// Ticks per second.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
-    pub tick_hz: u16,
+    #[arg(long, default_value_t = tickpack_wire::TickRate::DEFAULT, value_parser = super::parse_tick_rate)]
+    pub tick_hz: tickpack_wire::TickRate,
     /// Human player slots.
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u8).range(1..=255))]
     pub max_players: u8,
@@ -292,7 +292,7 @@ mod launch_contract_tests {
                 name,
             } = &r;
             assert_eq!(a.bind, "10.1.0.2:27016".parse().unwrap());
-            assert_eq!(a.tick_hz, tick.hz());
+            assert_eq!(a.tick_hz.hz(), tick.hz());
             assert_eq!(a.max_players, *max_players);
             assert_eq!(a.bots, *bots);
             assert_eq!(a.cost, parse_cost(cost).unwrap());

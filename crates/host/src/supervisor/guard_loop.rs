@@ -37,7 +37,7 @@ pub(super) struct GuardLoop {
     started: Instant,
     prev_stats: HashMap<u32, ServerStats>,
     /// The servers' tick rate the policy was told.
-    tick_hz: Option<u16>,
+    tick_hz: Option<tickpack_wire::TickRate>,
     /// The server CPUs' idle and the machine's steal between periods.
     cpu_time: CpuSampler,
     cpu_sample: Option<(u64, Instant)>,
@@ -133,10 +133,10 @@ impl Supervisor {
             if let Some(s) = i.stats {
                 if let Some(r) = s.recent {
                     // The server's own window: judged like the verdict.
-                    if s.tick_hz > 0 && g.tick_hz != Some(s.tick_hz) {
+                    if g.tick_hz != Some(s.tick_hz) {
                         g.tick_hz = Some(s.tick_hz);
                         if let Some(p) = g.policy.as_mut() {
-                            p.set_tick_hz(tickpack_wire::TickRate::from_wire(s.tick_hz));
+                            p.set_tick_hz(s.tick_hz);
                         }
                     }
                     if r.window_ms > 0 {
@@ -145,10 +145,8 @@ impl Supervisor {
                 } else if let Some(p) = g.prev_stats.get(&i.spec.id) {
                     if s.uptime_ms > p.uptime_ms && s.tick >= p.tick {
                         let dt_ms = (s.uptime_ms - p.uptime_ms) as f64;
-                        let interval_us = tickpack_wire::TickRate::from_wire(s.tick_hz)
-                            .interval_ns() as f64
-                            / 1e3;
-                        let expected = dt_ms * f64::from(s.tick_hz) / 1000.0;
+                        let interval_us = s.tick_hz.interval_ns() as f64 / 1e3;
+                        let expected = dt_ms * f64::from(s.tick_hz.hz()) / 1000.0;
                         let ticks = (s.tick - p.tick) as f64;
                         let overruns = s.overruns.saturating_sub(p.overruns) as f64;
                         let behind_ticks = (expected - ticks).max(0.0) + overruns;
