@@ -17,6 +17,9 @@
 //! The deny list holds calls that need privileges an instance does not have
 //! anyway, so the filter is a second wall, not the only one.
 
+use rustix::io::Errno;
+use rustix::process::{Resource, Rlimit};
+use rustix::thread::{CapabilitySet, CapabilitySets};
 use std::collections::BTreeMap;
 
 use seccompiler::{
@@ -177,15 +180,12 @@ fn extra_filter() -> BpfProgram {
     p
 }
 
-fn sys(what: &'static str, rc: libc::c_int) -> Result<(), ConfineError> {
-    if rc < 0 {
-        Err(ConfineError::Sys {
-            what,
-            err: std::io::Error::last_os_error(),
-        })
-    } else {
-        Ok(())
-    }
+/// `r`, its error named by `what`.
+fn checked(what: &'static str, r: rustix::io::Result<()>) -> Result<(), ConfineError> {
+    r.map_err(|e| ConfineError::Sys {
+        what,
+        err: e.into(),
+    })
 }
 
 /// Empties the capability bounding set, so nothing run later (a setuid
@@ -193,14 +193,14 @@ fn sys(what: &'static str, rc: libc::c_int) -> Result<(), ConfineError> {
 /// CAP_SETPCAP: call while still root.
 pub fn drop_bounding_set() -> Result<(), ConfineError> {
     for cap in 0..64 {
-        // SAFETY: prctl with integer arguments only.
-        let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
-        if rc < 0 {
-            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
-                // Past the kernel's last capability.
-                break;
-            }
-            return sys("dropping the capability bounding set", rc);
+        // prctl(PR_CAPBSET_DROP, cap): by number, kernels know capabilities
+        // rustix's names may not.
+        let one = CapabilitySet::from_bits_retain(1 << cap);
+        match rustix::thread::remove_capability_from_bounding_set(one) {
+            Ok(()) => {}
+            // Past the kernel's last capability.
+            Err(Errno::INVAL) => break,
+            Err(e) => return checked("dropping the capability bounding set", Err(e)),
         }
     }
     Ok(())
@@ -216,65 +216,43 @@ pub const MAX_PROCESSES: u64 = 512;
 /// Sets RLIMIT_NPROC (soft and hard) to [`MAX_PROCESSES`]: without
 /// CAP_SYS_RESOURCE it can never be raised again. Allocation-free.
 pub fn limit_processes() -> Result<(), ConfineError> {
-    let lim = libc::rlimit {
-        rlim_cur: MAX_PROCESSES,
-        rlim_max: MAX_PROCESSES,
+    let lim = Rlimit {
+        current: Some(MAX_PROCESSES),
+        maximum: Some(MAX_PROCESSES),
     };
-    // SAFETY: setrlimit reads one rlimit struct that lives on this stack.
-    sys("limiting processes (RLIMIT_NPROC)", unsafe {
-        libc::setrlimit(libc::RLIMIT_NPROC, &lim)
-    })
+    checked(
+        "limiting processes (RLIMIT_NPROC)",
+        rustix::process::setrlimit(Resource::Nproc, lim),
+    )
 }
 
 /// Sets no_new_privs: exec never grants privileges again (setuid bits and
 /// file capabilities are ignored); also what lets an unprivileged process
 /// install a seccomp filter.
 pub fn no_new_privs() -> Result<(), ConfineError> {
-    // SAFETY: prctl with integer arguments only.
-    sys("setting no_new_privs", unsafe {
-        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    })
+    checked(
+        "setting no_new_privs",
+        rustix::thread::set_no_new_privs(true),
+    )
 }
 
 /// Clears the ambient and inheritable sets (the uid change has already
 /// emptied the permitted and effective ones). Allocation-free.
 pub fn clear_inheritable_and_ambient() -> Result<(), ConfineError> {
-    // SAFETY: prctl with integer arguments only.
-    sys("clearing ambient capabilities", unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        )
-    })?;
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: libc::c_int,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const VERSION_3: u32 = 0x2008_0522;
-    let mut header = Header {
-        version: VERSION_3,
-        pid: 0,
+    checked(
+        "clearing ambient capabilities",
+        rustix::thread::clear_ambient_capability_set(),
+    )?;
+    // capset(2), version 3, this thread, every set empty.
+    let none = CapabilitySets {
+        effective: CapabilitySet::empty(),
+        permitted: CapabilitySet::empty(),
+        inheritable: CapabilitySet::empty(),
     };
-    let data = [Data {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: capset reads a version-3 header and two data structs, which
-    // both point to live, correctly laid out values.
-    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) };
-    sys("clearing capabilities", rc as libc::c_int)
+    checked(
+        "clearing capabilities",
+        rustix::thread::set_capabilities(None, none),
+    )
 }
 
 #[cfg(test)]

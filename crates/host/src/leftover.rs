@@ -20,6 +20,7 @@
 //! Processes inside the host's cgroups are killed with the cgroups
 //! ([`crate::cgroup::remove_stale`]).
 
+use rustix::process::{kill_process, Pid, Signal};
 use serde::{Deserialize, Serialize};
 
 use crate::netpath::{filter, NetError, Nft};
@@ -51,12 +52,12 @@ impl RecordedProcess {
         if self.pid <= 1 || self.pid == std::process::id() || !self.is_same_process() {
             return false;
         }
-        let Ok(pid) = libc::pid_t::try_from(self.pid) else {
+        let Some(pid) = libc::pid_t::try_from(self.pid).ok().and_then(Pid::from_raw) else {
             return false;
         };
-        // SAFETY: kill(2) on one positive PID, checked above to be the
-        // process we recorded (same start time).
-        unsafe { libc::kill(pid, libc::SIGKILL) == 0 }
+        // kill(2) on one positive PID, checked above to be the process we
+        // recorded (same start time).
+        kill_process(pid, Signal::KILL).is_ok()
     }
 }
 

@@ -47,6 +47,9 @@
 //! O_NOFOLLOW in a directory the instance cannot write (the supervisor
 //! keeps logs in `RUN_DIR/logs`, mode 0700).
 
+use rustix::fs::{Mode, OFlags};
+use rustix::process::Signal;
+use rustix::thread::CpuSet;
 use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
@@ -220,15 +223,14 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
     // Everything the child needs, prepared before fork.
     let procs: Vec<RawFd> = spec.cgroup_procs.iter().map(AsRawFd::as_raw_fd).collect();
     let netns_fd = netns.as_ref().map(AsRawFd::as_raw_fd);
-    // SAFETY: cpu_set_t is a plain bit array; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut set = CpuSet::new();
     // Without CPUs of its own, every CPU: not the mask the supervisor may
     // be held to (the bench pins itself to the load generator's CPUs). The
     // kernel narrows it to the instance's cpuset, joined just before.
-    let all: Vec<usize> = (0..libc::CPU_SETSIZE as usize).collect();
+    let all: Vec<usize> = (0..CpuSet::MAX_CPU).collect();
     for &c in spec.cpus.as_deref().unwrap_or(&all) {
-        // SAFETY: CPU_SET only sets a bit inside `set`; c is bounds-checked by libc's macro.
-        unsafe { libc::CPU_SET(c, &mut set) };
+        // Bounds-checked: a CPU past the set's end panics, here, before fork.
+        set.set(c);
     }
     let cpuset = set;
     let mounts = if isolated {
@@ -252,21 +254,21 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
             // The supervisor keeps itself out of the OOM killer's way
             // (OOM_SCORE_ADJ_SUPERVISOR); the instance goes back to 0 (or
             // above the supervisor), so under pressure it dies first.
-            let oom = libc::open(oom_path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-            if oom < 0 || libc::write(oom, oom_value.as_ptr().cast(), oom_value.len()) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::close(oom);
+            let oom = rustix::fs::open(
+                oom_path.as_c_str(),
+                OFlags::WRONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            rustix::io::write(&oom, &oom_value)?;
+            drop(oom);
             for &fd in &procs {
                 if libc::write(fd, b"0\n".as_ptr().cast(), 2) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpuset) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::thread::sched_setaffinity(None, &cpuset)?;
             if own_session {
-                libc::setsid();
+                let _ = rustix::process::setsid();
             }
             if sched_idle {
                 let p = libc::sched_param { sched_priority: 0 };
@@ -297,8 +299,8 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
             }
             if own_session {
                 // After any credential change, which clears it.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+                let _ = rustix::thread::set_no_new_privs(true);
             }
             Ok(())
         });
@@ -330,9 +332,9 @@ mod tests {
     fn a_descriptor_the_supervisors_parent_left_open_never_reaches_the_command() {
         let dir = tempfile::tempdir().unwrap();
         let root = File::open("/").unwrap();
-        // SAFETY: dup(2) of a descriptor we own; the copy (not
-        // close-on-exec, as an inherited one) is closed below.
-        let left = unsafe { libc::dup(root.as_raw_fd()) };
+        // dup(2): the copy is not close-on-exec, as an inherited one.
+        let copy = rustix::io::dup(&root).unwrap();
+        let left = copy.as_raw_fd();
         assert!(left > 2, "dup");
         let spec = Spec {
             argv: vec![
@@ -353,8 +355,7 @@ mod tests {
             own_session: false,
         };
         let spawned = spawn(&spec);
-        // SAFETY: closing the copy made above, which nothing else uses.
-        unsafe { libc::close(left) };
+        drop(copy);
         let mut child = spawned.unwrap();
         child.wait().unwrap();
         let t0 = Instant::now();

@@ -5,13 +5,15 @@
 //! sockets made it a third of the server's CPU); an `epoll` set costs what
 //! is ready. A socket closed while in the set leaves it by itself.
 
+use rustix::event::epoll::{self, CreateFlags, Event, EventData, EventFlags};
+use rustix::event::Timespec;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// An `epoll` set watching its members for input.
 pub struct Epoll {
     fd: OwnedFd,
-    events: Vec<libc::epoll_event>,
+    events: Vec<Event>,
 }
 
 impl std::fmt::Debug for Epoll {
@@ -20,44 +22,47 @@ impl std::fmt::Debug for Epoll {
     }
 }
 
+/// What [`Epoll::ctl`] does to a member.
+enum Op {
+    Add,
+    Modify,
+}
+
 /// Members named by one [`Epoll::ready`] call at most.
 const EVENTS: usize = 256;
 
 impl Epoll {
     pub fn new() -> io::Result<Self> {
-        // SAFETY: epoll_create1 takes no pointers; a non-negative return is a
-        // new fd we own.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd was just returned by epoll_create1 and is owned by no one else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = epoll::create(CreateFlags::CLOEXEC)?;
+        let none = Event {
+            flags: EventFlags::empty(),
+            data: EventData::new_u64(0),
+        };
         Ok(Self {
             fd,
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS],
+            events: vec![none; EVENTS],
         })
     }
 
     /// Watches `fd`; [`Epoll::ready`] names it by `token`.
     pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        self.ctl(libc::EPOLL_CTL_ADD, fd, token)
+        self.ctl(Op::Add, fd, token)
     }
 
     /// Gives the watched `fd` a new token.
     pub fn set_token(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        self.ctl(libc::EPOLL_CTL_MOD, fd, token)
+        self.ctl(Op::Modify, fd, token)
     }
 
-    fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: token,
-        };
-        // SAFETY: ev is a valid epoll_event for the duration of the call.
-        let rc = unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
+    fn ctl(&self, op: Op, fd: RawFd, token: u64) -> io::Result<()> {
+        // SAFETY: the borrow lasts for this one epoll_ctl call, during which
+        // the caller holds `fd` open (the API names members by number; a
+        // number that is not open is EBADF from the kernel, nothing more).
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        let data = EventData::new_u64(token);
+        match op {
+            Op::Add => epoll::add(&self.fd, fd, data, EventFlags::IN)?,
+            Op::Modify => epoll::modify(&self.fd, fd, data, EventFlags::IN)?,
         }
         Ok(())
     }
@@ -73,26 +78,19 @@ impl Epoll {
     /// rounded up) for a first member to be ready; a signal ends the wait
     /// early with nothing named.
     pub fn wait(&mut self, out: &mut Vec<u64>, timeout: std::time::Duration) -> io::Result<bool> {
-        let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-        // SAFETY: events points to events.len() writable epoll_event structs.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.fd.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                self.events.len() as i32,
-                ms,
-            )
+        let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i64;
+        // Whole milliseconds, so the kernel waits as long as epoll_wait's
+        // millisecond timeout did.
+        let timeout = Timespec {
+            tv_sec: ms / 1000,
+            tv_nsec: (ms % 1000) * 1_000_000,
         };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            };
-        }
-        let n = n as usize;
-        out.extend(self.events[..n].iter().map(|e| e.u64));
+        let n = match epoll::wait(&self.fd, &mut self.events[..], Some(&timeout)) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        out.extend(self.events[..n].iter().map(|e| e.data.u64()));
         Ok(n == self.events.len())
     }
 }

@@ -142,9 +142,11 @@ mod tests {
                 libc::_exit(if ok { 0 } else { 1 });
             }
         }
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        let pid = rustix::process::Pid::from_raw(pid).expect("a child's PID");
+        let (_, status) =
+            rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty())
+                .expect("waitpid")
+                .expect("the child ended");
+        assert_eq!(status.exit_status(), Some(0));
     }
 }

@@ -65,6 +65,5 @@ pub use task_stat::{parse_task_stat, TaskCpu};
 
 /// True when the process runs as root (effective uid 0).
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }

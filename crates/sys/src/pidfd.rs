@@ -3,22 +3,17 @@
 //! readable (in `poll`/`epoll`) when that process exits, so a waiter wakes
 //! at the exit instead of polling for it.
 
+use rustix::process::{pidfd_open, Pid, PidfdFlags};
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// A pidfd for process `pid` (close-on-exec).
 pub fn open(pid: u32) -> io::Result<OwnedFd> {
     let pid =
         libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: pidfd_open with a PID and no flags; returns a new descriptor
-    // (close-on-exec) or -1, and has no memory arguments.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = i32::try_from(fd).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
-    // SAFETY: `fd` was just returned by pidfd_open and is owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // PID 0 names no process: EINVAL, as the kernel answers it.
+    let pid = Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    Ok(pidfd_open(pid, PidfdFlags::empty())?)
 }
 
 #[cfg(test)]

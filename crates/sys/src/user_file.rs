@@ -121,6 +121,11 @@ pub fn read_bounded(r: impl Read, max: u64) -> Result<Vec<u8>, Bounded> {
 mod tests {
     use super::*;
 
+    fn mkfifo(path: &Path) {
+        use rustix::fs::{mknodat, FileType, Mode, CWD};
+        mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+    }
+
     #[test]
     fn devices_fifos_directories_and_big_files_are_refused_unread() {
         let dir = std::env::temp_dir().join(format!("tp-sys-user-file-{}", std::process::id()));
@@ -132,9 +137,7 @@ mod tests {
         let e = read_bytes(&dir, MAX_CONFIG_BYTES).unwrap_err();
         assert!(matches!(e, UserFileError::NotRegular { .. }), "{e}");
         let fifo = dir.join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        mkfifo(&fifo);
         let e = read_bytes(&fifo, MAX_CONFIG_BYTES).unwrap_err();
         assert!(matches!(e, UserFileError::NotRegular { .. }), "{e}");
         let big = dir.join("big");
@@ -168,9 +171,7 @@ mod tests {
             .unwrap();
         assert_eq!(text, "data");
         let fifo = dir.join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        mkfifo(&fifo);
         std::os::unix::fs::symlink(&fifo, dir.join("to-fifo")).unwrap();
         for p in [&fifo, &dir.join("to-fifo"), &dir, Path::new("/dev/null")] {
             let e = open_regular(p).unwrap_err();

@@ -3,6 +3,8 @@
 //! files and `cgroup.procs`, walking a cgroup tree, the bounded SIGKILL loop
 //! and `rmdir` with retries.
 
+use rustix::io::Errno;
+use rustix::process::{kill_process, Pid, Signal};
 use std::ffi::CString;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -17,12 +19,10 @@ pub(super) fn is_cgroup_fs(path: &Path) -> bool {
     let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else {
         return false;
     };
-    // SAFETY: statfs is plain old data; all-zero is a valid value.
-    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c_path is a NUL-terminated string and stat a valid, writable
-    // statfs that outlives the call.
-    let rc = unsafe { libc::statfs(c_path.as_ptr(), &mut stat) };
-    // f_type is signed or unsigned depending on the libc; compare as u64.
+    let Ok(stat) = rustix::fs::statfs(c_path.as_c_str()) else {
+        return false;
+    };
+    // f_type is signed or unsigned depending on the target; compare as u64.
     #[allow(clippy::unnecessary_cast)]
     let fs_type = stat.f_type as u64;
     #[allow(clippy::unnecessary_cast)]
@@ -30,7 +30,7 @@ pub(super) fn is_cgroup_fs(path: &Path) -> bool {
         libc::CGROUP_SUPER_MAGIC as u64,
         libc::CGROUP2_SUPER_MAGIC as u64,
     ];
-    rc == 0 && magic.contains(&fs_type)
+    magic.contains(&fs_type)
 }
 
 /// Writes `value` into a control file. On a real cgroup filesystem the file
@@ -166,18 +166,18 @@ pub(super) fn kill_until_empty(dirs: &[PathBuf]) -> Result<(), CgroupError> {
             break;
         }
         for (pid, dir) in &left {
-            let Ok(raw) = libc::pid_t::try_from(*pid) else {
+            let Some(raw) = libc::pid_t::try_from(*pid).ok().and_then(Pid::from_raw) else {
                 continue;
             };
-            // SAFETY: kill(2) with a positive pid read from cgroup.procs
-            // signals that one process only.
-            if unsafe { libc::kill(raw, libc::SIGKILL) } < 0 {
-                let source = io::Error::last_os_error();
-                if source.raw_os_error() != Some(libc::ESRCH) {
+            // kill(2) with a positive pid read from cgroup.procs signals
+            // that one process only.
+            match kill_process(raw, Signal::KILL) {
+                Ok(()) | Err(Errno::SRCH) => {}
+                Err(e) => {
                     return Err(CgroupError::Kill {
                         pid: *pid,
                         path: dir.clone(),
-                        source,
+                        source: e.into(),
                     });
                 }
             }

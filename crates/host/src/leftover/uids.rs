@@ -17,7 +17,6 @@
 
 use std::io::Read;
 use std::ops::Range;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// The most `/proc` entries one scan reads (the kernel's largest
@@ -114,17 +113,8 @@ pub fn kill_if_uid_in(pid: u32, range: &Range<u32>) -> bool {
     if !runs_in {
         return false;
     }
-    // SAFETY: pidfd_send_signal on the pidfd we own, no siginfo, no flags.
-    let sent = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            fd.as_raw_fd(),
-            libc::SIGKILL,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
-    sent == 0
+    // pidfd_send_signal on the pidfd we own, no siginfo, no flags.
+    rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL).is_ok()
 }
 
 #[cfg(test)]
@@ -215,16 +205,14 @@ mod tests {
 
     #[test]
     fn the_real_proc_shows_this_process_under_its_uid() {
-        // SAFETY: getuid has no preconditions.
-        let me = unsafe { libc::getuid() };
+        let me = rustix::process::getuid().as_raw();
         let found = processes_with_uids(Path::new("/proc"), &(me..me + 1)).unwrap();
         assert!(found.iter().any(|p| p.pid == std::process::id()));
     }
 
     #[test]
     fn only_a_process_running_in_the_range_is_killed() {
-        // SAFETY: getuid has no preconditions.
-        let me = unsafe { libc::getuid() };
+        let me = rustix::process::getuid().as_raw();
         let mut child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()

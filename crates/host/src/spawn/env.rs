@@ -15,6 +15,7 @@
 //! one, then the definition's variables and `HOME`. Nothing of the
 //! supervisor's own environment reaches an instance.
 
+use rustix::fs::MemfdFlags;
 use std::ffi::CString;
 use std::io::{Read, Seek, Write};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -46,15 +47,8 @@ pub struct EnvFile {
 impl EnvFile {
     /// Writes `env` as `KEY=VALUE` entries, each ended by a NUL byte.
     pub fn write(env: &[(String, String)]) -> std::io::Result<EnvFile> {
-        // SAFETY: memfd_create with a static C string; the descriptor is
-        // owned by the File below.
-        let fd =
-            unsafe { libc::memfd_create(c"tickpack-instance-env".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd was just returned by memfd_create and is owned by no one else.
-        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        let fd = rustix::fs::memfd_create(c"tickpack-instance-env", MemfdFlags::CLOEXEC)?;
+        let mut file = std::fs::File::from(fd);
         let mut bytes = Vec::new();
         for (k, v) in env {
             if k.contains(['=', '\0']) || v.contains('\0') {
@@ -134,6 +128,7 @@ pub fn exec_candidates(program: &str, path: &str) -> Vec<CString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::IntoRawFd;
 
     #[test]
     fn the_servers_path_is_fixed_unless_its_definition_sets_one() {
@@ -153,9 +148,7 @@ mod tests {
         ];
         let f = EnvFile::write(&env).unwrap();
         // The reader owns (and closes) its descriptor: give it a copy.
-        // SAFETY: dup of a descriptor we own.
-        let fd = unsafe { libc::dup(f.fd()) };
-        assert!(fd >= 0);
+        let fd = rustix::io::dup(&f.file).unwrap().into_raw_fd();
         let back = read_env_fd(fd).unwrap();
         assert_eq!(path_of(&back), "/a:/b");
         let back: Vec<String> = back

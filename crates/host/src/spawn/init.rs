@@ -3,24 +3,20 @@
 //! no_new_privs, uid/gid, no descriptor but stdin/stdout/stderr, seccomp) and forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT
 //! (a game's stop signal).
 
+use rustix::io::Errno;
+use rustix::mount::MountFlags;
+use rustix::process::{
+    kill_process, set_parent_process_death_signal, waitpid, Gid, Pid, Signal, Uid, WaitOptions,
+};
 use std::ffi::CString;
 
-fn check(rc: libc::c_int) -> std::io::Result<()> {
-    if rc < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// setgroups([]), setgid, setuid; async-signal-safe.
+/// setgroups([]), setgid, setuid; async-signal-safe. Raw system calls,
+/// which change the calling thread alone: both callers are single-threaded
+/// (a forked child before exec, the init's child).
 pub(super) fn drop_privileges(uid: u32, gid: u32) -> std::io::Result<()> {
-    // SAFETY: plain syscalls with no pointers but setgroups' null list of length 0.
-    unsafe {
-        check(libc::setgroups(0, std::ptr::null()))?;
-        check(libc::setgid(gid))?;
-        check(libc::setuid(uid))?;
-    }
+    rustix::thread::set_thread_groups(&[])?;
+    rustix::thread::set_thread_gid(Gid::from_raw(gid))?;
+    rustix::thread::set_thread_uid(Uid::from_raw(uid))?;
     Ok(())
 }
 
@@ -112,9 +108,9 @@ pub fn instance_init(
     CHILD.store(pid, std::sync::atomic::Ordering::SeqCst);
     extern "C" fn forward(sig: libc::c_int) {
         let pid = CHILD.load(std::sync::atomic::Ordering::SeqCst);
-        if pid > 0 {
-            // SAFETY: kill is async-signal-safe.
-            unsafe { libc::kill(pid, sig) };
+        // kill(2), one raw system call: async-signal-safe.
+        if let (Some(pid), Some(sig)) = (Pid::from_raw(pid), Signal::from_named_raw(sig)) {
+            let _ = kill_process(pid, sig);
         }
     }
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
@@ -126,21 +122,20 @@ pub fn instance_init(
             )
         };
     }
-    let mut status = 0;
-    loop {
-        // SAFETY: waitpid on our own child with a valid status pointer.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
+    let Some(child) = Pid::from_raw(pid) else {
+        return 1;
+    };
+    let status = loop {
+        match waitpid(Some(child), WaitOptions::empty()) {
+            Ok(Some((r, status))) if r == child => break status,
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(_) => return 1,
         }
-        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return 1;
-        }
-    }
-    if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else if libc::WIFSIGNALED(status) {
-        128 + libc::WTERMSIG(status)
+    };
+    if let Some(code) = status.exit_status() {
+        code
+    } else if let Some(sig) = status.terminating_signal() {
+        128 + sig
     } else {
         1
     }
@@ -175,19 +170,15 @@ fn run_command(
     // it). getppid() is 0 here: the parent is outside this PID namespace,
     // so a parent that died already cannot be seen; the supervisor kills
     // the instance's whole cgroup when the init is gone.
-    // SAFETY: prctl and mount with integer arguments and live C strings.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        if libc::mount(
-            proc_.as_ptr(),
-            proc_dir.as_ptr(),
-            proc_.as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            std::ptr::null(),
-        ) < 0
-        {
-            return fail("mounting /proc", &std::io::Error::last_os_error());
-        }
+    let _ = set_parent_process_death_signal(Some(Signal::KILL));
+    if let Err(e) = rustix::mount::mount(
+        proc_.as_c_str(),
+        proc_dir.as_c_str(),
+        proc_.as_c_str(),
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        None,
+    ) {
+        return fail("mounting /proc", &std::io::Error::from(e));
     }
     if let Err(e) = confine::drop_bounding_set() {
         return fail("capabilities", &e);
@@ -206,8 +197,7 @@ fn run_command(
     if let Err(e) = confine::clear_inheritable_and_ambient() {
         return fail("capabilities", &e);
     }
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    let _ = set_parent_process_death_signal(Some(Signal::KILL));
     // The command gets stdin, stdout and stderr alone (the supervisor
     // marked the rest close-on-exec already; this holds whatever opened
     // them since).

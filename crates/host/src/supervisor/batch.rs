@@ -19,7 +19,16 @@ use crate::guard::batch::{BatchSpec, BatchStatus};
 use crate::guard::policy::{BatchPolicyFactory, PERIOD};
 use crate::guard::{BatchControl, GuardStatus};
 use crate::spawn::{self, Isolation, Spec};
+use rustix::process::{kill_process_group, Pid, Signal};
 use tickpack_sys::is_root;
+
+/// kill(2) of the process group `leader` leads (a tenant started with
+/// setsid); a group already gone is fine.
+fn kill_group(leader: u32, sig: Signal) {
+    if let Some(pid) = Pid::from_raw(leader as i32) {
+        let _ = kill_process_group(pid, sig);
+    }
+}
 
 /// How long stopping batch work waits after SIGINT (stress-ng prints its
 /// metrics then) before SIGKILL.
@@ -274,8 +283,8 @@ impl Supervisor {
             let pid = child.id();
             t.child = None;
             // What it started in its session goes with it.
-            // SAFETY: kill(2) on the process group the tenant led (setsid).
-            unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+            // kill(2) on the process group the tenant led (setsid).
+            kill_group(pid, Signal::KILL);
             let cause = ExitCause::of(status);
             t.last_exit = Some(cause.to_string());
             let after = match t.exits.exited(now) {
@@ -385,8 +394,8 @@ impl Supervisor {
         };
         for t in &batch.tenants {
             if let Some(c) = &t.child {
-                // SAFETY: signalling the process group the tenant leads.
-                unsafe { libc::kill(-(c.id() as i32), libc::SIGINT) };
+                // Signalling the process group the tenant leads.
+                kill_group(c.id(), Signal::INT);
             }
         }
         let deadline = Instant::now() + STOP_GRACE;
@@ -398,8 +407,8 @@ impl Supervisor {
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                // SAFETY: as above; whatever is left of the group.
-                unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
+                // As above; whatever is left of the group.
+                kill_group(c.id(), Signal::KILL);
                 let _ = c.kill();
                 let _ = c.wait();
             }

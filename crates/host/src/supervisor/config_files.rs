@@ -8,10 +8,12 @@
 //! link, never its target) and the new one is created with
 //! `O_CREAT | O_EXCL | O_NOFOLLOW`, then given to the instance's user.
 
+use rustix::fs::{AtFlags, Gid, Mode, OFlags, Uid, CWD};
+use rustix::io::Errno;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
@@ -20,23 +22,19 @@ fn c_name(s: &std::ffi::OsStr) -> std::io::Result<CString> {
 }
 
 fn open_dir_at(dir: Option<&OwnedFd>, name: &CString) -> std::io::Result<OwnedFd> {
-    let at = dir.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: `at` is a live descriptor (or AT_FDCWD) and `name` a C string.
-    let fd = unsafe { libc::openat(at, name.as_ptr(), flags) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: openat just returned this descriptor; we own it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let at = dir.map_or(CWD, AsFd::as_fd);
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(
+        at,
+        name.as_c_str(),
+        flags,
+        Mode::empty(),
+    )?)
 }
 
-fn chown_fd(fd: &impl AsRawFd, owner: Option<u32>) -> std::io::Result<()> {
+fn chown_fd(fd: &impl AsFd, owner: Option<u32>) -> std::io::Result<()> {
     if let Some(uid) = owner {
-        // SAFETY: fchown on a descriptor we hold.
-        if unsafe { libc::fchown(fd.as_raw_fd(), uid, uid) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        rustix::fs::fchown(fd, Some(Uid::from_raw(uid)), Some(Gid::from_raw(uid)))?;
     }
     Ok(())
 }
@@ -62,36 +60,26 @@ pub(super) fn write_file(
     };
     let mut at = open_dir_at(None, &c_name(dir.as_os_str())?)?;
     for name in &names {
-        // SAFETY: `at` is a live directory descriptor, `name` a C string.
-        let made = unsafe { libc::mkdirat(at.as_raw_fd(), name.as_ptr(), 0o700) } == 0;
-        if !made {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EEXIST) {
-                return Err(e);
-            }
-        }
+        let made = match rustix::fs::mkdirat(&at, name.as_c_str(), Mode::from_raw_mode(0o700)) {
+            Ok(()) => true,
+            Err(Errno::EXIST) => false,
+            Err(e) => return Err(e.into()),
+        };
         let next = open_dir_at(Some(&at), name)?;
         if made {
             chown_fd(&next, owner)?;
         }
         at = next;
     }
-    // SAFETY: unlinkat on a live directory descriptor; it removes a link
-    // itself, never what it points to. A missing file is fine.
-    if unsafe { libc::unlinkat(at.as_raw_fd(), file.as_ptr(), 0) } < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::ENOENT) {
-            return Err(e);
-        }
+    // unlinkat removes a link itself, never what it points to. A missing
+    // file is fine.
+    match rustix::fs::unlinkat(&at, file.as_c_str(), AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => {}
+        Err(e) => return Err(e.into()),
     }
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat on a live directory descriptor with a C string.
-    let fd = unsafe { libc::openat(at.as_raw_fd(), file.as_ptr(), flags, 0o600 as libc::c_uint) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: openat just returned this descriptor; we own it.
-    let mut f = unsafe { File::from_raw_fd(fd) };
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&at, file.as_c_str(), flags, Mode::from_raw_mode(0o600))?;
+    let mut f = File::from(fd);
     chown_fd(&f, owner)?;
     f.write_all(contents.as_bytes())
 }

@@ -15,6 +15,8 @@
 //! `down` ([`unmount`], called before the directory is removed; also after
 //! a `kill -9` of the supervisor, from the recovery).
 
+use rustix::io::Errno;
+use rustix::mount::{MountFlags, UnmountFlags};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -37,19 +39,13 @@ pub fn mount(dir: &Path, bytes: u64, owner: u32) -> std::io::Result<()> {
     let fstype = CString::new("tmpfs").expect("static");
     let opts = CString::new(format!("mode=0700,uid={owner},gid={owner},size={bytes}"))
         .expect("no NUL in numbers");
-    // SAFETY: mount(2) with live C strings.
-    let rc = unsafe {
-        libc::mount(
-            fstype.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            opts.as_ptr().cast(),
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    rustix::mount::mount(
+        fstype.as_c_str(),
+        target.as_c_str(),
+        fstype.as_c_str(),
+        MountFlags::NOSUID | MountFlags::NODEV,
+        opts.as_c_str(),
+    )?;
     Ok(())
 }
 
@@ -71,15 +67,12 @@ pub fn unmount(dir: &Path) -> std::io::Result<()> {
     // Stacked mounts (a supervisor killed between two mounts) come off one
     // by one; the bound keeps a kernel that always answers 0 from looping.
     for _ in 0..16 {
-        // SAFETY: umount2(2) with a live C string.
-        let rc =
-            unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH | libc::UMOUNT_NOFOLLOW) };
-        if rc < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.raw_os_error() {
+        let flags = UnmountFlags::DETACH | UnmountFlags::NOFOLLOW;
+        if let Err(e) = rustix::mount::unmount(target.as_c_str(), flags) {
+            return match e {
                 // Not a mount point, or no such directory: done.
-                Some(libc::EINVAL) | Some(libc::ENOENT) => Ok(()),
-                _ => Err(e),
+                Errno::INVAL | Errno::NOENT => Ok(()),
+                _ => Err(e.into()),
             };
         }
     }

@@ -417,18 +417,7 @@ mod tests {
     fn a_full_receive_queue_shows_its_drops_in_the_next_datagram() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
         enable_stamps_and_drops(&rx).unwrap();
-        let small: libc::c_int = 4096;
-        // SAFETY: setsockopt on a live socket with a c_int option value.
-        let r = unsafe {
-            libc::setsockopt(
-                rx.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&small as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(r, 0);
+        rustix::net::sockopt::set_socket_recv_buffer_size(&rx, 4096).unwrap();
         let tx = check_socket(rx.local_addr().unwrap()).unwrap();
         // Far more than a 4 KiB queue holds: the kernel drops the rest.
         for _ in 0..200 {

@@ -15,8 +15,9 @@
 //! lock directory (root's) cannot be written: [`HostLock::acquire`] then
 //! returns a lock that holds nothing.
 
+use rustix::fs::{flock, FlockOperation};
+use rustix::io::Errno;
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -91,11 +92,10 @@ impl HostLock {
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&path)?;
-            // SAFETY: flock on a descriptor we own; released when it closes.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } < 0 {
-                let err = std::io::Error::last_os_error();
-                if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                    return Err(err);
+            // flock on a descriptor we own; released when it closes.
+            if let Err(err) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                if err != Errno::WOULDBLOCK {
+                    return Err(err.into());
                 }
                 let mut text = String::new();
                 let _ = (&mut file).take(4096).read_to_string(&mut text);

@@ -21,6 +21,7 @@
 //! Without root (the process backend) it is a plain process of the
 //! caller's, pinned, in the same directory layout.
 
+use rustix::process::{kill_process_group, Pid, Signal};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
@@ -180,17 +181,18 @@ impl LoadProcess {
             std::thread::sleep(Duration::from_millis(20));
         }
         if self.exit.is_none() {
-            let pid = self.child.id() as i32;
-            // SAFETY: signalling the process group of a child we started
+            let group = Pid::from_raw(self.child.id() as i32);
+            // Signalling the process group of a child we started
             // (own_session: it leads its group) and have not reaped.
-            unsafe { libc::kill(-pid, libc::SIGTERM) };
+            let kill = |sig| group.map(|g| kill_process_group(g, sig));
+            let _ = kill(Signal::TERM);
             let kill_at = Instant::now() + Duration::from_secs(1);
             while self.try_wait().is_none() && Instant::now() < kill_at {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if self.exit.is_none() {
-                // SAFETY: as above.
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                // As above.
+                let _ = kill(Signal::KILL);
                 self.exit = self.reap(0, true);
             } else if let Some(e) = &mut self.exit {
                 e.stopped = true;

@@ -13,6 +13,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use rustix::process::{test_kill_process, Pid};
 use serde::{Deserialize, Serialize};
 
 use super::host_lock::HostLock;
@@ -73,8 +74,7 @@ pub fn check_run_dir(dir: &Path) -> Result<RunDirState, String> {
             "{shown} is not a directory (a link or a file); refusing to use it"
         ));
     }
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if m.uid() != me {
         return Err(format!(
             "{shown} belongs to uid {}, not to us (uid {me}); choose another --run-dir",
@@ -125,8 +125,7 @@ fn read_marker(dir: &Path) -> Result<Option<bool>, String> {
     let m = f
         .metadata()
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     let mut text = String::new();
     let read = m.is_file()
         && m.uid() == me
@@ -401,8 +400,7 @@ pub(super) fn private_dir(path: &Path) -> Result<(), HostError> {
 /// A directory (not a link) owned by us.
 pub(super) fn owned_dir(path: &Path) -> Result<(), HostError> {
     let m = real_dir(path)?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if m.uid() != me {
         return Err(HostError::Isolation(format!(
             "{} belongs to uid {}, not to us (uid {me}); choose another --run-dir",
@@ -414,8 +412,8 @@ pub(super) fn owned_dir(path: &Path) -> Result<(), HostError> {
 }
 
 pub(super) fn pid_alive(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
-    pid > 0 && unsafe { libc::kill(pid as i32, 0) == 0 }
+    // Signal 0 only checks for existence and permission.
+    Pid::from_raw(pid as i32).is_some_and(|p| test_kill_process(p).is_ok())
 }
 
 pub(super) fn is_tickpack(pid: u32) -> bool {

@@ -5,6 +5,7 @@
 //! and a run dir tickpack made go only when everything did (the logs
 //! stay). Returns what could not be removed.
 
+use rustix::process::{kill_process, Pid, Signal};
 use std::time::{Duration, Instant};
 
 use super::{empty_tenant_dirs, Supervisor};
@@ -20,8 +21,13 @@ impl Supervisor {
             if let Some(c) = &i.child {
                 let stop = i.spec.server.stop;
                 grace = grace.max(stop.grace());
-                // SAFETY: signalling a child we spawned and have not reaped.
-                unsafe { libc::kill(c.id() as i32, stop.signal.number()) };
+                // Signalling a child we spawned and have not reaped.
+                if let (Some(pid), Some(sig)) = (
+                    Pid::from_raw(c.id() as i32),
+                    Signal::from_named_raw(stop.signal.number()),
+                ) {
+                    let _ = kill_process(pid, sig);
+                }
             }
         }
         let deadline = Instant::now() + grace;

@@ -24,7 +24,6 @@ mod choice;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::ops::Range;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -95,10 +94,8 @@ impl UidBlock {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(dir.join(".lock"))?;
-        // SAFETY: flock on a descriptor we own; released when `lock` closes.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        // flock on a descriptor we own; released when `lock` closes.
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
         let run_dir_text = run_dir.display().to_string();
         let me = Claimant {
             run_dir: &run_dir_text,
