@@ -8,7 +8,7 @@ pub use tickpack_game::GameServer;
 /// The players' protocol for a game; `None`: tickpack cannot play it (its
 /// steps are judged on run delay and query latency).
 pub fn players_game(game: &GameServer) -> Option<tickpack_players::Protocol> {
-    game.definition().protocols().players
+    game.player_protocol()
 }
 
 /// How many source addresses the load generator needs so that no server

@@ -70,12 +70,6 @@ pub enum Probe {
 }
 
 impl Probe {
-    /// Its name on command lines and in results: `q3`, `a2s`,
-    /// `gamedig:NAME`.
-    pub fn name(self) -> String {
-        self.to_string()
-    }
-
     /// What one query is called in a summary.
     pub fn query_name(self) -> String {
         match self {

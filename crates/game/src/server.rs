@@ -11,7 +11,7 @@ use std::path::Path;
 use tickpack_wire::TickRate;
 
 use crate::launch::ServerSpec;
-use crate::{GameDef, GameSettings, PlayerProtocol};
+use crate::{GameDef, GameSettings};
 
 /// The server every instance (or every benchmark step) runs: a game's
 /// definition with the run's settings.
@@ -50,11 +50,8 @@ impl GameServer {
 
     /// The players tickpack can emulate for it; `None`: it cannot play
     /// this game (its steps are judged on run delay and query latency).
-    pub fn player_protocol(&self) -> Option<PlayerProtocol> {
-        match self.def.players.protocol {
-            PlayerProtocol::None => None,
-            p => Some(p),
-        }
+    pub fn player_protocol(&self) -> Option<crate::EmulatedProtocol> {
+        self.def.protocols().players
     }
 
     /// The game's definition.

@@ -136,9 +136,9 @@ struct Instance {
     /// Its process pinned: readable when it exits (the driver waits on
     /// it).
     pidfd: Option<std::os::fd::OwnedFd>,
-    /// How its last process ended (for the event its exit makes).
+    /// How its last process ended (its exit's event, `last_exit` in the
+    /// status).
     last_cause: Option<ExitCause>,
-    last_exit: Option<String>,
     last_heard: Option<Instant>,
     /// Its own health-check socket, connected to `addr` (none without a
     /// check).
@@ -402,9 +402,8 @@ impl Supervisor {
         let child = spawn::spawn(&spec).map_err(|err| HostError::Spawn { id: i.spec.id, err })?;
         let recorded = crate::leftover::RecordedProcess::of(child.id());
         i.pidfd = tickpack_sys::pidfd::open(child.id()).ok();
-        if let (Some(w), Some(fd)) = (&self.wake, &i.pidfd) {
-            use std::os::fd::AsRawFd;
-            let _ = w.add(fd.as_raw_fd(), driver::TOKEN);
+        if let Some(fd) = &i.pidfd {
+            driver::watch(&self.wake, fd);
         }
         i.child = Some(child);
         i.life.handle(Instant::now(), lifecycle::Input::Started);
@@ -478,7 +477,6 @@ impl Supervisor {
                     };
                 }
             }
-            i.last_exit = Some(cause.to_string());
             i.last_cause = Some(cause);
             i.life.handle(now, lifecycle::Input::Exited);
         }
@@ -546,19 +544,14 @@ impl Supervisor {
                         unanswered,
                         interval_s: timing.interval_s,
                     },
-                    Kill::NeverReady { ready } => {
+                    Kill::NeverReady { ready, limit } => {
                         let log = std::fs::read_to_string(log_path(&self.cfg.run_dir, instance))
                             .unwrap_or_default();
-                        let limit = health::start_limit(
-                            self.cfg.health,
-                            &i.spec.server.ready,
-                            Duration::from_secs_f64(self.cfg.restart.start_timeout_s),
-                        );
                         EventKind::NeverReady {
                             instance,
                             check,
                             why: health::not_ready(i, ready),
-                            limit_s: limit.unwrap_or_default().as_secs_f64(),
+                            limit_s: limit.as_secs_f64(),
                             last_output: health::last_lines(&log, health::LOG_LINES),
                         }
                     }
@@ -608,7 +601,7 @@ impl Supervisor {
                     memory_bytes: i.memory_bytes,
                     memory_limit_bytes: i.spec.memory_bytes,
                     oom_kills: i.oom_kills,
-                    last_exit: i.last_exit.clone(),
+                    last_exit: i.last_cause.map(|c| c.to_string()),
                     console: i.console.as_ref().map(console::ConsoleState::status),
                 })
                 .collect(),

@@ -298,7 +298,7 @@ pub(crate) fn query_probe_name(game: &GameServer) -> Option<String> {
     // not probed, by default.
     match def.query.protocol {
         QueryProtocol::Tickpack => None,
-        _ => def.protocols().probe.map(tickpack_game::Probe::name),
+        _ => def.protocols().probe.map(|p| p.to_string()),
     }
 }
 

@@ -28,10 +28,8 @@ use super::presence;
 use super::{member_host_name, member_range, member_run_dir, MemberPlan, TilePlan};
 use crate::cpu::{mean_over, CpuReading, CpuWindow};
 use crate::spec::{LadderSpec, Plan, StepRequest};
+use crate::step::{server_pids, RUN_DELAY_PERIOD};
 use crate::BenchError;
-
-/// How often the servers' run delay is sampled.
-const RUN_DELAY_PERIOD: Duration = Duration::from_millis(100);
 
 /// One member's host and what the step made for it.
 struct Member<'a> {
@@ -315,7 +313,7 @@ fn measure(
             .collect();
         sleep_until(span_start, stop);
         for m in members.iter_mut() {
-            let pids = pids(&m.sup);
+            let pids = server_pids(&m.sup);
             m.run_delay.sample(&pids);
             m.run_delay.reset();
         }
@@ -329,7 +327,7 @@ fn measure(
                 if now >= next_sample {
                     next_sample += RUN_DELAY_PERIOD;
                     for m in members.iter_mut() {
-                        let pids = pids(&m.sup);
+                        let pids = server_pids(&m.sup);
                         m.run_delay.sample(&pids);
                     }
                 }
@@ -563,14 +561,6 @@ fn merge_players(
         Ok(r) => (r.measured, r.histograms),
         Err(_) => Default::default(),
     }
-}
-
-fn pids(sup: &Supervisor) -> Vec<u32> {
-    sup.status()
-        .instances
-        .iter()
-        .filter_map(|i| i.pid)
-        .collect()
 }
 
 fn sleep_until(t: Instant, stop: &AtomicBool) {

@@ -181,13 +181,7 @@ impl Ip {
             let answers = self
                 .socket(None)?
                 .request(Rtm::GetLink(LinkMessage::default()), Mode::Dump)?;
-            Ok(answers
-                .into_iter()
-                .filter_map(|m| match m {
-                    Rtm::NewLink(l) => Some(l),
-                    _ => None,
-                })
-                .collect())
+            Ok(links_in(answers).collect())
         })
     }
 
@@ -206,44 +200,32 @@ impl Ip {
     pub(crate) fn link_add(&self, step: &str, name: &str, link: Link<'_>) -> Result<(), NetError> {
         let request = format!("link add name {name} {}", link.words());
         self.call(step, &request, || {
-            let mut nl = self.socket(None)?;
-            let open = |ns: Option<&str>| {
-                ns.map(|n| std::fs::File::open(Path::new(NETNS_DIR).join(n)))
-                    .transpose()
-            };
             use std::os::fd::AsRawFd;
-            let msg = match link {
-                Link::Bridge => rtnl::new_link(name, &NewLink::Bridge),
-                Link::Dummy => rtnl::new_link(name, &NewLink::Dummy),
-                Link::Veth { peer, netns } => {
-                    let file = open(netns)?;
-                    let msg = rtnl::new_link(
-                        name,
-                        &NewLink::Veth {
-                            peer: peer.to_string(),
-                            peer_netns: file.as_ref().map(|f| f.as_raw_fd()),
-                        },
-                    );
-                    return nl.request(Rtm::NewLink(msg), Mode::Create).map(drop);
-                }
-                Link::Child {
-                    kind,
-                    parent,
-                    netns,
-                } => {
-                    let parent = index(&mut nl, parent)?;
-                    let file = open(netns)?;
-                    let msg = rtnl::new_link(
-                        name,
-                        &NewLink::Child {
-                            kind,
-                            parent,
-                            netns: file.as_ref().map(|f| f.as_raw_fd()),
-                        },
-                    );
-                    return nl.request(Rtm::NewLink(msg), Mode::Create).map(drop);
-                }
+            let mut nl = self.socket(None)?;
+            // The namespace the new end goes to, open until the request
+            // is answered.
+            let netns = match link {
+                Link::Veth { netns, .. } | Link::Child { netns, .. } => netns,
+                Link::Bridge | Link::Dummy => None,
             };
+            let netns = netns
+                .map(|n| std::fs::File::open(Path::new(NETNS_DIR).join(n)))
+                .transpose()?;
+            let netns = netns.as_ref().map(|f| f.as_raw_fd());
+            let new = match link {
+                Link::Bridge => NewLink::Bridge,
+                Link::Dummy => NewLink::Dummy,
+                Link::Veth { peer, .. } => NewLink::Veth {
+                    peer: peer.to_string(),
+                    peer_netns: netns,
+                },
+                Link::Child { kind, parent, .. } => NewLink::Child {
+                    kind,
+                    parent: index(&mut nl, parent)?,
+                    netns,
+                },
+            };
+            let msg = rtnl::new_link(name, &new);
             nl.request(Rtm::NewLink(msg), Mode::Create).map(drop)
         })
     }
@@ -372,13 +354,7 @@ impl Ip {
             let answers = self
                 .socket(None)?
                 .request(Rtm::GetRoute(rtnl::route_dump()), Mode::Dump)?;
-            Ok(answers
-                .into_iter()
-                .filter_map(|m| match m {
-                    Rtm::NewRoute(r) => Some(r),
-                    _ => None,
-                })
-                .collect())
+            Ok(routes_in(answers).collect())
         })
     }
 
@@ -397,12 +373,8 @@ impl Ip {
             let answers = self
                 .socket(None)?
                 .request(Rtm::GetRoute(rtnl::route_get(addr)), Mode::Change)?;
-            answers
-                .into_iter()
-                .find_map(|m| match m {
-                    Rtm::NewRoute(r) => Some(r),
-                    _ => None,
-                })
+            routes_in(answers)
+                .next()
                 .ok_or_else(|| io::Error::other("the kernel answered no route message"))
         });
         let route = match answer {
@@ -488,13 +460,26 @@ impl Ip {
 /// The index of link `name` in the socket's namespace (`ENODEV` if absent).
 fn index(nl: &mut Netlink, name: &str) -> io::Result<u32> {
     let answers = nl.request(Rtm::GetLink(rtnl::link_by_name(name)), Mode::Change)?;
-    answers
-        .into_iter()
-        .find_map(|m| match m {
-            Rtm::NewLink(l) => Some(l.header.index),
-            _ => None,
-        })
+    links_in(answers)
+        .next()
+        .map(|l| l.header.index)
         .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))
+}
+
+/// The links among the kernel's answers.
+fn links_in(answers: Vec<Rtm>) -> impl Iterator<Item = LinkMessage> {
+    answers.into_iter().filter_map(|m| match m {
+        Rtm::NewLink(l) => Some(l),
+        _ => None,
+    })
+}
+
+/// The routes among the kernel's answers.
+fn routes_in(answers: Vec<Rtm>) -> impl Iterator<Item = RouteMessage> {
+    answers.into_iter().filter_map(|m| match m {
+        Rtm::NewRoute(r) => Some(r),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ impl HostNet {
         match e {
             NetError::Netlink {
                 request, source, ..
-            } if source.raw_os_error() == Some(libc::EOPNOTSUPP) => NetError::Unsupported {
+            } if ip::is_unknown_type(&e) => NetError::Unsupported {
                 kind: self.kind,
                 request,
                 source,

@@ -100,7 +100,7 @@ impl NetRecord {
         there.extend(
             self.namespaces
                 .iter()
-                .filter(|n| ours(n).is_ok() && Path::new("/run/netns").join(n).exists())
+                .filter(|n| ours(n).is_ok() && Path::new(super::NETNS_DIR).join(n).exists())
                 .cloned(),
         );
         let shown = Ip::default().routes("list routes").unwrap_or_default();

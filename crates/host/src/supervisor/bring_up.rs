@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use super::health::start_limit;
 use super::lifecycle::{Lifecycle, Rules};
 use super::{
-    batch, control, disk, health, io, liveness, private_dir, probe, run_dir, uid_block, HostError,
-    Instance, Supervisor, BLOCK_DIR,
+    batch, control, disk, driver, health, io, liveness, private_dir, probe, run_dir, uid_block,
+    HostError, Instance, Supervisor, BLOCK_DIR,
 };
 use crate::cgroup::{Cgroup, CgroupLayout, Limits};
 use crate::event::EventKind;
@@ -162,7 +162,6 @@ impl Supervisor {
                 life,
                 pidfd: None,
                 last_cause: None,
-                last_exit: None,
                 last_heard: None,
                 check: None,
                 check_drops: 0,
@@ -196,10 +195,7 @@ impl Supervisor {
                     "the health-check socket of instance {}",
                     i.spec.id
                 )))?;
-                if let Some(w) = &self.wake {
-                    use std::os::fd::AsRawFd;
-                    let _ = w.add(s.as_raw_fd(), super::driver::TOKEN);
-                }
+                driver::watch(&self.wake, &s);
                 i.check = Some(s);
             }
         }
@@ -208,10 +204,7 @@ impl Supervisor {
         }
         self.batch_up()?;
         let control = control::bind(&dir)?;
-        if let Some(w) = &self.wake {
-            use std::os::fd::AsRawFd;
-            let _ = w.add(control.as_raw_fd(), super::driver::TOKEN);
-        }
+        driver::watch(&self.wake, &control);
         self.control = Some(control);
         self.save()?;
         Ok(())

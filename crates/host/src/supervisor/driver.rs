@@ -14,13 +14,16 @@
 //! [`MIN_GAP`] however much a hosted server sends its check socket (what a
 //! poll reads from it is bounded too).
 
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
+
+use tickpack_sys::epoll::Epoll;
 
 use super::Supervisor;
 
 /// The token of every member of the driver's set (it only needs to know
 /// that something is ready; `poll` looks at everything).
-pub(super) const TOKEN: u64 = 1;
+const TOKEN: u64 = 1;
 
 /// The shortest time between two wake-ups.
 pub const MIN_GAP: Duration = Duration::from_millis(10);
@@ -30,6 +33,15 @@ const CONSOLE_WAIT: Duration = Duration::from_millis(20);
 
 /// The longest wait while batch work runs.
 const BATCH_WAIT: Duration = Duration::from_millis(50);
+
+/// Adds `fd` to the driver's set `wake` (nothing without one); a closed
+/// descriptor leaves it by itself.
+pub(super) fn watch(wake: &Option<Epoll>, fd: &impl AsRawFd) {
+    if let Some(w) = wake {
+        // Not in the set: the driver wakes at its deadlines instead.
+        let _ = w.add(fd.as_raw_fd(), TOKEN);
+    }
+}
 
 impl Supervisor {
     /// Blocks until something may need [`Supervisor::poll`], or `max`

@@ -304,9 +304,8 @@ impl Supervisor {
                 if alive {
                     i.last_heard = Some(now);
                     i.liveness.heard();
-                    if i.child.is_some() {
-                        i.life.handle(now, Input::Answered);
-                    }
+                    // Counted only while its process runs.
+                    i.life.handle(now, Input::Answered);
                 }
             }
         }

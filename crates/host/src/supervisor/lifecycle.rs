@@ -68,9 +68,9 @@ pub enum Input {
 /// Why it is to be killed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kill {
-    /// Not running within its start limit (`ready`: its readiness had
+    /// Not running within its start `limit` (`ready`: its readiness had
     /// shown, only the answer was missing).
-    NeverReady { ready: bool },
+    NeverReady { ready: bool, limit: Duration },
     /// `unanswered` checks in a row went unanswered.
     Unanswered { unanswered: u32 },
 }
@@ -251,7 +251,10 @@ impl Lifecycle {
                     return None;
                 }
                 self.killed = true;
-                Some(Action::Kill(Kill::NeverReady { ready: self.ready }))
+                Some(Action::Kill(Kill::NeverReady {
+                    ready: self.ready,
+                    limit,
+                }))
             }
             _ => None,
         }
@@ -419,7 +422,10 @@ mod tests {
         let late = t0 + Duration::from_secs(15) + MS;
         assert_eq!(
             l.poll(late),
-            Some(Action::Kill(Kill::NeverReady { ready: false }))
+            Some(Action::Kill(Kill::NeverReady {
+                ready: false,
+                limit: Duration::from_secs(15)
+            }))
         );
         assert_eq!(l.poll(late + Duration::from_secs(1)), None, "asked once");
         // Its windows are not held against a start.
@@ -445,7 +451,10 @@ mod tests {
         assert_eq!(l.state(), InstanceState::Starting, "not answered yet");
         assert_eq!(
             l.poll(t0 + Duration::from_secs(16)),
-            Some(Action::Kill(Kill::NeverReady { ready: true }))
+            Some(Action::Kill(Kill::NeverReady {
+                ready: true,
+                limit: Duration::from_secs(15)
+            }))
         );
         // Without checks, its readiness is enough.
         let mut l = Lifecycle::new(
