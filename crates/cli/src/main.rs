@@ -293,3 +293,47 @@ mod help_tests {
         );
     }
 }
+
+#[cfg(all(test, not(debug_assertions)))]
+mod build_tests {
+    //! What a release build (the one the tests run in) puts on disk.
+
+    /// The sizes of an ELF64 file's sections whose names start with
+    /// `prefix`, summed (section headers read by hand: a few fields).
+    fn section_bytes(elf: &[u8], prefix: &str) -> u64 {
+        let u16_at = |at: usize| u16::from_le_bytes([elf[at], elf[at + 1]]) as usize;
+        let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap());
+        assert_eq!(&elf[..5], b"\x7fELF\x02", "not a 64-bit ELF file");
+        let (shoff, shentsize, shnum, shstrndx) = (
+            u64_at(0x28) as usize,
+            u16_at(0x3a),
+            u16_at(0x3c),
+            u16_at(0x3e),
+        );
+        let header = |i: usize| shoff + i * shentsize;
+        let names = u64_at(header(shstrndx) + 0x18) as usize;
+        (0..shnum)
+            .filter(|&i| {
+                let name = names
+                    + u32::from_le_bytes(elf[header(i)..header(i) + 4].try_into().unwrap())
+                        as usize;
+                elf[name..].starts_with(prefix.as_bytes())
+            })
+            .map(|i| u64_at(header(i) + 0x20))
+            .sum()
+    }
+
+    /// A bug: CI failed to link a test binary (`ld terminated with signal 7
+    /// [Bus error]`, the disk full): the release profile kept line tables,
+    /// ~55 of each test binary's ~70 MB, ~3.3 GB over the ~120 of them.
+    #[test]
+    fn ci_link_ran_out_of_disk_release_binaries_carry_no_debug_info() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let debug = section_bytes(&exe, ".debug_");
+        assert!(
+            debug < 1 << 20,
+            "this release test binary carries {debug} bytes of debug info ({} in all)",
+            exe.len()
+        );
+    }
+}
