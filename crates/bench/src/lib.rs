@@ -29,6 +29,7 @@ pub mod load;
 pub mod pin;
 pub mod plan;
 pub mod power;
+pub mod readers;
 pub mod spec;
 pub mod step;
 pub mod summary;

@@ -26,7 +26,7 @@ use tickpack_host::fleet::Backend;
 use tickpack_host::launch::ServerSpec;
 use tickpack_host::status::InstanceState;
 use tickpack_host::supervisor::{batch_log_path, stress_ng_bogo_ops_per_s, Supervisor};
-use tickpack_players::PlayersConfig;
+use tickpack_players::{PlayersConfig, PlayersError};
 use tickpack_probe::{ProbeConfig, ProbeProtocol, ProbeSettings};
 use tickpack_report::bench::{BenchSettings, CpuUse, ForeignLoad, Power, Step, StepBatch};
 
@@ -34,6 +34,7 @@ use crate::cpu::mean_over;
 use crate::foreign::OwnCpu;
 use crate::game::GameServer;
 use crate::power::PowerSource;
+use crate::readers::{self, Job, Reader};
 use crate::spec::{LadderSpec, Plan, StepRequest, StepRunner};
 use crate::verdict::{failures, StepFigures, Verdict};
 use crate::BenchError;
@@ -248,7 +249,18 @@ impl HostStepRunner<'_> {
         }
         let probe = probe_config(s, sup.addresses(), &plan.load_generator_cpus)?;
         let live = Arc::new(tickpack_players::Live::default());
-        let probe_live = tickpack_probe::Live::default();
+        // The players and the prober, unprivileged ([`crate::readers`]),
+        // ready before the step's clock starts.
+        let user = sup.readers_user();
+        let players_reader = (players > 0)
+            .then(|| Reader::start(&plan.exe, user, Job::Players(pcfg.clone())))
+            .transpose()
+            .map_err(|e| BenchError::Players(PlayersError::Setup(e.to_string())))?;
+        let probe_reader = probe
+            .as_ref()
+            .map(|p| Reader::start(&plan.exe, user, Job::Probe(p.clone())))
+            .transpose()
+            .map_err(|e| BenchError::Probe(e.to_string()))?;
         let started = Instant::now();
         let power = &mut *self.power;
         let mut samples = BatchSamples::default();
@@ -273,11 +285,10 @@ impl HostStepRunner<'_> {
         };
         let (outcome, (cpu, steal, foreign, servers_percent), watts, probed) =
             std::thread::scope(|scope| {
-                let h = (players > 0)
-                    .then(|| scope.spawn(|| tickpack_players::run(&pcfg, stop, &live)));
-                let prober = probe
-                    .as_ref()
-                    .map(|p| scope.spawn(|| tickpack_probe::run(p, stop, &probe_live)));
+                let h = players_reader
+                    .map(|r| scope.spawn(|| readers::players_result(r.run(stop, Some(&live)))));
+                let prober =
+                    probe_reader.map(|r| scope.spawn(|| readers::probe_result(r.run(stop, None))));
                 // Sample over the measured window only.
                 wait_until(
                     sup,
@@ -317,18 +328,12 @@ impl HostStepRunner<'_> {
                     Err(_) => None,
                 };
                 let outcome = h.map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(tickpack_players::PlayersError::Internal(
-                            "players panicked".into(),
-                        ))
-                    })
+                    h.join()
+                        .unwrap_or_else(|_| Err(PlayersError::Internal("players panicked".into())))
                 });
                 let probed = prober.map(|p| {
-                    p.join().unwrap_or_else(|_| {
-                        Err(tickpack_probe::ProbeError::Setup(
-                            "the prober panicked".into(),
-                        ))
-                    })
+                    p.join()
+                        .unwrap_or_else(|_| Err("the prober panicked".to_string()))
                 });
                 (
                     outcome,
@@ -358,7 +363,7 @@ impl HostStepRunner<'_> {
             histograms: r.histograms,
         };
         let mut r = match (&outcome, loaded.as_ref().and_then(|l| l.samples.clone())) {
-            (Some(o), _) => played(tickpack_players::to_result(&pcfg, o)),
+            (Some(o), _) => played(o.clone()),
             (None, Some(samples)) => {
                 players = samples.players;
                 played(samples)
@@ -369,20 +374,22 @@ impl HostStepRunner<'_> {
         let run_delay = &threads.run_delay;
         let run_delay_us = (run_delay.intervals_recorded() > 0)
             .then(|| tickpack_report::Percentiles::from_histogram(run_delay.histogram()));
-        let probed = probed
-            .transpose()
-            .map_err(|e| BenchError::Probe(e.to_string()))?;
+        let probed = probed.transpose().map_err(BenchError::Probe)?;
         // What the servers said they held: the bots that joined, not the
         // number asked.
         let clients_seen = probed.as_ref().and_then(|o| {
             let counts: Vec<u32> = o
                 .targets
                 .iter()
-                .filter_map(|t| t.facts().and_then(|f| f.players))
+                .filter_map(|t| t.server.as_ref().and_then(|f| f.players))
                 .collect();
             (!counts.is_empty()).then(|| counts.iter().sum())
         });
-        let query = probed.as_ref().map(tickpack_probe::merged);
+        let query = probed
+            .as_ref()
+            .map(|r| readers::merged_probe(r).map(|h| (h, r.queries)))
+            .transpose()
+            .map_err(|e| BenchError::Probe(e.to_string()))?;
         let query_latency = query
             .as_ref()
             .map(|(h, _)| tickpack_report::Percentiles::from_histogram(h));

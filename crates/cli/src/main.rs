@@ -119,6 +119,10 @@ enum Command {
     /// A bounded flood of connectionless requests to a loopback server (benchmarks, tests).
     #[command(name = "__flood", hide = true)]
     Flood(cmd::flood::Args),
+    /// The bench's players or prober, unprivileged, run by the bench
+    /// (`tickpack_bench::readers`): an order on stdin, answers on stdout.
+    #[command(name = "__readers", hide = true)]
+    Readers { job: String },
 }
 
 /// A closed stdout or stderr (`tickpack host status --json | head`) ends
@@ -175,6 +179,7 @@ fn main() -> ExitCode {
         Command::Games(a) => cmd::games::run(a),
         Command::InstanceInit(a) => cmd::host::instance_init(a),
         Command::Flood(a) => cmd::flood::run(a),
+        Command::Readers { job } => std::process::exit(tickpack_bench::readers::serve(&job)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -495,3 +495,117 @@ fn compare_game_with_one_game_or_repeat_zero_is_a_bad_flag() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
     }
 }
+
+/// The `tickpack __readers` children of `bench` (whichever of its threads
+/// started them), with the privilege of each of their threads.
+fn readers_of(bench: u32) -> Vec<(String, Vec<tickpack_sys::unprivileged::Privilege>)> {
+    let mut found = vec![];
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{bench}/task")) else {
+        return found;
+    };
+    for task in tasks.flatten() {
+        let kids = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for pid in kids.split_whitespace() {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<String> = cmdline
+                .split(|&b| b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            if args.get(1).map(String::as_str) != Some("__readers") {
+                continue;
+            }
+            let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+                .map(|d| {
+                    d.flatten()
+                        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+                        .map(|s| tickpack_sys::unprivileged::Privilege::parse(&s))
+                        .collect()
+                })
+                .unwrap_or_default();
+            found.push((args.get(2).cloned().unwrap_or_default(), threads));
+        }
+    }
+    found
+}
+
+/// Least privilege: the players and the prober, which parse every
+/// datagram the hosted servers send, run as the host's readers user (the
+/// last uid of its block) with no capability, every one of their threads,
+/// while the bench beside them stays root (it makes the namespaces).
+#[test]
+fn root_players_and_prober_parse_the_servers_datagrams_without_root() {
+    if !tickpack_testkit::root_or_skip(
+        "root_players_and_prober_parse_the_servers_datagrams_without_root",
+    ) {
+        return;
+    }
+    let _g = serial();
+    let _down = BenchHosts {
+        name: "br",
+        check_leftovers: true,
+    };
+    let out_dir = tmp("readers");
+    let mut bench = one_ladder("1")
+        .args(LENIENT)
+        .args([
+            "--probe",
+            "a2s",
+            "--name",
+            "br",
+            "--range",
+            "198.19.97.0/24",
+            "--step-duration",
+            "3s",
+            "--no-confirm",
+            "--max-steal",
+            "100",
+            "--max-foreign",
+            "100",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tickpack bench");
+    let pid = bench.id();
+    let mut seen: Vec<(String, Vec<tickpack_sys::unprivileged::Privilege>)> = vec![];
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while bench.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        seen.extend(readers_of(pid).into_iter().filter(|(_, t)| !t.is_empty()));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = bench.kill();
+    let out = bench.wait_with_output().unwrap();
+    let text = text(&out);
+    assert!(out.status.success(), "{text}");
+    for job in ["players", "probe"] {
+        assert!(
+            seen.iter().any(|(j, _)| j == job),
+            "no {job} readers seen: {seen:?}\n{text}"
+        );
+    }
+    let last_of_block = |uid: u32| {
+        uid >= tickpack_host::supervisor::BLOCKS_BASE
+            && (uid - tickpack_host::supervisor::BLOCKS_BASE)
+                % tickpack_host::supervisor::BLOCK_SIZE
+                == tickpack_host::supervisor::READERS_UID_OFFSET
+    };
+    for (job, threads) in &seen {
+        for t in threads {
+            assert!(t.is_unprivileged(), "a {job} thread: {t:?}");
+            let uids = t.uids.expect("uids");
+            assert!(uids.iter().all(|&u| last_of_block(u)), "{job}: {t:?}");
+        }
+    }
+    // The players had their threads (a load generator's and the main).
+    assert!(
+        seen.iter().any(|(j, t)| j == "players" && t.len() >= 2),
+        "{seen:?}"
+    );
+    let r = read(&out_dir.join("result.json"));
+    let step = &r["ladders"][0]["steps"][0];
+    assert_eq!(step["connected"], step["players"], "{step}");
+    assert!(step["queries"]["answered"].as_u64() > Some(0), "{step}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

@@ -12,7 +12,9 @@ use crate::launch::Health;
 use crate::query::Protocol as QueryFamily;
 
 /// A protocol tickpack's emulated players speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum EmulatedProtocol {
     /// tickpack's own protocol (its reference server).
     #[default]

@@ -98,7 +98,7 @@ pub const OOM_SCORE_ADJ_INSTANCE_FALLBACK: i32 = 500;
 /// the block's base + N, the host's batch work as the base itself.
 pub const USER_BASE: u32 = 200_000;
 pub use host_lock::LOCK_DIR;
-pub use uid_block::{BLOCKS_BASE, BLOCK_DIR, BLOCK_SIZE};
+pub use uid_block::{BLOCKS_BASE, BLOCK_DIR, BLOCK_SIZE, READERS_UID_OFFSET};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -619,6 +619,15 @@ impl Supervisor {
             self.events.iter().skip(skip).cloned().collect(),
             self.events_total,
         )
+    }
+
+    /// The user the host's readers run as (the bench's players and prober,
+    /// which parse what the instances send): the last uid of the host's
+    /// block ([`READERS_UID_OFFSET`]), which no instance and no batch job
+    /// runs as, so neither can signal or trace them; its gid the same.
+    pub fn readers_user(&self) -> tickpack_sys::unprivileged::User {
+        let id = self.uid_base + READERS_UID_OFFSET;
+        tickpack_sys::unprivileged::User { uid: id, gid: id }
     }
 
     /// Instance addresses, in id order (for load generators).

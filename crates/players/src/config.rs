@@ -8,7 +8,7 @@ use crate::presence::PresencePlan;
 use crate::PlayersError;
 
 /// Size of each command datagram in bytes, drawn per command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SizeDist {
     Fixed(usize),
     /// Uniform over `min..=max`.
@@ -69,8 +69,9 @@ impl std::fmt::Display for SizeDist {
 /// [`tickpack_game::GameDef::protocols`].
 pub use tickpack_game::EmulatedProtocol as Protocol;
 
-/// Everything a players run needs.
-#[derive(Debug, Clone)]
+/// Everything a players run needs (serialized only to hand a run to the
+/// unprivileged process that plays it: the bench's `readers`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PlayersConfig {
     /// The protocol the players speak.
     pub game: Protocol,

@@ -20,7 +20,7 @@ use tickpack_net::wait::{WaitMode, Waiter, Wake};
 use tickpack_net::{Epoll, RingEvent, RingSizes, UdpRing};
 
 /// Which I/O a players' thread uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum IoMode {
     /// The ring if the kernel allows it, else `epoll`.
     #[default]

@@ -61,7 +61,7 @@ use tickpack_report::{
     encode_histogram, Measurements, Percentiles, PlayersHistograms, PlayersResult,
 };
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum PlayersError {
     #[error("bad players settings: {0}")]
     Config(String),

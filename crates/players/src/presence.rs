@@ -27,7 +27,7 @@ use crate::recorder::Recorder;
 
 /// One span of a player's presence, `[from, until)`, both counted from the
 /// run's start (the warm-up's start).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PresenceSpan {
     /// When the player joins, from the run's start.
     pub from: Duration,
@@ -36,7 +36,7 @@ pub struct PresenceSpan {
 }
 
 /// Which players are present when (see the module's documentation).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct PresencePlan {
     per_player: Vec<Vec<PresenceSpan>>,
 }

@@ -42,8 +42,9 @@ pub struct Live {
 }
 
 impl Live {
-    /// Adds a thread's recent transactions and empties them.
-    fn add_recent_transactions(&self, h: &mut hdrhistogram::Histogram<u64>) {
+    /// Adds a thread's recent transactions (or those another process's
+    /// players handed over) and empties them.
+    pub fn add_recent_transactions(&self, h: &mut hdrhistogram::Histogram<u64>) {
         if h.is_empty() {
             return;
         }
@@ -58,6 +59,17 @@ impl Live {
             None => *shared = Some(h.clone()),
         }
         h.reset();
+    }
+
+    /// The transactions recorded since the last take, every player and
+    /// thread together; `None` when none was (what a players process hands
+    /// its parent).
+    pub fn take_recent_transactions(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        self.recent_transaction
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .filter(|h| !h.is_empty())
     }
 
     /// The p99 transaction latency (microseconds) of the commands reflected

@@ -23,9 +23,12 @@ use crate::target::{ProbeSettings, QueryTarget};
 use crate::{ProbeProtocol, Protocol};
 
 /// What to probe, how often and for how long (validated by the caller).
-#[derive(Debug, Clone)]
+/// Serialized only to hand a run to the unprivileged process that probes
+/// (the bench's `readers`); the protocol as its name.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ProbeConfig {
     pub targets: Vec<SocketAddr>,
+    #[serde(with = "protocol_name")]
     pub protocol: ProbeProtocol,
     pub interval: Duration,
     pub timeout: Duration,
@@ -36,6 +39,20 @@ pub struct ProbeConfig {
     pub start_delay: Duration,
     /// Pin the prober's thread to these CPUs (empty: not pinned).
     pub cpus: Vec<usize>,
+}
+
+/// A probe protocol as the name it parses from (`q3`, `gamedig:NAME`).
+mod protocol_name {
+    use super::ProbeProtocol;
+
+    pub fn serialize<S: serde::Serializer>(p: &ProbeProtocol, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(p)
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ProbeProtocol, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl ProbeConfig {

@@ -37,6 +37,10 @@
 //! - [`epoll`]: a level-triggered `epoll` set, waited on without blocking
 //!   (the players' and servers' I/O) or up to a timeout (the host's
 //!   driver) ([`epoll::Epoll`]).
+//! - [`unprivileged`]: a child started as another user, with no
+//!   capability, nothing of ours but stdio, no way to regain privilege,
+//!   killed when we die ([`unprivileged::as_user`]); a thread's privilege
+//!   as `/proc` says it ([`unprivileged::Privilege`]).
 //! - [`pidfd`]: a process pinned by a descriptor that wakes its waiter
 //!   when it exits ([`pidfd::open`]).
 //!
@@ -54,6 +58,7 @@ pub mod rel_path;
 pub mod schedstat;
 pub mod task_stat;
 pub mod text;
+pub mod unprivileged;
 pub mod user_file;
 
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tickpack_fleet::FleetPlan;
 use tickpack_host::fleet::Backend;
 use tickpack_host::supervisor::Supervisor;
-use tickpack_players::PlayersConfig;
+use tickpack_players::{PlayersConfig, PlayersError};
 use tickpack_report::bench::{CpuUse, Step};
 use tickpack_report::tile::{HostWindow, LoadVariant, MemberStep, MemberWindow, TileStep};
 use tickpack_report::verdict::Verdict;
@@ -27,6 +27,7 @@ use super::judge::{judge, WindowFigures};
 use super::presence;
 use super::{member_host_name, member_range, member_run_dir, MemberPlan, TilePlan};
 use crate::cpu::{mean_over, CpuReading, CpuWindow};
+use crate::readers::{self, Done, Job, Reader};
 use crate::spec::{LadderSpec, Plan, StepRequest};
 use crate::step::{server_pids, RUN_DELAY_PERIOD};
 use crate::BenchError;
@@ -286,29 +287,58 @@ fn measure(
         .iter()
         .map(|_| Arc::new(tickpack_players::Live::default()))
         .collect();
-    let started = Instant::now();
-    let span_start = started + tile.warmup + Duration::from_millis(20);
-    let mut host_windows: Vec<HostWindow> = Vec::with_capacity(windows.len());
-    let mut step_cpu: Option<(CpuReading, CpuReading)> = None;
     let probes: Vec<Option<tickpack_probe::ProbeConfig>> = members
         .iter()
         .map(|m| probe_config(plan, tile, m))
         .collect::<Result<_, _>>()?;
+    // Each member's players and prober, unprivileged as its host's readers
+    // ([`crate::readers`]), ready before the step's clock starts.
+    let span_offset = tile.warmup + Duration::from_millis(20);
+    let mut players = Vec::with_capacity(members.len());
+    let mut probers = Vec::with_capacity(members.len());
+    for ((m, c), p) in members.iter().zip(&configs).zip(&probes) {
+        let user = m.sup.readers_user();
+        players.push(
+            c.as_ref()
+                .map(|c| Reader::start(&plan.exe, user, Job::Players(c.clone())))
+                .transpose()
+                .map_err(|e| BenchError::Players(PlayersError::Setup(e.to_string())))?,
+        );
+        let job = |cfg: &tickpack_probe::ProbeConfig| Job::ProbeWindows {
+            cfg: cfg.clone(),
+            windows: windows.clone(),
+            span_offset,
+        };
+        probers.push(
+            p.as_ref()
+                .map(|p| Reader::start(&plan.exe, user, job(p)))
+                .transpose()
+                .map_err(|e| BenchError::Probe(e.to_string()))?,
+        );
+    }
+    let started = Instant::now();
+    let span_start = started + span_offset;
+    let mut host_windows: Vec<HostWindow> = Vec::with_capacity(windows.len());
+    let mut step_cpu: Option<(CpuReading, CpuReading)> = None;
     let mut queried: Vec<Vec<Option<Percentiles>>> = vec![vec![]; members.len()];
     let outcomes = std::thread::scope(|scope| {
-        let probers: Vec<_> = probes
-            .iter()
+        let probers: Vec<_> = probers
+            .into_iter()
             .map(|p| {
-                p.as_ref()
-                    .map(|p| scope.spawn(|| probe_windows(p, &windows, span_start, stop)))
+                p.map(|p| {
+                    // A prober that failed answered no window.
+                    scope.spawn(|| match p.run(stop, None) {
+                        Ok(Done::ProbeWindows(w)) if w.len() == windows.len() => w,
+                        _ => vec![None; windows.len()],
+                    })
+                })
             })
             .collect();
-        let handles: Vec<_> = configs
-            .iter()
+        let handles: Vec<_> = players
+            .into_iter()
             .zip(&lives)
-            .map(|(c, live)| {
-                c.as_ref()
-                    .map(|c| scope.spawn(move || tickpack_players::run(c, stop, live)))
+            .map(|(r, live)| {
+                r.map(|r| scope.spawn(move || readers::players_result(r.run(stop, Some(live)))))
             })
             .collect();
         sleep_until(span_start, stop);
@@ -389,11 +419,8 @@ fn measure(
             .into_iter()
             .map(|h| {
                 h.map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(tickpack_players::PlayersError::Internal(
-                            "players panicked".into(),
-                        ))
-                    })
+                    h.join()
+                        .unwrap_or_else(|_| Err(PlayersError::Internal("players panicked".into())))
                 })
             })
             .collect::<Vec<_>>()
@@ -402,14 +429,8 @@ fn measure(
         return Ok(None);
     }
     let mut results = Vec::new();
-    for (o, c) in outcomes.into_iter().zip(&configs) {
-        results.push(match (o, c) {
-            (Some(o), Some(c)) => {
-                let o = o.map_err(BenchError::Players)?;
-                Some(tickpack_players::to_result(c, &o))
-            }
-            _ => None,
-        });
+    for o in outcomes {
+        results.push(o.transpose().map_err(BenchError::Players)?);
     }
     let member_steps: Vec<MemberStep> = members
         .iter()
@@ -563,7 +584,7 @@ fn merge_players(
     }
 }
 
-fn sleep_until(t: Instant, stop: &AtomicBool) {
+pub(crate) fn sleep_until(t: Instant, stop: &AtomicBool) {
     while Instant::now() < t && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(
             t.saturating_duration_since(Instant::now())
@@ -596,31 +617,4 @@ fn probe_config(
         start_delay: Duration::ZERO,
         cpus: plan.load_generator_cpus.clone(),
     }))
-}
-
-/// One probe run per window, each started at its window's start: the
-/// p99 round trip of each window (`None` where nothing came back).
-fn probe_windows(
-    p: &tickpack_probe::ProbeConfig,
-    windows: &[(Duration, Duration)],
-    span_start: Instant,
-    stop: &AtomicBool,
-) -> Vec<Option<Percentiles>> {
-    let live = tickpack_probe::Live::default();
-    windows
-        .iter()
-        .map(|&(from, until)| {
-            sleep_until(span_start + from, stop);
-            if stop.load(Ordering::Relaxed) {
-                return None;
-            }
-            let cfg = tickpack_probe::ProbeConfig {
-                duration: until.saturating_sub(from),
-                ..p.clone()
-            };
-            let o = tickpack_probe::run(&cfg, stop, &live).ok()?;
-            let (h, _) = tickpack_probe::merged(&o);
-            (!h.is_empty()).then(|| Percentiles::from_histogram(&h))
-        })
-        .collect()
 }

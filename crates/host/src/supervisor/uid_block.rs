@@ -5,7 +5,8 @@
 //! budget and reach into it.
 //!
 //! Block K holds uids `BLOCKS_BASE + K * BLOCK_SIZE ..` (instance N is the
-//! block's base + N, the host's batch work the base). Blocks are handed
+//! block's base + N, the host's batch work the base, the processes that
+//! read what its instances send the block's last uid). Blocks are handed
 //! out from records in [`BLOCK_DIR`], one file per block naming the run
 //! dir, supervisor PID and host name of its holder, under an exclusive
 //! `flock` on a lock file there. The record is removed at teardown.
@@ -37,6 +38,9 @@ pub const BLOCK_DIR: &str = "/run/tickpack/uid-blocks";
 pub const BLOCKS_BASE: u32 = 201_000;
 /// uids per block (instances are 1..=250).
 pub const BLOCK_SIZE: u32 = 1_000;
+/// The block's uid its host's readers run as (the bench's players and
+/// prober, `tickpack_bench::readers`): the last, above every instance's.
+pub const READERS_UID_OFFSET: u32 = BLOCK_SIZE - 1;
 /// How many blocks there are (uids up to 201000 + 1000 * 4000, below 2^32).
 pub const BLOCKS: u32 = 4_000;
 
