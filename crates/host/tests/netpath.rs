@@ -299,10 +299,33 @@ fn netpath_unserved_addresses_in_the_range_are_refused() {
     let range = "198.19.5.0/24";
     let _sweep = Sweep::new("npr", range);
     let net = HostNet::setup("npr", NetKind::Veth, plan(range), &[1]).unwrap();
-    assert!(net
-        .check_route(net.instance_addr(1))
-        .unwrap()
-        .starts_with("tpnpr"));
+    let served = net.instance_addr(1);
+    let dev = net.check_route(served).unwrap();
+    assert!(dev.starts_with("tpnpr"), "{dev}");
+    // The output link named by its index is the one `ip route get` names.
+    let out = Command::new("ip")
+        .args(["-o", "route", "get", &served.to_string()])
+        .output()
+        .expect("run ip route get");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|w| w == ["dev", dev.as_str()]),
+        "check_route said {dev:?}, ip route get says {shown:?}"
+    );
+    // Naming it is its own request, failing in its own words.
+    let e = FailingIp::new("link show")
+        .ip()
+        .check_route(served)
+        .unwrap_err();
+    assert!(matches!(e, NetError::Netlink { .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "name the route's output link: `link show` failed: injected failure"
+    );
     // id 9's /30 has no link: the guard route answers, nothing leaves.
     let unserved = plan(range).instance_addr(NetKind::Veth, 9).unwrap();
     let e = check_route(unserved).unwrap_err().to_string();

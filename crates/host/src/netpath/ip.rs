@@ -3,6 +3,7 @@
 //! written out in `ip`'s words, so a failure tells an operator what was
 //! asked, what for, and the errno the kernel answered.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -370,14 +371,14 @@ impl Ip {
         }
         let request = format!("route get {addr}");
         let answer = self.call("check the route to a target", &request, || {
-            let answers = self
-                .socket(None)?
-                .request(Rtm::GetRoute(rtnl::route_get(addr)), Mode::Change)?;
-            routes_in(answers)
+            let mut nl = self.socket(None)?;
+            let answers = nl.request(Rtm::GetRoute(rtnl::route_get(addr)), Mode::Change)?;
+            let route = routes_in(answers)
                 .next()
-                .ok_or_else(|| io::Error::other("the kernel answered no route message"))
+                .ok_or_else(|| io::Error::other("the kernel answered no route message"))?;
+            Ok((nl, route))
         });
-        let route = match answer {
+        let (mut nl, route) = match answer {
             Ok(r) => r,
             Err(NetError::Netlink {
                 request, source, ..
@@ -386,14 +387,27 @@ impl Ip {
             }
             Err(e) => return Err(e),
         };
-        let names = rtnl::link_names(&self.links("name the route's output link")?);
+        let got = rtnl::read_route_get(&route);
+        // The output link alone, asked of the same socket by its index; a
+        // link gone since the lookup (`ENODEV`) has no name, as in a dump.
+        let dev = match got.oif {
+            Some(i) => match self.call("name the route's output link", "link show", || {
+                name_of(&mut nl, i)
+            }) {
+                Ok(name) => Some(name),
+                Err(e) if e.errno() == Some(libc::ENODEV) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        let names: HashMap<u32, String> = got.oif.zip(dev.clone()).into_iter().collect();
         let shown = rtnl::describe(&route, &names);
-        match rtnl::read_route_get(&route) {
+        match got {
             rtnl::RouteGet { kind: Some(k), .. } => Err(not_ours(format!(
                 "it is a {k} route, not unicast: {shown}"
             ))),
-            rtnl::RouteGet { oif: Some(i), .. } => match names.get(&i) {
-                Some(dev) if dev.starts_with(PREFIX) => Ok(dev.clone()),
+            rtnl::RouteGet { oif: Some(i), .. } => match dev {
+                Some(dev) if dev.starts_with(PREFIX) => Ok(dev),
                 Some(dev) => Err(not_ours(format!(
                     "it leaves through {dev:?}, which is not a tickpack link (no `{PREFIX}` prefix): {shown}"
                 ))),
@@ -464,6 +478,22 @@ fn index(nl: &mut Netlink, name: &str) -> io::Result<u32> {
         .next()
         .map(|l| l.header.index)
         .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODEV))
+}
+
+/// The name of link `index` in the socket's namespace, asked of the kernel
+/// by that index alone (`RTM_GETLINK`): `ENODEV` if no such link (or it
+/// carries no name). Index 0, or any above `i32::MAX`, names no link and is
+/// not asked for (the kernel would read it as "look up by name").
+fn name_of(nl: &mut Netlink, index: u32) -> io::Result<String> {
+    let absent = || io::Error::from_raw_os_error(libc::ENODEV);
+    if !(1..=i32::MAX as u32).contains(&index) {
+        return Err(absent());
+    }
+    let answers = nl.request(Rtm::GetLink(rtnl::link_by_index(index)), Mode::Change)?;
+    links_in(answers)
+        .find(|l| l.header.index == index)
+        .and_then(|l| rtnl::link_name(&l).map(str::to_string))
+        .ok_or_else(absent)
 }
 
 /// The links among the kernel's answers.
@@ -542,6 +572,22 @@ mod tests {
             .call("s", "r", || index(&mut nl, "tpnoSuchLink"))
             .unwrap_err();
         assert!(is_absent(&e), "{e}");
+    }
+
+    #[test]
+    fn a_link_is_named_by_its_index_alone() {
+        // Unprivileged: looking a link up is open to everyone, and `lo`
+        // is index 1 in every namespace.
+        let mut nl = Netlink::open(DEFAULT_TIMEOUT).unwrap();
+        let lo = index(&mut nl, "lo").unwrap();
+        assert_eq!(name_of(&mut nl, lo).unwrap(), "lo");
+        // No link has these indexes: the errno says so, as for a name.
+        for i in [0, i32::MAX as u32, u32::MAX] {
+            let e = name_of(&mut nl, i).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ENODEV), "#{i}: {e}");
+        }
+        // The socket still answers after a refusal.
+        assert_eq!(name_of(&mut nl, lo).unwrap(), "lo");
     }
 
     #[test]

@@ -91,6 +91,14 @@ pub(crate) fn link_by_name(name: &str) -> LinkMessage {
     msg
 }
 
+/// The `RTM_GETLINK` request for link `index` alone (no name: the kernel
+/// looks the index up).
+pub(crate) fn link_by_index(index: u32) -> LinkMessage {
+    let mut msg = LinkMessage::default();
+    msg.header.index = index;
+    msg
+}
+
 /// What `RTM_SETLINK` changes on a link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SetLink {
@@ -433,6 +441,14 @@ mod tests {
             &[RouteAttribute::Oif(1)],
         );
         assert_eq!(read_route_get(&lo).kind.as_deref(), Some("local"));
+    }
+
+    #[test]
+    fn a_link_lookup_by_index_carries_the_index_alone() {
+        let msg = link_by_index(7);
+        assert_eq!(msg.header.index, 7);
+        assert!(msg.attributes.is_empty(), "{msg:?}");
+        assert_eq!(link_name(&msg), None);
     }
 
     #[test]
