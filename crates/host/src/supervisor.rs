@@ -20,7 +20,8 @@
 //! Files: this one is the core (spawning, reaping, status, doing what a
 //! lifecycle asks); `lifecycle.rs` the per-instance state machine;
 //! `driver.rs` the wait; `bring_up.rs`
-//! and `teardown.rs` the way up and down; `batch.rs` the batch tenants and
+//! and `teardown.rs` the way up and down (their order decided, sans-I/O,
+//! in `bring_up/plan.rs` and `teardown/plan.rs`); `batch.rs` the batch tenants and
 //! `guard_loop.rs` the loop that holds them to their policy (handed in by
 //! the caller: [`Supervisor::start_with_policy`]); `restart.rs` the restart policy as a pure tracker
 //! ([`RestartTracker`]); `health.rs` health checks (a socket per
@@ -33,7 +34,8 @@
 //! lock a live host holds on its name; `config_files.rs` the
 //! server's config files, written into its directory before each start;
 //! `console.rs` an instance's console (a game with `[rcon]`: its password
-//! at every start, map changes and their answers).
+//! at every start, map changes and their answers); `load.rs` load
+//! commands (when one is stopped: `load/stop.rs`).
 
 mod batch;
 mod bring_up;

@@ -20,6 +20,11 @@
 //!
 //! Without root (the process backend) it is a plain process of the
 //! caller's, pinned, in the same directory layout.
+//!
+//! At its step's end it has a grace time to end by itself, then is
+//! stopped ([`LoadProcess::finish`]; when, decided in `load/stop.rs`).
+
+mod stop;
 
 use rustix::process::{kill_process_group, Pid, Signal};
 use std::os::unix::process::ExitStatusExt;
@@ -174,28 +179,33 @@ impl LoadProcess {
     }
 
     /// Waits at most `grace` for it to end by itself, then stops it (its
-    /// process group: SIGTERM, then SIGKILL a second later).
+    /// process group: SIGTERM, then SIGKILL a second later; the rule is
+    /// [`stop::Stopping`]'s).
     pub fn finish(&mut self, grace: Duration) -> LoadExit {
-        let deadline = Instant::now() + grace;
-        while self.try_wait().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if self.exit.is_none() {
-            let group = Pid::from_raw(self.child.id() as i32);
-            // Signalling the process group of a child we started
-            // (own_session: it leads its group) and have not reaped.
-            let kill = |sig| group.map(|g| kill_process_group(g, sig));
-            let _ = kill(Signal::TERM);
-            let kill_at = Instant::now() + Duration::from_secs(1);
-            while self.try_wait().is_none() && Instant::now() < kill_at {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if self.exit.is_none() {
-                // As above.
-                let _ = kill(Signal::KILL);
-                self.exit = self.reap(0, true);
-            } else if let Some(e) = &mut self.exit {
-                e.stopped = true;
+        let group = Pid::from_raw(self.child.id() as i32);
+        // Signalling the process group of a child we started (own_session:
+        // it leads its group) and have not reaped.
+        let kill = |sig| group.map(|g| kill_process_group(g, sig));
+        let mut stopping = stop::Stopping::new(Instant::now(), grace);
+        loop {
+            let ended = self.try_wait().is_some();
+            match stopping.next(Instant::now(), ended) {
+                stop::Next::Wait => std::thread::sleep(Duration::from_millis(20)),
+                stop::Next::Term => {
+                    let _ = kill(Signal::TERM);
+                }
+                stop::Next::Kill => {
+                    // As above.
+                    let _ = kill(Signal::KILL);
+                    self.exit = self.reap(0, true);
+                    break;
+                }
+                stop::Next::Ended { stopped } => {
+                    if let (true, Some(e)) = (stopped, &mut self.exit) {
+                        e.stopped = true;
+                    }
+                    break;
+                }
             }
         }
         self.exit.clone().unwrap_or(LoadExit {
