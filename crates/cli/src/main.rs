@@ -123,6 +123,11 @@ enum Command {
     /// (`tickpack_bench::readers`): an order on stdin, answers on stdout.
     #[command(name = "__readers", hide = true)]
     Readers { job: String },
+    /// The host's health checks' decoder, unprivileged, run by the
+    /// supervisor (`tickpack_host::supervisor::decoder`): a datagram in on
+    /// stdin (a socket), what it says out.
+    #[command(name = "__decoder", hide = true)]
+    Decoder,
 }
 
 /// A closed stdout or stderr (`tickpack host status --json | head`) ends
@@ -180,6 +185,9 @@ fn main() -> ExitCode {
         Command::InstanceInit(a) => cmd::host::instance_init(a),
         Command::Flood(a) => cmd::flood::run(a),
         Command::Readers { job } => std::process::exit(tickpack_bench::readers::serve(&job)),
+        Command::Decoder => {
+            std::process::exit(tickpack_host::supervisor::decoder::serve(std::io::stdin()))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -496,8 +496,10 @@ fn compare_game_with_one_game_or_repeat_zero_is_a_bad_flag() {
     }
 }
 
-/// The `tickpack __readers` children of `bench` (whichever of its threads
-/// started them), with the privilege of each of their threads.
+/// The `tickpack __readers` and `__decoder` children of `bench`
+/// (whichever of its threads started them), named by their job
+/// (`players`, `probe`, `decoder`), with the privilege of each of their
+/// threads.
 fn readers_of(bench: u32) -> Vec<(String, Vec<tickpack_sys::unprivileged::Privilege>)> {
     let mut found = vec![];
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{bench}/task")) else {
@@ -511,9 +513,11 @@ fn readers_of(bench: u32) -> Vec<(String, Vec<tickpack_sys::unprivileged::Privil
                 .split(|&b| b == 0)
                 .map(|a| String::from_utf8_lossy(a).into_owned())
                 .collect();
-            if args.get(1).map(String::as_str) != Some("__readers") {
-                continue;
-            }
+            let job = match args.get(1).map(String::as_str) {
+                Some("__readers") => args.get(2).cloned().unwrap_or_default(),
+                Some("__decoder") => "decoder".to_string(),
+                _ => continue,
+            };
             let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
                 .map(|d| {
                     d.flatten()
@@ -522,16 +526,17 @@ fn readers_of(bench: u32) -> Vec<(String, Vec<tickpack_sys::unprivileged::Privil
                         .collect()
                 })
                 .unwrap_or_default();
-            found.push((args.get(2).cloned().unwrap_or_default(), threads));
+            found.push((job, threads));
         }
     }
     found
 }
 
-/// Least privilege: the players and the prober, which parse every
-/// datagram the hosted servers send, run as the host's readers user (the
-/// last uid of its block) with no capability, every one of their threads,
-/// while the bench beside them stays root (it makes the namespaces).
+/// Least privilege: the players, the prober and the host's decoder of its
+/// health checks' answers, which parse every datagram the hosted servers
+/// send, run as the host's readers user (the last uid of its block) with
+/// no capability, every one of their threads, while the bench beside them
+/// stays root (it makes the namespaces).
 #[test]
 fn root_players_and_prober_parse_the_servers_datagrams_without_root() {
     if !tickpack_testkit::root_or_skip(
@@ -579,7 +584,7 @@ fn root_players_and_prober_parse_the_servers_datagrams_without_root() {
     let out = bench.wait_with_output().unwrap();
     let text = text(&out);
     assert!(out.status.success(), "{text}");
-    for job in ["players", "probe"] {
+    for job in ["players", "probe", "decoder"] {
         assert!(
             seen.iter().any(|(j, _)| j == job),
             "no {job} readers seen: {seen:?}\n{text}"

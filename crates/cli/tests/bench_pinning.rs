@@ -99,6 +99,7 @@ fn root_a_tickpack_thread_ran_on_a_server_core() {
     let load = BTreeSet::from([0usize]);
     let mut bench_threads = BTreeSet::new();
     let mut server_on_server_core = false;
+    let mut readers_threads = 0;
     let deadline = Instant::now() + Duration::from_secs(120);
     while cleanup.0.try_wait().unwrap().is_none() && Instant::now() < deadline {
         // The bench pins itself first thing in its run (after parsing its
@@ -125,9 +126,25 @@ fn root_a_tickpack_thread_ran_on_a_server_core() {
             }
         }
         // The servers (children of the bench, or below its init) are not
-        // held to the load generator's CPUs.
+        // held to the load generator's CPUs; the players and the prober
+        // (its `__readers` children) and the checks' `__decoder` are.
         for child in children {
             let (threads, _) = threads_and_children(child);
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            let sub = cmdline.split(|&b| b == 0).nth(1);
+            if sub == Some(b"__readers".as_slice()) || sub == Some(b"__decoder".as_slice()) {
+                for (tid, name) in &threads {
+                    if let Some(cpus) = allowed(child, tid) {
+                        assert!(
+                            cpus.is_subset(&load),
+                            "readers thread {tid} ({name}) may run on {cpus:?}, not only the \
+                             load generator's {load:?}"
+                        );
+                        readers_threads += 1;
+                    }
+                }
+                continue;
+            }
             server_on_server_core |= threads.iter().any(|(tid, _)| {
                 allowed(child, tid).is_some_and(|c| c.iter().any(|cpu| !load.contains(cpu)))
             });
@@ -154,5 +171,6 @@ fn root_a_tickpack_thread_ran_on_a_server_core() {
         server_on_server_core,
         "a server was allowed on a server core"
     );
+    assert!(readers_threads > 0, "the players' threads were sampled");
     let _ = std::fs::remove_dir_all(&out_dir);
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::host::{events, host_down, temp_run_dir, Host};
+use support::host::{children_running, events, host_down, temp_run_dir, Host};
 use support::{
     assert_one_error_line, assert_success, exe, free_tcp_port, http_get_metrics, require_root,
     serial, Leftovers,
@@ -133,7 +133,13 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
         "stats from every instance",
     );
     assert_eq!(st["instances"].as_array().unwrap().len(), 4);
-    // Prometheus text for every instance.
+    // Those stats were decoded without root: the supervisor's decoder
+    // runs as its host's readers uid, no capability in any thread.
+    let decoders = children_running(host.up.id(), "__decoder");
+    assert_eq!(decoders.len(), 1, "one decoder: {decoders:?}");
+    for t in &decoders[0].1 {
+        assert!(t.is_unprivileged(), "a decoder thread: {t:?}");
+    }
     std::thread::sleep(Duration::from_millis(1_100));
     let body = http_get_metrics(&metrics);
     assert!(body.contains("# TYPE tickpack_instance_up gauge"), "{body}");
@@ -303,8 +309,20 @@ fn host_up_after_a_kill_9_of_the_supervisor_removes_the_leftovers() {
         .iter()
         .map(|i| i["pid"].as_u64().unwrap())
         .collect();
+    let decoders = children_running(first.up.id(), "__decoder");
+    assert_eq!(decoders.len(), 1, "{decoders:?}");
     first.up.kill().unwrap(); // SIGKILL: no clean-up happens
     first.up.wait().unwrap();
+    // The decoder dies with its supervisor (its death signal).
+    let decoder = u64::from(decoders[0].0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tickpack_testkit::procs::alive(decoder) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !tickpack_testkit::procs::alive(decoder),
+        "the decoder outlived its supervisor"
+    );
     assert!(
         !Leftovers::of("tpe5").scan().is_empty(),
         "the killed supervisor left its namespaces behind"

@@ -127,6 +127,10 @@ pub enum EventKind {
     OomKill { instance: u32 },
     /// The host's check socket for the instance dropped datagrams.
     CheckSocketOverflowed { instance: u32, dropped: u32 },
+    /// The unprivileged process that decodes the checks' answers failed
+    /// (`supervisor/decoder.rs`): the windows it left undecoded are not
+    /// judged, and it is started again.
+    DecoderFailed { error: String },
     /// Checks unanswered while others keep the server reading and running:
     /// not held against it.
     Contended {
@@ -273,6 +277,10 @@ impl fmt::Display for EventKind {
             Self::CheckSocketOverflowed { instance, dropped } => write!(
                 f,
                 "instance {instance}: the host's check socket for it overflowed ({dropped} datagrams dropped; it sends more than it is asked for); its checks are not judged while that lasts"
+            ),
+            Self::DecoderFailed { error } => write!(
+                f,
+                "the health checks' decoder failed ({error}); the checks it left undecoded are not judged, and it is started again"
             ),
             Self::Contended {
                 instance,

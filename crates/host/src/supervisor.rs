@@ -25,7 +25,7 @@
 //! `guard_loop.rs` the loop that holds them to their policy (handed in by
 //! the caller: [`Supervisor::start_with_policy`]); `restart.rs` the restart policy as a pure tracker
 //! ([`RestartTracker`]); `health.rs` health checks (a socket per
-//! instance), with the liveness rule in `liveness.rs` (its evidence read
+//! instance; their answers decoded by an unprivileged child, [`decoder`]), with the liveness rule in `liveness.rs` (its evidence read
 //! in `usage.rs`), readiness by a log
 //! line or a port in `ready.rs` and each instance's game query (`q3`,
 //! `a2s`: a session of `tickpack_game::query`) in `probe.rs`; `usage.rs`
@@ -42,6 +42,7 @@ mod bring_up;
 mod config_files;
 mod console;
 mod control;
+pub mod decoder;
 mod disk;
 mod driver;
 mod guard_loop;
@@ -208,6 +209,11 @@ pub struct Supervisor {
     uid_block: Option<uid_block::UidBlock>,
     /// Instance N's uid is `uid_base + N`.
     uid_base: u32,
+    /// The unprivileged child that decodes the checks' answers (none
+    /// without checks, or after it failed until it is started again).
+    decoder: Option<decoder::Decoder>,
+    /// When a failed decoder may be started again.
+    decoder_retry: Option<Instant>,
     /// This host name's lock, held while the supervisor lives.
     _lock: host_lock::HostLock,
 }
@@ -258,6 +264,8 @@ impl Supervisor {
             events: VecDeque::new(),
             events_total: 0,
             next_usage: Instant::now(),
+            decoder: None,
+            decoder_retry: None,
             started: Instant::now(),
             control: None,
             wake: tickpack_sys::epoll::Epoll::new().ok(),

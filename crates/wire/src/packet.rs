@@ -174,7 +174,7 @@ pub struct Snapshot<'a> {
 
 /// Server health counters, readable over the wire by anyone who pads the
 /// request to [`STATS_REQUEST_LEN`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ServerStats {
     pub nonce: u64,
     pub uptime_ms: u64,
@@ -215,7 +215,7 @@ pub struct ServerStats {
 
 /// The host's health checks a server did not answer, since start
 /// ([`crate::CheckGate`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CheckCounters {
     /// Checks refused as stale: a copy of one already answered (a replay)
     /// or older than it. They took nothing from the checks' budget.
@@ -232,7 +232,7 @@ pub const CHECK_COUNTERS_LEN: usize = 16;
 /// start. Carried after the flood counters, only when present: a reply
 /// without them decodes as `None`, and a reader that predates them ignores
 /// the trailing bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct RecentStats {
     /// How long the window spans, milliseconds (0: no tick in it yet).
     pub window_ms: u32,

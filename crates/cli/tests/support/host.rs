@@ -358,3 +358,39 @@ impl Drop for Host {
         }
     }
 }
+
+/// The children of `pid` (from every one of its threads) whose command
+/// is `tickpack SUB ...` (`__decoder`, `__readers`): each one's PID and
+/// the privilege of each of its threads.
+#[allow(dead_code)] // each test binary uses what it needs
+pub fn children_running(
+    pid: u32,
+    sub: &str,
+) -> Vec<(u32, Vec<tickpack_sys::unprivileged::Privilege>)> {
+    let mut found = vec![];
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return found;
+    };
+    for task in tasks.flatten() {
+        let kids = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for kid in kids
+            .split_whitespace()
+            .filter_map(|k| k.parse::<u32>().ok())
+        {
+            let cmdline = std::fs::read(format!("/proc/{kid}/cmdline")).unwrap_or_default();
+            if cmdline.split(|&b| b == 0).nth(1) != Some(sub.as_bytes()) {
+                continue;
+            }
+            let threads = std::fs::read_dir(format!("/proc/{kid}/task"))
+                .map(|d| {
+                    d.flatten()
+                        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+                        .map(|s| tickpack_sys::unprivileged::Privilege::parse(&s))
+                        .collect()
+                })
+                .unwrap_or_default();
+            found.push((kid, threads));
+        }
+    }
+    found
+}

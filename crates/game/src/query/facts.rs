@@ -8,7 +8,7 @@
 //! report.
 
 /// What one answer said.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Facts {
     /// The server's name (`hostname`, or ioq3's `sv_hostname` in
     /// `getstatus`; A2S: its name field).
@@ -33,7 +33,7 @@ impl Facts {
 }
 
 /// One client line of a `getstatus` answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Player {
     /// As the server wrote it, colour codes included.
     pub name: String,

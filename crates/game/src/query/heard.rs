@@ -6,7 +6,7 @@
 use super::facts::Facts;
 
 /// What a datagram from a queried server means.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Heard {
     /// An answer of the kind asked: the id it echoes (q3's `challenge`;
     /// `None` for A2S, which has none) and what it says.

@@ -209,8 +209,16 @@ impl Session {
     /// A datagram from the target, received at `now`. `None`: it meant
     /// nothing to this session (counted stray).
     pub fn handle(&mut self, now: Duration, datagram: &[u8]) -> Option<Event> {
+        self.handle_heard(now, self.query.decode(datagram))
+    }
+
+    /// What a datagram from the target, received at `now`, was decoded
+    /// as ([`Query::decode`], which may run elsewhere: the host decodes
+    /// its checks' answers in a process without privilege). `None`: it
+    /// meant nothing to this session (counted stray).
+    pub fn handle_heard(&mut self, now: Duration, heard: Heard) -> Option<Event> {
         self.expire(now);
-        match self.query.decode(datagram) {
+        match heard {
             Heard::Answer { id, facts } => {
                 let protocol = self.query.protocol();
                 let answers = |seq: u64| match &id {

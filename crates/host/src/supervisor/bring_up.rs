@@ -184,6 +184,7 @@ impl Supervisor {
                 }
             }
             Step::HealthSockets => {
+                self.start_decoder()?;
                 for i in &mut self.instances {
                     let s = health::check_socket(i.addr).map_err(io(format!(
                         "the health-check socket of instance {}",

@@ -38,6 +38,11 @@
 //! check window in which datagrams of that instance were dropped is not
 //! judged (its answer may be among them): a restart needs evidence.
 //!
+//! Replies are only received here, never decoded: each goes to the
+//! supervisor's decoder, an unprivileged child ([`super::decoder`]), whose
+//! typed answer the query session and the liveness rule take; a decoder
+//! that fails leaves those windows unjudged and is started again.
+//!
 //! Replies are read with the kernel's receive time stamp
 //! (`SO_TIMESTAMPNS`, wall clock), turned into the supervisor's monotonic
 //! clock the queries run on ([`Supervisor::query_clock`]), so round trips
@@ -51,6 +56,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tickpack_game::launch::Ready;
 use tickpack_wire::Packet;
 
+use super::decoder::{Ask, Decoded, Decoder, DecoderError};
 use super::lifecycle::Input;
 use super::{ready, usage, Supervisor};
 use crate::event::{EventKind, NotReady};
@@ -255,12 +261,24 @@ impl Supervisor {
         }
     }
 
+    /// Starts the checks' decoder ([`super::decoder`]) as the host's
+    /// readers user.
+    pub(super) fn start_decoder(&mut self) -> Result<(), super::HostError> {
+        let d = Decoder::start(&self.exe, self.readers_user())
+            .map_err(|e| super::HostError::Isolation(format!("the health checks' decoder: {e}")))?;
+        self.decoder = Some(d);
+        Ok(())
+    }
+
     /// Reads what every instance sent its check socket (at most
-    /// [`READ_BUDGET`] datagrams each), and the drops the kernel counted.
+    /// [`READ_BUDGET`] datagrams each) and the drops the kernel counted,
+    /// has the decoder say what each datagram is, and takes its answers.
     pub(super) fn read_health(&mut self, now: Instant) {
         let health = self.cfg.health;
-        let mut buf = [0u8; 2048];
+        let mut buf = [0u8; super::decoder::MAX_DATAGRAM];
         let mut events = vec![];
+        // (instance, received at, what to decode it as, its bytes)
+        let mut got: Vec<(usize, Duration, Ask, Vec<u8>)> = vec![];
         for k in 0..self.instances.len() {
             for _ in 0..READ_BUDGET {
                 let i = &self.instances[k];
@@ -285,32 +303,83 @@ impl Supervisor {
                 if r.from != i.addr {
                     continue;
                 }
-                let data = &buf[..r.len];
-                let alive = match health {
-                    Health::TickpackStats => match Packet::decode(data) {
-                        // An answer to one of our checks, not any stats.
-                        Ok(Packet::Stats(s))
-                            if i.health_key.as_ref().is_none_or(|k| k.answers(s.nonce)) =>
-                        {
-                            i.stats = Some(s);
-                            true
-                        }
-                        _ => false,
-                    },
-                    Health::None => false,
+                let ask = match health {
+                    Health::TickpackStats => Ask::Stats,
+                    Health::None => continue,
                     // A challenge's query goes again in `send_checks`.
-                    _ => i.probe.handle(at, data),
+                    _ => match i.probe.query() {
+                        Some(q) => Ask::Query(q),
+                        None => continue,
+                    },
                 };
-                if alive {
-                    i.last_heard = Some(now);
-                    i.liveness.heard();
-                    // Counted only while its process runs.
-                    i.life.handle(now, Input::Answered);
-                }
+                got.push((k, at, ask, buf[..r.len].to_vec()));
             }
+        }
+        if !got.is_empty() {
+            self.take_decoded(now, &got, &mut events);
         }
         for e in events {
             self.event(e);
+        }
+    }
+
+    /// Has the decoder say what the datagrams `got` are and takes its
+    /// answers; if it fails, none of those instances' windows is judged,
+    /// and it is started again (at most once a second).
+    fn take_decoded(
+        &mut self,
+        now: Instant,
+        got: &[(usize, Duration, Ask, Vec<u8>)],
+        events: &mut Vec<EventKind>,
+    ) {
+        if self.decoder.is_none() && self.decoder_retry.is_none_or(|t| now >= t) {
+            self.decoder_retry = Some(now + Duration::from_secs(1));
+            if let Err(e) = self.start_decoder() {
+                events.push(EventKind::DecoderFailed {
+                    error: e.to_string(),
+                });
+            }
+        }
+        let items: Vec<(Ask, &[u8])> = got.iter().map(|(_, _, a, d)| (*a, &d[..])).collect();
+        let decoded = match self.decoder.as_mut() {
+            Some(d) => d.decode_all(&items),
+            None => Err(DecoderError::Ended),
+        };
+        let decoded = match decoded {
+            Ok(d) => d,
+            Err(e) => {
+                // Kept only when it was running: a decoder that could not
+                // start said so above.
+                if self.decoder.take().is_some() {
+                    events.push(EventKind::DecoderFailed {
+                        error: e.to_string(),
+                    });
+                }
+                for (k, ..) in got {
+                    self.instances[*k].liveness.overflowed();
+                }
+                return;
+            }
+        };
+        for ((k, at, _, _), d) in got.iter().zip(decoded) {
+            let i = &mut self.instances[*k];
+            let alive = match d {
+                // An answer to one of our checks, not any stats.
+                Decoded::Stats(Some(s))
+                    if i.health_key.as_ref().is_none_or(|key| key.answers(s.nonce)) =>
+                {
+                    i.stats = Some(s);
+                    true
+                }
+                Decoded::Stats(_) => false,
+                Decoded::Query(heard) => i.probe.handle_heard(*at, heard),
+            };
+            if alive {
+                i.last_heard = Some(now);
+                i.liveness.heard();
+                // Counted only while its process runs.
+                i.life.handle(now, Input::Answered);
+            }
         }
     }
 

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tickpack_game::query::{Event, Facts, Query, Schedule, Session};
+use tickpack_game::query::{Event, Facts, Heard, Query, Schedule, Session};
 
 use crate::launch::Health;
 use crate::status::LatencySummary;
@@ -101,11 +101,28 @@ impl Probe {
 
     /// Digests a datagram from the instance, received at `at`; true if it
     /// is a sign of life.
+    #[cfg(test)]
     pub fn handle(&mut self, at: Duration, datagram: &[u8]) -> bool {
+        match self.query {
+            Some(q) => self.handle_heard(at, q.decode(datagram)),
+            None => false,
+        }
+    }
+
+    /// The query it asks, which its answers are decoded as (`None`: no
+    /// game query).
+    pub fn query(&self) -> Option<Query> {
+        self.query
+    }
+
+    /// Digests what a datagram from the instance, received at `at`, was
+    /// decoded as (by the supervisor's decoder, [`super::decoder`]); true
+    /// if it is a sign of life.
+    pub fn handle_heard(&mut self, at: Duration, heard: Heard) -> bool {
         let Some(s) = &mut self.session else {
             return false;
         };
-        let Some(event) = s.handle(at, datagram) else {
+        let Some(event) = s.handle_heard(at, heard) else {
             return false;
         };
         if let Event::Answered { rtt, .. } = &event {
