@@ -33,7 +33,7 @@ mod serve;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -152,22 +152,11 @@ impl Reader {
     /// to say it is ready (at most [`START_TIMEOUT`]).
     pub fn start(exe: &Path, user: User, job: Job) -> Result<Reader, ReaderError> {
         let fail = |what: &str, e: &dyn std::fmt::Display| ReaderError(format!("{what}: {e}"));
-        // This very binary is exec'd through /proc/self/exe, which the
-        // kernel follows to the file without searching its directories:
-        // the readers' user may not enter a checkout under a private home
-        // (`sudo tickpack bench` from ~/tickpack, a 0700 directory).
-        let own = std::env::current_exe().is_ok_and(|e| e == exe);
-        let mut cmd = if own {
-            let mut c = Command::new("/proc/self/exe");
-            c.arg0("tickpack");
-            c
-        } else {
-            Command::new(exe)
-        };
+        let mut cmd = unprivileged::command_for(exe);
         cmd.args([SUBCOMMAND, job.name()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .current_dir("/")
             .process_group(0);
         unprivileged::as_user(&mut cmd, user);
@@ -178,6 +167,12 @@ impl Reader {
             )
         })?;
         let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        let name = job.name();
+        std::thread::Builder::new()
+            .name("readers-stderr".into())
+            .spawn(move || pass_on(stderr, name, &mut std::io::stderr()))
+            .map_err(|e| fail("starting the stderr thread", &e))?;
         let (tx, said) = mpsc::channel();
         std::thread::Builder::new()
             .name("readers-said".into())
@@ -316,6 +311,34 @@ fn kind(s: &Said) -> &'static str {
         Said::Ready => "ready",
         Said::Live { .. } => "live figures",
         Said::Done(_) => "its result",
+    }
+}
+
+/// The most lines of a child's stderr passed on to ours.
+const STDERR_LINES: usize = 20;
+
+/// Passes the child's stderr on to `out` (ours): its first
+/// [`STDERR_LINES`] lines, each escaped and capped (a terminal never gets
+/// a control sequence from it); the rest is read and dropped.
+fn pass_on(stderr: impl Read, job: &str, out: &mut impl Write) {
+    let mut r = BufReader::new(stderr);
+    let mut shown = 0;
+    loop {
+        match read_line(&mut r, 4096) {
+            Ok(Some(line)) if shown < STDERR_LINES => {
+                shown += 1;
+                let _ = writeln!(
+                    out,
+                    "tickpack __readers {job}: {}",
+                    tickpack_sys::text::escape(&line, 200)
+                );
+            }
+            Ok(Some(_)) => {}
+            // A line too long or not UTF-8 is dropped; the end of the
+            // output, or a failed read, ends this.
+            Err(e) if e.kind() == std::io::ErrorKind::Other => {}
+            Err(_) | Ok(None) => return,
+        }
     }
 }
 

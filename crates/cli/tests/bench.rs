@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use support::bench::{assert_no_leftovers, one_ladder, run_bench, tco_of_ten_machines, BenchRun};
-use support::host::BenchHosts;
+use support::host::{children_running, BenchHosts};
 use support::{assert_success, exe, run, serial, text, tickpack};
 
 fn tmp(name: &str) -> PathBuf {
@@ -501,34 +501,20 @@ fn compare_game_with_one_game_or_repeat_zero_is_a_bad_flag() {
 /// (`players`, `probe`, `decoder`), with the privilege of each of their
 /// threads.
 fn readers_of(bench: u32) -> Vec<(String, Vec<tickpack_sys::unprivileged::Privilege>)> {
-    let mut found = vec![];
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{bench}/task")) else {
-        return found;
+    let job = |pid: u32| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let arg = cmdline.split(|&b| b == 0).nth(2).unwrap_or_default();
+        String::from_utf8_lossy(arg).into_owned()
     };
-    for task in tasks.flatten() {
-        let kids = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        for pid in kids.split_whitespace() {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let args: Vec<String> = cmdline
-                .split(|&b| b == 0)
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            let job = match args.get(1).map(String::as_str) {
-                Some("__readers") => args.get(2).cloned().unwrap_or_default(),
-                Some("__decoder") => "decoder".to_string(),
-                _ => continue,
-            };
-            let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
-                .map(|d| {
-                    d.flatten()
-                        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-                        .map(|s| tickpack_sys::unprivileged::Privilege::parse(&s))
-                        .collect()
-                })
-                .unwrap_or_default();
-            found.push((job, threads));
-        }
-    }
+    let mut found: Vec<_> = children_running(bench, "__readers")
+        .into_iter()
+        .map(|(pid, threads)| (job(pid), threads))
+        .collect();
+    found.extend(
+        children_running(bench, "__decoder")
+            .into_iter()
+            .map(|(_, threads)| ("decoder".to_string(), threads)),
+    );
     found
 }
 

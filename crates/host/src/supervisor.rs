@@ -687,3 +687,13 @@ impl Supervisor {
         problems
     }
 }
+
+/// Where `step` is in a plan's `steps` (the plans' tests: bring-up and
+/// teardown); a step missing fails the test with the plan.
+#[cfg(test)]
+pub(crate) fn position_in_plan<T: PartialEq + std::fmt::Debug>(steps: &[T], step: T) -> usize {
+    steps
+        .iter()
+        .position(|s| *s == step)
+        .unwrap_or_else(|| panic!("{step:?} not in {steps:?}"))
+}

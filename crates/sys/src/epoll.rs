@@ -152,4 +152,27 @@ mod tests {
             .unwrap();
         assert_eq!(t, vec![7]);
     }
+
+    /// What a tile step's wait over several hosts stands on: a set that
+    /// holds other sets wakes when a member of one of them is ready.
+    #[test]
+    fn a_set_of_sets_wakes_when_a_member_of_one_is_ready() {
+        let (inner_a, inner_b) = (Epoll::new().unwrap(), Epoll::new().unwrap());
+        let (a, b, tx) = (bind(), bind(), bind());
+        inner_a.add(a.as_raw_fd(), 1).unwrap();
+        inner_b.add(b.as_raw_fd(), 1).unwrap();
+        let mut outer = Epoll::new().unwrap();
+        outer.add(inner_a.as_raw_fd(), 10).unwrap();
+        outer.add(inner_b.as_raw_fd(), 20).unwrap();
+        let mut t = vec![];
+        outer
+            .wait(&mut t, std::time::Duration::from_millis(1))
+            .unwrap();
+        assert!(t.is_empty());
+        tx.send_to(b"x", b.local_addr().unwrap()).unwrap();
+        outer
+            .wait(&mut t, std::time::Duration::from_secs(3600))
+            .unwrap();
+        assert_eq!(t, vec![20]);
+    }
 }

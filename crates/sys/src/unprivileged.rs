@@ -54,6 +54,22 @@ pub fn as_user(cmd: &mut Command, user: User) -> &mut Command {
     }
 }
 
+/// A command running `exe`: this very binary through `/proc/self/exe`,
+/// which the kernel follows to the file without searching its
+/// directories (a user [`as_user`] starts may not enter a checkout under a
+/// private home: `sudo tickpack bench` from a 0700 `~/tickpack`), `argv[0]`
+/// `tickpack`; another program by its path.
+pub fn command_for(exe: &std::path::Path) -> Command {
+    let own = std::env::current_exe().is_ok_and(|e| e == exe);
+    if own {
+        let mut c = Command::new("/proc/self/exe");
+        c.arg0("tickpack");
+        c
+    } else {
+        Command::new(exe)
+    }
+}
+
 /// What `/proc/PID/task/TID/status` says of a thread's privilege: its
 /// real, effective, saved and filesystem uids and its effective
 /// capabilities (hex), `None` for a line it lacks.

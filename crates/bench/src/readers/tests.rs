@@ -121,7 +121,7 @@ fn a_child_that_says_nothing_is_not_waited_for_past_its_start_limit() {
 fn a_child_that_says_what_is_not_a_message_is_refused() {
     let e = error_of(
         "garbage",
-        "echo '\"Ready\"'; read go; echo 'rm -rf / \u{1b}[2J'",
+        "echo '\"Ready\"'; read order; read go; echo 'rm -rf / \u{1b}[2J'",
     );
     assert!(e.contains("not a message"), "{e}");
     assert!(!e.contains('\u{1b}'), "escaped: {e:?}");
@@ -133,7 +133,7 @@ fn a_child_that_sends_a_line_without_end_is_refused_at_its_bound() {
     let e = error_of(
         "long",
         &format!(
-            "echo '\"Ready\"'; read go; head -c {} /dev/zero | tr '\\0' x; sleep 30",
+            "echo '\"Ready\"'; read order; read go; head -c {} /dev/zero | tr '\\0' x; sleep 30",
             MAX_LINE + 1
         ),
     );
@@ -142,7 +142,7 @@ fn a_child_that_sends_a_line_without_end_is_refused_at_its_bound() {
 
 #[test]
 fn a_child_that_ends_without_a_result_says_how_it_ended() {
-    let e = error_of("exits", "echo '\"Ready\"'; read go; exit 3");
+    let e = error_of("exits", "echo '\"Ready\"'; read order; read go; exit 3");
     assert!(e.contains("ended without a result"), "{e}");
 }
 
@@ -150,7 +150,7 @@ fn a_child_that_ends_without_a_result_says_how_it_ended() {
 fn a_child_that_says_ready_twice_or_answers_early_is_refused() {
     let e = error_of(
         "twice",
-        "echo '\"Ready\"'; read go; echo '\"Ready\"'; sleep 30",
+        "echo '\"Ready\"'; read order; read go; echo '\"Ready\"'; sleep 30",
     );
     assert!(e.contains("ready twice"), "{e}");
     let early = r#"echo '{"Done":{"ProbeWindows":[]}}'; sleep 30"#;
@@ -162,7 +162,7 @@ fn a_child_that_says_ready_twice_or_answers_early_is_refused() {
 fn a_result_comes_back_and_the_child_is_reaped() {
     let s = Script::new(
         "answers",
-        r#"echo '"Ready"'; read go; echo '{"Live":{"recent":null}}'; echo '{"Done":{"ProbeWindows":[null]}}'"#,
+        r#"echo '"Ready"'; read order; read go; echo '{"Live":{"recent":null}}'; echo '{"Done":{"ProbeWindows":[null]}}'"#,
     );
     let stop = AtomicBool::new(false);
     let r = Reader::start(&s.path, NOBODY, probe_job()).unwrap();
@@ -184,4 +184,21 @@ fn a_reader_dropped_before_its_run_is_killed_and_reaped() {
     let pid = r.pid();
     drop(r);
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+}
+
+#[test]
+fn what_a_child_prints_reaches_our_stderr_escaped_and_bounded() {
+    let mut printed = b"\x1b]0;owned\x07\x1b[2J hello\n".to_vec();
+    printed.extend(vec![b'x'; 10_000]);
+    printed.push(b'\n');
+    for n in 0..100 {
+        printed.extend(format!("line {n}\n").as_bytes());
+    }
+    let mut out = Vec::new();
+    pass_on(Cursor::new(printed), "players", &mut out);
+    let out = String::from_utf8(out).unwrap();
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(out.starts_with("tickpack __readers players: "), "{out}");
+    assert_eq!(out.lines().count(), STDERR_LINES, "{out}");
+    assert!(out.lines().all(|l| l.len() < 300), "{out}");
 }

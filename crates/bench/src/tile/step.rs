@@ -209,7 +209,9 @@ fn wait_running(
         if all || stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // Woken by the first answers, an exit, or the hosts' deadlines.
+        let mut sups: Vec<&mut Supervisor> = members.iter_mut().map(|m| &mut m.sup).collect();
+        Supervisor::wait_any(&mut sups, Duration::from_millis(250));
     }
 }
 
@@ -366,11 +368,14 @@ fn measure(
                     send_due_map_changes(m, at, w);
                     m.sup.poll();
                 }
-                let wake = next_sample.min(end);
-                std::thread::sleep(
-                    wake.saturating_duration_since(Instant::now())
-                        .min(Duration::from_millis(50)),
-                );
+                // The hosts' own driver: woken by what needs one of them,
+                // no later than the next sample.
+                let left = next_sample
+                    .min(end)
+                    .saturating_duration_since(Instant::now());
+                let mut sups: Vec<&mut Supervisor> =
+                    members.iter_mut().map(|m| &mut m.sup).collect();
+                Supervisor::wait_any(&mut sups, left);
             }
             let after = CpuReading::read();
             let cpu = CpuWindow::between(&before, &after);

@@ -27,7 +27,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
@@ -158,20 +158,13 @@ impl Decoder {
     /// Starts `exe __decoder` as `user`, its socket as its stdin.
     pub fn start(exe: &Path, user: User) -> Result<Decoder, DecoderError> {
         let (ours, theirs) = pair().map_err(DecoderError::Start)?;
-        // This very binary through /proc/self/exe (the readers' user may
-        // not search the directories of its path).
-        let own = std::env::current_exe().is_ok_and(|e| e == exe);
-        let mut cmd = if own {
-            let mut c = Command::new("/proc/self/exe");
-            c.arg0("tickpack");
-            c
-        } else {
-            Command::new(exe)
-        };
+        let mut cmd = unprivileged::command_for(exe);
         cmd.arg(SUBCOMMAND)
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            // Nothing it prints reaches a terminal: how it failed is the
+            // supervisor's event.
+            .stderr(Stdio::null())
             .current_dir("/")
             .process_group(0);
         unprivileged::as_user(&mut cmd, user);

@@ -10,6 +10,9 @@
 //! on a console and batch work (reaped and guarded in `poll`) keep the
 //! waits short (20 and 50 ms), as the fixed 50 ms sleeps were before.
 //!
+//! A tile step's several hosts wait together ([`Supervisor::wait_any`]:
+//! one epoll set over each host's set).
+//!
 //! A server cannot make it spin: a wake-up comes at most every
 //! [`MIN_GAP`] however much a hosted server sends its check socket (what a
 //! poll reads from it is bounded too).
@@ -70,6 +73,54 @@ impl Supervisor {
             None => std::thread::sleep(timeout.min(BATCH_WAIT)),
         }
         self.last_wake = Some(Instant::now());
+    }
+
+    /// [`Supervisor::wait`] over several hosts at once (a tile step's
+    /// members, each a host of its own): blocks until something may need
+    /// the [`Supervisor::poll`] of any of them, the earliest of their
+    /// deadlines, or `max`. One epoll set holds each host's set (an epoll
+    /// descriptor is readable while its set has something ready); never
+    /// returns sooner than [`MIN_GAP`] after the last wait of any of them.
+    pub fn wait_any(sups: &mut [&mut Supervisor], max: Duration) {
+        let now = Instant::now();
+        if let Some(gap_end) = sups
+            .iter()
+            .filter_map(|s| s.last_wake)
+            .max()
+            .map(|l| l + MIN_GAP)
+        {
+            let early = gap_end.saturating_duration_since(now);
+            if !early.is_zero() {
+                std::thread::sleep(early);
+            }
+        }
+        let now = Instant::now();
+        let timeout = sups
+            .iter()
+            .filter_map(|s| s.next_deadline())
+            .min()
+            .map_or(max, |d| d.saturating_duration_since(now).min(max));
+        let outer = Epoll::new().and_then(|outer| {
+            for s in sups.iter() {
+                if let Some(w) = &s.wake {
+                    outer.add(w.as_raw_fd(), TOKEN)?;
+                }
+            }
+            Ok(outer)
+        });
+        match outer {
+            Ok(mut outer) => {
+                let mut ready = vec![];
+                if outer.wait(&mut ready, timeout).is_err() {
+                    std::thread::sleep(timeout.min(BATCH_WAIT));
+                }
+            }
+            Err(_) => std::thread::sleep(timeout.min(BATCH_WAIT)),
+        }
+        let woke = Instant::now();
+        for s in sups.iter_mut() {
+            s.last_wake = Some(woke);
+        }
     }
 
     /// The next moment something is due without an outside event.

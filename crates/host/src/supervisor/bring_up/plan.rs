@@ -145,10 +145,7 @@ mod tests {
     };
 
     fn at(steps: &[Step], step: Step) -> usize {
-        steps
-            .iter()
-            .position(|s| *s == step)
-            .unwrap_or_else(|| panic!("{step:?} not in {steps:?}"))
+        crate::supervisor::position_in_plan(steps, step)
     }
 
     #[test]
