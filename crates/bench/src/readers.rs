@@ -31,7 +31,6 @@
 mod serve;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,14 +151,11 @@ impl Reader {
     /// to say it is ready (at most [`START_TIMEOUT`]).
     pub fn start(exe: &Path, user: User, job: Job) -> Result<Reader, ReaderError> {
         let fail = |what: &str, e: &dyn std::fmt::Display| ReaderError(format!("{what}: {e}"));
-        let mut cmd = unprivileged::command_for(exe);
+        let mut cmd = unprivileged::command(exe, user);
         cmd.args([SUBCOMMAND, job.name()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .current_dir("/")
-            .process_group(0);
-        unprivileged::as_user(&mut cmd, user);
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| {
             fail(
                 &format!("starting {} as uid {}", exe.display(), user.uid),
@@ -246,14 +242,18 @@ impl Reader {
         live: Option<&tickpack_players::Live>,
     ) -> Result<Done, ReaderError> {
         if self.send("go").is_err() {
-            // It ended already: what it said wrong, if anything, says why
-            // (its output ends soon after it did).
-            while let Ok(said) = self.said.recv_timeout(Duration::from_secs(1)) {
-                if let Err(e) = said {
-                    return Err(ReaderError(e));
+            // Its input is closed: what it said wrong, if anything, says
+            // why (its output ends soon after it did), read for a second
+            // at most, whatever it keeps saying.
+            let deadline = Instant::now() + Duration::from_secs(1);
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match self.said.recv_timeout(left) {
+                    Ok(Err(e)) => return Err(ReaderError(e)),
+                    Ok(Ok(_)) if !left.is_zero() => {}
+                    _ => return Err(self.ended()),
                 }
             }
-            return Err(self.ended());
         }
         let mut stopped_at: Option<Instant> = None;
         loop {
@@ -279,11 +279,9 @@ impl Reader {
                         _ => {}
                     }
                 }
-                Ok(Ok(Said::Done(done))) => {
-                    self.stdin = None;
-                    let _ = self.child.wait();
-                    return Ok(done);
-                }
+                // Reaped in `drop`, killed first if it would not end: a
+                // child that answers and then hangs holds nothing.
+                Ok(Ok(Said::Done(done))) => return Ok(done),
                 Ok(Ok(Said::Ready)) => return Err(ReaderError("said it was ready twice".into())),
                 Ok(Err(e)) => return Err(ReaderError(e)),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -363,6 +361,22 @@ fn listen(stdout: impl Read, tx: &mpsc::Sender<Result<Said, String>>) {
             return;
         }
     }
+}
+
+/// Starts a step's players run; its failure is the players'.
+pub fn start_players(
+    exe: &Path,
+    user: User,
+    cfg: &PlayersConfig,
+) -> Result<Reader, crate::BenchError> {
+    Reader::start(exe, user, Job::Players(cfg.clone()))
+        .map_err(|e| crate::BenchError::Players(PlayersError::Setup(e.to_string())))
+}
+
+/// Starts a step's probe job (one run, or a tile's windows); its failure
+/// is the prober's.
+pub fn start_probe(exe: &Path, user: User, job: Job) -> Result<Reader, crate::BenchError> {
+    Reader::start(exe, user, job).map_err(|e| crate::BenchError::Probe(e.to_string()))
 }
 
 /// A players reader's result.

@@ -34,7 +34,7 @@ use crate::cpu::mean_over;
 use crate::foreign::OwnCpu;
 use crate::game::GameServer;
 use crate::power::PowerSource;
-use crate::readers::{self, Job, Reader};
+use crate::readers::{self, Job};
 use crate::spec::{LadderSpec, Plan, StepRequest, StepRunner};
 use crate::verdict::{failures, StepFigures, Verdict};
 use crate::BenchError;
@@ -253,14 +253,12 @@ impl HostStepRunner<'_> {
         // ready before the step's clock starts.
         let user = sup.readers_user();
         let players_reader = (players > 0)
-            .then(|| Reader::start(&plan.exe, user, Job::Players(pcfg.clone())))
-            .transpose()
-            .map_err(|e| BenchError::Players(PlayersError::Setup(e.to_string())))?;
+            .then(|| readers::start_players(&plan.exe, user, &pcfg))
+            .transpose()?;
         let probe_reader = probe
             .as_ref()
-            .map(|p| Reader::start(&plan.exe, user, Job::Probe(p.clone())))
-            .transpose()
-            .map_err(|e| BenchError::Probe(e.to_string()))?;
+            .map(|p| readers::start_probe(&plan.exe, user, Job::Probe(p.clone())))
+            .transpose()?;
         let started = Instant::now();
         let power = &mut *self.power;
         let mut samples = BatchSamples::default();

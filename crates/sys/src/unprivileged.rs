@@ -54,20 +54,25 @@ pub fn as_user(cmd: &mut Command, user: User) -> &mut Command {
     }
 }
 
-/// A command running `exe`: this very binary through `/proc/self/exe`,
+/// A command running `exe` as `user` ([`as_user`]), in `/` and a
+/// process group of its own (the terminal's Ctrl-C reaches only us, who
+/// tell it to stop). This very binary runs through `/proc/self/exe`,
 /// which the kernel follows to the file without searching its
-/// directories (a user [`as_user`] starts may not enter a checkout under a
-/// private home: `sudo tickpack bench` from a 0700 `~/tickpack`), `argv[0]`
-/// `tickpack`; another program by its path.
-pub fn command_for(exe: &std::path::Path) -> Command {
+/// directories (`user` may not enter a checkout under a private home:
+/// `sudo tickpack bench` from a 0700 `~/tickpack`), `argv[0]` `tickpack`;
+/// another program by its path.
+pub fn command(exe: &std::path::Path, user: User) -> Command {
     let own = std::env::current_exe().is_ok_and(|e| e == exe);
-    if own {
+    let mut cmd = if own {
         let mut c = Command::new("/proc/self/exe");
         c.arg0("tickpack");
         c
     } else {
         Command::new(exe)
-    }
+    };
+    cmd.current_dir("/").process_group(0);
+    as_user(&mut cmd, user);
+    cmd
 }
 
 /// What `/proc/PID/task/TID/status` says of a thread's privilege: its

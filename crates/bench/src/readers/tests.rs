@@ -202,3 +202,44 @@ fn what_a_child_prints_reaches_our_stderr_escaped_and_bounded() {
     assert_eq!(out.lines().count(), STDERR_LINES, "{out}");
     assert!(out.lines().all(|l| l.len() < 300), "{out}");
 }
+
+/// A bug: after its answer the bench waited for the child to exit,
+/// unbounded: a child that answered and then hung held the step for ever.
+#[test]
+fn a_child_that_answered_and_then_hung_held_the_bench() {
+    let s = Script::new(
+        "hangs",
+        r#"echo '"Ready"'; read order; read go; echo '{"Done":{"ProbeWindows":[null]}}'; sleep 30"#,
+    );
+    let stop = AtomicBool::new(false);
+    let r = Reader::start(&s.path, NOBODY, probe_job()).unwrap();
+    let pid = r.pid();
+    let t = Instant::now();
+    assert!(matches!(r.run(&stop, None), Ok(Done::ProbeWindows(_))));
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "killed and reaped"
+    );
+}
+
+/// A bug: a child whose input was closed before `go` was read for as long
+/// as it kept talking.
+#[test]
+fn a_child_that_closed_its_input_and_kept_talking_held_the_bench() {
+    let e_and_time = {
+        let s = Script::new(
+            "talks",
+            r#"echo '"Ready"'; read order; exec 0<&-; for i in $(seq 150); do echo '{"Live":{"recent":null}}'; sleep 0.1; done"#,
+        );
+        let stop = AtomicBool::new(false);
+        let r = Reader::start(&s.path, NOBODY, probe_job()).unwrap();
+        // Its input closes with the `exec`: `go` meets no reader.
+        std::thread::sleep(Duration::from_millis(300));
+        let t = Instant::now();
+        (r.run(&stop, None).map(|_| ()).unwrap_err(), t.elapsed())
+    };
+    let (e, took) = e_and_time;
+    assert!(e.to_string().contains("ended without a result"), "{e}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}

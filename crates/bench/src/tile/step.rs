@@ -27,7 +27,7 @@ use super::judge::{judge, WindowFigures};
 use super::presence;
 use super::{member_host_name, member_range, member_run_dir, MemberPlan, TilePlan};
 use crate::cpu::{mean_over, CpuReading, CpuWindow};
-use crate::readers::{self, Done, Job, Reader};
+use crate::readers::{self, Done, Job};
 use crate::spec::{LadderSpec, Plan, StepRequest};
 use crate::step::{server_pids, RUN_DELAY_PERIOD};
 use crate::BenchError;
@@ -302,9 +302,8 @@ fn measure(
         let user = m.sup.readers_user();
         players.push(
             c.as_ref()
-                .map(|c| Reader::start(&plan.exe, user, Job::Players(c.clone())))
-                .transpose()
-                .map_err(|e| BenchError::Players(PlayersError::Setup(e.to_string())))?,
+                .map(|c| readers::start_players(&plan.exe, user, c))
+                .transpose()?,
         );
         let job = |cfg: &tickpack_probe::ProbeConfig| Job::ProbeWindows {
             cfg: cfg.clone(),
@@ -313,9 +312,8 @@ fn measure(
         };
         probers.push(
             p.as_ref()
-                .map(|p| Reader::start(&plan.exe, user, job(p)))
-                .transpose()
-                .map_err(|e| BenchError::Probe(e.to_string()))?,
+                .map(|p| readers::start_probe(&plan.exe, user, job(p)))
+                .transpose()?,
         );
     }
     let started = Instant::now();

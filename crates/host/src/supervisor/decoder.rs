@@ -25,7 +25,6 @@
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
@@ -134,6 +133,10 @@ fn io_error(e: rustix::io::Errno) -> DecoderError {
 pub struct Decoder {
     child: Option<Child>,
     sock: OwnedFd,
+    /// A request being written, an answer being read (kept: every poll
+    /// with answers uses them).
+    msg: Vec<u8>,
+    buf: Vec<u8>,
 }
 
 /// A connected `SOCK_SEQPACKET` pair, both ends close-on-exec; `ours`
@@ -158,27 +161,30 @@ impl Decoder {
     /// Starts `exe __decoder` as `user`, its socket as its stdin.
     pub fn start(exe: &Path, user: User) -> Result<Decoder, DecoderError> {
         let (ours, theirs) = pair().map_err(DecoderError::Start)?;
-        let mut cmd = unprivileged::command_for(exe);
+        let mut cmd = unprivileged::command(exe, user);
         cmd.arg(SUBCOMMAND)
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::null())
             // Nothing it prints reaches a terminal: how it failed is the
             // supervisor's event.
-            .stderr(Stdio::null())
-            .current_dir("/")
-            .process_group(0);
-        unprivileged::as_user(&mut cmd, user);
+            .stderr(Stdio::null());
         let child = cmd.spawn().map_err(DecoderError::Start)?;
-        Ok(Decoder {
-            child: Some(child),
-            sock: ours,
-        })
+        Ok(Decoder::with(Some(child), ours))
     }
 
     /// Over `sock`, whose other end someone else serves (tests).
     #[cfg(test)]
     pub(crate) fn over(sock: OwnedFd) -> Decoder {
-        Decoder { child: None, sock }
+        Decoder::with(None, sock)
+    }
+
+    fn with(child: Option<Child>, sock: OwnedFd) -> Decoder {
+        Decoder {
+            child,
+            sock,
+            msg: Vec::with_capacity(MAX_DATAGRAM + 1),
+            buf: vec![0u8; MAX_ANSWER],
+        }
     }
 
     /// Its PID.
@@ -191,19 +197,18 @@ impl Decoder {
     pub fn decode_all(&mut self, items: &[(Ask, &[u8])]) -> Result<Vec<Decoded>, DecoderError> {
         let mut out = Vec::with_capacity(items.len());
         let mut sent = 0;
-        let mut msg = Vec::with_capacity(MAX_DATAGRAM + 1);
-        let mut buf = vec![0u8; MAX_ANSWER];
+        let Decoder { sock, msg, buf, .. } = self;
         while out.len() < items.len() {
             while sent < items.len() && sent - out.len() < WINDOW {
                 let (ask, datagram) = items[sent];
                 msg.clear();
                 msg.push(ask.code());
                 msg.extend_from_slice(&datagram[..datagram.len().min(MAX_DATAGRAM)]);
-                rustix::net::send(&self.sock, &msg, SendFlags::NOSIGNAL).map_err(io_error)?;
+                rustix::net::send(&*sock, msg, SendFlags::NOSIGNAL).map_err(io_error)?;
                 sent += 1;
             }
             let (n, full) =
-                rustix::net::recv(&self.sock, &mut buf[..], RecvFlags::TRUNC).map_err(io_error)?;
+                rustix::net::recv(&*sock, &mut buf[..], RecvFlags::TRUNC).map_err(io_error)?;
             if full == 0 {
                 return Err(DecoderError::Ended);
             }

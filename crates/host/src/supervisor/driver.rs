@@ -52,26 +52,9 @@ impl Supervisor {
     /// window). Never returns sooner than [`MIN_GAP`] after the last
     /// wait returned.
     pub fn wait(&mut self, max: Duration) {
-        let now = Instant::now();
-        if let Some(last) = self.last_wake {
-            let early = (last + MIN_GAP).saturating_duration_since(now);
-            if !early.is_zero() {
-                std::thread::sleep(early);
-            }
-        }
-        let now = Instant::now();
-        let timeout = self
-            .next_deadline()
-            .map_or(max, |d| d.saturating_duration_since(now).min(max));
-        match &mut self.wake {
-            Some(w) => {
-                let mut ready = vec![];
-                if w.wait(&mut ready, timeout).is_err() {
-                    std::thread::sleep(timeout.min(BATCH_WAIT));
-                }
-            }
-            None => std::thread::sleep(timeout.min(BATCH_WAIT)),
-        }
+        after_gap(self.last_wake);
+        let timeout = timeout_until(self.next_deadline(), max);
+        block(self.wake.as_mut(), timeout);
         self.last_wake = Some(Instant::now());
     }
 
@@ -82,24 +65,8 @@ impl Supervisor {
     /// descriptor is readable while its set has something ready); never
     /// returns sooner than [`MIN_GAP`] after the last wait of any of them.
     pub fn wait_any(sups: &mut [&mut Supervisor], max: Duration) {
-        let now = Instant::now();
-        if let Some(gap_end) = sups
-            .iter()
-            .filter_map(|s| s.last_wake)
-            .max()
-            .map(|l| l + MIN_GAP)
-        {
-            let early = gap_end.saturating_duration_since(now);
-            if !early.is_zero() {
-                std::thread::sleep(early);
-            }
-        }
-        let now = Instant::now();
-        let timeout = sups
-            .iter()
-            .filter_map(|s| s.next_deadline())
-            .min()
-            .map_or(max, |d| d.saturating_duration_since(now).min(max));
+        after_gap(sups.iter().filter_map(|s| s.last_wake).max());
+        let timeout = timeout_until(sups.iter().filter_map(|s| s.next_deadline()).min(), max);
         let outer = Epoll::new().and_then(|outer| {
             for s in sups.iter() {
                 if let Some(w) = &s.wake {
@@ -108,15 +75,7 @@ impl Supervisor {
             }
             Ok(outer)
         });
-        match outer {
-            Ok(mut outer) => {
-                let mut ready = vec![];
-                if outer.wait(&mut ready, timeout).is_err() {
-                    std::thread::sleep(timeout.min(BATCH_WAIT));
-                }
-            }
-            Err(_) => std::thread::sleep(timeout.min(BATCH_WAIT)),
-        }
+        block(outer.ok().as_mut(), timeout);
         let woke = Instant::now();
         for s in sups.iter_mut() {
             s.last_wake = Some(woke);
@@ -140,5 +99,31 @@ impl Supervisor {
             due.push(now + BATCH_WAIT);
         }
         due.into_iter().min()
+    }
+}
+
+/// Sleeps until [`MIN_GAP`] after `last` (the last wake-up).
+fn after_gap(last: Option<Instant>) {
+    if let Some(last) = last {
+        let early = (last + MIN_GAP).saturating_duration_since(Instant::now());
+        if !early.is_zero() {
+            std::thread::sleep(early);
+        }
+    }
+}
+
+/// How long to wait: until `deadline`, at most `max`.
+fn timeout_until(deadline: Option<Instant>, max: Duration) -> Duration {
+    deadline.map_or(max, |d| {
+        d.saturating_duration_since(Instant::now()).min(max)
+    })
+}
+
+/// Waits up to `timeout` for something in `set` to be ready; without a
+/// set (or if waiting fails) sleeps, at most [`BATCH_WAIT`].
+fn block(set: Option<&mut Epoll>, timeout: Duration) {
+    let waited = set.map(|w| w.wait(&mut vec![], timeout));
+    if !matches!(waited, Some(Ok(_))) {
+        std::thread::sleep(timeout.min(BATCH_WAIT));
     }
 }
