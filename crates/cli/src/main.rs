@@ -128,6 +128,11 @@ enum Command {
     /// stdin (a socket), what it says out.
     #[command(name = "__decoder", hide = true)]
     Decoder,
+    /// The root process of a host (`tickpack_root::service`): its
+    /// supervisor's requests in on stdin (a socket), checked, done,
+    /// answered.
+    #[command(name = "__root", hide = true)]
+    Root,
 }
 
 /// A closed stdout or stderr (`tickpack host status --json | head`) ends
@@ -188,6 +193,10 @@ fn main() -> ExitCode {
         Command::Decoder => {
             std::process::exit(tickpack_host::supervisor::decoder::serve(std::io::stdin()))
         }
+        Command::Root => std::process::exit(tickpack_root::service::serve(
+            std::io::stdin(),
+            &tickpack_host::supervisor::root_config(),
+        )),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,8 +23,6 @@
 use rustix::process::{kill_process, Pid, Signal};
 use serde::{Deserialize, Serialize};
 
-use crate::netpath::{filter, NetError, Nft};
-
 pub mod uids;
 
 /// A process the supervisor started, identified beyond its PID.
@@ -75,20 +73,7 @@ fn start_ticks(pid: u32) -> Option<u64> {
     f.parse().ok()
 }
 
-/// Removes the firewall table of host `name` (`inet tp<name>`) if present;
-/// returns whether it existed. Without `nft` installed there is no table
-/// (the process backend needs none).
-pub fn remove_firewall(name: &str) -> Result<bool, NetError> {
-    let nft = Nft::default();
-    let table = filter::table_name(name);
-    match nft.exists(&table) {
-        Ok(true) => {}
-        Ok(false) | Err(NetError::NoNft { .. }) => return Ok(false),
-        Err(e) => return Err(e),
-    }
-    nft.remove(&table)?;
-    Ok(true)
-}
+pub use crate::netpath::filter::remove_firewall;
 
 #[cfg(test)]
 mod tests {

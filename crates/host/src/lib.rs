@@ -1,8 +1,6 @@
 //! The consolidation host: many game server instances on one machine, each
 //! isolated as if it owned it.
 //!
-//! - [`cgroup`]: per-instance cgroups (cpuset, CPU quota, memory limit) on
-//!   cgroup v1 or v2, detected; roots are parameters so tests use temp trees.
 //! - [`fleet`]: the typed configuration the supervisor runs
 //!   ([`fleet::FleetConfig`]: instances, backend, limits, restart policy).
 //!   The host file, its flags and the rules that check them are not here:
@@ -13,14 +11,12 @@
 //!   it use only the CPU they leave idle (the policy that decides how much,
 //!   `tickpack-guard`, is handed in through [`guard::BatchPolicy`]).
 //! - [`placement`]: CPU topology from /sys and the placement policies.
-//! - [`netpath`]: network namespaces and the links that reach them (veth,
-//!   bridge, macvlan), named with the `tp` prefix, recorded, removed; the
-//!   instance firewall (nftables).
+//! - [`netpath`], [`cgroup`], [`spawn`], [`confine`]: the mechanisms that
+//!   need root (network paths and the firewall, cgroups, starting an
+//!   instance in its walls) live in `tickpack-root`, named here as they
+//!   always were.
 //! - [`leftover`]: finding what a killed supervisor left (recorded PIDs, the
 //!   firewall table).
-//! - [`spawn`]: starts one instance in its namespaces (mounts, hostname,
-//!   PIDs) through the instance init; [`confine`]: what the command may
-//!   still do there (no capabilities, no new privileges, seccomp).
 //! - [`event`]: what happened on a host, as typed records (the
 //!   sentences made from them in one place).
 //! - [`supervisor`]: `host up`'s supervisor (bring-up, reaping, status,
@@ -28,8 +24,7 @@
 //!   ([`supervisor::RestartTracker`]), health checks and the control socket
 //!   in its submodules.
 
-pub mod cgroup;
-pub mod confine;
+pub use tickpack_root::{cgroup, confine, netpath, spawn};
 pub mod event;
 pub mod fleet;
 pub mod guard;
@@ -37,8 +32,6 @@ pub mod guard;
 /// runs any [`launch::ServerSpec`].
 pub use tickpack_game::launch;
 pub mod leftover;
-pub mod netpath;
 pub mod placement;
-pub mod spawn;
 pub mod status;
 pub mod supervisor;

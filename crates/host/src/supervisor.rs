@@ -39,7 +39,6 @@
 
 mod batch;
 mod bring_up;
-mod config_files;
 mod console;
 mod control;
 pub mod decoder;
@@ -71,7 +70,7 @@ use crate::event::{Event, EventKind, ExitCause};
 use crate::fleet::{Backend, FleetConfig, Health, InstanceSpec};
 use crate::guard::BatchPolicyFactory;
 use crate::launch::Slot;
-use crate::netpath::{self, HostNet};
+use crate::netpath::NetView;
 use crate::placement::{self, Placement};
 use crate::spawn::{self, Isolation, Spec};
 use crate::status::{HostStatus, InstanceStatus, STATUS_SCHEMA};
@@ -88,6 +87,20 @@ pub use run_dir::{
 };
 use run_dir::{empty_tenant_dirs, private_dir, real_dir, secure_run_dir, write_state};
 use tickpack_sys::is_root;
+
+/// What the host's root process (`tickpack __root`) checks against: its
+/// own records' directory and the uid blocks'.
+pub fn root_config() -> tickpack_root::service::Config {
+    tickpack_root::service::Config {
+        registry: tickpack_root::service::registry::DIR.into(),
+        block_dir: BLOCK_DIR.into(),
+        blocks: tickpack_root::service::session::Blocks {
+            first: BLOCKS_BASE,
+            size: BLOCK_SIZE,
+            count: uid_block::BLOCKS,
+        },
+    }
+}
 
 /// The supervisor's `oom_score_adj` (as root): below every instance's 0.
 pub const OOM_SCORE_ADJ_SUPERVISOR: i32 = -500;
@@ -175,7 +188,11 @@ pub struct Supervisor {
     cfg: FleetConfig,
     exe: PathBuf,
     layout: Option<CgroupLayout>,
-    net: Option<HostNet>,
+    /// The host's network, made by its root process.
+    net: Option<NetView>,
+    /// The root process that made it, and writes instances' files as
+    /// their users (netns backend only).
+    root: Option<tickpack_root::service::Root>,
     placement: Option<Placement>,
     reserved: Vec<usize>,
     instances: Vec<Instance>,
@@ -258,6 +275,7 @@ impl Supervisor {
             exe,
             layout: None,
             net: None,
+            root: None,
             placement: None,
             reserved: vec![],
             instances: vec![],
@@ -323,19 +341,6 @@ impl Supervisor {
         write_state(&self.cfg.run_dir, &self.record)
     }
 
-    /// A closure for `HostNet`'s journal: persists the record with `net`
-    /// as it will be, before the next object is created.
-    fn journal(&self) -> impl FnMut(&netpath::NetRecord) {
-        let dir = self.cfg.run_dir.clone();
-        let mut rec = self.record.clone();
-        move |net| {
-            rec.net = Some(net.clone());
-            // The same file was just written; a failure here shows up at
-            // the next save.
-            let _ = write_state(&dir, &rec);
-        }
-    }
-
     fn start_instance(&mut self, k: usize) -> Result<(), HostError> {
         let netns = self
             .net
@@ -370,11 +375,21 @@ impl Supervisor {
         let isolated = self.cfg.backend == Backend::Netns;
         let owner = isolated.then_some(self.uid_base + i.spec.id);
         for (rel, contents) in i.spec.server.files(&slot) {
-            config_files::write_file(&i.dir, &rel, &contents, owner).map_err(io(format!(
-                "writing config file {} of instance {}",
-                rel.display(),
-                i.spec.id
-            )))?;
+            let what = || {
+                format!(
+                    "writing config file {} of instance {}",
+                    rel.display(),
+                    i.spec.id
+                )
+            };
+            match (&mut self.root, owner) {
+                // As the instance's user: its root process writes it.
+                (Some(root), Some(_)) => root
+                    .write_file(i.spec.id, &rel, &contents)
+                    .map_err(|e| HostError::Isolation(format!("{}: {e}", what())))?,
+                _ => tickpack_root::files::write_file(&i.dir, &rel, &contents, None)
+                    .map_err(io(what()))?,
+            }
         }
         let cgroup_procs = match &i.cgroup {
             Some(cg) => cg.open_procs().map_err(|e| {

@@ -21,9 +21,10 @@ use crate::cgroup::{Cgroup, CgroupLayout, Limits};
 use crate::event::EventKind;
 use crate::fleet::{Backend, Health};
 use crate::launch::Ready;
-use crate::netpath::{self, AddrPlan, HostNet};
+use crate::netpath::{AddrPlan, NetView};
 use crate::placement::{self, Placement, Topology};
 use plan::{Shape, Step};
+use tickpack_root::service::Root;
 
 /// What a step leaves for the steps after it.
 #[derive(Default)]
@@ -112,25 +113,32 @@ impl Supervisor {
             }
             Step::Network => {
                 let ids: Vec<u32> = self.cfg.instances.iter().map(|i| i.id).collect();
-                let (ip, name, kind) = (netpath::Ip::default(), &self.cfg.name, self.cfg.net);
+                let (name, kind) = (&self.cfg.name, self.cfg.net);
                 let plan = AddrPlan::parse(&self.cfg.range)
                     .and_then(|p| p.with_sources(kind, self.cfg.source_addrs))
                     .map_err(|e| HostError::Isolation(e.to_string()))?;
-                let net = HostNet::setup_journaled(ip, name, kind, plan, &ids, &mut self.journal())
-                    .map_err(|e| {
-                        HostError::Isolation(format!("network ({}): {e}", self.cfg.net))
-                    })?;
-                self.record.net = Some(net.record().clone());
-                self.net = Some(net);
+                // The host's root process makes it (and writes the
+                // instances' files as their users from now on).
+                let uid_base = self.uid_block.as_ref().map(|b| b.base);
+                let (mut root, _) = Root::start(&self.exe, name, &self.cfg.run_dir, uid_base)
+                    .map_err(|e| HostError::Isolation(format!("network ({kind}): {e}")))?;
+                let made = root.net_up(kind, &self.cfg.range, self.cfg.source_addrs, &ids);
+                self.root = Some(root);
+                let record =
+                    made.map_err(|e| HostError::Isolation(format!("network ({kind}): {e}")))?;
+                self.record.net = Some(record.clone());
+                self.net = Some(NetView::new(name, kind, plan, record));
                 self.save()?;
             }
             Step::Firewall => {
-                let mut journal = self.journal();
-                let net = self.net.as_mut().expect("set up before");
-                let filtered =
-                    net.install_filter(self.cfg.port, &self.cfg.allow_host_ports, &mut journal);
-                self.record.net = Some(net.record().clone());
-                filtered.map_err(|e| HostError::Isolation(format!("instance firewall: {e}")))?;
+                let root = self.root.as_mut().expect("made with the network");
+                let filtered = root.firewall(self.cfg.port, &self.cfg.allow_host_ports);
+                let record = filtered
+                    .map_err(|e| HostError::Isolation(format!("instance firewall: {e}")))?;
+                self.record.net = Some(record.clone());
+                if let Some(net) = &mut self.net {
+                    net.set_record(record);
+                }
                 self.save()?;
             }
             Step::InstanceDir(k) => {

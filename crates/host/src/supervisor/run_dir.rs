@@ -22,6 +22,7 @@ use crate::cgroup::{self, CgroupLayout};
 use crate::fleet::FleetConfig;
 use crate::netpath;
 use crate::placement::Placement;
+use tickpack_root::service::Root;
 use tickpack_sys::is_root;
 
 /// What `state.json` records: enough to clean up after a crash.
@@ -242,34 +243,16 @@ pub(crate) fn recover_holding(cfg: &FleetConfig) -> Result<(HostLock, Vec<String
                     removed.push(format!("process {}", p.pid));
                 }
             }
-            if let Some(net) = &rec.net {
-                // Only what is there now is reported as removed.
-                let there = net.existing();
-                net.cleanup().map_err(|e| {
-                    HostError::Isolation(format!("removing the network of an earlier run: {e}"))
-                })?;
-                removed.extend(there);
-            }
+            // What it made of the network is on its root process's
+            // record, not this file's (which a supervisor writes): that
+            // is what is removed, below.
             // The recorded cgroups are removed (and reported) with the
             // rest of the host's below, once their processes are gone.
         }
     }
     let prefix = format!("tp{}", cfg.name);
     if is_root() {
-        let gone = netpath::cleanup_host(&cfg.name).map_err(|e| {
-            HostError::Isolation(format!(
-                "removing leftover links and namespaces of host {}: {e}",
-                cfg.name
-            ))
-        })?;
-        removed.extend(gone);
-        let table = crate::netpath::filter::table_name(&cfg.name);
-        if crate::leftover::remove_firewall(&cfg.name).map_err(|e| {
-            HostError::Isolation(format!("removing leftover nft table inet {table}: {e}"))
-        })? && !removed.iter().any(|r| r.ends_with(&table))
-        {
-            removed.push(format!("nft table inet {table}"));
-        }
+        removed.extend(network_leftovers(cfg)?);
         if let Ok(layout) = CgroupLayout::detect(Path::new("/sys/fs/cgroup")) {
             if let Ok(gone) = cgroup::remove_stale(&layout, &prefix) {
                 removed.extend(gone.into_iter().map(|p| p.display().to_string()));
@@ -284,6 +267,33 @@ pub(crate) fn recover_holding(cfg: &FleetConfig) -> Result<(HostLock, Vec<String
         let _ = std::fs::remove_file(&state_path);
     }
     Ok((lock, removed))
+}
+
+/// Removes the network an earlier run of host `cfg.name` left: what the
+/// host's root process has on record for it, then every namespace and
+/// link named for it and its firewall table (a session of the root
+/// process, `tickpack_root::service`). Returns what was there.
+fn network_leftovers(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
+    let fail = |e: tickpack_root::service::RootError| {
+        HostError::Isolation(format!(
+            "removing the leftover network of host {}: {e}",
+            cfg.name
+        ))
+    };
+    // A run dir that is gone is named as it was given.
+    let dir = std::fs::canonicalize(&cfg.run_dir).unwrap_or_else(|_| cfg.run_dir.clone());
+    let exe = Path::new("/proc/self/exe");
+    let (mut root, earlier) = Root::start(exe, &cfg.name, &dir, None).map_err(fail)?;
+    let mut removed = vec![];
+    if !earlier.is_empty() {
+        removed.extend(root.remove_leftovers(&earlier).map_err(fail)?);
+    }
+    for item in root.sweep().map_err(fail)? {
+        if !removed.contains(&item) {
+            removed.push(item);
+        }
+    }
+    Ok(removed)
 }
 
 /// The host name recorded in `dir`'s `state.json`, if `dir` is a marked

@@ -32,6 +32,7 @@ impl Supervisor {
             net: match (&self.net, &self.record.net) {
                 (Some(_), _) => Net::Live,
                 (None, Some(_)) => Net::Recorded,
+                (None, None) if self.root.is_some() => Net::Recorded,
                 (None, None) => Net::None,
             },
             uid_block: self.uid_block.is_some(),
@@ -97,11 +98,16 @@ impl Supervisor {
                 }
             }
             Step::Network(_) => {
-                let net = match self.net.take() {
-                    Some(net) => net.teardown(),
-                    None => self.record.net.as_ref().map_or(Ok(()), |r| r.cleanup()),
+                let gone = match (self.root.as_mut(), self.net.take()) {
+                    (Some(root), Some(_)) => root.net_down().map_err(|e| e.to_string()),
+                    // Its making failed: what the root process made is on
+                    // its record, and it removes that.
+                    (Some(root), None) => root.sweep().map(|_| ()).map_err(|e| e.to_string()),
+                    (None, _) => Ok(()),
                 };
-                if let Err(e) = net {
+                // The process ends (its record of this host is empty now).
+                self.root = None;
+                if let Err(e) = gone {
                     return vec![step.failed(e)];
                 }
             }

@@ -241,6 +241,21 @@ fn ours(table: &str) -> Result<(), NetError> {
     }
 }
 
+/// Removes the firewall table of host `name` (`inet tp<name>`) if present;
+/// returns whether it existed. Without `nft` installed there is no table
+/// (the process backend needs none).
+pub fn remove_firewall(name: &str) -> Result<bool, NetError> {
+    let nft = Nft::default();
+    let table = table_name(name);
+    match nft.exists(&table) {
+        Ok(true) => {}
+        Ok(false) | Err(NetError::NoNft { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    nft.remove(&table)?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,8 +82,8 @@
 //! # Order of calls
 //!
 //! ```no_run
-//! use tickpack_host::netpath::{check_route, AddrPlan, HostNet, NetKind};
-//! # fn main() -> Result<(), tickpack_host::netpath::NetError> {
+//! use tickpack_root::netpath::{check_route, AddrPlan, HostNet, NetKind};
+//! # fn main() -> Result<(), tickpack_root::netpath::NetError> {
 //! let mut net = HostNet::setup("h1", NetKind::Bridge, AddrPlan::default(), &[1, 2, 3])?;
 //! let record = serde_json::to_string(net.record()).unwrap(); // persist in the run dir
 //! let ns = net.netns_path(1);        // the spawner setns()es into this file
@@ -109,6 +109,7 @@ mod netns;
 mod record;
 mod routes;
 mod rtnl;
+mod view;
 
 pub use addr::{AddrPlan, Ipv4Net, MAX_PREFIX, MAX_SOURCES, MIN_PREFIX};
 pub use bounded::DEFAULT_TIMEOUT;
@@ -119,6 +120,7 @@ pub use ip::Ip;
 pub use names::{is_host_name_of, netns_name, validate_host_name, NetKind};
 pub use record::{cleanup_host, cleanup_prefix, NetRecord};
 pub use routes::{check_route, remove_guard_route};
+pub use view::NetView;
 
 /// Prefix of every name this module creates.
 pub const PREFIX: &str = "tp";

@@ -1,5 +1,6 @@
-//! Config files of a [`ServerSpec`](crate::launch::ServerSpec), written by
-//! root into an instance's directory before the instance starts.
+//! Config files of a game server, written by root into an instance's
+//! directory before the instance starts (the root process's `write_file`,
+//! and the supervisor's own without root).
 //!
 //! The directory is the instance's own (it can write there, and may have
 //! left links behind from an earlier run), so nothing here follows a link:
@@ -42,7 +43,7 @@ fn chown_fd(fd: &impl AsFd, owner: Option<u32>) -> std::io::Result<()> {
 /// Writes `contents` to `dir/rel` (directories on the way created, mode
 /// 0700), mode 0600, owned by `owner` (uid = gid) when given. Refuses any
 /// link on the way or in place of the file.
-pub(super) fn write_file(
+pub fn write_file(
     dir: &Path,
     rel: &Path,
     contents: &str,

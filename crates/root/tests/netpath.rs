@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use tickpack_testkit::{require_root, Leftovers};
 
-use tickpack_host::netpath::{
+use tickpack_root::netpath::{
     check_route, cleanup_host, cleanup_prefix, remove_guard_route, AddrPlan, HostNet, Ip, Ipv4Net,
     NetError, NetKind, NetRecord,
 };

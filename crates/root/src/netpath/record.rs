@@ -122,6 +122,14 @@ impl NetRecord {
         self.routes.extend(other.routes);
         self.tables.extend(other.tables);
     }
+
+    /// Drops the entries `removed` lists.
+    pub(crate) fn retain_absent(&mut self, removed: &NetRecord) {
+        self.namespaces.retain(|n| !removed.namespaces.contains(n));
+        self.links.retain(|n| !removed.links.contains(n));
+        self.routes.retain(|n| !removed.routes.contains(n));
+        self.tables.retain(|n| !removed.tables.contains(n));
+    }
 }
 
 fn ours(name: &str) -> Result<(), NetError> {

@@ -216,18 +216,12 @@ impl HostNet {
     /// *this* host's links (a veth host end, the bridge or the host-side
     /// macvlan/ipvlan). Returns the device.
     pub fn check_route(&self, addr: Ipv4Addr) -> Result<String, NetError> {
-        let dev = self.ip.check_route(addr)?;
-        if self.record.links.contains(&dev) {
-            Ok(dev)
-        } else {
-            Err(NetError::RouteNotOurs {
-                addr,
-                reason: format!(
-                    "it leaves through {dev:?}, which belongs to no instance of host {}",
-                    self.host
-                ),
-            })
-        }
+        self.view().check_route(addr)
+    }
+
+    /// What a supervisor needs to know of it ([`NetView`]).
+    pub fn view(&self) -> super::NetView {
+        super::NetView::new(&self.host, self.kind, self.plan, self.record.clone())
     }
 
     /// The instance ids, ascending.

@@ -9,7 +9,7 @@
 use std::process::Command;
 use std::sync::Mutex;
 
-use tickpack_host::netpath::{cleanup_prefix, remove_guard_route, AddrPlan, HostNet, Ip, NetKind};
+use tickpack_root::netpath::{cleanup_prefix, remove_guard_route, AddrPlan, HostNet, Ip, NetKind};
 
 static LOCK: Mutex<()> = Mutex::new(());
 

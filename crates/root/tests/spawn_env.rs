@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use tickpack_host::spawn::{spawn, Isolation, Spec};
+use tickpack_root::spawn::{spawn, Isolation, Spec};
 
 #[test]
 fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
@@ -29,7 +29,7 @@ fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
         env: vec![("OWN".into(), "spec".into())],
         workdir: dir.path().to_path_buf(),
         log: log.clone(),
-        log_bytes: tickpack_host::spawn::log::DEFAULT_LOG_BYTES,
+        log_bytes: tickpack_root::spawn::log::DEFAULT_LOG_BYTES,
         oom_score_adj: 0,
         cpus: None,
         cgroup_procs: vec![],
@@ -62,7 +62,7 @@ fn instances_do_not_inherit_the_hosts_agones_sdk_variables() {
         out.trim(),
         format!(
             "[unset][unset][unset][spec][{}]",
-            tickpack_host::spawn::env::DEFAULT_PATH
+            tickpack_root::spawn::env::DEFAULT_PATH
         ),
         "{out}"
     );

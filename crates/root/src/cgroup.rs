@@ -149,7 +149,7 @@ impl Cgroup {
     }
 
     /// [`Cgroup::create`], with the instance's memory bound to NUMA `nodes`
-    /// (`cpuset.mems`, e.g. the node [`crate::placement::plan`] gave it)
+    /// (`cpuset.mems`, e.g. the node placement gave it)
     /// instead of the parent's nodes.
     pub fn create_on_nodes(
         layout: &CgroupLayout,

@@ -1,0 +1,24 @@
+//! What needs root on a host, and nothing else: the mechanisms, no policy
+//! and no game knowledge (which instance goes where, when to restart it,
+//! what a game is: `tickpack-host` and `tickpack-game` decide; this crate
+//! does what they ask).
+//!
+//! - [`netpath`]: network namespaces and the links that reach them (veth,
+//!   bridge, macvlan), named with the `tp` prefix, recorded, removed; the
+//!   instance firewall (nftables).
+//! - [`cgroup`]: per-instance cgroups (cpuset, CPU quota, memory limit) on
+//!   cgroup v1 or v2, detected; roots are parameters so tests use temp trees.
+//! - [`spawn`]: starts one instance in its namespaces (mounts, hostname,
+//!   PIDs) through the instance init; [`confine`]: what the command may
+//!   still do there (no capabilities, no new privileges, seccomp).
+//! - [`files`]: a config file written into an instance's directory, never
+//!   through a link.
+//! - [`service`]: the root process (`tickpack __root`): one host's
+//!   requests, checked as untrusted input, done with the above.
+
+pub mod cgroup;
+pub mod confine;
+pub mod files;
+pub mod netpath;
+pub mod service;
+pub mod spawn;

@@ -1,0 +1,298 @@
+//! The root process's loop: reads one request, checks it against its
+//! session, does it, answers; until its supervisor goes away.
+
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use crate::netpath::{self, filter, HostNet, Ip, NetRecord};
+
+use super::protocol::{self, Answer, FrameError, Request, MAX_MESSAGE};
+use super::registry::{self, HostLock, HostRecord, Registry};
+use super::session::{Blocks, Found, Session};
+
+/// Where the root process keeps what it knows and what it checks against.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Its own records ([`registry::DIR`]).
+    pub registry: PathBuf,
+    /// The uid blocks' records (one file per block, named by its number:
+    /// the holder's run dir, PID and host name, a line each).
+    pub block_dir: PathBuf,
+    pub blocks: Blocks,
+}
+
+/// One host's open session.
+struct Host {
+    session: Session,
+    registry: Registry,
+    _lock: HostLock,
+    /// What an earlier run of the host left on record, not removed yet.
+    earlier: NetRecord,
+    /// The network made in this session.
+    net: Option<HostNet>,
+}
+
+impl Host {
+    /// Its record: what is left from before and what this session made.
+    fn save(&self) -> std::io::Result<()> {
+        save(
+            &self.registry,
+            &self.session,
+            &self.earlier,
+            self.net.as_ref().map(HostNet::record),
+        )
+    }
+}
+
+fn save(
+    registry: &Registry,
+    session: &Session,
+    earlier: &NetRecord,
+    now: Option<&NetRecord>,
+) -> std::io::Result<()> {
+    let mut net = earlier.clone();
+    if let Some(now) = now {
+        net.extend(now.clone());
+    }
+    if net.is_empty() {
+        registry.remove(session.host());
+        return Ok(());
+    }
+    let rec = HostRecord {
+        run_dir: session.run_dir().to_path_buf(),
+        net,
+    };
+    registry.write(session.host(), &rec)
+}
+
+/// Serves the supervisor on `sock` until it goes away. The exit code: 0.
+/// What it made stays on its record (a supervisor killed with -9 left it;
+/// the next session of the host removes it).
+pub fn serve(sock: impl AsFd, cfg: &Config) -> i32 {
+    let mut buf = vec![0u8; MAX_MESSAGE + 1];
+    let mut host: Option<Host> = None;
+    loop {
+        let answer = match protocol::recv::<Request>(&sock, &mut buf) {
+            Ok(req) => handle(&mut host, cfg, req),
+            Err(FrameError::Closed) => break,
+            Err(FrameError::Io(_)) => break,
+            Err(e) => Answer::Refused { why: e.to_string() },
+        };
+        if protocol::send(&sock, &answer).is_err() {
+            break;
+        }
+    }
+    if let Some(h) = host.take() {
+        if let Some(net) = h.net {
+            // Kept on the record (written before each object was made).
+            let _ = net.into_record();
+        }
+    }
+    0
+}
+
+fn refused(why: impl Into<String>) -> Answer {
+    Answer::Refused { why: why.into() }
+}
+
+fn failed(error: impl ToString) -> Answer {
+    Answer::Failed {
+        error: error.to_string(),
+    }
+}
+
+fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
+    let Some(h) = host.as_mut() else {
+        let Request::Hello {
+            schema,
+            host: name,
+            run_dir,
+            uid_base,
+        } = req
+        else {
+            return refused("the first request must be a hello");
+        };
+        return match hello(cfg, &schema, &name, &run_dir, uid_base) {
+            Ok(h) => {
+                let leftovers = h.earlier.clone();
+                *host = Some(h);
+                Answer::Welcome { leftovers }
+            }
+            Err(a) => a,
+        };
+    };
+    match req {
+        Request::Hello { .. } => refused("a hello was answered already"),
+        Request::NetUp {
+            kind,
+            range,
+            source_addrs,
+            instances,
+        } => {
+            if h.net.is_some() {
+                return refused(format!("host {}'s network is up already", h.session.host()));
+            }
+            let plan = match h.session.net_up(kind, &range, source_addrs, &instances) {
+                Ok(p) => p,
+                Err(why) => return refused(why),
+            };
+            let (registry, session, earlier) = (&h.registry, &h.session, &h.earlier);
+            let mut journal = |now: &NetRecord| {
+                // Persisted before the object is made; a failure here
+                // shows at the next save.
+                let _ = save(registry, session, earlier, Some(now));
+            };
+            match HostNet::setup_journaled(
+                Ip::default(),
+                session.host(),
+                kind,
+                plan,
+                &instances,
+                &mut journal,
+            ) {
+                Ok(net) => {
+                    let record = net.record().clone();
+                    h.net = Some(net);
+                    match h.save() {
+                        Ok(()) => Answer::Net { record },
+                        Err(e) => failed(format!("recording the network: {e}")),
+                    }
+                }
+                Err(e) => {
+                    h.session.net_down();
+                    let _ = h.save();
+                    failed(e)
+                }
+            }
+        }
+        Request::Firewall {
+            game_port,
+            allow_host_ports,
+        } => {
+            let Some(net) = h.net.as_mut() else {
+                return refused(format!("host {} has no network up", h.session.host()));
+            };
+            let (registry, session, earlier) = (&h.registry, &h.session, &h.earlier);
+            let mut journal = |now: &NetRecord| {
+                let _ = save(registry, session, earlier, Some(now));
+            };
+            let done = net.install_filter(game_port, &allow_host_ports, &mut journal);
+            let record = net.record().clone();
+            let _ = h.save();
+            match done {
+                Ok(()) => Answer::Net { record },
+                Err(e) => failed(e),
+            }
+        }
+        Request::NetDown => {
+            let Some(net) = h.net.take() else {
+                return refused(format!("host {} has no network up", h.session.host()));
+            };
+            h.session.net_down();
+            let record = net.record().clone();
+            match net.teardown() {
+                Ok(()) => {
+                    let _ = h.save();
+                    Answer::Done
+                }
+                Err(e) => {
+                    // What could not be removed stays on record.
+                    h.earlier.extend(record);
+                    let _ = h.save();
+                    failed(e)
+                }
+            }
+        }
+        Request::RemoveLeftovers { record } => {
+            if let Err(why) = h.session.remove(&record, &h.earlier) {
+                return refused(why);
+            }
+            let items = record.existing();
+            let done = record.cleanup();
+            if done.is_ok() {
+                h.earlier.retain_absent(&record);
+            }
+            let _ = h.save();
+            match done {
+                Ok(()) => Answer::Removed { items },
+                Err(e) => failed(e),
+            }
+        }
+        Request::Sweep => {
+            if h.net.is_some() {
+                return refused(format!(
+                    "host {}'s network is up: a sweep would remove it",
+                    h.session.host()
+                ));
+            }
+            let name = h.session.host().to_string();
+            let mut items = match netpath::cleanup_host(&name) {
+                Ok(items) => items,
+                Err(e) => return failed(e),
+            };
+            match filter::remove_firewall(&name) {
+                Ok(true) => items.push(format!("nft table inet {}", filter::table_name(&name))),
+                Ok(false) => {}
+                Err(e) => return failed(e),
+            }
+            h.earlier = NetRecord::default();
+            let _ = h.save();
+            Answer::Removed { items }
+        }
+        Request::WriteFile {
+            instance,
+            path,
+            contents,
+        } => {
+            let (rel, owner) = match h.session.write_file(instance, &path, &contents) {
+                Ok(w) => w,
+                Err(why) => return refused(why),
+            };
+            match crate::files::write_file(h.session.run_dir(), &rel, &contents, Some(owner)) {
+                Ok(()) => Answer::Done,
+                Err(e) => failed(format!("writing {}: {e}", rel.display())),
+            }
+        }
+    }
+}
+
+fn hello(
+    cfg: &Config,
+    schema: &str,
+    name: &str,
+    run_dir: &Path,
+    uid_base: Option<u32>,
+) -> Result<Host, Answer> {
+    let registry = Registry::open(&cfg.registry)
+        .map_err(|e| failed(format!("opening {}: {e}", cfg.registry.display())))?;
+    let found = Found {
+        run_dir_untrusted: registry::untrusted_run_dir(run_dir),
+        run_dir_claimed_by: registry.claimant(run_dir, name),
+        uid_block_holder: uid_base.and_then(|b| block_holder(cfg, b)),
+    };
+    let session =
+        Session::open(schema, name, run_dir, uid_base, cfg.blocks, &found).map_err(refused)?;
+    let lock = registry
+        .lock(name)
+        .map_err(|e| failed(format!("taking host {name}'s lock: {e}")))?
+        .ok_or_else(|| refused(format!("host {name} is served by another root process")))?;
+    let earlier = registry.read(name).map(|r| r.net).unwrap_or_default();
+    Ok(Host {
+        session,
+        registry,
+        _lock: lock,
+        earlier,
+        net: None,
+    })
+}
+
+/// What block `base`'s record says: its holder's run dir and host name.
+fn block_holder(cfg: &Config, base: u32) -> Option<(String, Option<String>)> {
+    let k = base.checked_sub(cfg.blocks.first)? / cfg.blocks.size;
+    let text = tickpack_sys::user_file::read_text(&cfg.block_dir.join(k.to_string()), 8192).ok()?;
+    let mut lines = text.lines();
+    let dir = lines.next()?.to_string();
+    let _pid = lines.next();
+    let host = lines.next().filter(|h| !h.is_empty()).map(str::to_string);
+    Some((dir, host))
+}

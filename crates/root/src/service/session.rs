@@ -1,0 +1,386 @@
+//! What one host's session may ask, decided without I/O: the facts the
+//! root process found (who claims the run dir, what the uid block's record
+//! says) come in as values, the verdict goes out as a sentence.
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+
+use crate::netpath::{validate_host_name, AddrPlan, NetKind, NetRecord};
+
+use super::protocol::{MAX_FILE, SCHEMA};
+
+/// The most instances a host has (their ids are 1..=this).
+pub const MAX_INSTANCES: u32 = 250;
+/// The deepest path written into an instance's directory.
+const MAX_DEPTH: usize = 8;
+/// The longest such path.
+const MAX_PATH: usize = 1024;
+
+/// What the root process found before it answers a hello.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    /// Why the run dir cannot be trusted (not absolute or canonical, not a
+    /// real directory, not root's, writable by others), if so.
+    pub run_dir_untrusted: Option<String>,
+    /// Another host whose record names this run dir.
+    pub run_dir_claimed_by: Option<String>,
+    /// The uid block's record (run dir, host name), when a uid base is
+    /// given and the record could be read.
+    pub uid_block_holder: Option<(String, Option<String>)>,
+}
+
+/// An open session: one host, one run dir.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    host: String,
+    run_dir: PathBuf,
+    uid_base: Option<u32>,
+    /// The instances whose network is up (files are written for them).
+    instances: BTreeSet<u32>,
+}
+
+/// A hello's uid base must start a block: `first + k * size`, `k < count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blocks {
+    pub first: u32,
+    pub size: u32,
+    pub count: u32,
+}
+
+impl Session {
+    /// Opens a session for a hello, or says why not.
+    pub fn open(
+        schema: &str,
+        host: &str,
+        run_dir: &Path,
+        uid_base: Option<u32>,
+        blocks: Blocks,
+        found: &Found,
+    ) -> Result<Session, String> {
+        if schema != SCHEMA {
+            return Err(format!(
+                "schema {:?} is not spoken here (only {SCHEMA})",
+                tickpack_sys::text::escape(schema, 40)
+            ));
+        }
+        validate_host_name(host).map_err(|e| e.to_string())?;
+        let dir = run_dir.display();
+        if let Some(why) = &found.run_dir_untrusted {
+            return Err(format!("run dir {dir}: {why}"));
+        }
+        if let Some(other) = &found.run_dir_claimed_by {
+            if other != host {
+                return Err(format!(
+                    "run dir {dir} is host {other}'s (its network is on record); take that host down first"
+                ));
+            }
+        }
+        if let Some(base) = uid_base {
+            let k = base
+                .checked_sub(blocks.first)
+                .map(|d| (d / blocks.size, d % blocks.size));
+            if !matches!(k, Some((k, 0)) if k < blocks.count) {
+                return Err(format!("uid {base} does not start a uid block"));
+            }
+            match &found.uid_block_holder {
+                Some((d, h))
+                    if Path::new(d) == run_dir && h.as_deref().is_none_or(|h| h == host) => {}
+                Some((d, _)) => {
+                    return Err(format!(
+                    "the uid block at {base} is held by the host whose run dir is {}, not this one",
+                    tickpack_sys::text::escape(d, 200)
+                ))
+                }
+                None => return Err(format!("the uid block at {base} is held by no host")),
+            }
+        }
+        Ok(Session {
+            host: host.to_string(),
+            run_dir: run_dir.to_path_buf(),
+            uid_base,
+            instances: BTreeSet::new(),
+        })
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// A network for `instances`: its plan, if it may be made (not up
+    /// already, ids 1..=[`MAX_INSTANCES`], each once).
+    pub fn net_up(
+        &mut self,
+        kind: NetKind,
+        range: &str,
+        source_addrs: u32,
+        instances: &[u32],
+    ) -> Result<AddrPlan, String> {
+        if !self.instances.is_empty() {
+            return Err(format!("host {}'s network is up already", self.host));
+        }
+        let mut seen = BTreeSet::new();
+        for &id in instances {
+            if !(1..=MAX_INSTANCES).contains(&id) {
+                return Err(format!("instance {id} is not one of 1..={MAX_INSTANCES}"));
+            }
+            if !seen.insert(id) {
+                return Err(format!("instance {id} is named twice"));
+            }
+        }
+        if seen.is_empty() {
+            return Err("a network of no instance".into());
+        }
+        let plan = AddrPlan::parse(range)
+            .and_then(|p| p.with_sources(kind, source_addrs))
+            .map_err(|e| e.to_string())?;
+        self.instances = seen;
+        Ok(plan)
+    }
+
+    /// The network is gone (or its making failed).
+    pub fn net_down(&mut self) {
+        self.instances.clear();
+    }
+
+    /// Where a config file of `instance` goes, relative to the run dir,
+    /// and whose it is (uid = gid).
+    pub fn write_file(
+        &self,
+        instance: u32,
+        path: &str,
+        contents: &str,
+    ) -> Result<(PathBuf, u32), String> {
+        if !self.instances.contains(&instance) {
+            return Err(format!(
+                "instance {instance} is not one of host {}'s",
+                self.host
+            ));
+        }
+        let Some(base) = self.uid_base else {
+            return Err("this session names no uid block: it writes no file".into());
+        };
+        if contents.len() > MAX_FILE {
+            return Err(format!(
+                "a file of {} bytes, over the {MAX_FILE} allowed",
+                contents.len()
+            ));
+        }
+        let rel = Path::new(path);
+        let shown = tickpack_sys::text::escape(path, 200);
+        let depth = rel.components().count();
+        let beneath = rel.components().all(|c| matches!(c, Component::Normal(_)));
+        if path.is_empty() || path.len() > MAX_PATH || depth > MAX_DEPTH || !beneath {
+            return Err(format!(
+                "path {shown} is not beneath instance {instance}'s directory (relative, no `..`, at most {MAX_DEPTH} deep)"
+            ));
+        }
+        Ok((
+            Path::new("instances").join(instance.to_string()).join(rel),
+            base + instance,
+        ))
+    }
+
+    /// Whether every object `asked` names is one `own` (the root process's
+    /// record of this host) lists: what it may remove.
+    pub fn remove(&self, asked: &NetRecord, own: &NetRecord) -> Result<(), String> {
+        let not_ours = |kind: &str, asked: &[String], own: &[String]| {
+            asked.iter().find(|n| !own.contains(n)).map(|n| {
+                format!(
+                    "{kind} {} was not made for host {} (not on its record)",
+                    tickpack_sys::text::escape(n, 60),
+                    self.host
+                )
+            })
+        };
+        let refusal = not_ours("namespace", &asked.namespaces, &own.namespaces)
+            .or_else(|| not_ours("link", &asked.links, &own.links))
+            .or_else(|| not_ours("route", &asked.routes, &own.routes))
+            .or_else(|| not_ours("nftables table", &asked.tables, &own.tables));
+        refusal.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLOCKS: Blocks = Blocks {
+        first: 201_000,
+        size: 1_000,
+        count: 4_000,
+    };
+
+    fn held(dir: &str, host: &str) -> Found {
+        Found {
+            uid_block_holder: Some((dir.into(), Some(host.into()))),
+            ..Found::default()
+        }
+    }
+
+    fn open(host: &str, dir: &str, found: &Found) -> Result<Session, String> {
+        Session::open(SCHEMA, host, Path::new(dir), Some(201_000), BLOCKS, found)
+    }
+
+    #[test]
+    fn a_hello_opens_a_session_for_its_host_alone() {
+        let s = open("a", "/run/a", &held("/run/a", "a")).unwrap();
+        assert_eq!(s.host(), "a");
+        let e = Session::open(
+            "tickpack.root/0",
+            "a",
+            Path::new("/run/a"),
+            None,
+            BLOCKS,
+            &Found::default(),
+        );
+        assert!(e.unwrap_err().contains("not spoken here"));
+        assert!(open("A;rm", "/run/a", &held("/run/a", "A;rm")).is_err());
+    }
+
+    #[test]
+    fn another_hosts_run_dir_is_refused() {
+        let found = Found {
+            run_dir_claimed_by: Some("b".into()),
+            ..held("/run/b", "a")
+        };
+        let e = open("a", "/run/b", &found).unwrap_err();
+        assert!(e.contains("is host b's"), "{e}");
+        // The uid block of another host's run dir.
+        let e = open("a", "/run/a", &held("/run/b", "b")).unwrap_err();
+        assert!(
+            e.contains("held by the host whose run dir is /run/b"),
+            "{e}"
+        );
+        let untrusted = Found {
+            run_dir_untrusted: Some("writable by others".into()),
+            ..held("/run/a", "a")
+        };
+        assert!(open("a", "/run/a", &untrusted)
+            .unwrap_err()
+            .contains("writable by others"));
+    }
+
+    #[test]
+    fn a_uid_base_must_start_a_block_its_host_holds() {
+        for base in [0, 1_000, 201_001, 201_000 + 4_000 * 1_000] {
+            let e = Session::open(
+                SCHEMA,
+                "a",
+                Path::new("/run/a"),
+                Some(base),
+                BLOCKS,
+                &held("/run/a", "a"),
+            );
+            assert!(
+                e.unwrap_err().contains("does not start a uid block"),
+                "{base}"
+            );
+        }
+        let e = Session::open(
+            SCHEMA,
+            "a",
+            Path::new("/run/a"),
+            Some(201_000),
+            BLOCKS,
+            &Found::default(),
+        );
+        assert!(e.unwrap_err().contains("held by no host"));
+    }
+
+    #[test]
+    fn paths_outside_an_instances_directory_are_refused() {
+        let mut s = open("a", "/run/a", &held("/run/a", "a")).unwrap();
+        s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1, 2])
+            .unwrap();
+        let (rel, uid) = s.write_file(2, "baseoa/server.cfg", "x").unwrap();
+        assert_eq!(rel, Path::new("instances/2/baseoa/server.cfg"));
+        assert_eq!(uid, 201_002);
+        for bad in [
+            "../1/x",
+            "/etc/passwd",
+            "a/../../x",
+            "",
+            "./x",
+            "a/b/c/d/e/f/g/h/i",
+        ] {
+            let e = s.write_file(1, bad, "x").unwrap_err();
+            assert!(e.contains("is not beneath"), "{bad}: {e}");
+        }
+        assert!(s
+            .write_file(3, "x", "x")
+            .unwrap_err()
+            .contains("not one of host a's"));
+        let big = "x".repeat(MAX_FILE + 1);
+        assert!(s.write_file(1, "x", &big).unwrap_err().contains("over the"));
+    }
+
+    #[test]
+    fn a_network_is_made_once_for_ids_it_may_have() {
+        let mut s = open("a", "/run/a", &held("/run/a", "a")).unwrap();
+        assert!(s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[0]).is_err());
+        assert!(s
+            .net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1, 1])
+            .is_err());
+        assert!(s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[]).is_err());
+        assert!(s.net_up(NetKind::Veth, "not a range", 0, &[1]).is_err());
+        s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1]).unwrap();
+        assert!(s
+            .net_up(NetKind::Veth, "198.18.0.0/16", 0, &[2])
+            .unwrap_err()
+            .contains("up already"));
+        s.net_down();
+        s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[2]).unwrap();
+    }
+
+    #[test]
+    fn a_name_it_did_not_make_is_refused() {
+        let s = open("a", "/run/a", &held("/run/a", "a")).unwrap();
+        let own = NetRecord {
+            namespaces: vec!["tpa-1".into()],
+            links: vec!["tpav1".into()],
+            routes: vec![],
+            tables: vec!["tpa".into()],
+        };
+        assert!(s.remove(&own, &own).is_ok());
+        for (asked, what) in [
+            (
+                NetRecord {
+                    links: vec!["eth0".into()],
+                    ..NetRecord::default()
+                },
+                "link eth0",
+            ),
+            (
+                NetRecord {
+                    namespaces: vec!["tpb-1".into()],
+                    ..NetRecord::default()
+                },
+                "namespace tpb-1",
+            ),
+            (
+                NetRecord {
+                    tables: vec!["filter".into()],
+                    ..NetRecord::default()
+                },
+                "nftables table filter",
+            ),
+            (
+                NetRecord {
+                    routes: vec!["unreachable 10.0.0.0/8 metric 4294967295".into()],
+                    ..NetRecord::default()
+                },
+                "route unreachable",
+            ),
+        ] {
+            let e = s.remove(&asked, &own).unwrap_err();
+            assert!(
+                e.starts_with(what) && e.contains("not made for host a"),
+                "{e}"
+            );
+        }
+    }
+}
