@@ -162,8 +162,7 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
             Protocol::Q3 => q3::DEFAULT_CMD_RATE_HZ,
             Protocol::Tw7 => tw7::DEFAULT_CMD_RATE_HZ,
         }),
-        // 0: no player learned it, as the document writes it.
-        tick_hz: o.tick_hz.map_or(0, |t| t.hz_u32()),
+        tick_hz: o.tick_hz,
         duration_s: match o.interrupted_us {
             Some(at) => at.clamp(o.window.0, o.window.1).saturating_sub(o.window.0) as f64 / 1e6,
             None => cfg.duration.as_secs_f64(),

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use tickpack_report::PlayersResult;
+use tickpack_units::TickRate;
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,6 +35,7 @@ fn a_players_result_written_before_tick_rates_were_typed_reads_and_writes_back_t
         ("players-unreachable.json", 0),
     ] {
         let (text, r) = read(name);
+        assert_eq!(r.tick_hz, TickRate::new(hz), "{name}");
         assert_eq!(written(&r), text, "{name} did not write back the same");
         let again: serde_json::Value = serde_json::from_str(&written(&r)).unwrap();
         assert_eq!(again["tick_hz"], hz, "{name}");
