@@ -17,6 +17,8 @@
 
 use std::collections::VecDeque;
 
+use tickpack_wire::TickRate;
+
 use crate::windows::Windows;
 
 /// The step between the frames (or ticks) of the first snapshots a player
@@ -182,8 +184,7 @@ impl Coverage {
     }
 
     /// The server's tick rate, once known.
-    pub fn set_tick_hz(&mut self, hz: u32) {
-        let tick = tickpack_wire::TickRate::from_wire(u16::try_from(hz).unwrap_or(u16::MAX));
+    pub fn set_tick_hz(&mut self, tick: TickRate) {
         self.tick_us = tick.interval_ns() as f64 / 1e3;
     }
 
@@ -293,12 +294,12 @@ impl Coverage {
     }
 
     /// Settles the account: the span ends at `end_us` (its planned end, or
-    /// earlier if the run was interrupted). `hint_hz` is the tick rate to
+    /// earlier if the run was interrupted). `hint` is the tick rate to
     /// assume if this player never learned the server's.
-    pub fn finish(&mut self, end_us: u64, hint_hz: u32, w: &mut Windows) -> Tally {
+    pub fn finish(&mut self, end_us: u64, hint: TickRate, w: &mut Windows) -> Tally {
         let end_us = end_us.min(self.span.1);
         if self.tick_us == 0.0 {
-            self.set_tick_hz(hint_hz);
+            self.set_tick_hz(hint);
         }
         self.close_piece(end_us, w);
         let t = self.tick_us;

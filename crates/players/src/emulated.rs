@@ -5,6 +5,8 @@
 
 use std::net::SocketAddr;
 
+use tickpack_wire::TickRate;
+
 use crate::recorder::Recorder;
 
 /// How a run ends, for [`Emulated::finish`]: the same for every player of
@@ -17,7 +19,7 @@ pub struct RunEnd {
     /// run was interrupted.
     pub span_end_us: u64,
     /// The tick rate to assume if a player never learned its server's.
-    pub hint_tick_hz: u32,
+    pub hint_tick_hz: TickRate,
 }
 
 /// One emulated player of any game. The order of calls is the same for
@@ -49,8 +51,8 @@ pub trait Emulated {
     fn is_connected(&self) -> bool;
     /// Why this player stopped, if it did.
     fn ended(&self) -> Option<&str>;
-    /// The server's tick (snapshot) rate, once learned; 0 before.
-    fn tick_hz(&self) -> u32;
+    /// The server's tick (snapshot) rate, once learned; `None` before.
+    fn tick_hz(&self) -> Option<TickRate>;
     /// This player's own figures for the referee (games whose servers
     /// report a ping per player), after [`Emulated::finish`].
     fn referee_row(&self) -> Option<tickpack_report::RefereeRow> {

@@ -13,6 +13,8 @@
 
 use std::collections::VecDeque;
 
+use tickpack_wire::TickRate;
+
 use crate::config::PlayerSettings;
 use crate::coverage::Coverage;
 use crate::emulated::RunEnd;
@@ -170,7 +172,7 @@ impl<T: Pending> Ledger<T> {
     /// no longer be reflected too, all of them if `connected` is false;
     /// the snapshots counted, at `tick_hz` if the player never learned
     /// its server's rate), and nothing counts until the next join.
-    pub fn left(&mut self, now_us: u64, connected: bool, tick_hz: u32, rec: &mut Recorder) {
+    pub fn left(&mut self, now_us: u64, connected: bool, tick_hz: TickRate, rec: &mut Recorder) {
         let end_us = self.coverage.span().1;
         self.unsent_until(now_us, rec);
         self.settle_outstanding(now_us, end_us, connected, rec);
@@ -253,7 +255,7 @@ impl<T: Pending> Ledger<T> {
     /// be reflected (all of them without a session, else those past their
     /// deadline), are lost; the span's snapshots are counted, at `tick_hz`
     /// if the player never learned its server's rate.
-    pub fn finish(&mut self, end: &RunEnd, connected: bool, tick_hz: u32, rec: &mut Recorder) {
+    pub fn finish(&mut self, end: &RunEnd, connected: bool, tick_hz: TickRate, rec: &mut Recorder) {
         self.unsent_until(end.span_end_us, rec);
         self.settle_outstanding(end.now_us, end.span_end_us, connected, rec);
         let tally = self

@@ -157,7 +157,8 @@ pub fn to_result(cfg: &PlayersConfig, o: &Outcome) -> PlayersResult {
         players: cfg.players as u32,
         connected: o.connected as u32,
         cmd_rate_hz: cfg.cmd_rate_hz.unwrap_or(match cfg.game {
-            Protocol::Tickpack => f64::from(o.tick_hz),
+            // No rate learned: 0, as always written.
+            Protocol::Tickpack => o.tick_hz.map_or(0.0, |t| f64::from(t.hz())),
             Protocol::Q3 => q3::DEFAULT_CMD_RATE_HZ,
             Protocol::Tw7 => tw7::DEFAULT_CMD_RATE_HZ,
         }),

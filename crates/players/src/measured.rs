@@ -10,6 +10,7 @@
 use std::net::SocketAddr;
 
 use tickpack_report::record;
+use tickpack_wire::TickRate;
 
 use crate::coverage::smallest_step;
 use crate::ledger::{interval_us, Ledger, Pending};
@@ -255,7 +256,7 @@ impl<T: Pending> Measured<T> {
     /// count at if it never learned its server's. Snapshots of the next
     /// presence are measured afresh (no jitter across the absence; one
     /// numbered below the newest means a restarted server).
-    pub fn left(&mut self, now_us: u64, fallback_hz: u32, rec: &mut Recorder) {
+    pub fn left(&mut self, now_us: u64, fallback_hz: TickRate, rec: &mut Recorder) {
         if self.step.is_none() && !self.learning.is_empty() {
             // Too few snapshots to learn the step: what they show.
             let step = smallest_step(&self.learning).unwrap_or(self.numbering.fallback_step);

@@ -35,7 +35,7 @@ use rand::Rng;
 use tickpack_report::record;
 use tickpack_wire::{
     buttons, delta, Command, DisconnectReason, EntityState, Input, Packet, RefuseReason, Snapshot,
-    PROTOCOL_VERSION,
+    TickRate, PROTOCOL_VERSION,
 };
 
 pub use crate::config::PlayerSettings;
@@ -116,7 +116,8 @@ pub struct Player {
     input: Input,
     payload: Vec<u8>,
     scratch: Vec<EntityState>,
-    pub tick_hz: u32,
+    /// The server's tick rate, once it accepted the player.
+    pub tick_hz: Option<TickRate>,
 }
 
 impl Player {
@@ -163,7 +164,7 @@ impl Player {
             input: Input::default(),
             payload: vec![0u8; 1400],
             scratch: Vec::new(),
-            tick_hz: 0,
+            tick_hz: None,
         }
     }
 
@@ -203,11 +204,7 @@ impl Player {
                 continue;
             }
             let connected = self.state == State::Connected;
-            let hz = if self.tick_hz > 0 {
-                self.tick_hz
-            } else {
-                DEFAULT_TICK_HZ
-            };
+            let hz = self.tick_hz.unwrap_or(DEFAULT_TICK_HZ);
             self.ledger.left(now_us, connected, hz, rec);
             self.next_cmd_us = u64::MAX;
             self.next_ping_us = u64::MAX;
@@ -247,11 +244,11 @@ impl Player {
         self.input.buttons = if r.gen_ratio(1, 8) { buttons::FIRE } else { 0 };
     }
 
-    fn on_accepted(&mut self, now_us: u64, tick: tickpack_wire::TickRate, rec: &mut Recorder) {
-        self.tick_hz = u32::from(tick.hz());
+    fn on_accepted(&mut self, now_us: u64, tick: TickRate, rec: &mut Recorder) {
+        self.tick_hz = Some(tick);
         self.tick_interval_us = tick.interval_us();
-        self.ledger.coverage.set_tick_hz(self.tick_hz);
-        self.ledger.interval_us = self.cmd_interval_us(self.tick_hz);
+        self.ledger.coverage.set_tick_hz(tick);
+        self.ledger.interval_us = self.cmd_interval_us(tick);
         if self.ledger.session_began(now_us, rec) {
             self.rejoined = true;
         }
@@ -278,8 +275,8 @@ impl Player {
 
     /// The command interval at the server's `tick_hz`: one command a tick
     /// unless the settings give a rate.
-    fn cmd_interval_us(&self, tick_hz: u32) -> u64 {
-        interval_us(self.settings.cmd_rate_hz.unwrap_or(f64::from(tick_hz)))
+    fn cmd_interval_us(&self, tick_hz: TickRate) -> u64 {
+        interval_us(self.settings.cmd_rate_hz.unwrap_or(f64::from(tick_hz.hz())))
     }
 
     /// A full snapshot numbered at or below what we had, after we had to
@@ -358,7 +355,7 @@ impl Emulated for Player {
         self.target
     }
 
-    fn tick_hz(&self) -> u32 {
+    fn tick_hz(&self) -> Option<TickRate> {
         self.tick_hz
     }
 
@@ -621,14 +618,15 @@ impl Emulated for Player {
     /// Settles the counters at the end of the run (see [`RunEnd`]), and
     /// writes the goodbye datagram into `out` if connected.
     fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
-        let hz = if self.tick_hz > 0 {
-            self.tick_hz
-        } else {
-            // Never told the tick rate: the schedule it would have had at
-            // the hinted one.
-            let hz = end.hint_tick_hz.max(1);
-            self.ledger.interval_us = self.cmd_interval_us(hz);
-            hz
+        let hz = match self.tick_hz {
+            Some(hz) => hz,
+            None => {
+                // Never told the tick rate: the schedule it would have had
+                // at the hinted one.
+                let hz = end.hint_tick_hz;
+                self.ledger.interval_us = self.cmd_interval_us(hz);
+                hz
+            }
         };
         // Without a session nothing outstanding can still be reflected.
         let connected = self.state == State::Connected;

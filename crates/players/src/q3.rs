@@ -42,6 +42,7 @@ use std::net::SocketAddr;
 use rand::rngs::SmallRng;
 use rand::Rng;
 use tickpack_q3::client::{Client, ClientConfig, ClientState, Event, SnapshotInfo, UserCmd};
+use tickpack_wire::TickRate;
 
 use crate::emulated::{Emulated, RunEnd};
 use crate::ledger::Pending;
@@ -54,7 +55,7 @@ use crate::recorder::Recorder;
 pub const PROTOCOL: i32 = 71;
 /// Frames per second assumed for a server that never sent a snapshot: the
 /// engine's default `sv_fps`.
-pub const DEFAULT_SV_FPS: u32 = 20;
+pub const DEFAULT_SV_FPS: TickRate = TickRate::new(20).unwrap();
 /// Usercmds per second when no rate is given: ioquake3's default
 /// `cl_maxpackets` (30), the rate a stock client sends at.
 pub const DEFAULT_CMD_RATE_HZ: f64 = 30.0;
@@ -132,7 +133,8 @@ pub struct Q3Player {
     events: Vec<Event>,
     yaw: i32,
     strafe: i8,
-    pub tick_hz: u32,
+    /// The server's frame rate, once learned from its snapshots.
+    pub tick_hz: Option<TickRate>,
 }
 
 /// Quake III angles are 16-bit shorts of a full turn.
@@ -187,7 +189,7 @@ impl Q3Player {
             events: Vec::new(),
             yaw: 0,
             strafe: 0,
-            tick_hz: 0,
+            tick_hz: None,
         }
     }
 
@@ -218,11 +220,7 @@ impl Q3Player {
                 };
                 continue;
             }
-            let hz = if self.tick_hz > 0 {
-                self.tick_hz
-            } else {
-                DEFAULT_SV_FPS
-            };
+            let hz = self.tick_hz.unwrap_or(DEFAULT_SV_FPS);
             self.measured.left(now_us, hz, rec);
             self.next_cmd_us = u64::MAX;
             self.recent.clear();
@@ -262,11 +260,7 @@ impl Q3Player {
             .newest()
             .map_or(now_us, |(_, at)| at.min(now_us));
         if self.planned() && self.measured.ledger.attendance.rejoin(last) {
-            let hz = if self.tick_hz > 0 {
-                self.tick_hz
-            } else {
-                DEFAULT_SV_FPS
-            };
+            let hz = self.tick_hz.unwrap_or(DEFAULT_SV_FPS);
             // The presence's account closes at the old level's last
             // snapshot; the new level's join reopens it at its first, until
             // the same leave.
@@ -334,7 +328,8 @@ impl Q3Player {
             self.last_cmd_time = 0;
         }
         if let Some(frame_ms) = fresh.learned {
-            self.tick_hz = (1000 / frame_ms) as u32;
+            // Frames a second (a frame longer than a second: not a rate).
+            self.tick_hz = u16::try_from(1000 / frame_ms).ok().and_then(TickRate::new);
         }
         if fresh.began {
             // A random phase against the server's frames, as real players
@@ -605,16 +600,13 @@ impl Emulated for Q3Player {
     fn finish(&mut self, end: &RunEnd, out: &mut Vec<u8>, rec: &mut Recorder) -> bool {
         if self.measured.step().is_none() {
             // Never learned the frame interval: the frames seen so far are
-            // counted at the hinted rate.
-            let hz = if end.hint_tick_hz > 0 {
-                end.hint_tick_hz
-            } else {
-                DEFAULT_SV_FPS
-            };
-            self.measured.settle((1000 / hz.max(1)) as i32, rec);
+            // counted at the hinted rate (a frame of whole milliseconds).
+            let frame_ms = end.hint_tick_hz.interval_us() / 1000;
+            self.measured.settle(frame_ms as i32, rec);
         }
         let connected = self.is_connected();
-        let hz = self.tick_hz.max(end.hint_tick_hz).max(1);
+        let hint = end.hint_tick_hz;
+        let hz = self.tick_hz.map_or(hint, |hz| hz.max(hint));
         self.measured.ledger.finish(end, connected, hz, rec);
         out.clear();
         let failures = self
@@ -648,7 +640,7 @@ impl Emulated for Q3Player {
         }
     }
 
-    fn tick_hz(&self) -> u32 {
+    fn tick_hz(&self) -> Option<TickRate> {
         self.tick_hz
     }
 

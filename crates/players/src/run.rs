@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use tickpack_net::clock::now_us;
 use tickpack_net::socket::{SocketOptions, UdpSocket};
+use tickpack_wire::TickRate;
 
 use crate::config::{PlayersConfig, Protocol};
 use crate::emulated::{Emulated, RunEnd};
@@ -89,7 +90,8 @@ impl Live {
 pub struct Outcome {
     pub recorder: Recorder,
     pub connected: usize,
-    pub tick_hz: u32,
+    /// The highest tick rate any player learned; `None` if none did.
+    pub tick_hz: Option<TickRate>,
     /// Distinct reasons players ended early, with counts.
     pub errors: Vec<String>,
     pub cpu_time_ns: u64,
@@ -212,7 +214,7 @@ pub fn run(
     let mut out = Outcome {
         recorder: Recorder::new(window),
         connected: 0,
-        tick_hz: 0,
+        tick_hz: None,
         errors: vec![],
         cpu_time_ns: 0,
         started_us: start,
@@ -226,6 +228,7 @@ pub fn run(
         let t = r?;
         out.recorder.merge(&t.recorder);
         out.connected += t.connected;
+        // `None` (no player of that thread learned it) is below any rate.
         out.tick_hz = out.tick_hz.max(t.tick_hz);
         out.cpu_time_ns += t.cpu_time_ns;
         out.interrupted_us = match (out.interrupted_us, t.interrupted_us) {
@@ -256,7 +259,7 @@ pub fn run(
 struct ThreadOut {
     recorder: Recorder,
     connected: usize,
-    tick_hz: u32,
+    tick_hz: Option<TickRate>,
     errors: Vec<String>,
     cpu_time_ns: u64,
     interrupted_us: Option<u64>,
@@ -476,14 +479,15 @@ fn thread_main<P: Emulated>(
     // out by the end are judged only if reflected).
     let span_end = interrupted.map_or(window.1, |at| window.1.min(at));
     let mut errors = vec![];
-    let tick_hz = players.iter().map(P::tick_hz).max().unwrap_or(0);
+    // `None` is below every rate: the highest rate learned, if any was.
+    let tick_hz = players.iter().map(P::tick_hz).max().flatten();
     let hint = match (tick_hz, cfg.game) {
-        (hz, _) if hz > 0 => hz,
-        (_, Protocol::Tickpack) => DEFAULT_TICK_HZ,
+        (Some(hz), _) => hz,
+        (None, Protocol::Tickpack) => DEFAULT_TICK_HZ,
         // The engine's default sv_fps.
-        (_, Protocol::Q3) => crate::q3::DEFAULT_SV_FPS,
+        (None, Protocol::Q3) => crate::q3::DEFAULT_SV_FPS,
         // Fixed in the engine.
-        (_, Protocol::Tw7) => crate::tw7::TICK_HZ,
+        (None, Protocol::Tw7) => crate::tw7::TICK_HZ,
     };
     let run_end = RunEnd {
         now_us: now,

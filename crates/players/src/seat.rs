@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use tickpack_wire::TickRate;
 
 /// Send slots per command interval (see `Player::handle`, `Accepted`).
 pub const SLOTS: u64 = 16;
@@ -20,7 +21,7 @@ pub(crate) const RETRY_MAX_US: u64 = 1_000_000;
 pub const SILENCE_US: u64 = 500_000;
 /// Tick rate assumed for a player that never learned the server's (no
 /// player connected): the reference server's default.
-pub const DEFAULT_TICK_HZ: u32 = 100;
+pub const DEFAULT_TICK_HZ: TickRate = TickRate::DEFAULT;
 
 /// Where one player sits in a run: its number and server, and the run's
 /// seed and start, what every game's player is made from.
@@ -51,9 +52,10 @@ impl Seat {
     }
 }
 
-/// How long a connected player waits for a snapshot before re-handshaking.
-pub fn silence_us(tick_hz: u32) -> u64 {
-    // 0 (no rate announced yet) counts as 1 Hz, as the protocol reads it.
-    let tick = tickpack_wire::TickRate::from_wire(u16::try_from(tick_hz).unwrap_or(u16::MAX));
+/// How long a connected player waits for a snapshot before re-handshaking,
+/// at its server's tick rate `tick` (`None`: not announced yet).
+pub fn silence_us(tick: Option<TickRate>) -> u64 {
+    // No rate announced yet counts as 1 Hz, as the protocol reads a 0.
+    let tick = tick.unwrap_or(TickRate::from_wire(0));
     SILENCE_US.max(10 * tick.interval_us())
 }

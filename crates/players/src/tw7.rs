@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::Rng;
 use tickpack_tw7::{Client, ClientConfig, Event, PlayerInput, SnapshotInfo};
+use tickpack_wire::TickRate;
 
 use crate::emulated::{Emulated, RunEnd};
 use crate::ledger::Pending;
@@ -56,22 +57,22 @@ use crate::presence::{Attendance, Change, Presence};
 use crate::recorder::Recorder;
 
 /// The server's game tick rate (fixed in the engine: `SERVER_TICK_SPEED`).
-pub const TICK_HZ: u32 = 50;
+pub const TICK_HZ: TickRate = TickRate::new(50).unwrap();
 /// Inputs per second when no rate is given: one per server tick, as the
 /// game's own client sends.
-pub const DEFAULT_CMD_RATE_HZ: f64 = TICK_HZ as f64;
+pub const DEFAULT_CMD_RATE_HZ: f64 = TICK_HZ.hz() as f64;
 /// Snapshots per second assumed for a server that never sent one: the
 /// engine's default, one every second tick (`sv_high_bandwidth 0`).
-pub const DEFAULT_SNAP_HZ: u32 = TICK_HZ / 2;
+pub const DEFAULT_SNAP_HZ: TickRate = TickRate::new(TICK_HZ.hz() / 2).unwrap();
 /// `sv_max_clients_per_ip`'s default in the 0.7.5 engine.
 pub const PER_ADDRESS_DEFAULT: usize = 4;
 /// Snapshots are numbered by the server's tick; the step (in ticks) is
 /// learned, from one to a second's worth (the engine's default is
 /// assumed for a server that never sent one: two).
 const NUMBERING: Numbering = Numbering {
-    unit_us: tickpack_wire::TickRate::from_wire(TICK_HZ as u16).interval_us(),
-    fallback_step: (TICK_HZ / DEFAULT_SNAP_HZ) as i32,
-    max_step: TICK_HZ as i32,
+    unit_us: TICK_HZ.interval_us(),
+    fallback_step: (TICK_HZ.hz() / DEFAULT_SNAP_HZ.hz()) as i32,
+    max_step: TICK_HZ.hz() as i32,
 };
 /// Aim turned per input, in degrees (not a divisor of 360, so the aim
 /// never repeats between neighbours).
@@ -119,7 +120,8 @@ pub struct TwPlayer {
     measured: Measured<Sent>,
     aim_deg: f32,
     direction: i32,
-    pub tick_hz: u32,
+    /// The server's tick rate (the engine's), once a snapshot came.
+    pub tick_hz: Option<TickRate>,
 }
 
 impl TwPlayer {
@@ -152,7 +154,7 @@ impl TwPlayer {
             measured,
             aim_deg,
             direction: 1,
-            tick_hz: 0,
+            tick_hz: None,
         }
     }
 
@@ -165,6 +167,14 @@ impl TwPlayer {
     /// 2).
     pub fn snapshot_step(&self) -> Option<i32> {
         self.measured.step()
+    }
+
+    /// Snapshots a second: the tick over the step learned (the engine's
+    /// default step before). A step longer than the tick rate would be
+    /// 0 Hz, which counts as 1 Hz as the protocol reads a 0.
+    fn snapshot_rate(&self) -> TickRate {
+        let step = self.measured.step().unwrap_or(2).max(1) as u32;
+        TickRate::from_wire((TICK_HZ.hz_u32() / step) as u16)
     }
 
     fn at(&self, us: u64) -> Instant {
@@ -191,8 +201,7 @@ impl TwPlayer {
                 self.retry_us = RETRY_MIN_US;
                 continue;
             }
-            let snap_hz = TICK_HZ / self.measured.step().unwrap_or(2).max(1) as u32;
-            self.measured.left(now_us, snap_hz, rec);
+            self.measured.left(now_us, self.snapshot_rate(), rec);
             self.next_cmd_us = u64::MAX;
             self.absent = true;
             if let Some(mut c) = self.client.take() {
@@ -274,7 +283,7 @@ impl TwPlayer {
             return; // duplicate or reordered
         };
         if fresh.learned.is_some() {
-            self.tick_hz = TICK_HZ;
+            self.tick_hz = Some(TICK_HZ);
         }
         if fresh.began {
             self.retry_us = RETRY_MIN_US;
@@ -423,12 +432,14 @@ impl Emulated for TwPlayer {
             // Never learned the step: count what came at the engine's
             // default snapshot rate.
             self.measured
-                .settle((TICK_HZ / DEFAULT_SNAP_HZ) as i32, rec);
-            self.tick_hz = TICK_HZ;
+                .settle((TICK_HZ.hz() / DEFAULT_SNAP_HZ.hz()) as i32, rec);
+            self.tick_hz = Some(TICK_HZ);
         }
         let connected = self.is_connected();
-        let snap_hz = TICK_HZ / self.measured.step().unwrap_or(2).max(1) as u32;
-        self.measured.ledger.finish(end, connected, snap_hz, rec);
+        let snapshot_rate = self.snapshot_rate();
+        self.measured
+            .ledger
+            .finish(end, connected, snapshot_rate, rec);
         out.clear();
         let now = self.at(end.now_us);
         let sent = match self.client.as_mut() {
@@ -464,7 +475,7 @@ impl Emulated for TwPlayer {
 
     /// The server's game tick (50 Hz) once a snapshot came; snapshots
     /// come every [`TwPlayer::snapshot_step`] ticks of it.
-    fn tick_hz(&self) -> u32 {
+    fn tick_hz(&self) -> Option<TickRate> {
         self.tick_hz
     }
 

@@ -224,7 +224,7 @@ fn run(spans: &[PresenceSpan], refuse_until: u64) -> Run {
     let run_end = RunEnd {
         now_us: t,
         span_end_us: window.1,
-        hint_tick_hz: 20,
+        hint_tick_hz: tickpack_wire::TickRate::new(20).unwrap(),
     };
     player.finish(&run_end, &mut buf, &mut rec);
     Run {

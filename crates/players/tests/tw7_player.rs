@@ -247,7 +247,7 @@ fn run_with(spectator: bool, presence: &Presence) -> Run {
     let run_end = RunEnd {
         now_us: t,
         span_end_us: window.1,
-        hint_tick_hz: 50,
+        hint_tick_hz: tickpack_wire::TickRate::new(50).unwrap(),
     };
     player.finish(&run_end, &mut buf, &mut rec);
     Run {
@@ -263,7 +263,7 @@ fn run_with(spectator: bool, presence: &Presence) -> Run {
 fn a_teeworlds_player_joins_and_every_input_is_reflected_on_the_schedule() {
     let r = run(false);
     assert!(r.connected);
-    assert_eq!(r.player.tick_hz(), 50);
+    assert_eq!(r.player.tick_hz(), tickpack_wire::TickRate::new(50));
     assert_eq!(
         r.player.snapshot_step(),
         Some(2),

@@ -320,8 +320,10 @@ pub struct PlayersResult {
     pub players: u32,
     pub connected: u32,
     pub cmd_rate_hz: f64,
-    /// Tick rate the servers announced.
-    pub tick_hz: u32,
+    /// Tick rate the servers announced; `None` (written `0`) if no player
+    /// ever learned it.
+    #[serde(with = "tickpack_units::tick_rate::zero_is_none")]
+    pub tick_hz: Option<tickpack_units::TickRate>,
     /// Seconds measured: the planned duration, or less if interrupted.
     pub duration_s: f64,
     pub warmup_s: f64,

@@ -31,6 +31,7 @@
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use tickpack_units::tick_rate::hz_or_zero;
 
 use crate::{
     decode_histogram, encode_histogram, CommandCounts, Measurements, Outages, Percentiles,
@@ -205,8 +206,8 @@ fn check_same(
     if r.tick_hz != first.tick_hz {
         return Err(differs(
             "tick rate",
-            format!("{} Hz", first.tick_hz),
-            format!("{} Hz", r.tick_hz),
+            format!("{} Hz", hz_or_zero(first.tick_hz)),
+            format!("{} Hz", hz_or_zero(r.tick_hz)),
         ));
     }
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0);
@@ -377,6 +378,7 @@ impl Hists {
 mod tests {
     use super::*;
     use crate::{new_histogram, record};
+    use tickpack_units::TickRate;
 
     /// A players result whose transaction and rtt histograms hold
     /// `samples`, with counts derived from `n`.
@@ -401,7 +403,7 @@ mod tests {
             players: n as u32,
             connected: n as u32,
             cmd_rate_hz: 60.0,
-            tick_hz: 60,
+            tick_hz: TickRate::new(60),
             duration_s: 10.0,
             warmup_s: n as f64,
             interrupted: false,
@@ -602,7 +604,7 @@ mod tests {
         b.game = "openarena".into();
         cases.push((b, "game is openarena, but a.json has reference"));
         let mut b = result(&[5], 2, 1000);
-        b.tick_hz = 30;
+        b.tick_hz = TickRate::new(30);
         cases.push((b, "tick rate is 30 Hz, but a.json has 60 Hz"));
         let mut b = result(&[5], 2, 1000);
         b.cmd_rate_hz = 30.0;

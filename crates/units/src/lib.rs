@@ -11,12 +11,19 @@
 //! Written down (serde, command lines, the protocol) a rate is a whole
 //! number of hertz, as it always was (`"tick_hz": 100`), so files written
 //! before the type existed still read; zero is refused when read.
+//!
+//! A rate that may not be known yet (the emulated players learn it from
+//! their server) is an `Option<TickRate>`, written `0` when `None` as
+//! before: see [`tick_rate`] and its serde helper
+//! [`tick_rate::zero_is_none`].
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub mod tick_rate;
 
 /// Ticks per second, 1..=65535 (the protocol carries a `u16`; the
 /// reference server runs at most [`TickRate::SERVER_MAX_HZ`]).

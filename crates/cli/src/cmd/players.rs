@@ -406,7 +406,7 @@ pub fn print_summary(r: &PlayersResult) {
         if r.interrupted { " (interrupted)" } else { "" },
         r.warmup_s,
         r.cmd_rate_hz,
-        r.tick_hz
+        r.tick_hz.map_or(0, |t| t.hz()) // 0: no player learned it
     );
     println!("{}", table::header(w));
     println!(

@@ -9,6 +9,8 @@
 
 use std::fmt::Write as _;
 
+use tickpack_units::tick_rate::hz_or_zero;
+
 use crate::{Percentiles, PlayersResult};
 
 use super::format::{esc, fmt_int, fmt_ms, fmt_num, or_na, system, utc};
@@ -75,7 +77,7 @@ fn run(out: &mut String, r: &PlayersResult) {
         fmt_num(r.duration_s),
         fmt_num(r.warmup_s),
         fmt_num(r.cmd_rate_hz),
-        r.tick_hz,
+        hz_or_zero(r.tick_hz),
         fmt_num(r.loss_deadline_s)
     );
     let shown: Vec<String> = r.targets.iter().take(8).map(|t| esc(t)).collect();
