@@ -195,7 +195,7 @@ fn main() -> ExitCode {
         }
         Command::Root => std::process::exit(tickpack_root::service::serve(
             std::io::stdin(),
-            &tickpack_host::supervisor::root_config(),
+            &tickpack_root::service::Config::default(),
         )),
     };
     match result {

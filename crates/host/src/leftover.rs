@@ -23,7 +23,7 @@
 use rustix::process::{kill_process, Pid, Signal};
 use serde::{Deserialize, Serialize};
 
-pub mod uids;
+pub use tickpack_root::uid_block::uids;
 
 /// A process the supervisor started, identified beyond its PID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -55,7 +55,6 @@ mod ready;
 mod restart;
 mod run_dir;
 mod teardown;
-mod uid_block;
 mod usage;
 
 use std::collections::VecDeque;
@@ -88,20 +87,6 @@ pub use run_dir::{
 use run_dir::{empty_tenant_dirs, private_dir, real_dir, secure_run_dir, write_state};
 use tickpack_sys::is_root;
 
-/// What the host's root process (`tickpack __root`) checks against: its
-/// own records' directory and the uid blocks'.
-pub fn root_config() -> tickpack_root::service::Config {
-    tickpack_root::service::Config {
-        registry: tickpack_root::service::registry::DIR.into(),
-        block_dir: BLOCK_DIR.into(),
-        blocks: tickpack_root::service::session::Blocks {
-            first: BLOCKS_BASE,
-            size: BLOCK_SIZE,
-            count: uid_block::BLOCKS,
-        },
-    }
-}
-
 /// The supervisor's `oom_score_adj` (as root): below every instance's 0.
 pub const OOM_SCORE_ADJ_SUPERVISOR: i32 = -500;
 
@@ -110,11 +95,11 @@ pub const OOM_SCORE_ADJ_SUPERVISOR: i32 = -500;
 pub const OOM_SCORE_ADJ_INSTANCE_FALLBACK: i32 = 500;
 
 /// The uid base without a block (process backend, where nothing switches
-/// uid); as root a host takes a block ([`uid_block`]): instance N runs as
+/// uid); as root a host takes a block (`tickpack_root::uid_block`): instance N runs as
 /// the block's base + N, the host's batch work as the base itself.
 pub const USER_BASE: u32 = 200_000;
 pub use host_lock::LOCK_DIR;
-pub use uid_block::{BLOCKS_BASE, BLOCK_DIR, BLOCK_SIZE, READERS_UID_OFFSET};
+pub use tickpack_root::uid_block::{BLOCKS_BASE, BLOCK_DIR, BLOCK_SIZE, READERS_UID_OFFSET};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -222,8 +207,9 @@ pub struct Supervisor {
     /// [`OOM_SCORE_ADJ_INSTANCE_FALLBACK`] when the supervisor could not
     /// go below it.
     instance_oom_score_adj: i32,
-    /// This host's block of instance uids (netns), given back at teardown.
-    uid_block: Option<uid_block::UidBlock>,
+    /// This host's block of instance uids (netns; its base), taken and
+    /// given back by its root process.
+    uid_block: Option<u32>,
     /// Instance N's uid is `uid_base + N`.
     uid_base: u32,
     /// The unprivileged child that decodes the checks' answers (none

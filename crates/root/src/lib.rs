@@ -13,6 +13,8 @@
 //!   still do there (no capabilities, no new privileges, seccomp).
 //! - [`files`]: a config file written into an instance's directory, never
 //!   through a link.
+//! - [`uid_block`]: a block of uids per host, handed out under a lock
+//!   from records in root's directory, never while its uids still run.
 //! - [`service`]: the root process (`tickpack __root`): one host's
 //!   requests, checked as untrusted input, done with the above.
 
@@ -22,3 +24,4 @@ pub mod files;
 pub mod netpath;
 pub mod service;
 pub mod spawn;
+pub mod uid_block;

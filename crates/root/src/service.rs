@@ -29,11 +29,12 @@
 //! (`kill -9` included) it ends; its record lets the next process for the
 //! host remove what was left ([`Request::RemoveLeftovers`](protocol::Request::RemoveLeftovers)).
 //!
-//! What is asked of it so far: the host's network (namespaces, links,
-//! addresses, routes, the firewall table), the removal of a crashed run's
-//! network, and the config files written into an instance's directory as
-//! the instance's user. The rest of what needs root (cgroups, spawning
-//! into the walls, uid blocks) is still done by the supervisor itself.
+//! What is asked of it so far: the host's uid block, its network
+//! (namespaces, links, addresses, routes, the firewall table), the removal
+//! of a crashed run's network, and the config files written into an
+//! instance's directory as the instance's user. The rest of what needs
+//! root (cgroups, spawning into the walls) is still done by the supervisor
+//! itself.
 
 mod client;
 pub mod protocol;

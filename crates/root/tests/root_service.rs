@@ -11,17 +11,8 @@ use std::path::{Path, PathBuf};
 use rustix::net::{AddressFamily, SendFlags, SocketFlags, SocketType};
 use tickpack_root::netpath::{NetKind, NetRecord, NETNS_DIR};
 use tickpack_root::service::protocol::{self, Answer, MAX_MESSAGE};
-use tickpack_root::service::session::Blocks;
 use tickpack_root::service::{serve, Config, Root, RootError};
 use tickpack_testkit::{require_root, Leftovers};
-
-const BLOCKS: Blocks = Blocks {
-    first: 201_000,
-    size: 1_000,
-    count: 4_000,
-};
-/// A block no host of the suite takes (the last).
-const BASE: u32 = 201_000 + 3_999 * 1_000;
 
 struct World {
     dir: tempfile::TempDir,
@@ -34,23 +25,15 @@ impl World {
         let cfg = Config {
             registry: dir.path().join("registry"),
             block_dir: dir.path().join("blocks"),
-            blocks: BLOCKS,
         };
-        std::fs::create_dir(&cfg.block_dir).unwrap();
         World { dir, cfg }
     }
 
-    /// A run dir of root's, 0700, and the uid block's record naming it.
-    fn run_dir(&self, name: &str, host: &str) -> PathBuf {
+    /// A run dir of root's, 0700.
+    fn run_dir(&self, name: &str) -> PathBuf {
         let d = std::fs::canonicalize(self.dir.path()).unwrap().join(name);
         std::fs::create_dir(&d).unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let k = (BASE - BLOCKS.first) / BLOCKS.size;
-        std::fs::write(
-            self.cfg.block_dir.join(k.to_string()),
-            format!("{}\n1\n{host}\n", d.display()),
-        )
-        .unwrap();
         d
     }
 
@@ -100,29 +83,30 @@ fn the_root_process_refuses_what_is_not_its_hosts_and_changes_nothing() {
     require_root("namespaces, links, routes, files given to another user");
     let _clean = Clean(vec!["rsa", "rsb"], "198.19.230.0/24");
     let w = World::new();
-    let dir_a = w.run_dir("a", "rsa");
+    let dir_a = w.run_dir("a");
     std::fs::create_dir_all(dir_a.join("instances/1")).unwrap();
 
     // Host rsa, its network of one instance.
     let (mut a, raw_a, serve_a) = w.connect();
-    assert_eq!(
-        a.hello("rsa", &dir_a, Some(BASE)).unwrap(),
-        NetRecord::default()
-    );
+    assert_eq!(a.hello("rsa", &dir_a).unwrap(), NetRecord::default());
+    // Its uid block (from the test's own records).
+    let (base, _) = a.take_uid_block().unwrap();
+    let why = refused(a.take_uid_block());
+    assert!(why.contains("holds a uid block already"), "{why}");
     let made = a.net_up(NetKind::Veth, "198.19.230.0/24", 0, &[1]).unwrap();
     assert!(made.namespaces.contains(&"tprsa-1".to_string()), "{made:?}");
     assert!(netns("tprsa-1"));
 
     // Another host asking for rsa's run dir.
     let (mut b, _raw_b, serve_b) = w.connect();
-    let why = refused(b.hello("rsb", &dir_a, None));
+    let why = refused(b.hello("rsb", &dir_a));
     assert!(
         why.contains(&format!("run dir {} is host rsa's", dir_a.display())),
         "{why}"
     );
     // A second process for rsa itself.
     let (mut a2, _raw, serve_a2) = w.connect();
-    let why = refused(a2.hello("rsa", &dir_a, None));
+    let why = refused(a2.hello("rsa", &dir_a));
     assert!(
         why.contains("host rsa is served by another root process"),
         "{why}"
@@ -132,7 +116,7 @@ fn the_root_process_refuses_what_is_not_its_hosts_and_changes_nothing() {
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
     let open = std::fs::canonicalize(open).unwrap();
-    let why = refused(b.hello("rsb", &open, None));
+    let why = refused(b.hello("rsb", &open));
     assert!(why.contains("writable by others"), "{why}");
 
     // Paths outside the instance's directory; a file in it is the
@@ -156,7 +140,7 @@ fn the_root_process_refuses_what_is_not_its_hosts_and_changes_nothing() {
     let m = std::fs::metadata(dir_a.join("instances/1/conf/server.cfg")).unwrap();
     assert_eq!(
         (m.uid(), m.gid(), m.mode() & 0o777),
-        (BASE + 1, BASE + 1, 0o600)
+        (base + 1, base + 1, 0o600)
     );
     // A link planted on the way is not followed.
     std::os::unix::fs::symlink("/etc", dir_a.join("instances/1/etc")).unwrap();
@@ -211,11 +195,24 @@ fn the_root_process_refuses_what_is_not_its_hosts_and_changes_nothing() {
         }
     }
     assert!(netns("tprsa-1"));
-    let why = refused(a.hello("rsa", &dir_a, None));
+    let why = refused(a.hello("rsa", &dir_a));
     assert!(why.contains("a hello was answered already"), "{why}");
 
-    // Its own network goes; the record with it.
+    // Its own network goes; the record with it; its uid block too.
     a.net_down().unwrap();
+    a.release_uid_block().unwrap();
+    assert_eq!(
+        std::fs::read_dir(&w.cfg.block_dir)
+            .unwrap()
+            .filter(|e| !e
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.'))
+            .count(),
+        0
+    );
     assert!(!netns("tprsa-1"));
     drop((a, a2, b, raw_a, _raw_b, _raw));
     for t in [serve_a, serve_b, serve_a2] {
@@ -233,9 +230,9 @@ fn what_a_supervisor_killed_left_is_removed_by_the_next_session_from_the_record(
     require_root("namespaces, links, routes");
     let _clean = Clean(vec!["rsc"], "198.19.231.0/24");
     let w = World::new();
-    let dir = w.run_dir("c", "rsc");
+    let dir = w.run_dir("c");
     let (mut c, raw_c, serve_c) = w.connect();
-    c.hello("rsc", &dir, None).unwrap();
+    c.hello("rsc", &dir).unwrap();
     let made = c
         .net_up(NetKind::Veth, "198.19.231.0/24", 0, &[1, 2])
         .unwrap();
@@ -245,7 +242,7 @@ fn what_a_supervisor_killed_left_is_removed_by_the_next_session_from_the_record(
     assert!(netns("tprsc-2"), "left until the next session");
 
     let (mut next, raw_next, serve_next) = w.connect();
-    let earlier = next.hello("rsc", &dir, None).unwrap();
+    let earlier = next.hello("rsc", &dir).unwrap();
     assert_eq!(earlier, made, "its record is what was made");
     let removed = next.remove_leftovers(&earlier).unwrap();
     assert!(removed.contains(&"tprsc-1".to_string()), "{removed:?}");

@@ -54,6 +54,7 @@ pub mod pidfd;
 pub mod proc_memory;
 pub mod proc_stat;
 pub mod proc_tree;
+pub mod process;
 pub mod rel_path;
 pub mod schedstat;
 pub mod task_stat;

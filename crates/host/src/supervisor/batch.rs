@@ -448,13 +448,14 @@ fn refuse_other_hosts_work(cg: &Cgroup, path: &Path, own_base: u32) -> Result<()
     let pids = cg
         .pids()
         .map_err(|e| HostError::Isolation(format!("--batch-cgroup {shown}: {e}")))?;
-    let other = super::uid_block::first_of_other_blocks(Path::new("/proc"), &pids, own_base);
+    let other =
+        tickpack_root::uid_block::first_of_other_blocks(Path::new("/proc"), &pids, own_base);
     match other {
         None => Ok(()),
         Some((pid, uid)) => Err(HostError::Isolation(format!(
             "--batch-cgroup {shown}: process {pid} in it runs as uid {uid}, another host's ({}); \
              end that host's work (`tickpack host down` of that host) or give another cgroup",
-            super::uid_block::holder_of_uid(uid)
+            tickpack_root::uid_block::holder_of_uid(uid)
         ))),
     }
 }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use super::health::start_limit;
 use super::lifecycle::{Lifecycle, Rules};
 use super::{
-    batch, control, disk, driver, health, io, liveness, private_dir, probe, run_dir, uid_block,
-    HostError, Instance, Supervisor, BLOCK_DIR,
+    batch, control, disk, driver, health, io, liveness, private_dir, probe, run_dir, HostError,
+    Instance, Supervisor, BLOCK_DIR,
 };
 use crate::cgroup::{Cgroup, CgroupLayout, Limits};
 use crate::event::EventKind;
@@ -66,10 +66,16 @@ impl Supervisor {
                 self.save()?;
             }
             Step::UidBlock => {
-                let (block, said) = uid_block::UidBlock::take(&dir, &self.cfg.name)
-                    .map_err(io(format!("taking a uid block in {BLOCK_DIR}")))?;
-                self.uid_base = block.base;
-                self.uid_block = Some(block);
+                // The host's root process takes it (and, from now on, makes
+                // its network and writes its instances' files).
+                let (root, _) = Root::start(&self.exe, &self.cfg.name, &dir)
+                    .map_err(|e| HostError::Isolation(e.to_string()))?;
+                let root = self.root.insert(root);
+                let (base, said) = root.take_uid_block().map_err(|e| {
+                    HostError::Isolation(format!("taking a uid block in {BLOCK_DIR}: {e}"))
+                })?;
+                self.uid_base = base;
+                self.uid_block = Some(base);
                 for note in said {
                     self.event(EventKind::UidBlock { note });
                 }
@@ -117,21 +123,18 @@ impl Supervisor {
                 let plan = AddrPlan::parse(&self.cfg.range)
                     .and_then(|p| p.with_sources(kind, self.cfg.source_addrs))
                     .map_err(|e| HostError::Isolation(e.to_string()))?;
-                // The host's root process makes it (and writes the
-                // instances' files as their users from now on).
-                let uid_base = self.uid_block.as_ref().map(|b| b.base);
-                let (mut root, _) = Root::start(&self.exe, name, &self.cfg.run_dir, uid_base)
+                // The host's root process makes it (started with the uid
+                // block, before it in the plan).
+                let root = self.root.as_mut().ok_or_else(no_root)?;
+                let record = root
+                    .net_up(kind, &self.cfg.range, self.cfg.source_addrs, &ids)
                     .map_err(|e| HostError::Isolation(format!("network ({kind}): {e}")))?;
-                let made = root.net_up(kind, &self.cfg.range, self.cfg.source_addrs, &ids);
-                self.root = Some(root);
-                let record =
-                    made.map_err(|e| HostError::Isolation(format!("network ({kind}): {e}")))?;
                 self.record.net = Some(record.clone());
                 self.net = Some(NetView::new(name, kind, plan, record));
                 self.save()?;
             }
             Step::Firewall => {
-                let root = self.root.as_mut().expect("made with the network");
+                let root = self.root.as_mut().ok_or_else(no_root)?;
                 let filtered = root.firewall(self.cfg.port, &self.cfg.allow_host_ports);
                 let record = filtered
                     .map_err(|e| HostError::Isolation(format!("instance firewall: {e}")))?;
@@ -276,4 +279,9 @@ impl Supervisor {
             console,
         });
     }
+}
+
+/// The netns backend's steps after the uid block are its root process's.
+fn no_root() -> HostError {
+    HostError::Isolation("the host's root process was not started (no uid block step)".into())
 }

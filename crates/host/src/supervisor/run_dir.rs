@@ -13,7 +13,6 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rustix::process::{test_kill_process, Pid};
 use serde::{Deserialize, Serialize};
 
 use super::host_lock::HostLock;
@@ -283,7 +282,7 @@ fn network_leftovers(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     // A run dir that is gone is named as it was given.
     let dir = std::fs::canonicalize(&cfg.run_dir).unwrap_or_else(|_| cfg.run_dir.clone());
     let exe = Path::new("/proc/self/exe");
-    let (mut root, earlier) = Root::start(exe, &cfg.name, &dir, None).map_err(fail)?;
+    let (mut root, earlier) = Root::start(exe, &cfg.name, &dir).map_err(fail)?;
     let mut removed = vec![];
     if !earlier.is_empty() {
         removed.extend(root.remove_leftovers(&earlier).map_err(fail)?);
@@ -421,16 +420,7 @@ pub(super) fn owned_dir(path: &Path) -> Result<(), HostError> {
     Ok(())
 }
 
-pub(super) fn pid_alive(pid: u32) -> bool {
-    // Signal 0 only checks for existence and permission.
-    Pid::from_raw(pid as i32).is_some_and(|p| test_kill_process(p).is_ok())
-}
-
-pub(super) fn is_tickpack(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| String::from_utf8_lossy(&c).contains("tickpack"))
-        .unwrap_or(false)
-}
+pub(super) use tickpack_sys::process::{is_tickpack, pid_alive};
 
 /// Writes `dir/state.json` atomically (temp file, rename).
 pub(super) fn write_state(dir: &Path, record: &StateRecord) -> Result<(), HostError> {

@@ -39,7 +39,11 @@ impl Supervisor {
         };
         // The end of the wait for the instances (none without a process).
         let mut deadline = Instant::now();
-        plan::run(&plan::plan(&made), |step| self.undo(step, &mut deadline))
+        let problems = plan::run(&plan::plan(&made), |step| self.undo(step, &mut deadline));
+        // The root process ends (its record of the host is empty unless
+        // something could not be removed).
+        self.root = None;
+        problems
     }
 
     /// Takes one step of the way down; returns its problems.
@@ -105,15 +109,17 @@ impl Supervisor {
                     (Some(root), None) => root.sweep().map(|_| ()).map_err(|e| e.to_string()),
                     (None, _) => Ok(()),
                 };
-                // The process ends (its record of this host is empty now).
-                self.root = None;
                 if let Err(e) = gone {
                     return vec![step.failed(e)];
                 }
             }
             Step::UidBlock => {
-                if let Some(b) = self.uid_block.take() {
-                    b.release();
+                if self.uid_block.take().is_some() {
+                    if let Some(root) = self.root.as_mut() {
+                        if let Err(e) = root.release_uid_block() {
+                            return vec![step.failed(e)];
+                        }
+                    }
                 }
             }
             Step::ControlSocket => {

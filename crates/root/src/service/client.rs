@@ -43,12 +43,7 @@ impl Root {
     /// process group (a Ctrl-C reaches the supervisor, which then asks it
     /// to take the network down), and opens the session for `host`.
     /// Returns what its record of an earlier run of the host lists.
-    pub fn start(
-        exe: &Path,
-        host: &str,
-        run_dir: &Path,
-        uid_base: Option<u32>,
-    ) -> Result<(Root, NetRecord), RootError> {
+    pub fn start(exe: &Path, host: &str, run_dir: &Path) -> Result<(Root, NetRecord), RootError> {
         use std::os::unix::process::CommandExt;
         let (ours, theirs) = rustix::net::socketpair(
             AddressFamily::UNIX,
@@ -73,7 +68,7 @@ impl Root {
             .map_err(RootError::Start)?;
         let mut root = Root::over(ours).map_err(RootError::Start)?;
         root.child = Some(child);
-        let leftovers = root.hello(host, run_dir, uid_base)?;
+        let leftovers = root.hello(host, run_dir)?;
         Ok((root, leftovers))
     }
 
@@ -93,17 +88,11 @@ impl Root {
     }
 
     /// Opens the session (the first request).
-    pub fn hello(
-        &mut self,
-        host: &str,
-        run_dir: &Path,
-        uid_base: Option<u32>,
-    ) -> Result<NetRecord, RootError> {
+    pub fn hello(&mut self, host: &str, run_dir: &Path) -> Result<NetRecord, RootError> {
         match self.ask(&Request::Hello {
             schema: SCHEMA.into(),
             host: host.into(),
             run_dir: run_dir.into(),
-            uid_base,
         })? {
             Answer::Welcome { leftovers } => Ok(leftovers),
             a => Err(unexpected(&a)),
@@ -125,6 +114,20 @@ impl Root {
             Err(FrameError::Closed) => Err(RootError::Talk("it ended".into())),
             Err(e) => Err(RootError::Talk(e.to_string())),
         }
+    }
+
+    /// A uid block for the host: its base, and what the host should say
+    /// (blocks passed over, its own leftovers ended).
+    pub fn take_uid_block(&mut self) -> Result<(u32, Vec<String>), RootError> {
+        match self.ask(&Request::TakeUidBlock)? {
+            Answer::UidBlock { base, said } => Ok((base, said)),
+            a => Err(unexpected(&a)),
+        }
+    }
+
+    /// Gives the host's uid block back.
+    pub fn release_uid_block(&mut self) -> Result<(), RootError> {
+        self.done(&Request::ReleaseUidBlock)
     }
 
     /// The host's network: namespaces, links, addresses, routes.

@@ -4,7 +4,9 @@
 //!
 //! | request | what it does | answer |
 //! |---|---|---|
-//! | `hello` (schema, host, run dir, uid base) | opens the session: the host's run dir checked, its lock taken, its uid block checked against the block's record | `welcome` (what the record of an earlier run of the host lists) |
+//! | `hello` (schema, host, run dir) | opens the session: the host's run dir checked, its lock taken | `welcome` (what the record of an earlier run of the host lists) |
+//! | `take_uid_block` | a block of uids for the host's instances, never one whose uids still run (`crate::uid_block`) | `uid_block` (its base, and what the host should say: blocks passed over, its own leftovers ended) |
+//! | `release_uid_block` | gives it back | `done` |
 //! | `net_up` (kind, range, source addresses, instance ids) | the host's namespaces, links, addresses and routes (`HostNet::setup`), recorded before each is made | `net` (the record) |
 //! | `firewall` (game port, host ports allowed) | the host's nftables table over its links | `net` |
 //! | `net_down` | removes all of the host's network it made | `done` |
@@ -44,10 +46,9 @@ pub enum Request {
         host: String,
         /// Its run dir: absolute, a real directory, root's, closed to others.
         run_dir: PathBuf,
-        /// The base of the host's uid block (instance N runs as base + N);
-        /// `None` when no file is written as an instance.
-        uid_base: Option<u32>,
     },
+    TakeUidBlock,
+    ReleaseUidBlock,
     NetUp {
         kind: NetKind,
         /// The address range, as the host file writes it (`198.18.0.0/16`).
@@ -83,6 +84,11 @@ pub enum Answer {
     },
     Net {
         record: NetRecord,
+    },
+    UidBlock {
+        /// Instance N runs as base + N.
+        base: u32,
+        said: Vec<String>,
     },
     Done,
     Removed {

@@ -8,17 +8,26 @@ use crate::netpath::{self, filter, HostNet, Ip, NetRecord};
 
 use super::protocol::{self, Answer, FrameError, Request, MAX_MESSAGE};
 use super::registry::{self, HostLock, HostRecord, Registry};
-use super::session::{Blocks, Found, Session};
+use super::session::{Found, Session};
+use crate::uid_block::UidBlock;
 
 /// Where the root process keeps what it knows and what it checks against.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Its own records ([`registry::DIR`]).
     pub registry: PathBuf,
-    /// The uid blocks' records (one file per block, named by its number:
-    /// the holder's run dir, PID and host name, a line each).
+    /// The uid blocks' records ([`crate::uid_block::BLOCK_DIR`]).
     pub block_dir: PathBuf,
-    pub blocks: Blocks,
+}
+
+impl Default for Config {
+    /// Root's own directories.
+    fn default() -> Config {
+        Config {
+            registry: registry::DIR.into(),
+            block_dir: crate::uid_block::BLOCK_DIR.into(),
+        }
+    }
 }
 
 /// One host's open session.
@@ -30,6 +39,8 @@ struct Host {
     earlier: NetRecord,
     /// The network made in this session.
     net: Option<HostNet>,
+    /// The uid block taken for the host.
+    uid_block: Option<UidBlock>,
 }
 
 impl Host {
@@ -107,12 +118,11 @@ fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
             schema,
             host: name,
             run_dir,
-            uid_base,
         } = req
         else {
             return refused("the first request must be a hello");
         };
-        return match hello(cfg, &schema, &name, &run_dir, uid_base) {
+        return match hello(cfg, &schema, &name, &run_dir) {
             Ok(h) => {
                 let leftovers = h.earlier.clone();
                 *host = Some(h);
@@ -123,6 +133,32 @@ fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
     };
     match req {
         Request::Hello { .. } => refused("a hello was answered already"),
+        Request::TakeUidBlock => {
+            if h.uid_block.is_some() {
+                return refused(format!(
+                    "host {} holds a uid block already",
+                    h.session.host()
+                ));
+            }
+            let (dir, name) = (h.session.run_dir(), h.session.host());
+            match UidBlock::take_in(&cfg.block_dir, Path::new("/proc"), dir, name) {
+                Ok((block, said)) => {
+                    let base = block.base;
+                    h.session.set_uid_base(Some(base));
+                    h.uid_block = Some(block);
+                    Answer::UidBlock { base, said }
+                }
+                Err(e) => failed(format!("taking a uid block: {e}")),
+            }
+        }
+        Request::ReleaseUidBlock => match h.uid_block.take() {
+            Some(block) => {
+                block.release();
+                h.session.set_uid_base(None);
+                Answer::Done
+            }
+            None => refused(format!("host {} holds no uid block", h.session.host())),
+        },
         Request::NetUp {
             kind,
             range,
@@ -256,22 +292,14 @@ fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
     }
 }
 
-fn hello(
-    cfg: &Config,
-    schema: &str,
-    name: &str,
-    run_dir: &Path,
-    uid_base: Option<u32>,
-) -> Result<Host, Answer> {
+fn hello(cfg: &Config, schema: &str, name: &str, run_dir: &Path) -> Result<Host, Answer> {
     let registry = Registry::open(&cfg.registry)
         .map_err(|e| failed(format!("opening {}: {e}", cfg.registry.display())))?;
     let found = Found {
         run_dir_untrusted: registry::untrusted_run_dir(run_dir),
         run_dir_claimed_by: registry.claimant(run_dir, name),
-        uid_block_holder: uid_base.and_then(|b| block_holder(cfg, b)),
     };
-    let session =
-        Session::open(schema, name, run_dir, uid_base, cfg.blocks, &found).map_err(refused)?;
+    let session = Session::open(schema, name, run_dir, &found).map_err(refused)?;
     let lock = registry
         .lock(name)
         .map_err(|e| failed(format!("taking host {name}'s lock: {e}")))?
@@ -283,16 +311,6 @@ fn hello(
         _lock: lock,
         earlier,
         net: None,
+        uid_block: None,
     })
-}
-
-/// What block `base`'s record says: its holder's run dir and host name.
-fn block_holder(cfg: &Config, base: u32) -> Option<(String, Option<String>)> {
-    let k = base.checked_sub(cfg.blocks.first)? / cfg.blocks.size;
-    let text = tickpack_sys::user_file::read_text(&cfg.block_dir.join(k.to_string()), 8192).ok()?;
-    let mut lines = text.lines();
-    let dir = lines.next()?.to_string();
-    let _pid = lines.next();
-    let host = lines.next().filter(|h| !h.is_empty()).map(str::to_string);
-    Some((dir, host))
 }

@@ -24,9 +24,6 @@ pub struct Found {
     pub run_dir_untrusted: Option<String>,
     /// Another host whose record names this run dir.
     pub run_dir_claimed_by: Option<String>,
-    /// The uid block's record (run dir, host name), when a uid base is
-    /// given and the record could be read.
-    pub uid_block_holder: Option<(String, Option<String>)>,
 }
 
 /// An open session: one host, one run dir.
@@ -39,22 +36,12 @@ pub struct Session {
     instances: BTreeSet<u32>,
 }
 
-/// A hello's uid base must start a block: `first + k * size`, `k < count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Blocks {
-    pub first: u32,
-    pub size: u32,
-    pub count: u32,
-}
-
 impl Session {
     /// Opens a session for a hello, or says why not.
     pub fn open(
         schema: &str,
         host: &str,
         run_dir: &Path,
-        uid_base: Option<u32>,
-        blocks: Blocks,
         found: &Found,
     ) -> Result<Session, String> {
         if schema != SCHEMA {
@@ -75,31 +62,18 @@ impl Session {
                 ));
             }
         }
-        if let Some(base) = uid_base {
-            let k = base
-                .checked_sub(blocks.first)
-                .map(|d| (d / blocks.size, d % blocks.size));
-            if !matches!(k, Some((k, 0)) if k < blocks.count) {
-                return Err(format!("uid {base} does not start a uid block"));
-            }
-            match &found.uid_block_holder {
-                Some((d, h))
-                    if Path::new(d) == run_dir && h.as_deref().is_none_or(|h| h == host) => {}
-                Some((d, _)) => {
-                    return Err(format!(
-                    "the uid block at {base} is held by the host whose run dir is {}, not this one",
-                    tickpack_sys::text::escape(d, 200)
-                ))
-                }
-                None => return Err(format!("the uid block at {base} is held by no host")),
-            }
-        }
         Ok(Session {
             host: host.to_string(),
             run_dir: run_dir.to_path_buf(),
-            uid_base,
+            uid_base: None,
             instances: BTreeSet::new(),
         })
+    }
+
+    /// The base of the uid block it took for the host (instance N's
+    /// files are uid base + N's), or none.
+    pub fn set_uid_base(&mut self, base: Option<u32>) {
+        self.uid_base = base;
     }
 
     pub fn host(&self) -> &str {
@@ -161,7 +135,7 @@ impl Session {
             ));
         }
         let Some(base) = self.uid_base else {
-            return Err("this session names no uid block: it writes no file".into());
+            return Err("the host holds no uid block: no file is written as an instance".into());
         };
         if contents.len() > MAX_FILE {
             return Err(format!(
@@ -208,56 +182,37 @@ impl Session {
 mod tests {
     use super::*;
 
-    const BLOCKS: Blocks = Blocks {
-        first: 201_000,
-        size: 1_000,
-        count: 4_000,
-    };
-
-    fn held(dir: &str, host: &str) -> Found {
-        Found {
-            uid_block_holder: Some((dir.into(), Some(host.into()))),
-            ..Found::default()
-        }
-    }
-
     fn open(host: &str, dir: &str, found: &Found) -> Result<Session, String> {
-        Session::open(SCHEMA, host, Path::new(dir), Some(201_000), BLOCKS, found)
+        let mut s = Session::open(SCHEMA, host, Path::new(dir), found)?;
+        s.set_uid_base(Some(201_000));
+        Ok(s)
     }
 
     #[test]
     fn a_hello_opens_a_session_for_its_host_alone() {
-        let s = open("a", "/run/a", &held("/run/a", "a")).unwrap();
+        let s = open("a", "/run/a", &Found::default()).unwrap();
         assert_eq!(s.host(), "a");
         let e = Session::open(
             "tickpack.root/0",
             "a",
             Path::new("/run/a"),
-            None,
-            BLOCKS,
             &Found::default(),
         );
         assert!(e.unwrap_err().contains("not spoken here"));
-        assert!(open("A;rm", "/run/a", &held("/run/a", "A;rm")).is_err());
+        assert!(open("A;rm", "/run/a", &Found::default()).is_err());
     }
 
     #[test]
     fn another_hosts_run_dir_is_refused() {
         let found = Found {
             run_dir_claimed_by: Some("b".into()),
-            ..held("/run/b", "a")
+            ..Found::default()
         };
         let e = open("a", "/run/b", &found).unwrap_err();
         assert!(e.contains("is host b's"), "{e}");
-        // The uid block of another host's run dir.
-        let e = open("a", "/run/a", &held("/run/b", "b")).unwrap_err();
-        assert!(
-            e.contains("held by the host whose run dir is /run/b"),
-            "{e}"
-        );
         let untrusted = Found {
             run_dir_untrusted: Some("writable by others".into()),
-            ..held("/run/a", "a")
+            ..Found::default()
         };
         assert!(open("a", "/run/a", &untrusted)
             .unwrap_err()
@@ -265,35 +220,8 @@ mod tests {
     }
 
     #[test]
-    fn a_uid_base_must_start_a_block_its_host_holds() {
-        for base in [0, 1_000, 201_001, 201_000 + 4_000 * 1_000] {
-            let e = Session::open(
-                SCHEMA,
-                "a",
-                Path::new("/run/a"),
-                Some(base),
-                BLOCKS,
-                &held("/run/a", "a"),
-            );
-            assert!(
-                e.unwrap_err().contains("does not start a uid block"),
-                "{base}"
-            );
-        }
-        let e = Session::open(
-            SCHEMA,
-            "a",
-            Path::new("/run/a"),
-            Some(201_000),
-            BLOCKS,
-            &Found::default(),
-        );
-        assert!(e.unwrap_err().contains("held by no host"));
-    }
-
-    #[test]
     fn paths_outside_an_instances_directory_are_refused() {
-        let mut s = open("a", "/run/a", &held("/run/a", "a")).unwrap();
+        let mut s = open("a", "/run/a", &Found::default()).unwrap();
         s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1, 2])
             .unwrap();
         let (rel, uid) = s.write_file(2, "baseoa/server.cfg", "x").unwrap();
@@ -320,7 +248,7 @@ mod tests {
 
     #[test]
     fn a_network_is_made_once_for_ids_it_may_have() {
-        let mut s = open("a", "/run/a", &held("/run/a", "a")).unwrap();
+        let mut s = open("a", "/run/a", &Found::default()).unwrap();
         assert!(s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[0]).is_err());
         assert!(s
             .net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1, 1])
@@ -338,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_name_it_did_not_make_is_refused() {
-        let s = open("a", "/run/a", &held("/run/a", "a")).unwrap();
+        let s = open("a", "/run/a", &Found::default()).unwrap();
         let own = NetRecord {
             namespaces: vec!["tpa-1".into()],
             links: vec!["tpav1".into()],

@@ -8,12 +8,13 @@
 //! block's base + N, the host's batch work the base, the processes that
 //! read what its instances send the block's last uid). Blocks are handed
 //! out from records in [`BLOCK_DIR`], one file per block naming the run
-//! dir, supervisor PID and host name of its holder, under an exclusive
+//! dir, PID (the host's root process, which lives as long as its
+//! supervisor) and host name of its holder, under an exclusive
 //! `flock` on a lock file there. The record is removed at teardown.
 //!
 //! A block belongs to one live set of processes. Under the lock the host
 //! reads every record and scans `/proc` for processes running as a
-//! block's uids ([`crate::leftover::uids`]), and [`choice::choose`]
+//! block's uids ([`uids`]), and [`choice::choose`]
 //! decides: a block whose supervisor is gone is handed out again only once
 //! nothing runs as its uids; the host's own leftovers (a record naming its
 //! run dir or host name, its supervisor gone) are ended first, by PID,
@@ -21,6 +22,7 @@
 //! left alone and their block passed over, with a line saying so.
 
 mod choice;
+pub mod uids;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -29,7 +31,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::leftover::uids;
 use choice::{BlockRecord, Choice, Claimant, Held, Skipped};
 
 /// Where block records are kept (root's own).
@@ -64,7 +65,7 @@ pub fn block_of(uid: u32) -> Option<u32> {
     (k < BLOCKS).then_some(k)
 }
 
-/// A block held by this supervisor.
+/// A block held by this process (a host's root process).
 #[derive(Debug)]
 pub struct UidBlock {
     pub base: u32,
@@ -84,7 +85,7 @@ impl UidBlock {
         Self::take_in(Path::new(BLOCK_DIR), Path::new("/proc"), run_dir, host)
     }
 
-    pub(crate) fn take_in(
+    pub fn take_in(
         dir: &Path,
         proc_root: &Path,
         run_dir: &Path,
@@ -175,11 +176,7 @@ impl UidBlock {
 /// The first of `pids` (under `proc_root`) running as a uid of a block
 /// other than the one at `own_base`, with that uid: another host's work
 /// (live, or left running by a host that is gone).
-pub(crate) fn first_of_other_blocks(
-    proc_root: &Path,
-    pids: &[u32],
-    own_base: u32,
-) -> Option<(u32, u32)> {
+pub fn first_of_other_blocks(proc_root: &Path, pids: &[u32], own_base: u32) -> Option<(u32, u32)> {
     let own = own_base..own_base.saturating_add(BLOCK_SIZE);
     pids.iter().find_map(|&pid| {
         let found = uids::live_uids_at(proc_root, pid)?;
@@ -191,7 +188,7 @@ pub(crate) fn first_of_other_blocks(
 }
 
 /// Who holds uid `uid`'s block, as its record says (for messages).
-pub(crate) fn holder_of_uid(uid: u32) -> String {
+pub fn holder_of_uid(uid: u32) -> String {
     let Some(k) = block_of(uid) else {
         return "no uid block".into();
     };
@@ -216,8 +213,8 @@ fn read_records(dir: &Path) -> std::io::Result<BTreeMap<u32, Held>> {
             continue;
         };
         if let Some(record) = read_record(&entry.path()) {
-            let alive =
-                super::run_dir::pid_alive(record.pid) && super::run_dir::is_tickpack(record.pid);
+            let alive = tickpack_sys::process::pid_alive(record.pid)
+                && tickpack_sys::process::is_tickpack(record.pid);
             held.insert(k, Held { record, alive });
         }
     }
@@ -288,7 +285,7 @@ fn show_uids(k: u32) -> String {
 
 fn describe_holder(r: &BlockRecord) -> String {
     format!(
-        "host {}, run dir {}, supervisor PID {}",
+        "host {}, run dir {}, held by PID {}",
         r.host.as_deref().unwrap_or("(not recorded)"),
         r.run_dir,
         r.pid
