@@ -1,0 +1,59 @@
+//! Run: `cargo +nightly fuzz run root_request` (from the repository root).
+//! Any bytes as a message to a host's root process: decoding never panics,
+//! and a request that decodes goes through its session's checks (the
+//! sans-I/O part of `tickpack_root::service`) without panicking either.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tickpack_root::netpath::NetRecord;
+use tickpack_root::service::protocol::{Request, SCHEMA};
+use tickpack_root::service::session::{Found, Session};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(req) = serde_json::from_slice::<Request>(data) else {
+        return;
+    };
+    let Ok(mut s) = Session::open(
+        SCHEMA,
+        "fz",
+        std::path::Path::new("/run/fz"),
+        &Found::default(),
+    ) else {
+        return;
+    };
+    s.set_uid_base(Some(201_000));
+    match req {
+        Request::Hello {
+            schema,
+            host,
+            run_dir,
+        } => {
+            let _ = Session::open(&schema, &host, &run_dir, &Found::default());
+        }
+        Request::NetUp {
+            kind,
+            range,
+            source_addrs,
+            instances,
+        } => {
+            let _ = s.net_up(kind, &range, source_addrs, &instances);
+        }
+        Request::RemoveLeftovers { record } => {
+            let _ = s.remove(&record, &NetRecord::default());
+        }
+        Request::WriteFile {
+            instance,
+            path,
+            contents,
+        } => {
+            let _ = s.net_up(
+                tickpack_root::netpath::NetKind::Veth,
+                "198.18.0.0/16",
+                0,
+                &[1],
+            );
+            let _ = s.write_file(instance, &path, &contents);
+        }
+        _ => {}
+    }
+});
