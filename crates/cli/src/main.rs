@@ -191,6 +191,12 @@ fn main() -> ExitCode {
         Command::Flood(a) => cmd::flood::run(a),
         Command::Readers { job } => std::process::exit(tickpack_bench::readers::serve(&job)),
         Command::Decoder => {
+            // Nothing but its socket from here on (no file, no socket of
+            // its own, no program, no signal): what it decodes is hostile.
+            if let Err(e) = tickpack_root::confine::Filters::for_decoder().and_then(|f| f.apply()) {
+                eprintln!("tickpack __decoder: {e}");
+                std::process::exit(3);
+            }
             std::process::exit(tickpack_host::supervisor::decoder::serve(std::io::stdin()))
         }
         Command::Root => std::process::exit(tickpack_root::service::serve(

@@ -139,6 +139,11 @@ fn four_netns_instances_on_their_own_ips_serve_players_without_loss() {
     assert_eq!(decoders.len(), 1, "one decoder: {decoders:?}");
     for t in &decoders[0].1 {
         assert!(t.is_unprivileged(), "a decoder thread: {t:?}");
+        assert_eq!(
+            t.seccomp,
+            Some(2),
+            "a decoder thread without its filter: {t:?}"
+        );
     }
     std::thread::sleep(Duration::from_millis(1_100));
     let body = http_get_metrics(&metrics);

@@ -69,6 +69,33 @@ pub const DENIED: &[(&str, libc::c_long)] = &[
     ("ioperm", libc::SYS_ioperm),
 ];
 
+/// What the decoder of the hosted servers' datagrams (the supervisor's
+/// `__decoder`) is refused beyond [`DENIED`]: it reads requests and
+/// answers them on the socket it was given, so it opens no file, makes,
+/// binds or connects no socket, runs no program and signals no other
+/// process ([`Filters::for_decoder`]). A decoder bug cannot then reach
+/// anything but that socket.
+pub const DECODER_DENIED: &[(&str, libc::c_long)] = &[
+    #[cfg(target_arch = "x86_64")]
+    ("open", libc::SYS_open),
+    #[cfg(target_arch = "x86_64")]
+    ("creat", libc::SYS_creat),
+    ("openat", libc::SYS_openat),
+    ("openat2", libc::SYS_openat2),
+    ("socket", libc::SYS_socket),
+    ("socketpair", libc::SYS_socketpair),
+    ("bind", libc::SYS_bind),
+    ("connect", libc::SYS_connect),
+    ("listen", libc::SYS_listen),
+    ("accept4", libc::SYS_accept4),
+    ("execve", libc::SYS_execve),
+    ("execveat", libc::SYS_execveat),
+    ("kill", libc::SYS_kill),
+    ("pidfd_open", libc::SYS_pidfd_open),
+    ("pidfd_send_signal", libc::SYS_pidfd_send_signal),
+    ("pidfd_getfd", libc::SYS_pidfd_getfd),
+];
+
 /// `clone` flags that create namespaces; `clone` with any of them is refused.
 const NAMESPACE_FLAGS: &[libc::c_int] = &[
     libc::CLONE_NEWNS,
@@ -104,11 +131,23 @@ pub struct Filters {
 impl Filters {
     /// Compiles the deny list for this machine's architecture.
     pub fn build() -> Result<Filters, ConfineError> {
+        Self::denying(&[])
+    }
+
+    /// The deny list with [`DECODER_DENIED`] added.
+    pub fn for_decoder() -> Result<Filters, ConfineError> {
+        Self::denying(DECODER_DENIED)
+    }
+
+    fn denying(more: &[(&str, libc::c_long)]) -> Result<Filters, ConfineError> {
         let arch = std::env::consts::ARCH;
         let build = |err| ConfineError::Build { arch, err };
         let target = arch.try_into().map_err(build)?;
-        let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
-            DENIED.iter().map(|&(_, nr)| (nr, vec![])).collect();
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED
+            .iter()
+            .chain(more)
+            .map(|&(_, nr)| (nr, vec![]))
+            .collect();
         let clone_rules = NAMESPACE_FLAGS
             .iter()
             .map(|&flag| {
@@ -327,5 +366,78 @@ mod tests {
         assert!(libc::WIFEXITED(status), "the child died: {status}");
         let code = libc::WEXITSTATUS(status);
         assert_eq!(code, 0, "check {} failed (100: no filter)", code - 10);
+    }
+
+    /// The decoder's filter, in a forked child: no file opened, no socket
+    /// made, no program run, no process signalled; its socket still
+    /// answers.
+    #[test]
+    fn the_decoder_opens_no_file_makes_no_socket_runs_nothing_and_signals_no_one() {
+        let f = Filters::for_decoder().expect("filters build");
+        let (a, b) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        use std::os::fd::AsRawFd;
+        let (fa, fb) = (a.as_raw_fd(), b.as_raw_fd());
+        let path = c"/etc/hostname";
+        let argv = [std::ptr::null::<libc::c_char>()];
+        // SAFETY: the child only makes raw syscalls and _exits; the filters
+        // are installed without allocating.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            // SAFETY: raw syscalls with integer, constant or null
+            // arguments, then _exit.
+            unsafe {
+                if f.apply().is_err() {
+                    libc::_exit(100);
+                }
+                use libc::{syscall as sc, EPERM};
+                expect(
+                    0,
+                    sc(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), 0),
+                    EPERM,
+                );
+                expect(
+                    1,
+                    sc(libc::SYS_socket, libc::AF_INET, libc::SOCK_DGRAM, 0),
+                    EPERM,
+                );
+                expect(
+                    2,
+                    sc(
+                        libc::SYS_execve,
+                        path.as_ptr(),
+                        argv.as_ptr(),
+                        argv.as_ptr(),
+                    ),
+                    EPERM,
+                );
+                expect(3, sc(libc::SYS_kill, 1, 0), EPERM);
+                expect(
+                    4,
+                    sc(libc::SYS_connect, fa, std::ptr::null::<libc::c_void>(), 0),
+                    EPERM,
+                );
+                // Its socket still works.
+                let byte = [7u8];
+                if libc::send(fa, byte.as_ptr().cast(), 1, 0) != 1 {
+                    libc::_exit(20);
+                }
+                libc::_exit(0);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status), "the child died: {status}");
+        let code = libc::WEXITSTATUS(status);
+        assert_eq!(
+            code,
+            0,
+            "check {} failed (100: no filter, 20: its socket)",
+            code - 10
+        );
+        let mut got = [0u8; 1];
+        assert_eq!(b.recv(&mut got).unwrap(), 1);
+        let _ = fb;
     }
 }

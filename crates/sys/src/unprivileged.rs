@@ -83,6 +83,8 @@ pub struct Privilege {
     pub uids: Option<[u32; 4]>,
     pub cap_eff: Option<u64>,
     pub cap_prm: Option<u64>,
+    /// The `Seccomp:` mode: 0 none, 2 a filter.
+    pub seccomp: Option<u32>,
 }
 
 impl Privilege {
@@ -104,6 +106,7 @@ impl Privilege {
                 }
                 "CapEff" => p.cap_eff = u64::from_str_radix(value, 16).ok(),
                 "CapPrm" => p.cap_prm = u64::from_str_radix(value, 16).ok(),
+                "Seccomp" => p.seccomp = value.parse().ok(),
                 _ => {}
             }
         }
