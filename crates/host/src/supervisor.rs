@@ -207,9 +207,9 @@ pub struct Supervisor {
     /// [`OOM_SCORE_ADJ_INSTANCE_FALLBACK`] when the supervisor could not
     /// go below it.
     instance_oom_score_adj: i32,
-    /// This host's block of instance uids (netns; its base), taken and
-    /// given back by its root process.
-    uid_block: Option<u32>,
+    /// Whether this host holds a block of instance uids (netns; its base
+    /// is `uid_base`), taken and given back by its root process.
+    uid_block: bool,
     /// Instance N's uid is `uid_base + N`.
     uid_base: u32,
     /// The unprivileged child that decodes the checks' answers (none
@@ -279,7 +279,7 @@ impl Supervisor {
             batch_policy,
             players_p99_us: None,
             instance_oom_score_adj: 0,
-            uid_block: None,
+            uid_block: false,
             uid_base: USER_BASE,
         };
         // Under memory pressure an instance dies before its keeper: the
@@ -368,12 +368,12 @@ impl Supervisor {
                     i.spec.id
                 )
             };
-            match (&mut self.root, owner) {
+            match &mut self.root {
                 // As the instance's user: its root process writes it.
-                (Some(root), Some(_)) => root
+                Some(root) => root
                     .write_file(i.spec.id, &rel, &contents)
                     .map_err(|e| HostError::Isolation(format!("{}: {e}", what())))?,
-                _ => tickpack_root::files::write_file(&i.dir, &rel, &contents, None)
+                None => tickpack_root::files::write_file(&i.dir, &rel, &contents, owner)
                     .map_err(io(what()))?,
             }
         }

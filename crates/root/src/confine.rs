@@ -319,24 +319,42 @@ mod tests {
         }
     }
 
-    /// Applies the filters in a forked child (no root needed: installing
-    /// them sets no_new_privs) and checks what each call answers there.
+    /// Forks; the child applies `f` (no root needed: installing them sets
+    /// no_new_privs), runs `checks` (raw system calls and [`expect`]s, no
+    /// allocation) and exits 0. Returns the child's exit code: 0, 10 + the
+    /// failed check, or 100 when the filters did not apply.
+    fn in_filtered_child(f: &Filters, checks: impl FnOnce()) -> i32 {
+        // SAFETY: the child only installs the filters (without
+        // allocating), makes raw system calls and _exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            let code = if f.apply().is_err() {
+                100
+            } else {
+                checks();
+                0
+            };
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status), "the child died: {status}");
+        libc::WEXITSTATUS(status)
+    }
+
+    /// Checks what each call answers under the instances' filters.
     /// Arguments are chosen so that a call that got through would fail
     /// with another errno (or do nothing harmful) instead.
     #[test]
     fn denied_calls_answer_eperm_and_clone3_enosys_while_others_work() {
         let f = Filters::build().expect("filters build");
         let null = std::ptr::null::<libc::c_void>();
-        // SAFETY: the child only makes raw syscalls and _exits; the filters
-        // are installed without allocating.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork");
-        if pid == 0 {
-            // SAFETY: raw syscalls with integer or null arguments, then _exit.
+        let code = in_filtered_child(&f, || {
+            // SAFETY: raw syscalls with integer or null arguments.
             unsafe {
-                if f.apply().is_err() {
-                    libc::_exit(100);
-                }
                 use libc::{syscall as sc, EPERM};
                 expect(0, sc(libc::SYS_mount, null, null, null, 0, null), EPERM);
                 expect(
@@ -357,39 +375,26 @@ mod tests {
                 expect(9, sc(libc::SYS_clone3, null, 0), libc::ENOSYS);
                 // Not denied: a bad descriptor is still EBADF.
                 expect(10, sc(libc::SYS_close, -1), libc::EBADF);
-                libc::_exit(0);
             }
-        }
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        assert!(libc::WIFEXITED(status), "the child died: {status}");
-        let code = libc::WEXITSTATUS(status);
+        });
         assert_eq!(code, 0, "check {} failed (100: no filter)", code - 10);
     }
 
-    /// The decoder's filter, in a forked child: no file opened, no socket
-    /// made, no program run, no process signalled; its socket still
-    /// answers.
+    /// The decoder's filter: no file opened, no socket made, no program
+    /// run, no process signalled (not even itself, which any process may);
+    /// its socket still answers.
     #[test]
     fn the_decoder_opens_no_file_makes_no_socket_runs_nothing_and_signals_no_one() {
         let f = Filters::for_decoder().expect("filters build");
         let (a, b) = std::os::unix::net::UnixDatagram::pair().unwrap();
         use std::os::fd::AsRawFd;
-        let (fa, fb) = (a.as_raw_fd(), b.as_raw_fd());
+        let fa = a.as_raw_fd();
         let path = c"/etc/hostname";
         let argv = [std::ptr::null::<libc::c_char>()];
-        // SAFETY: the child only makes raw syscalls and _exits; the filters
-        // are installed without allocating.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork");
-        if pid == 0 {
+        let code = in_filtered_child(&f, || {
             // SAFETY: raw syscalls with integer, constant or null
-            // arguments, then _exit.
+            // arguments; _exit.
             unsafe {
-                if f.apply().is_err() {
-                    libc::_exit(100);
-                }
                 use libc::{syscall as sc, EPERM};
                 expect(
                     0,
@@ -411,7 +416,7 @@ mod tests {
                     ),
                     EPERM,
                 );
-                expect(3, sc(libc::SYS_kill, 1, 0), EPERM);
+                expect(3, sc(libc::SYS_kill, libc::getpid(), 0), EPERM);
                 expect(
                     4,
                     sc(libc::SYS_connect, fa, std::ptr::null::<libc::c_void>(), 0),
@@ -422,14 +427,8 @@ mod tests {
                 if libc::send(fa, byte.as_ptr().cast(), 1, 0) != 1 {
                     libc::_exit(20);
                 }
-                libc::_exit(0);
             }
-        }
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        assert!(libc::WIFEXITED(status), "the child died: {status}");
-        let code = libc::WEXITSTATUS(status);
+        });
         assert_eq!(
             code,
             0,
@@ -438,6 +437,5 @@ mod tests {
         );
         let mut got = [0u8; 1];
         assert_eq!(b.recv(&mut got).unwrap(), 1);
-        let _ = fb;
     }
 }

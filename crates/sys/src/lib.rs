@@ -50,6 +50,7 @@ pub mod cpu_list;
 pub mod epoll;
 pub mod fds;
 pub mod host_name;
+pub mod lock_file;
 pub mod pidfd;
 pub mod proc_memory;
 pub mod proc_stat;

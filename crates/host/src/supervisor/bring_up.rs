@@ -75,7 +75,7 @@ impl Supervisor {
                     HostError::Isolation(format!("taking a uid block in {BLOCK_DIR}: {e}"))
                 })?;
                 self.uid_base = base;
-                self.uid_block = Some(base);
+                self.uid_block = true;
                 for note in said {
                     self.event(EventKind::UidBlock { note });
                 }

@@ -15,11 +15,11 @@
 //! lock directory (root's) cannot be written: [`HostLock::acquire`] then
 //! returns a lock that holds nothing.
 
-use rustix::fs::{flock, FlockOperation};
-use rustix::io::Errno;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+
+use tickpack_sys::lock_file::{self, LockFile, Taken};
 
 /// Where the lock files are (root's own).
 pub const LOCK_DIR: &str = "/run/tickpack/host-locks";
@@ -32,28 +32,13 @@ pub struct Holder {
 }
 
 /// A held lock (released when dropped, or when the process dies). Its
-/// file is removed when it is dropped, still locked: a host taken down
-/// leaves no lock file behind. Whoever opened the file before it went
-/// finds, once it has the lock, that the path no longer names the file it
-/// locked, and takes the lock again on a new file ([`HostLock::acquire`]).
+/// file is removed when it is dropped, still locked
+/// ([`tickpack_sys::lock_file`]).
 #[derive(Debug)]
 pub struct HostLock {
-    /// The locked file and its path; only held, never read.
-    _file: Option<(std::fs::File, PathBuf)>,
+    /// The locked file; only held, never read.
+    _file: Option<LockFile>,
 }
-
-impl Drop for HostLock {
-    fn drop(&mut self) {
-        if let Some((_, path)) = &self._file {
-            // Removed while still locked; the lock goes with the file.
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-/// How many times a lock is taken again when its file was removed (by
-/// the holder letting go) between opening and locking it.
-const RELOCK_TRIES: u32 = 16;
 
 impl HostLock {
     /// Takes host `name`'s lock for the host whose run dir is `run_dir`;
@@ -82,21 +67,9 @@ impl HostLock {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
-        let path = lock_path(dir, name);
-        for _ in 0..RELOCK_TRIES {
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .read(true)
-                .write(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&path)?;
-            // flock on a descriptor we own; released when it closes.
-            if let Err(err) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
-                if err != Errno::WOULDBLOCK {
-                    return Err(err.into());
-                }
+        let file = match lock_file::take(&lock_path(dir, name))? {
+            Taken::Held(file) => file,
+            Taken::Busy(mut file) => {
                 let mut text = String::new();
                 let _ = (&mut file).take(4096).read_to_string(&mut text);
                 let mut lines = text.lines();
@@ -104,22 +77,12 @@ impl HostLock {
                 let run_dir = lines.next().unwrap_or("(unknown)").to_string();
                 return Ok(Err(Holder { pid, run_dir }));
             }
-            // A holder that let go removed the file after we opened it:
-            // this lock is on a file no one else can find. Again.
-            if !names_file(&path, &file) {
-                continue;
-            }
-            file.set_len(0)?;
-            file.rewind()?;
-            file.write_all(format!("{}\n{}\n", std::process::id(), run_dir.display()).as_bytes())?;
-            return Ok(Ok(HostLock {
-                _file: Some((file, path)),
-            }));
-        }
-        Err(std::io::Error::other(format!(
-            "{}: removed under us {RELOCK_TRIES} times in a row",
-            path.display()
-        )))
+        };
+        let mut f = file.file();
+        f.set_len(0)?;
+        f.rewind()?;
+        f.write_all(format!("{}\n{}\n", std::process::id(), run_dir.display()).as_bytes())?;
+        Ok(Ok(HostLock { _file: Some(file) }))
     }
 
     /// Whether this lock holds anything (false without root).
@@ -133,18 +96,10 @@ fn lock_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.lock"))
 }
 
-/// Whether `path` (not followed if a link) is the file `file` has open.
-fn names_file(path: &Path, file: &std::fs::File) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::symlink_metadata(path), file.metadata()) {
-        (Ok(p), Ok(f)) => p.dev() == f.dev() && p.ino() == f.ino(),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tickpack_sys::lock_file::names_file;
 
     /// A bug of this change, caught before it landed: the lock directory
     /// was made with its parents at mode 0700, so a first host made
@@ -217,7 +172,7 @@ mod tests {
             .unwrap();
         assert!(names_file(
             &dir.join("h.lock"),
-            &b._file.as_ref().unwrap().0
+            b._file.as_ref().unwrap().file()
         ));
         // Still exclusive.
         assert!(HostLock::acquire_in(&dir, "h", Path::new("/run/c"))

@@ -35,7 +35,7 @@ impl Supervisor {
                 (None, None) if self.root.is_some() => Net::Recorded,
                 (None, None) => Net::None,
             },
-            uid_block: self.uid_block.is_some(),
+            uid_block: self.uid_block,
         };
         // The end of the wait for the instances (none without a process).
         let mut deadline = Instant::now();
@@ -104,8 +104,9 @@ impl Supervisor {
             Step::Network(_) => {
                 let gone = match (self.root.as_mut(), self.net.take()) {
                     (Some(root), Some(_)) => root.net_down().map_err(|e| e.to_string()),
-                    // Its making failed: what the root process made is on
-                    // its record, and it removes that.
+                    // Its making failed or never came (the root process
+                    // rolled back what it made): whatever is named for the
+                    // host goes.
                     (Some(root), None) => root.sweep().map(|_| ()).map_err(|e| e.to_string()),
                     (None, _) => Ok(()),
                 };
@@ -114,7 +115,7 @@ impl Supervisor {
                 }
             }
             Step::UidBlock => {
-                if self.uid_block.take().is_some() {
+                if std::mem::take(&mut self.uid_block) {
                     if let Some(root) = self.root.as_mut() {
                         if let Err(e) = root.release_uid_block() {
                             return vec![step.failed(e)];

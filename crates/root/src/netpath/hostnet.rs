@@ -216,12 +216,7 @@ impl HostNet {
     /// *this* host's links (a veth host end, the bridge or the host-side
     /// macvlan/ipvlan). Returns the device.
     pub fn check_route(&self, addr: Ipv4Addr) -> Result<String, NetError> {
-        self.view().check_route(addr)
-    }
-
-    /// What a supervisor needs to know of it ([`NetView`]).
-    pub fn view(&self) -> super::NetView {
-        super::NetView::new(&self.host, self.kind, self.plan, self.record.clone())
+        super::view::route_through_own_link(&self.ip, &self.host, &self.record.links, addr)
     }
 
     /// The instance ids, ascending.

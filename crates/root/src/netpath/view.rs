@@ -47,18 +47,7 @@ impl NetView {
     /// Fails unless traffic to `addr` leaves through one of this host's
     /// links; returns the link.
     pub fn check_route(&self, addr: Ipv4Addr) -> Result<String, NetError> {
-        let dev = Ip::default().check_route(addr)?;
-        if self.record.links.contains(&dev) {
-            Ok(dev)
-        } else {
-            Err(NetError::RouteNotOurs {
-                addr,
-                reason: format!(
-                    "it leaves through {dev:?}, which belongs to no instance of host {}",
-                    self.host
-                ),
-            })
-        }
+        route_through_own_link(&Ip::default(), &self.host, &self.record.links, addr)
     }
 
     pub fn plan(&self) -> &AddrPlan {
@@ -72,5 +61,26 @@ impl NetView {
     /// The record as its root process last answered it.
     pub fn set_record(&mut self, record: NetRecord) {
         self.record = record;
+    }
+}
+
+/// Fails unless traffic to `addr` leaves through one of `links` (host
+/// `host`'s); returns the link. [`NetView`] and `HostNet` both check so.
+pub(super) fn route_through_own_link(
+    ip: &Ip,
+    host: &str,
+    links: &[String],
+    addr: Ipv4Addr,
+) -> Result<String, NetError> {
+    let dev = ip.check_route(addr)?;
+    if links.contains(&dev) {
+        Ok(dev)
+    } else {
+        Err(NetError::RouteNotOurs {
+            addr,
+            reason: format!(
+                "it leaves through {dev:?}, which belongs to no instance of host {host}"
+            ),
+        })
     }
 }

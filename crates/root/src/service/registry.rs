@@ -10,8 +10,8 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{flock, FlockOperation};
 use serde::{Deserialize, Serialize};
+use tickpack_sys::lock_file::{self, LockFile, Taken};
 
 use crate::netpath::NetRecord;
 
@@ -35,25 +35,12 @@ pub struct Registry {
     dir: PathBuf,
 }
 
-/// A host's lock, held while its session lives. Its file is removed when
-/// it is dropped, still locked; whoever opened the file before that finds,
-/// once it has the lock, that the path names no file or another one, and
-/// takes the lock again on a new file ([`Registry::lock`]).
+/// A host's lock, held while its session lives; its file goes with it
+/// ([`tickpack_sys::lock_file`]).
 #[derive(Debug)]
 pub struct HostLock {
-    _file: std::fs::File,
-    path: PathBuf,
+    _file: LockFile,
 }
-
-impl Drop for HostLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// How many times a lock is taken again when its file went between
-/// opening and locking it.
-const RELOCK_TRIES: u32 = 16;
 
 impl Registry {
     /// Opens (makes, mode 0700) the directory; refuses one that is a link,
@@ -85,31 +72,10 @@ impl Registry {
 
     /// Takes `host`'s lock; `Ok(None)` while another process holds it.
     pub fn lock(&self, host: &str) -> std::io::Result<Option<HostLock>> {
-        let path = self.path(host, "lock");
-        for _ in 0..RELOCK_TRIES {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&path)?;
-            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => {}
-                Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            }
-            let held = file.metadata()?;
-            let same = std::fs::symlink_metadata(&path)
-                .is_ok_and(|m| (m.dev(), m.ino()) == (held.dev(), held.ino()));
-            if same {
-                return Ok(Some(HostLock { _file: file, path }));
-            }
-        }
-        Err(std::io::Error::other(format!(
-            "{} kept changing while it was locked",
-            path.display()
-        )))
+        Ok(match lock_file::take(&self.path(host, "lock"))? {
+            Taken::Held(file) => Some(HostLock { _file: file }),
+            Taken::Busy(_) => None,
+        })
     }
 
     /// `host`'s record, if there is one that reads.

@@ -55,6 +55,18 @@ impl Host {
     }
 }
 
+/// A journal for `HostNet`: the record as it will be, persisted before
+/// the next object is made (a failure here shows at the next save).
+fn journal<'a>(
+    registry: &'a Registry,
+    session: &'a Session,
+    earlier: &'a NetRecord,
+) -> impl FnMut(&NetRecord) + 'a {
+    move |now| {
+        let _ = save(registry, session, earlier, Some(now));
+    }
+}
+
 fn save(
     registry: &Registry,
     session: &Session,
@@ -165,27 +177,20 @@ fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
             source_addrs,
             instances,
         } => {
-            if h.net.is_some() {
-                return refused(format!("host {}'s network is up already", h.session.host()));
-            }
+            // The session refuses a second network (it knows the first).
             let plan = match h.session.net_up(kind, &range, source_addrs, &instances) {
                 Ok(p) => p,
                 Err(why) => return refused(why),
             };
-            let (registry, session, earlier) = (&h.registry, &h.session, &h.earlier);
-            let mut journal = |now: &NetRecord| {
-                // Persisted before the object is made; a failure here
-                // shows at the next save.
-                let _ = save(registry, session, earlier, Some(now));
-            };
-            match HostNet::setup_journaled(
+            let made = HostNet::setup_journaled(
                 Ip::default(),
-                session.host(),
+                h.session.host(),
                 kind,
                 plan,
                 &instances,
-                &mut journal,
-            ) {
+                &mut journal(&h.registry, &h.session, &h.earlier),
+            );
+            match made {
                 Ok(net) => {
                     let record = net.record().clone();
                     h.net = Some(net);
@@ -208,11 +213,11 @@ fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
             let Some(net) = h.net.as_mut() else {
                 return refused(format!("host {} has no network up", h.session.host()));
             };
-            let (registry, session, earlier) = (&h.registry, &h.session, &h.earlier);
-            let mut journal = |now: &NetRecord| {
-                let _ = save(registry, session, earlier, Some(now));
-            };
-            let done = net.install_filter(game_port, &allow_host_ports, &mut journal);
+            let done = net.install_filter(
+                game_port,
+                &allow_host_ports,
+                &mut journal(&h.registry, &h.session, &h.earlier),
+            );
             let record = net.record().clone();
             let _ = h.save();
             match done {
