@@ -54,6 +54,28 @@ fuzz_target!(|data: &[u8]| {
             );
             let _ = s.write_file(instance, &path, &contents);
         }
+        Request::Spawn {
+            walls,
+            argv,
+            env,
+            cgroups,
+            ..
+        } => {
+            let _ = s.net_up(
+                tickpack_root::netpath::NetKind::Veth,
+                "198.18.0.0/16",
+                0,
+                &[1],
+            );
+            let hierarchies = [std::path::PathBuf::from("/sys/fs/cgroup")];
+            let _ = s.spawn(walls, &cgroups, &hierarchies, &argv, &env);
+        }
+        Request::TenantDir { walls, bytes } => {
+            let _ = s.tenant_dir(walls, bytes);
+        }
+        Request::OpenFile { walls, name } => {
+            let _ = s.open_file(walls, &name);
+        }
         _ => {}
     }
 });

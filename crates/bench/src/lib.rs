@@ -184,7 +184,7 @@ pub struct BenchConfig {
     pub tile: Option<tile::TilePlan>,
 }
 
-use tickpack_sys::is_root;
+use tickpack_sys::has_root;
 
 impl BenchConfig {
     /// Checks the settings and resolves defaults; nothing is started before.
@@ -297,7 +297,7 @@ impl BenchConfig {
         if self.compare == Compare::Guard && self.batch.is_empty() {
             return bad("--compare guard needs --batch CMD (e.g. \"stress-ng --cpu 0\")".into());
         }
-        if !self.batch.is_empty() && (!is_root() || self.backend == Some(Backend::Process)) {
+        if !self.batch.is_empty() && (!has_root() || self.backend == Some(Backend::Process)) {
             return Err(BenchError::Isolation(
                 "--batch needs the netns backend (the batch's cgroup; root)".into(),
             ));
@@ -319,12 +319,12 @@ impl BenchConfig {
         if self.compare == Compare::Game && self.games.len() != 2 {
             return bad("--compare game needs two games, each with its settings".into());
         }
-        if self.compare == Compare::Backend && !is_root() {
+        if self.compare == Compare::Backend && !has_root() {
             return Err(BenchError::Isolation(
                 "--compare backend needs root (network namespaces)".into(),
             ));
         }
-        if self.backend == Some(Backend::Netns) && !is_root() {
+        if self.backend == Some(Backend::Netns) && !has_root() {
             return Err(BenchError::Isolation(
                 "the netns backend needs root; run as root or use --backend process".into(),
             ));
@@ -334,7 +334,7 @@ impl BenchConfig {
 
     /// The variants this run climbs and the ratios it reports.
     pub fn plan(&self) -> ComparisonPlan {
-        let backend = self.backend.unwrap_or(if is_root() {
+        let backend = self.backend.unwrap_or(if has_root() {
             Backend::Netns
         } else {
             Backend::Process

@@ -133,6 +133,14 @@ enum Command {
     /// answered.
     #[command(name = "__root", hide = true)]
     Root,
+    /// Under sudo, the one process that starts root processes (`__root`)
+    /// for a command that gave root up: one per socket it is sent.
+    #[command(name = "__root-broker", hide = true)]
+    RootBroker {
+        /// Removed at its end if it is an empty directory.
+        #[arg(long)]
+        remove_empty: Option<std::path::PathBuf>,
+    },
 }
 
 /// A closed stdout or stderr (`tickpack host status --json | head`) ends
@@ -198,6 +206,13 @@ fn main() -> ExitCode {
                 std::process::exit(3);
             }
             std::process::exit(tickpack_host::supervisor::decoder::serve(std::io::stdin()))
+        }
+        Command::RootBroker { remove_empty } => {
+            std::process::exit(tickpack_root::service::broker::serve(
+                std::io::stdin(),
+                std::path::Path::new("/proc/self/exe"),
+                remove_empty.as_deref(),
+            ))
         }
         Command::Root => std::process::exit(tickpack_root::service::serve(
             std::io::stdin(),

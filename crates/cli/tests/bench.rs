@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use support::bench::{assert_no_leftovers, one_ladder, run_bench, tco_of_ten_machines, BenchRun};
+use support::bench::{
+    assert_no_leftovers, one_ladder, run_bench, tco_of_ten_machines, BenchRun, LENIENT,
+};
 use support::host::{children_running, BenchHosts};
 use support::{assert_success, exe, run, serial, text, tickpack};
 
@@ -23,23 +25,6 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("result.json exists"))
         .expect("valid JSON")
 }
-
-/// A light server and QoS limits no step fails on this machine: the tests
-/// that use them check the ladder's bookkeeping, not a verdict.
-const LENIENT: [&str; 12] = [
-    "--cost",
-    "light",
-    "--qos-p99-ms",
-    "1000",
-    "--qos-relative",
-    "1000",
-    "--qos-tick-lateness-ms",
-    "1000",
-    "--qos-frame-budget",
-    "100",
-    "--qos-loss-percent",
-    "100",
-];
 
 #[test]
 fn quick_ladder_writes_a_result_that_report_renders() {

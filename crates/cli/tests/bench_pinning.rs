@@ -125,13 +125,19 @@ fn root_a_tickpack_thread_ran_on_a_server_core() {
                 bench_threads.insert(tid);
             }
         }
-        // The servers (children of the bench, or below its init) are not
-        // held to the load generator's CPUs; the players and the prober
-        // (its `__readers` children) and the checks' `__decoder` are.
-        for child in children {
-            let (threads, _) = threads_and_children(child);
+        // The servers (children of the host's root process, a child of the
+        // bench, or below its init) are not held to the load generator's
+        // CPUs; the players and the prober (its `__readers` children) and
+        // the checks' `__decoder` are.
+        let mut children = children;
+        while let Some(child) = children.pop() {
+            let (threads, kids) = threads_and_children(child);
             let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
             let sub = cmdline.split(|&b| b == 0).nth(1);
+            if sub == Some(b"__root".as_slice()) {
+                children.extend(kids);
+                continue;
+            }
             if sub == Some(b"__readers".as_slice()) || sub == Some(b"__decoder".as_slice()) {
                 for (tid, name) in &threads {
                     if let Some(cpus) = allowed(child, tid) {

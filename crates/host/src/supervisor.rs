@@ -42,7 +42,6 @@ mod bring_up;
 mod console;
 mod control;
 pub mod decoder;
-mod disk;
 mod driver;
 mod guard_loop;
 mod health;
@@ -54,6 +53,7 @@ mod probe;
 mod ready;
 mod restart;
 mod run_dir;
+mod start;
 mod teardown;
 mod usage;
 
@@ -61,7 +61,6 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{Cgroup, CgroupLayout};
@@ -71,7 +70,7 @@ use crate::guard::BatchPolicyFactory;
 use crate::launch::Slot;
 use crate::netpath::NetView;
 use crate::placement::{self, Placement};
-use crate::spawn::{self, Isolation, Spec};
+use crate::spawn::{Isolation, Spec};
 use crate::status::{HostStatus, InstanceStatus, STATUS_SCHEMA};
 
 pub use crate::status::LatencySummary;
@@ -81,11 +80,10 @@ pub use load::{load_log_path, LoadExit, LoadProcess};
 pub use probe::QUERY_INTERVAL;
 pub use restart::{RestartDecision, RestartTracker};
 pub use run_dir::{
-    check_run_dir, live_supervisor, log_path, recorded_name, recover, remove_run_dir, RunDirState,
-    StateRecord, MARKER,
+    check_run_dir, hand_over_run_dir, live_supervisor, log_path, recorded_name, recover,
+    remove_run_dir, RunDirState, StateRecord, MARKER,
 };
-use run_dir::{empty_tenant_dirs, private_dir, real_dir, secure_run_dir, write_state};
-use tickpack_sys::is_root;
+use run_dir::{private_dir, secure_run_dir, write_state};
 
 /// The supervisor's `oom_score_adj` (as root): below every instance's 0.
 pub const OOM_SCORE_ADJ_SUPERVISOR: i32 = -500;
@@ -115,7 +113,10 @@ pub enum HostError {
     #[error("{step}: {err}")]
     Io { step: String, err: std::io::Error },
     #[error("starting instance {id}: {err}")]
-    Spawn { id: u32, err: spawn::SpawnError },
+    Spawn {
+        id: u32,
+        err: crate::spawn::SpawnError,
+    },
 }
 
 fn io(step: impl Into<String>) -> impl FnOnce(std::io::Error) -> HostError {
@@ -130,7 +131,7 @@ struct Instance {
     node: Option<usize>,
     dir: PathBuf,
     cgroup: Option<Cgroup>,
-    child: Option<Child>,
+    child: Option<tickpack_root::service::Proc>,
     /// Its state and what it has to do next: restarts, kills
     /// ([`lifecycle::Lifecycle`], sans-I/O).
     life: lifecycle::Lifecycle,
@@ -177,7 +178,7 @@ pub struct Supervisor {
     net: Option<NetView>,
     /// The root process that made it, and writes instances' files as
     /// their users (netns backend only).
-    root: Option<tickpack_root::service::Root>,
+    root: Option<std::sync::Arc<tickpack_root::service::Root>>,
     placement: Option<Placement>,
     reserved: Vec<usize>,
     instances: Vec<Instance>,
@@ -238,7 +239,7 @@ impl Supervisor {
         exe: PathBuf,
         batch_policy: Option<BatchPolicyFactory>,
     ) -> Result<Supervisor, HostError> {
-        if cfg.backend == Backend::Netns && !is_root() {
+        if cfg.backend == Backend::Netns && !tickpack_sys::has_root() {
             return Err(HostError::Isolation(
                 "the netns backend needs root (namespaces, cgroups, links); run as root or use --backend process".into(),
             ));
@@ -368,7 +369,7 @@ impl Supervisor {
                     i.spec.id
                 )
             };
-            match &mut self.root {
+            match &self.root {
                 // As the instance's user: its root process writes it.
                 Some(root) => root
                     .write_file(i.spec.id, &rel, &contents)
@@ -377,12 +378,6 @@ impl Supervisor {
                     .map_err(io(what()))?,
             }
         }
-        let cgroup_procs = match &i.cgroup {
-            Some(cg) => cg.open_procs().map_err(|e| {
-                HostError::Isolation(format!("cgroup of instance {}: {e}", i.spec.id))
-            })?,
-            None => vec![],
-        };
         let spec = Spec {
             argv,
             env,
@@ -392,7 +387,7 @@ impl Supervisor {
             oom_score_adj: self.instance_oom_score_adj,
             cpus: (!isolated && self.cfg.placement != placement::Policy::None)
                 .then(|| i.cpus.clone()),
-            cgroup_procs,
+            cgroup_procs: vec![],
             isolation: if isolated {
                 Isolation {
                     netns,
@@ -410,7 +405,12 @@ impl Supervisor {
         };
         // What the server prints from this start on.
         i.log_watch = ready_log.map(|text| ready::LogWatch::new(&spec.log, &text));
-        let child = spawn::spawn(&spec).map_err(|err| HostError::Spawn { id: i.spec.id, err })?;
+        let id = i.spec.id;
+        let walls = tickpack_root::service::protocol::Walls::Instance { id };
+        let child = self
+            .start_command(walls, spec, self.instances[k].cgroup.as_ref())
+            .map_err(|err| HostError::Spawn { id, err })?;
+        let i = &mut self.instances[k];
         let recorded = crate::leftover::RecordedProcess::of(child.id());
         i.pidfd = tickpack_sys::pidfd::open(child.id()).ok();
         if let Some(fd) = &i.pidfd {
@@ -597,7 +597,7 @@ impl Supervisor {
                 .map(|i| InstanceStatus {
                     id: i.spec.id,
                     address: i.addr.to_string(),
-                    pid: i.child.as_ref().map(Child::id),
+                    pid: i.child.as_ref().map(tickpack_root::service::Proc::id),
                     cpus: i.cpus.clone(),
                     state: i.life.state(),
                     restarts: i.life.restarts(),

@@ -60,6 +60,7 @@
 
 mod backend;
 mod control;
+mod delegate;
 mod detect;
 mod error;
 mod layout;
@@ -75,6 +76,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use delegate::delegate;
 pub use error::CgroupError;
 pub use layout::{CgroupLayout, CgroupVersion, Controller};
 pub use limits::{Limits, Usage};
@@ -389,10 +391,15 @@ impl Cgroup {
                         if e.kind() == io::ErrorKind::NotFound
                             || matches!(
                                 e.raw_os_error(),
-                                Some(libc::EBUSY) | Some(libc::ENOTEMPTY)
+                                Some(libc::EBUSY)
+                                    | Some(libc::ENOTEMPTY)
+                                    | Some(libc::EACCES)
+                                    | Some(libc::EPERM)
                             ) =>
                     {
-                        // Someone else's sibling appeared or the parent went.
+                        // Someone else's sibling appeared, the parent went,
+                        // or it is not ours to remove (a host's delegated
+                        // cgroup: its root process removes it).
                         break;
                     }
                     Err(source) => {

@@ -15,13 +15,19 @@
 //!   through a link.
 //! - [`uid_block`]: a block of uids per host, handed out under a lock
 //!   from records in root's directory, never while its uids still run.
+//! - [`tenant_dir`]: a tenant's directory as a size-limited tmpfs of its
+//!   user's, and their removal.
 //! - [`service`]: the root process (`tickpack __root`): one host's
-//!   requests, checked as untrusted input, done with the above.
+//!   requests, checked as untrusted input, done with the above; its
+//!   broker; [`privilege`]: giving root up under `sudo` once the broker
+//!   runs.
 
 pub mod cgroup;
 pub mod confine;
 pub mod files;
 pub mod netpath;
+pub mod privilege;
 pub mod service;
 pub mod spawn;
+pub mod tenant_dir;
 pub mod uid_block;

@@ -29,20 +29,29 @@
 //! (`kill -9` included) it ends; its record lets the next process for the
 //! host remove what was left ([`Request::RemoveLeftovers`](protocol::Request::RemoveLeftovers)).
 //!
-//! What is asked of it so far: the host's uid block, its network
-//! (namespaces, links, addresses, routes, the firewall table), the removal
-//! of a crashed run's network, and the config files written into an
-//! instance's directory as the instance's user. The rest of what needs
-//! root (cgroups, spawning into the walls) is still done by the supervisor
-//! itself.
+//! What is asked of it: the host's uid block, its network (namespaces,
+//! links, addresses, routes, the firewall table) and the removal of a
+//! crashed run's, its cgroup (delegated to the supervisor's user), the
+//! tenants' directories, the config files written into an instance's
+//! directory as the instance's user, and the commands started in the
+//! walls ([`Request::Spawn`](protocol::Request::Spawn)): it is their
+//! parent, signals and reaps them on request, and hands the supervisor
+//! their output pipe ([`Proc`] is the supervisor's handle). Under `sudo`
+//! the supervisor runs as the invoking user and each root process comes
+//! from the [`broker`] started before root was given up.
 
+pub mod broker;
+mod children;
 mod client;
+mod proc;
 pub mod protocol;
 pub mod registry;
 mod serve;
 pub mod session;
 
+pub use children::WalledCommand;
 pub use client::{Root, RootError};
+pub use proc::Proc;
 pub use serve::{serve, Config};
 
 /// The hidden subcommand the root process runs.

@@ -128,6 +128,10 @@ pub enum SpawnError {
     Nul { what: &'static str },
     #[error("cannot open {path}: {err}")]
     Open { path: PathBuf, err: std::io::Error },
+    #[error("cannot join its cgroup: {0}")]
+    Cgroup(String),
+    #[error("the host's root process did not start it: {0}")]
+    Root(String),
     #[error("cannot start {program} (or set up its namespaces before exec): {err}")]
     Exec {
         program: String,
@@ -146,12 +150,24 @@ fn cpath(p: &Path, what: &'static str) -> Result<CString, SpawnError> {
 /// Starts the instance described by `spec`; returns the child (the init
 /// when isolated, the command itself otherwise).
 pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
-    let program = spec.argv.first().ok_or(SpawnError::EmptyCommand)?;
     let capped =
         log::CappedLog::open(&spec.log, spec.log_bytes).map_err(|err| SpawnError::Open {
             path: spec.log.clone(),
             err,
         })?;
+    let (child, pipe_read) = start(spec)?;
+    log::copy_in_background(pipe_read, capped).map_err(|err| SpawnError::Open {
+        path: spec.log.clone(),
+        err,
+    })?;
+    Ok(child)
+}
+
+/// [`spawn`] without the log: returns the child and the read end of its
+/// stdout and stderr pipe (`spec.log` names it in errors only). The root
+/// process hands that end to the supervisor, which keeps the log.
+pub fn start(spec: &Spec) -> Result<(Child, std::io::PipeReader), SpawnError> {
+    let program = spec.argv.first().ok_or(SpawnError::EmptyCommand)?;
     let (pipe_read, pipe_write) = std::io::pipe().map_err(|err| SpawnError::Open {
         path: spec.log.clone(),
         err,
@@ -313,11 +329,7 @@ pub fn spawn(spec: &Spec) -> Result<Child, SpawnError> {
     // end of file once the instance's last process is gone.
     drop(cmd);
     drop(env_file);
-    log::copy_in_background(pipe_read, capped).map_err(|err| SpawnError::Open {
-        path: spec.log.clone(),
-        err,
-    })?;
-    Ok(child)
+    Ok((child, pipe_read))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The root process refuses, with a sentence and nothing changed, what is
 //! not its host's to ask: another host's run dir, a path outside the
-//! instances' directories, a name it did not make, a message that is not
-//! one request. Served in this process (`serve` on a thread, over the
+//! instances' directories, a name it did not make, walls, cgroups and
+//! processes not its host's, a message that is not one request. Served in this process (`serve` on a thread, over the
 //! same socket pair `tickpack __root` reads) with its records in a
 //! temporary directory; the network is real (root).
 
@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::net::{AddressFamily, SendFlags, SocketFlags, SocketType};
 use tickpack_root::netpath::{NetKind, NetRecord, NETNS_DIR};
-use tickpack_root::service::protocol::{self, Answer, MAX_MESSAGE};
-use tickpack_root::service::{serve, Config, Root, RootError};
+use tickpack_root::service::protocol::{self, Answer, Walls, MAX_MESSAGE};
+use tickpack_root::service::{serve, Config, Root, RootError, WalledCommand};
 use tickpack_testkit::{require_root, Leftovers};
 
 struct World {
@@ -74,6 +74,24 @@ fn refused(r: Result<impl std::fmt::Debug, RootError>) -> String {
     }
 }
 
+/// Asks `root` to start `/bin/true` in `walls`, a member of `cgroups`.
+fn spawn_in(
+    root: &Root,
+    walls: Walls,
+    cgroups: &[&str],
+) -> Result<(u32, std::os::fd::OwnedFd), RootError> {
+    let cgroups: Vec<PathBuf> = cgroups.iter().map(PathBuf::from).collect();
+    let cmd = WalledCommand {
+        argv: &["/bin/true".to_string()],
+        env: &[],
+        cpus: None,
+        cgroups: &cgroups,
+        oom_score_adj: 0,
+        sched_idle: false,
+    };
+    root.spawn(walls, &cmd)
+}
+
 fn netns(name: &str) -> bool {
     Path::new(NETNS_DIR).join(name).exists()
 }
@@ -87,7 +105,7 @@ fn the_root_process_refuses_what_is_not_its_hosts_and_changes_nothing() {
     std::fs::create_dir_all(dir_a.join("instances/1")).unwrap();
 
     // Host rsa, its network of one instance.
-    let (mut a, raw_a, serve_a) = w.connect();
+    let (a, raw_a, serve_a) = w.connect();
     assert_eq!(a.hello("rsa", &dir_a).unwrap(), NetRecord::default());
     // Its uid block (from the test's own records).
     let (base, _) = a.take_uid_block().unwrap();
@@ -98,14 +116,14 @@ fn the_root_process_refuses_what_is_not_its_hosts_and_changes_nothing() {
     assert!(netns("tprsa-1"));
 
     // Another host asking for rsa's run dir.
-    let (mut b, _raw_b, serve_b) = w.connect();
+    let (b, _raw_b, serve_b) = w.connect();
     let why = refused(b.hello("rsb", &dir_a));
     assert!(
         why.contains(&format!("run dir {} is host rsa's", dir_a.display())),
         "{why}"
     );
     // A second process for rsa itself.
-    let (mut a2, _raw, serve_a2) = w.connect();
+    let (a2, _raw, serve_a2) = w.connect();
     let why = refused(a2.hello("rsa", &dir_a));
     assert!(
         why.contains("host rsa is served by another root process"),
@@ -149,6 +167,32 @@ fn the_root_process_refuses_what_is_not_its_hosts_and_changes_nothing() {
         .unwrap_err();
     assert!(matches!(e, RootError::Failed(_)), "{e}");
     assert!(!Path::new("/etc/tp-root-test").exists());
+
+    // Commands: only in its own instances' walls and cgroups, never
+    // through a link planted for its working directory; a signal or a
+    // wait only for a process it started.
+    let why = refused(spawn_in(&a, Walls::Instance { id: 2 }, &[]));
+    assert!(why.contains("instance 2 is not one of host rsa's"), "{why}");
+    for cg in [
+        "/sys/fs/cgroup/tprsb/tprsb-1",
+        "/sys/fs/cgroup/tprsa/../x",
+        "/etc",
+    ] {
+        let why = refused(spawn_in(&a, Walls::Instance { id: 1 }, &[cg]));
+        assert!(why.contains("cgroup"), "{cg}: {why}");
+    }
+    std::fs::create_dir(dir_a.join("batch")).unwrap();
+    std::os::unix::fs::symlink("/etc", dir_a.join("batch/load-1")).unwrap();
+    match spawn_in(&a, Walls::Load { id: 1 }, &[]) {
+        Err(RootError::Failed(e)) => assert!(e.contains("without a link"), "{e}"),
+        other => panic!("started through a link: {other:?}"),
+    }
+    for (pid, group) in [(1, false), (1, true), (std::process::id(), false)] {
+        let why = refused(a.signal(pid, 9, group));
+        assert!(why.contains("not one it started"), "{why}");
+    }
+    let why = refused(a.wait(1));
+    assert!(why.contains("not one it started"), "{why}");
 
     // Names it did not make: the loopback link, another host's namespace.
     for asked in [
@@ -231,7 +275,7 @@ fn what_a_supervisor_killed_left_is_removed_by_the_next_session_from_the_record(
     let _clean = Clean(vec!["rsc"], "198.19.231.0/24");
     let w = World::new();
     let dir = w.run_dir("c");
-    let (mut c, raw_c, serve_c) = w.connect();
+    let (c, raw_c, serve_c) = w.connect();
     c.hello("rsc", &dir).unwrap();
     let made = c
         .net_up(NetKind::Veth, "198.19.231.0/24", 0, &[1, 2])
@@ -241,7 +285,7 @@ fn what_a_supervisor_killed_left_is_removed_by_the_next_session_from_the_record(
     assert_eq!(serve_c.join().unwrap(), 0);
     assert!(netns("tprsc-2"), "left until the next session");
 
-    let (mut next, raw_next, serve_next) = w.connect();
+    let (next, raw_next, serve_next) = w.connect();
     let earlier = next.hello("rsc", &dir).unwrap();
     assert_eq!(earlier, made, "its record is what was made");
     let removed = next.remove_leftovers(&earlier).unwrap();

@@ -74,3 +74,31 @@ pub use task_stat::{parse_task_stat, TaskCpu};
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
+
+/// Set once a root helper serves this process (`sudo tickpack bench`:
+/// the process dropped to the invoking user after starting it).
+static ROOT_HELPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that a root helper does what needs root for this process.
+pub fn set_root_helper() {
+    ROOT_HELPER.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether what needs root can be done: as root, or through a root
+/// helper started before this process gave root up.
+pub fn has_root() -> bool {
+    is_root() || ROOT_HELPER.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// A connected `SOCK_SEQPACKET` pair of Unix sockets (message boundaries
+/// kept), both ends close-on-exec: how tickpack talks to a child of its own
+/// (the root process, its broker, the decoder).
+pub fn seqpacket_pair() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    Ok(rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )?)
+}

@@ -276,6 +276,8 @@ pub struct Args {
 pub fn run(a: Args) -> Result<(), Failure> {
     let cfg = request::config(&a)?;
     cfg.validate().map_err(bench_failure)?;
+    // Under sudo: root given up here, before anything starts.
+    super::sudo::give_up_root(&cfg.run_dir, Some(&cfg.out_dir))?;
     // The results' directory is made before anything is said or started:
     // one that cannot be made is a bad flag, not a lost measurement.
     std::fs::create_dir_all(&cfg.out_dir).map_err(|e| {

@@ -13,6 +13,7 @@ pub mod players;
 pub mod probe;
 pub mod report;
 pub mod server;
+pub mod sudo;
 pub mod targets_file;
 pub mod tco;
 

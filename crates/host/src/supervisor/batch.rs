@@ -7,20 +7,20 @@
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::{Duration, Instant};
+use tickpack_root::service::protocol::Walls;
+use tickpack_root::service::Proc;
 
 use super::guard_loop::{GuardLoop, HeldBatch};
 use super::{HostError, RestartDecision, RestartTracker, Supervisor};
 use crate::cgroup::{self, Cgroup, Limits};
 use crate::event::{AfterExit, EventKind, ExitCause};
-use crate::fleet::{Backend, FleetConfig};
+use crate::fleet::FleetConfig;
 use crate::guard::batch::{BatchSpec, BatchStatus};
 use crate::guard::policy::{BatchPolicyFactory, PERIOD};
 use crate::guard::{BatchControl, GuardStatus};
-use crate::spawn::{self, Isolation, Spec};
+use crate::spawn::{Isolation, Spec};
 use rustix::process::{kill_process_group, Pid, Signal};
-use tickpack_sys::is_root;
 
 /// kill(2) of the process group `leader` leads (a tenant started with
 /// setsid); a group already gone is fine.
@@ -37,7 +37,7 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// One `--batch` command.
 pub(super) struct Tenant {
     spec: BatchSpec,
-    child: Option<Child>,
+    child: Option<Proc>,
     state: &'static str,
     restarts: u32,
     exits: RestartTracker,
@@ -196,15 +196,19 @@ impl Supervisor {
     }
 
     fn start_tenant(&mut self, batch: &mut Batch, k: usize, first: bool) -> Result<(), HostError> {
-        let parent = self.cfg.run_dir.join("batch");
-        let dir = parent.join((k + 1).to_string());
-        std::fs::create_dir_all(&dir).map_err(super::io(format!("creating {}", dir.display())))?;
-        let root = is_root() && self.cfg.backend == Backend::Netns;
-        if root && first {
-            // Root's, 0700, as `instances/`: no tenant swaps a directory for a link.
-            super::private_dir(&parent)?;
-            // Its files on a tmpfs of their own, kept across its restarts.
-            super::disk::tenant_dir(&dir, super::disk::DEFAULT_DISK_BYTES, self.uid_base)?;
+        let dir = self.cfg.run_dir.join("batch").join((k + 1).to_string());
+        let walls = Walls::Batch { job: k as u32 + 1 };
+        let root = self.root.is_some();
+        match &self.root {
+            // Its files on a tmpfs of their own, kept across its restarts,
+            // in `batch/` (root's, 0700, as `instances/`: no tenant swaps
+            // a directory for a link), made by the root process.
+            Some(r) if first => r
+                .tenant_dir(walls, tickpack_root::tenant_dir::DEFAULT_DISK_BYTES)
+                .map_err(|e| HostError::Isolation(format!("the batch's directory: {e}")))?,
+            Some(_) => {}
+            None => std::fs::create_dir_all(&dir)
+                .map_err(super::io(format!("creating {}", dir.display())))?,
         }
         let log_path = batch_log_path(&self.cfg.run_dir, k + 1);
         if first {
@@ -216,12 +220,6 @@ impl Supervisor {
                 .open(&log_path)
                 .map_err(super::io(format!("opening {}", log_path.display())))?;
         }
-        let procs = match &batch.cgroup {
-            Some(cg) => cg
-                .open_procs()
-                .map_err(|e| HostError::Isolation(format!("batch cgroup: {e}")))?,
-            None => vec![],
-        };
         let t = &batch.tenants[k];
         // The instance's sandbox (see spawn.rs), with a new empty network
         // namespace in place of the instance's: no network at all.
@@ -234,7 +232,7 @@ impl Supervisor {
             // Best-effort work is the first the kernel's OOM killer takes.
             oom_score_adj: (self.instance_oom_score_adj + BATCH_OOM_SCORE_ABOVE).min(1000),
             cpus: batch.cgroup.is_none().then(|| batch.server_cpus.clone()),
-            cgroup_procs: procs,
+            cgroup_procs: vec![],
             isolation: if root {
                 Isolation {
                     netns: None,
@@ -250,13 +248,14 @@ impl Supervisor {
             sched_idle: batch.control != BatchControl::None,
             own_session: true,
         };
-        let child = spawn::spawn(&spec).map_err(|e| {
-            HostError::Isolation(format!(
-                "starting batch command {:?}: {e}",
-                batch.tenants[k].spec.command
-            ))
-        })?;
-        drop(spec);
+        let child = self
+            .start_command(walls, spec, batch.cgroup.as_ref())
+            .map_err(|e| {
+                HostError::Isolation(format!(
+                    "starting batch command {:?}: {e}",
+                    batch.tenants[k].spec.command
+                ))
+            })?;
         let recorded = crate::leftover::RecordedProcess::of(child.id());
         let t = &mut batch.tenants[k];
         t.child = Some(child);
@@ -280,11 +279,14 @@ impl Supervisor {
             let Ok(Some(status)) = child.try_wait() else {
                 continue;
             };
-            let pid = child.id();
+            let (pid, walled) = (child.id(), child.root().is_some());
             t.child = None;
-            // What it started in its session goes with it.
-            // kill(2) on the process group the tenant led (setsid).
-            kill_group(pid, Signal::KILL);
+            // What it started in its session goes with it: kill(2) on the
+            // process group the tenant led (setsid); a walled one's root
+            // process did so when it reaped it.
+            if !walled {
+                kill_group(pid, Signal::KILL);
+            }
             let cause = ExitCause::of(status);
             t.last_exit = Some(cause.to_string());
             let after = match t.exits.exited(now) {
@@ -360,7 +362,7 @@ impl Supervisor {
             .iter()
             .map(|t| BatchStatus {
                 command: t.spec.command.clone(),
-                pid: t.child.as_ref().map(Child::id),
+                pid: t.child.as_ref().map(Proc::id),
                 state: t.state.to_owned(),
                 restarts: t.restarts,
                 last_exit: t.last_exit.clone(),
@@ -392,10 +394,10 @@ impl Supervisor {
         let Some(mut batch) = self.batch.take() else {
             return problems;
         };
-        for t in &batch.tenants {
-            if let Some(c) = &t.child {
-                // Signalling the process group the tenant leads.
-                kill_group(c.id(), Signal::INT);
+        for t in &mut batch.tenants {
+            if let Some(c) = &mut t.child {
+                // The process group the tenant leads.
+                let _ = c.signal_group(Signal::INT);
             }
         }
         let deadline = Instant::now() + STOP_GRACE;
@@ -407,10 +409,15 @@ impl Supervisor {
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                // As above; whatever is left of the group.
-                kill_group(c.id(), Signal::KILL);
+                // Whatever is left of the group (its root process kills
+                // it when it reaps a walled one; ours after, as it is
+                // reaped first here).
+                let _ = c.signal_group(Signal::KILL);
                 let _ = c.kill();
                 let _ = c.wait();
+                if c.root().is_none() {
+                    kill_group(c.id(), Signal::KILL);
+                }
             }
             t.state = "stopped";
         }
@@ -490,7 +497,7 @@ mod tests {
         let cfg = FleetConfig {
             name: "tpguard".into(),
             run_dir: "/run/tickpack/tpguard".into(),
-            backend: Backend::Netns,
+            backend: crate::fleet::Backend::Netns,
             net: crate::fleet::DEFAULT_NET,
             range: "198.18.0.0/16".into(),
             port: 27_100,

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use super::health::start_limit;
 use super::lifecycle::{Lifecycle, Rules};
 use super::{
-    batch, control, disk, driver, health, io, liveness, private_dir, probe, run_dir, HostError,
-    Instance, Supervisor, BLOCK_DIR,
+    batch, control, driver, health, io, liveness, private_dir, probe, run_dir, HostError, Instance,
+    Supervisor, BLOCK_DIR,
 };
 use crate::cgroup::{Cgroup, CgroupLayout, Limits};
 use crate::event::EventKind;
@@ -24,7 +24,9 @@ use crate::launch::Ready;
 use crate::netpath::{AddrPlan, NetView};
 use crate::placement::{self, Placement, Topology};
 use plan::{Shape, Step};
+use tickpack_root::service::protocol::Walls;
 use tickpack_root::service::Root;
+use tickpack_root::tenant_dir::DEFAULT_DISK_BYTES;
 
 /// What a step leaves for the steps after it.
 #[derive(Default)]
@@ -54,7 +56,15 @@ impl Supervisor {
         let dir = self.cfg.run_dir.clone();
         match step {
             Step::RunDir => {
-                for sub in ["instances", "logs"] {
+                // With walls, `instances/` is its root process's to make
+                // (root's, 0700, beneath a run dir that may be ours).
+                let netns = self.cfg.backend == Backend::Netns;
+                let subs: &[&str] = if netns {
+                    &["logs"]
+                } else {
+                    &["instances", "logs"]
+                };
+                for sub in subs {
                     let d = dir.join(sub);
                     std::fs::create_dir_all(&d).map_err(io(format!("creating {}", d.display())))?;
                     private_dir(&d)?;
@@ -70,7 +80,7 @@ impl Supervisor {
                 // its network and writes its instances' files).
                 let (root, _) = Root::start(&self.exe, &self.cfg.name, &dir)
                     .map_err(|e| HostError::Isolation(e.to_string()))?;
-                let root = self.root.insert(root);
+                let root = self.root.insert(std::sync::Arc::new(root));
                 let (base, said) = root.take_uid_block().map_err(|e| {
                     HostError::Isolation(format!("taking a uid block in {BLOCK_DIR}: {e}"))
                 })?;
@@ -115,6 +125,11 @@ impl Supervisor {
             Step::CgroupLayout => {
                 let layout = CgroupLayout::detect(Path::new("/sys/fs/cgroup"))
                     .map_err(|e| HostError::Isolation(format!("cgroups: {e}")))?;
+                // The host's own cgroup, ours to make its instances' in.
+                if let Some(root) = &self.root {
+                    root.cgroups()
+                        .map_err(|e| HostError::Isolation(format!("the host's cgroup: {e}")))?;
+                }
                 self.layout = Some(layout);
             }
             Step::Network => {
@@ -125,7 +140,7 @@ impl Supervisor {
                     .map_err(|e| HostError::Isolation(e.to_string()))?;
                 // The host's root process makes it (started with the uid
                 // block, before it in the plan).
-                let root = self.root.as_mut().ok_or_else(no_root)?;
+                let root = self.root.as_ref().ok_or_else(no_root)?;
                 let record = root
                     .net_up(kind, &self.cfg.range, self.cfg.source_addrs, &ids)
                     .map_err(|e| HostError::Isolation(format!("network ({kind}): {e}")))?;
@@ -134,7 +149,7 @@ impl Supervisor {
                 self.save()?;
             }
             Step::Firewall => {
-                let root = self.root.as_mut().ok_or_else(no_root)?;
+                let root = self.root.as_ref().ok_or_else(no_root)?;
                 let filtered = root.firewall(self.cfg.port, &self.cfg.allow_host_ports);
                 let record = filtered
                     .map_err(|e| HostError::Isolation(format!("instance firewall: {e}")))?;
@@ -148,18 +163,22 @@ impl Supervisor {
                 let idir = dir
                     .join("instances")
                     .join(self.cfg.instances[k].id.to_string());
-                std::fs::create_dir_all(&idir)
-                    .map_err(io(format!("creating {}", idir.display())))?;
+                // With walls its root process makes it (`TenantDisk`).
+                if self.root.is_none() {
+                    std::fs::create_dir_all(&idir)
+                        .map_err(io(format!("creating {}", idir.display())))?;
+                }
                 made.dir = Some(idir);
                 made.cgroup = None;
             }
             Step::TenantDisk(k) => {
                 let spec = &self.cfg.instances[k];
-                let idir = made.dir.as_ref().expect("its directory made before");
-                // `instances/` is root's, so the instance cannot swap its
-                // directory for a link; the check holds anyway.
-                let bytes = spec.disk_bytes.unwrap_or(disk::DEFAULT_DISK_BYTES);
-                disk::tenant_dir(idir, bytes, self.uid_base + spec.id)?;
+                let bytes = spec.disk_bytes.unwrap_or(DEFAULT_DISK_BYTES);
+                let root = self.root.as_ref().ok_or_else(no_root)?;
+                root.tenant_dir(Walls::Instance { id: spec.id }, bytes)
+                    .map_err(|e| {
+                        HostError::Isolation(format!("the disk of instance {}: {e}", spec.id))
+                    })?;
             }
             Step::InstanceCgroup(k) => {
                 if let Some(layout) = &self.layout {

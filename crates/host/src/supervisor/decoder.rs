@@ -29,7 +29,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
+use rustix::net::{RecvFlags, SendFlags};
 use serde::{Deserialize, Serialize};
 use tickpack_game::query::{Heard, Query};
 use tickpack_sys::unprivileged::{self, User};
@@ -142,12 +142,7 @@ pub struct Decoder {
 /// A connected `SOCK_SEQPACKET` pair, both ends close-on-exec; `ours`
 /// times out after [`ANSWER_TIMEOUT`] both ways.
 fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let (ours, theirs) = rustix::net::socketpair(
-        AddressFamily::UNIX,
-        SocketType::SEQPACKET,
-        SocketFlags::CLOEXEC,
-        None,
-    )?;
+    let (ours, theirs) = tickpack_sys::seqpacket_pair()?;
     for t in [
         rustix::net::sockopt::Timeout::Recv,
         rustix::net::sockopt::Timeout::Send,

@@ -26,16 +26,15 @@
 
 mod stop;
 
-use rustix::process::{kill_process_group, Pid, Signal};
-use std::os::unix::process::ExitStatusExt;
+use rustix::process::Signal;
 use std::path::PathBuf;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
+use tickpack_root::service::protocol::Walls;
+use tickpack_root::service::Proc;
 
 use super::{io, HostError, Supervisor};
-use crate::fleet::Backend;
-use crate::spawn::{self, Isolation, Spec};
-use tickpack_sys::is_root;
+use crate::spawn::{Isolation, Spec};
 
 /// A load command's own directory and log, under the run dir.
 fn load_dir(run_dir: &std::path::Path, id: u32) -> PathBuf {
@@ -84,7 +83,7 @@ impl LoadExit {
 #[derive(Debug)]
 pub struct LoadProcess {
     pub id: u32,
-    child: Child,
+    child: Proc,
     dir: PathBuf,
     log: PathBuf,
     started: Instant,
@@ -105,18 +104,18 @@ impl Supervisor {
         if !self.instances.iter().any(|i| i.spec.id == id) {
             return Err(HostError::Isolation(format!("no instance {id} to load")));
         }
-        let root = is_root() && self.cfg.backend == Backend::Netns;
-        let parent = self.cfg.run_dir.join("batch");
-        std::fs::create_dir_all(&parent).map_err(io(format!("creating {}", parent.display())))?;
+        let root = self.root.is_some();
         let dir = load_dir(&self.cfg.run_dir, id);
-        if root {
-            super::private_dir(&parent)?;
-            if !dir.exists() {
-                std::fs::create_dir(&dir).map_err(io(format!("creating {}", dir.display())))?;
-                super::disk::tenant_dir(&dir, LOAD_DISK_BYTES, self.uid_base)?;
+        let walls = Walls::Load { id };
+        match &self.root {
+            // A fresh tmpfs of its own in `batch/` (root's, 0700), made by
+            // the root process.
+            Some(r) => r.tenant_dir(walls, LOAD_DISK_BYTES).map_err(|e| {
+                HostError::Isolation(format!("the directory of load command {id}: {e}"))
+            })?,
+            None => {
+                std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?
             }
-        } else {
-            std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
         }
         let log = load_log_path(&self.cfg.run_dir, id);
         let netns = self.net.as_ref().map(|n| n.netns_path(id));
@@ -145,7 +144,7 @@ impl Supervisor {
             sched_idle: false,
             own_session: true,
         };
-        let child = spawn::spawn(&spec).map_err(|e| {
+        let child = self.start_command(walls, spec, None).map_err(|e| {
             HostError::Isolation(format!("starting the load command of instance {id}: {e}"))
         })?;
         let recorded = crate::leftover::RecordedProcess::of(child.id());
@@ -173,7 +172,7 @@ impl LoadProcess {
     /// How it ended, once it has (without waiting).
     pub fn try_wait(&mut self) -> Option<&LoadExit> {
         if self.exit.is_none() {
-            self.exit = self.reap(libc::WNOHANG, false);
+            self.exit = self.reap(false);
         }
         self.exit.as_ref()
     }
@@ -182,22 +181,21 @@ impl LoadProcess {
     /// process group: SIGTERM, then SIGKILL a second later; the rule is
     /// [`stop::Stopping`]'s).
     pub fn finish(&mut self, grace: Duration) -> LoadExit {
-        let group = Pid::from_raw(self.child.id() as i32);
-        // Signalling the process group of a child we started (own_session:
-        // it leads its group) and have not reaped.
-        let kill = |sig| group.map(|g| kill_process_group(g, sig));
         let mut stopping = stop::Stopping::new(Instant::now(), grace);
         loop {
             let ended = self.try_wait().is_some();
             match stopping.next(Instant::now(), ended) {
                 stop::Next::Wait => std::thread::sleep(Duration::from_millis(20)),
                 stop::Next::Term => {
-                    let _ = kill(Signal::TERM);
+                    // It leads its process group (own session).
+                    let _ = self.child.signal_group(Signal::TERM);
                 }
                 stop::Next::Kill => {
-                    // As above.
-                    let _ = kill(Signal::KILL);
-                    self.exit = self.reap(0, true);
+                    let _ = self.child.signal_group(Signal::KILL);
+                    self.exit = self.reap(true);
+                    if let Some(e) = &mut self.exit {
+                        e.stopped = true;
+                    }
                     break;
                 }
                 stop::Next::Ended { stopped } => {
@@ -215,20 +213,20 @@ impl LoadProcess {
         })
     }
 
-    fn reap(&mut self, flags: libc::c_int, stopped: bool) -> Option<LoadExit> {
-        let mut status = 0;
-        // SAFETY: zeroed rusage is a valid output buffer.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: wait4 on our own child with valid pointers.
-        let r = unsafe { libc::wait4(self.child.id() as i32, &mut status, flags, &mut ru) };
-        if r <= 0 {
-            return None;
-        }
-        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        Some(LoadExit {
-            status: Some(ExitStatus::from_raw(status)),
-            stopped,
-            cpu_s: secs(ru.ru_utime) + secs(ru.ru_stime),
+    /// How it ended and the CPU time of its tree, once it has (waiting
+    /// for it when `block`).
+    fn reap(&mut self, block: bool) -> Option<LoadExit> {
+        let ended = loop {
+            match self.child.try_ended() {
+                Ok(None) if block => std::thread::sleep(Duration::from_millis(10)),
+                Ok(e) => break e,
+                Err(_) => break None,
+            }
+        };
+        ended.map(|e| LoadExit {
+            status: Some(e.status),
+            stopped: false,
+            cpu_s: e.cpu.as_secs_f64(),
         })
     }
 
@@ -244,16 +242,24 @@ impl LoadProcess {
         use std::os::unix::fs::OpenOptionsExt;
         let path = self.dir.join(name);
         let shown = path.display();
-        // The directory is a mount the tenant cannot swap (its parent is
-        // root's, 0700); the last component may be its link: not followed.
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{shown}: {e} (a link is not followed)")),
+        let file = match self.child.root() {
+            // In its walls (a tmpfs of its user's, in root's `batch/`):
+            // its root process opens it, never through a link.
+            Some(root) => match root.open_file(Walls::Load { id: self.id }, name) {
+                Ok(Some(fd)) => std::fs::File::from(fd),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(format!("{shown}: {e}")),
+            },
+            // The last component may be its link: not followed.
+            None => match std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(&path)
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("{shown}: {e} (a link is not followed)")),
+            },
         };
         let meta = file.metadata().map_err(|e| format!("{shown}: {e}"))?;
         if !meta.is_file() {
@@ -279,6 +285,7 @@ impl LoadProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::ExitStatusExt;
 
     /// Issue 41: a load command that ran past its step and exited 0 on
     /// the SIGTERM that stopped it counted as ended well, though a load

@@ -17,12 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use super::host_lock::HostLock;
 use super::{io, HostError};
-use crate::cgroup::{self, CgroupLayout};
+
 use crate::fleet::FleetConfig;
 use crate::netpath;
 use crate::placement::Placement;
 use tickpack_root::service::Root;
-use tickpack_sys::is_root;
 
 /// What `state.json` records: enough to clean up after a crash.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -75,13 +74,20 @@ pub fn check_run_dir(dir: &Path) -> Result<RunDirState, String> {
         ));
     }
     let me = rustix::process::geteuid().as_raw();
-    if m.uid() != me {
+    // Root under sudo hands the run dir to sudo's user before it starts.
+    let sudo = tickpack_root::privilege::sudo_user().map(|u| u.uid);
+    if m.uid() != me && Some(m.uid()) != sudo {
+        let hint = if me == 0 {
+            " (a host started with sudo is taken down with sudo, by the same user)"
+        } else {
+            ""
+        };
         return Err(format!(
-            "{shown} belongs to uid {}, not to us (uid {me}); choose another --run-dir",
+            "{shown} belongs to uid {}, not to us (uid {me}){hint}; choose another --run-dir",
             m.uid()
         ));
     }
-    if let Some(created) = read_marker(dir)? {
+    if let Some(created) = read_marker(dir, m.uid())? {
         return Ok(RunDirState::Ours { created });
     }
     let empty = std::fs::read_dir(dir)
@@ -103,9 +109,9 @@ pub fn check_run_dir(dir: &Path) -> Result<RunDirState, String> {
 }
 
 /// The marker in `dir`, if there is one: `Some(created)`. A marker that
-/// is a link, not a regular file, not ours, or says something else is
-/// refused, not trusted.
-fn read_marker(dir: &Path) -> Result<Option<bool>, String> {
+/// is a link, not a regular file, not `owner`'s (the directory's), or says
+/// something else is refused, not trusted.
+fn read_marker(dir: &Path, owner: u32) -> Result<Option<bool>, String> {
     use std::io::Read;
     let path = dir.join(MARKER);
     let f = std::fs::OpenOptions::new()
@@ -125,10 +131,9 @@ fn read_marker(dir: &Path) -> Result<Option<bool>, String> {
     let m = f
         .metadata()
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let me = rustix::process::geteuid().as_raw();
     let mut text = String::new();
     let read = m.is_file()
-        && m.uid() == me
+        && m.uid() == owner
         && m.len() <= 256
         && (&mut f).take(256).read_to_string(&mut text).is_ok();
     match text.as_str() {
@@ -249,30 +254,28 @@ pub(crate) fn recover_holding(cfg: &FleetConfig) -> Result<(HostLock, Vec<String
             // rest of the host's below, once their processes are gone.
         }
     }
-    let prefix = format!("tp{}", cfg.name);
-    if is_root() {
-        removed.extend(network_leftovers(cfg)?);
-        if let Ok(layout) = CgroupLayout::detect(Path::new("/sys/fs/cgroup")) {
-            if let Ok(gone) = cgroup::remove_stale(&layout, &prefix) {
-                removed.extend(gone.into_iter().map(|p| p.display().to_string()));
-            }
-        }
+    if tickpack_sys::has_root() {
+        // Its root process removes the network, the cgroups (and what
+        // still runs in them), then the tenants' files.
+        removed.extend(root_leftovers(cfg, ours)?);
+    } else if ours {
+        let (gone, _) = tickpack_root::tenant_dir::empty(&cfg.run_dir);
+        removed.extend(gone);
     }
     if ours {
-        // The processes are gone: their files go too.
-        let (gone, _) = empty_tenant_dirs(&cfg.run_dir);
-        removed.extend(gone);
         let _ = std::fs::remove_file(cfg.run_dir.join("control.sock"));
         let _ = std::fs::remove_file(&state_path);
     }
     Ok((lock, removed))
 }
 
-/// Removes the network an earlier run of host `cfg.name` left: what the
-/// host's root process has on record for it, then every namespace and
-/// link named for it and its firewall table (a session of the root
-/// process, `tickpack_root::service`). Returns what was there.
-fn network_leftovers(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
+/// Removes what an earlier run of host `cfg.name` left, through a session
+/// of its root process (`tickpack_root::service`): the network its record
+/// lists, then every namespace and link named for it and its firewall
+/// table; its cgroup `tp<host>` with whatever still runs there; and, in a
+/// run dir of ours (`tenants`), the tenants' directories. Returns what was
+/// there.
+fn root_leftovers(cfg: &FleetConfig, tenants: bool) -> Result<Vec<String>, HostError> {
     let fail = |e: tickpack_root::service::RootError| {
         HostError::Isolation(format!(
             "removing the leftover network of host {}: {e}",
@@ -282,7 +285,7 @@ fn network_leftovers(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
     // A run dir that is gone is named as it was given.
     let dir = std::fs::canonicalize(&cfg.run_dir).unwrap_or_else(|_| cfg.run_dir.clone());
     let exe = Path::new("/proc/self/exe");
-    let (mut root, earlier) = Root::start(exe, &cfg.name, &dir).map_err(fail)?;
+    let (root, earlier) = Root::start(exe, &cfg.name, &dir).map_err(fail)?;
     let mut removed = vec![];
     if !earlier.is_empty() {
         removed.extend(root.remove_leftovers(&earlier).map_err(fail)?);
@@ -291,6 +294,10 @@ fn network_leftovers(cfg: &FleetConfig) -> Result<Vec<String>, HostError> {
         if !removed.contains(&item) {
             removed.push(item);
         }
+    }
+    removed.extend(root.remove_cgroups().map_err(fail)?);
+    if tenants {
+        removed.extend(root.remove_tenant_dirs().map_err(fail)?);
     }
     Ok(removed)
 }
@@ -309,38 +316,6 @@ fn read_record(dir: &Path) -> Option<StateRecord> {
     }
     let text = tickpack_sys::user_file::read_text(&dir.join("state.json"), STATE_MAX).ok()?;
     serde_json::from_str(&text).ok()
-}
-
-/// Removes every tenant directory under `RUN_DIR/instances/` and
-/// `RUN_DIR/batch/` (what a tenant left there must never reach the next
-/// one), unmounting its tmpfs first ([`super::disk`]). Removal never follows
-/// a link: both parents are root's (mode 0700, so no tenant can swap its
-/// directory for a link), the unmount is UMOUNT_NOFOLLOW, and
-/// [`std::fs::remove_dir_all`] walks each tree with `openat`/`unlinkat`
-/// and O_NOFOLLOW, removing a link itself rather than what it names (the
-/// fix of CVE-2022-21658). Returns the directories removed; errors name
-/// the directory that could not be removed.
-pub fn empty_tenant_dirs(run_dir: &Path) -> (Vec<String>, Vec<String>) {
-    let (mut removed, mut problems) = (vec![], vec![]);
-    for parent in ["instances", "batch"] {
-        let Ok(entries) = std::fs::read_dir(run_dir.join(parent)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            let gone = match e.file_type() {
-                Ok(t) if t.is_dir() => {
-                    super::disk::unmount(&path).and_then(|()| std::fs::remove_dir_all(&path))
-                }
-                _ => std::fs::remove_file(&path),
-            };
-            match gone {
-                Ok(()) => removed.push(path.display().to_string()),
-                Err(err) => problems.push(format!("removing {}: {err}", path.display())),
-            }
-        }
-    }
-    (removed, problems)
 }
 
 /// Removes every file in `logs` (a directory only root writes): the last
@@ -385,6 +360,55 @@ pub(super) fn secure_run_dir(dir: &Path) -> Result<(), HostError> {
         RunDirState::Empty => write_marker(dir, false),
         RunDirState::Ours { .. } => owned_dir(dir),
     }
+}
+
+/// Makes `dir` a run dir of ours ([`secure_run_dir`], as root) and hands
+/// it to `user`, who runs the supervisor from now on (`sudo`): the
+/// directory, its marker, records and logs become that user's (never
+/// through a link: `lchown`); `instances/` and `batch/`, the tenants'
+/// parents, stay root's (its root process's).
+pub fn hand_over_run_dir(
+    dir: &Path,
+    user: tickpack_sys::unprivileged::User,
+) -> Result<(), HostError> {
+    if !matches!(
+        check_run_dir(dir).map_err(HostError::RunDir)?,
+        RunDirState::Ours { .. }
+    ) {
+        secure_run_dir(dir)?;
+    }
+    let mut paths: Vec<PathBuf> = vec![dir.to_path_buf()];
+    for f in [
+        MARKER,
+        "state.json",
+        ".state.json.tmp",
+        "control.sock",
+        "logs",
+    ] {
+        paths.push(dir.join(f));
+    }
+    if let Ok(logs) = std::fs::read_dir(dir.join("logs")) {
+        paths.extend(logs.flatten().map(|e| e.path()));
+    }
+    for p in paths {
+        let given = rustix::fs::chownat(
+            rustix::fs::CWD,
+            &p,
+            Some(rustix::fs::Uid::from_raw(user.uid)),
+            Some(rustix::fs::Gid::from_raw(user.gid)),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        );
+        match given {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => {
+                return Err(HostError::Io {
+                    step: format!("giving {} to uid {}", p.display(), user.uid),
+                    err: e.into(),
+                })
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `path` is a directory itself, not a link to one.

@@ -8,10 +8,10 @@
 
 mod plan;
 
-use rustix::process::{kill_process, Pid, Signal};
+use rustix::process::Signal;
 use std::time::{Duration, Instant};
 
-use super::{empty_tenant_dirs, Supervisor};
+use super::Supervisor;
 use crate::cgroup;
 use plan::{Made, MadeInstance, Net, Step};
 
@@ -55,14 +55,10 @@ impl Supervisor {
                 // SIGTERM by default), then SIGKILL after the longest
                 // grace time.
                 for i in &mut self.instances {
-                    if let Some(c) = &i.child {
+                    if let Some(c) = &mut i.child {
                         let stop = i.spec.server.stop;
-                        // Signalling a child we spawned and have not reaped.
-                        if let (Some(pid), Some(sig)) = (
-                            Pid::from_raw(c.id() as i32),
-                            Signal::from_named_raw(stop.signal.number()),
-                        ) {
-                            let _ = kill_process(pid, sig);
+                        if let Some(sig) = Signal::from_named_raw(stop.signal.number()) {
+                            let _ = c.signal(sig);
                         }
                     }
                 }
@@ -93,16 +89,35 @@ impl Supervisor {
                 }
             }
             // Nothing of a tenant's survives it (its logs, in `logs/`, do).
-            Step::TenantDirs => return empty_tenant_dirs(&self.cfg.run_dir).1,
+            // With walls they are its root process's (tmpfs mounts, files
+            // of the tenants' users).
+            Step::TenantDirs => {
+                return match &self.root {
+                    Some(root) => match root.remove_tenant_dirs() {
+                        Ok(_) => vec![],
+                        Err(e) => vec![step.failed(e)],
+                    },
+                    None => tickpack_root::tenant_dir::empty(&self.cfg.run_dir).1,
+                }
+            }
             Step::HostCgroups => {
-                if let Some(layout) = &self.layout {
-                    if let Err(e) = cgroup::remove_stale(layout, &format!("tp{}", self.cfg.name)) {
-                        return vec![step.failed(e)];
+                let gone = match (&self.root, &self.layout) {
+                    (Some(root), Some(_)) => {
+                        root.remove_cgroups().map(drop).map_err(|e| e.to_string())
                     }
+                    (None, Some(layout)) => {
+                        cgroup::remove_stale(layout, &format!("tp{}", self.cfg.name))
+                            .map(drop)
+                            .map_err(|e| e.to_string())
+                    }
+                    (_, None) => Ok(()),
+                };
+                if let Err(e) = gone {
+                    return vec![step.failed(e)];
                 }
             }
             Step::Network(_) => {
-                let gone = match (self.root.as_mut(), self.net.take()) {
+                let gone = match (self.root.as_ref(), self.net.take()) {
                     (Some(root), Some(_)) => root.net_down().map_err(|e| e.to_string()),
                     // Its making failed or never came (the root process
                     // rolled back what it made): whatever is named for the
@@ -116,7 +131,7 @@ impl Supervisor {
             }
             Step::UidBlock => {
                 if std::mem::take(&mut self.uid_block) {
-                    if let Some(root) = self.root.as_mut() {
+                    if let Some(root) = self.root.as_ref() {
                         if let Err(e) = root.release_uid_block() {
                             return vec![step.failed(e)];
                         }

@@ -133,12 +133,13 @@ fn read_record(path: &Path) -> Option<HostRecord> {
     serde_json::from_str(&text).ok()
 }
 
-/// Why `dir` cannot be a run dir root acts in, if so: it must be
-/// absolute and canonical (no link on the way), a directory, root's,
-/// and closed to group and others. One that is gone (its host's leftovers
+/// Why `dir` cannot be a run dir root acts in for a supervisor running as
+/// `caller`, if so: it must be absolute and canonical (no link on the
+/// way), a directory, root's or the caller's, and closed to group and
+/// others. One that is gone (its host's leftovers
 /// are being removed) is named by a canonical parent; nothing is written
 /// there.
-pub fn untrusted_run_dir(dir: &Path) -> Option<String> {
+pub fn untrusted_run_dir(dir: &Path, caller: u32) -> Option<String> {
     if !dir.is_absolute() {
         return Some("not an absolute path".into());
     }
@@ -163,8 +164,11 @@ pub fn untrusted_run_dir(dir: &Path) -> Option<String> {
     if !m.is_dir() {
         return Some("not a directory".into());
     }
-    if m.uid() != rustix::process::geteuid().as_raw() {
-        return Some(format!("owned by uid {}, not by this process's", m.uid()));
+    if m.uid() != 0 && m.uid() != caller {
+        return Some(format!(
+            "owned by uid {}, neither root's nor its supervisor's (uid {caller})",
+            m.uid()
+        ));
     }
     if m.permissions().mode() & 0o022 != 0 {
         return Some("writable by others".into());
@@ -213,16 +217,25 @@ mod tests {
         let run = dir.join("run");
         std::fs::create_dir(&run).unwrap();
         std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert_eq!(untrusted_run_dir(&run), None);
+        let me = rustix::process::geteuid().as_raw();
+        assert_eq!(untrusted_run_dir(&run, me), None);
+        if me == 0 {
+            // Another user's: only that user's supervisor acts in it.
+            rustix::fs::chown(&run, Some(rustix::fs::Uid::from_raw(54_321)), None).unwrap();
+            let why = untrusted_run_dir(&run, 54_320).unwrap();
+            assert!(why.contains("owned by uid 54321, neither root's"), "{why}");
+            assert_eq!(untrusted_run_dir(&run, 54_321), None);
+            rustix::fs::chown(&run, Some(rustix::fs::Uid::from_raw(0)), None).unwrap();
+        }
         std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
         assert_eq!(
-            untrusted_run_dir(&run).as_deref(),
+            untrusted_run_dir(&run, me).as_deref(),
             Some("writable by others")
         );
         std::os::unix::fs::symlink(&run, dir.join("link")).unwrap();
-        assert!(untrusted_run_dir(&dir.join("link"))
+        assert!(untrusted_run_dir(&dir.join("link"), me)
             .unwrap()
             .contains("through a link"));
-        assert!(untrusted_run_dir(Path::new("relative")).is_some());
+        assert!(untrusted_run_dir(Path::new("relative"), me).is_some());
     }
 }

@@ -1,11 +1,12 @@
 //! The root process's loop: reads one request, checks it against its
 //! session, does it, answers; until its supervisor goes away.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use crate::netpath::{self, filter, HostNet, Ip, NetRecord};
 
+use super::children::{self, Children};
 use super::protocol::{self, Answer, FrameError, Request, MAX_MESSAGE};
 use super::registry::{self, HostLock, HostRecord, Registry};
 use super::session::{Found, Session};
@@ -41,6 +42,13 @@ struct Host {
     net: Option<HostNet>,
     /// The uid block taken for the host.
     uid_block: Option<UidBlock>,
+    /// What it started for the host.
+    children: Children,
+    /// The cgroup mounts (a command joins cgroups beneath them only).
+    hierarchies: Vec<PathBuf>,
+    /// The uid of the process that made the socket (its supervisor): the
+    /// host's cgroup is given to it.
+    caller: u32,
 }
 
 impl Host {
@@ -93,15 +101,25 @@ fn save(
 /// the next session of the host removes it).
 pub fn serve(sock: impl AsFd, cfg: &Config) -> i32 {
     let mut buf = vec![0u8; MAX_MESSAGE + 1];
+    // Who made the socket pair: the supervisor (as whichever user it runs).
+    let caller = match rustix::net::sockopt::socket_peercred(&sock) {
+        Ok(c) => c.uid.as_raw(),
+        Err(_) => return 1,
+    };
     let mut host: Option<Host> = None;
     loop {
+        let mut fd = None;
         let answer = match protocol::recv::<Request>(&sock, &mut buf) {
-            Ok(req) => handle(&mut host, cfg, req),
+            Ok(req) => handle(&mut host, cfg, caller, req, &mut fd),
             Err(FrameError::Closed) => break,
             Err(FrameError::Io(_)) => break,
             Err(e) => Answer::Refused { why: e.to_string() },
         };
-        if protocol::send(&sock, &answer).is_err() {
+        let sent = match &fd {
+            Some(fd) => protocol::send_with_fd(&sock, &answer, fd.as_fd()),
+            None => protocol::send(&sock, &answer),
+        };
+        if sent.is_err() {
             break;
         }
     }
@@ -124,7 +142,14 @@ fn failed(error: impl ToString) -> Answer {
     }
 }
 
-fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
+/// Answers `req`; a descriptor that goes with the answer is put in `fd`.
+fn handle(
+    host: &mut Option<Host>,
+    cfg: &Config,
+    caller: u32,
+    req: Request,
+    fd: &mut Option<OwnedFd>,
+) -> Answer {
     let Some(h) = host.as_mut() else {
         let Request::Hello {
             schema,
@@ -134,7 +159,7 @@ fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
         else {
             return refused("the first request must be a hello");
         };
-        return match hello(cfg, &schema, &name, &run_dir) {
+        return match hello(cfg, caller, &schema, &name, &run_dir) {
             Ok(h) => {
                 let leftovers = h.earlier.clone();
                 *host = Some(h);
@@ -294,14 +319,125 @@ fn handle(host: &mut Option<Host>, cfg: &Config, req: Request) -> Answer {
                 Err(e) => failed(format!("writing {}: {e}", rel.display())),
             }
         }
+        Request::Spawn {
+            walls,
+            argv,
+            env,
+            cpus,
+            cgroups,
+            oom_score_adj,
+            sched_idle,
+        } => {
+            let walled = match h
+                .session
+                .spawn(walls, &cgroups, &h.hierarchies, &argv, &env)
+            {
+                Ok(w) => w,
+                Err(why) => return refused(why),
+            };
+            let netns = match (walled.netns_of, &h.net) {
+                (None, _) => None,
+                (Some(id), Some(net)) => Some(net.netns_path(id)),
+                (Some(_), None) => {
+                    return refused(format!("host {} has no network up", h.session.host()))
+                }
+            };
+            let cmd = children::WalledCommand {
+                argv: &argv,
+                env: &env,
+                cpus: cpus.as_deref(),
+                cgroups: &cgroups,
+                oom_score_adj,
+                sched_idle,
+            };
+            match h.children.spawn(h.session.run_dir(), &walled, netns, &cmd) {
+                Ok((pid, out)) => {
+                    *fd = Some(out.into());
+                    Answer::Spawned { pid }
+                }
+                Err(e) => failed(e),
+            }
+        }
+        Request::Signal { pid, signal, group } => match h.children.signal(pid, signal, group) {
+            Ok(()) => Answer::Done,
+            Err(e) => refused(e),
+        },
+        Request::TenantDir { walls, bytes } => {
+            let (rel, uid) = match h.session.tenant_dir(walls, bytes) {
+                Ok(t) => t,
+                Err(why) => return refused(why),
+            };
+            match crate::tenant_dir::make(h.session.run_dir(), &rel, bytes, uid) {
+                Ok(()) => Answer::Done,
+                Err(e) => failed(format!("{}: {e}", rel.display())),
+            }
+        }
+        Request::OpenFile { walls, name } => {
+            let rel = match h.session.open_file(walls, &name) {
+                Ok(r) => r,
+                Err(why) => return refused(why),
+            };
+            match open_beneath(h.session.run_dir(), &rel) {
+                Ok(Some(file)) => {
+                    *fd = Some(file);
+                    Answer::Opened { found: true }
+                }
+                Ok(None) => Answer::Opened { found: false },
+                Err(e) => failed(format!("{}: {e}", rel.display())),
+            }
+        }
+        Request::RemoveTenantDirs => {
+            let (items, problems) = crate::tenant_dir::empty(h.session.run_dir());
+            match problems.is_empty() {
+                true => Answer::Removed { items },
+                false => failed(problems.join("; ")),
+            }
+        }
+        Request::Cgroups => {
+            let name = format!("tp{}", h.session.host());
+            let made = crate::cgroup::CgroupLayout::detect(Path::new(crate::cgroup::DEFAULT_ROOT))
+                .and_then(|layout| crate::cgroup::delegate(&layout, &name, h.caller));
+            match made {
+                Ok(_) => Answer::Done,
+                Err(e) => failed(format!("cgroup {name}: {e}")),
+            }
+        }
+        Request::RemoveCgroups => {
+            let name = format!("tp{}", h.session.host());
+            let gone = crate::cgroup::CgroupLayout::detect(Path::new(crate::cgroup::DEFAULT_ROOT))
+                .and_then(|layout| crate::cgroup::remove_stale(&layout, &name));
+            match gone {
+                Ok(dirs) => Answer::Removed {
+                    items: dirs.iter().map(|d| d.display().to_string()).collect(),
+                },
+                Err(e) => failed(format!("cgroup {name}: {e}")),
+            }
+        }
+        Request::Wait { pid } => match h.children.wait(pid) {
+            Ok(Some((status, cpu_us))) => Answer::Waited {
+                status: Some(status),
+                cpu_us,
+            },
+            Ok(None) => Answer::Waited {
+                status: None,
+                cpu_us: 0,
+            },
+            Err(e) => refused(e),
+        },
     }
 }
 
-fn hello(cfg: &Config, schema: &str, name: &str, run_dir: &Path) -> Result<Host, Answer> {
+fn hello(
+    cfg: &Config,
+    caller: u32,
+    schema: &str,
+    name: &str,
+    run_dir: &Path,
+) -> Result<Host, Answer> {
     let registry = Registry::open(&cfg.registry)
         .map_err(|e| failed(format!("opening {}: {e}", cfg.registry.display())))?;
     let found = Found {
-        run_dir_untrusted: registry::untrusted_run_dir(run_dir),
+        run_dir_untrusted: registry::untrusted_run_dir(run_dir, caller),
         run_dir_claimed_by: registry.claimant(run_dir, name),
     };
     let session = Session::open(schema, name, run_dir, &found).map_err(refused)?;
@@ -317,5 +453,33 @@ fn hello(cfg: &Config, schema: &str, name: &str, run_dir: &Path) -> Result<Host,
         earlier,
         net: None,
         uid_block: None,
+        children: Children::default(),
+        hierarchies: crate::cgroup::CgroupLayout::detect(Path::new(crate::cgroup::DEFAULT_ROOT))
+            .map(|l| l.hierarchies())
+            .unwrap_or_default(),
+        caller,
     })
+}
+
+/// Opens `rel` beneath `dir` to read: a regular file reached without a
+/// link (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`); `None`
+/// when there is none.
+fn open_beneath(dir: &Path, rel: &Path) -> std::io::Result<Option<OwnedFd>> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let d = rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let file = match rustix::fs::openat2(&d, rel, flags, Mode::empty(), resolve) {
+        Ok(f) => f,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    if !rustix::fs::fstat(&file)?.st_mode & libc::S_IFMT == libc::S_IFREG {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(Some(file))
 }

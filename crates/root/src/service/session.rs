@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::netpath::{validate_host_name, AddrPlan, NetKind, NetRecord};
 
-use super::protocol::{MAX_FILE, SCHEMA};
+use super::protocol::{Walls, MAX_FILE, SCHEMA};
 
 /// The most instances a host has (their ids are 1..=this).
 pub const MAX_INSTANCES: u32 = 250;
@@ -15,6 +15,28 @@ pub const MAX_INSTANCES: u32 = 250;
 const MAX_DEPTH: usize = 8;
 /// The longest such path.
 const MAX_PATH: usize = 1024;
+
+/// The most batch jobs a host runs (their numbers are 1..=this).
+pub const MAX_BATCH_JOBS: u32 = 64;
+/// The largest tenant disk (64 GiB).
+const MAX_DISK: u64 = 64 << 30;
+/// The longest command line or environment a spawn may carry, in bytes.
+const MAX_COMMAND: usize = 64 * 1024;
+
+/// What a spawn request resolves to, every part the root process's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Walled {
+    /// Its working directory, relative to the run dir.
+    pub workdir: PathBuf,
+    /// Its user (uid = gid).
+    pub uid: u32,
+    /// The instance whose network namespace it enters (none: a new, empty
+    /// one).
+    pub netns_of: Option<u32>,
+    pub hostname: String,
+    /// Leads its own session and dies with the root process (batch work).
+    pub own_session: bool,
+}
 
 /// What the root process found before it answers a hello.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -158,6 +180,155 @@ impl Session {
         ))
     }
 
+    /// What `walls` means for this host, if a command may be started in
+    /// them with `cgroups` (each beneath one of `hierarchies`, the cgroup
+    /// mounts), `argv` and `env`.
+    pub fn spawn(
+        &self,
+        walls: Walls,
+        cgroups: &[PathBuf],
+        hierarchies: &[PathBuf],
+        argv: &[String],
+        env: &[(String, String)],
+    ) -> Result<Walled, String> {
+        let size: usize = argv.iter().map(String::len).sum::<usize>()
+            + env.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+        if argv.is_empty() || size > MAX_COMMAND {
+            return Err(format!(
+                "a command of {} words and {size} bytes (one to {MAX_COMMAND} bytes)",
+                argv.len()
+            ));
+        }
+        let walled = self.walled(walls)?;
+        for cg in cgroups {
+            self.check_cgroup(walls, cg, hierarchies)?;
+        }
+        Ok(walled)
+    }
+
+    /// What `walls` are for this host: its directory, user, namespace,
+    /// hostname.
+    pub fn walled(&self, walls: Walls) -> Result<Walled, String> {
+        let Some(base) = self.uid_base else {
+            return Err(
+                "the host holds no uid block: nothing is made or started in its walls".into(),
+            );
+        };
+        let host = &self.host;
+        let own_instance = |id: u32| {
+            if self.instances.contains(&id) {
+                Ok(())
+            } else {
+                Err(format!("instance {id} is not one of host {host}'s"))
+            }
+        };
+        Ok(match walls {
+            Walls::Instance { id } => {
+                own_instance(id)?;
+                Walled {
+                    workdir: Path::new("instances").join(id.to_string()),
+                    uid: base + id,
+                    netns_of: Some(id),
+                    hostname: format!("tp{host}-{id}"),
+                    own_session: false,
+                }
+            }
+            Walls::Batch { job } => {
+                if !(1..=MAX_BATCH_JOBS).contains(&job) {
+                    return Err(format!(
+                        "batch job {job} is not one of 1..={MAX_BATCH_JOBS}"
+                    ));
+                }
+                Walled {
+                    workdir: Path::new("batch").join(job.to_string()),
+                    uid: base,
+                    netns_of: None,
+                    hostname: format!("tp{host}-batch-{job}"),
+                    own_session: true,
+                }
+            }
+            Walls::Load { id } => {
+                own_instance(id)?;
+                Walled {
+                    workdir: Path::new("batch").join(format!("load-{id}")),
+                    uid: base,
+                    netns_of: Some(id),
+                    hostname: format!("tp{host}-load-{id}"),
+                    own_session: true,
+                }
+            }
+        })
+    }
+
+    /// The walls' directory as a tmpfs of `bytes`: where (relative to
+    /// the run dir) and whose.
+    pub fn tenant_dir(&self, walls: Walls, bytes: u64) -> Result<(PathBuf, u32), String> {
+        if !(1..=MAX_DISK).contains(&bytes) {
+            return Err(format!("a disk of {bytes} bytes (1 to {MAX_DISK})"));
+        }
+        let w = self.walled(walls)?;
+        Ok((w.workdir, w.uid))
+    }
+
+    /// A file named `name` in a load command's directory (relative to the
+    /// run dir).
+    pub fn open_file(&self, walls: Walls, name: &str) -> Result<PathBuf, String> {
+        if !matches!(walls, Walls::Load { .. }) {
+            return Err("only a load command's files are read".into());
+        }
+        let rel = Path::new(name);
+        let one = rel.components().count() == 1
+            && matches!(rel.components().next(), Some(Component::Normal(_)));
+        if !one || name.len() > 255 {
+            return Err(format!(
+                "{} is not one name in the load command's directory",
+                tickpack_sys::text::escape(name, 60)
+            ));
+        }
+        Ok(self.walled(walls)?.workdir.join(rel))
+    }
+
+    /// A cgroup a command in `walls` may join: the walls' own, or (batch
+    /// work) one the host adopted that is not beneath another host's
+    /// `tp<host>`.
+    fn check_cgroup(&self, walls: Walls, cg: &Path, hierarchies: &[PathBuf]) -> Result<(), String> {
+        let host = &self.host;
+        let shown = tickpack_sys::text::escape(&cg.display().to_string(), 200);
+        let rel = hierarchies
+            .iter()
+            .find_map(|h| cg.strip_prefix(h).ok())
+            .filter(|rel| {
+                rel.components().count() > 0
+                    && rel.components().all(|c| matches!(c, Component::Normal(_)))
+            })
+            .ok_or_else(|| format!("cgroup {shown} is not beneath a cgroup mount"))?;
+        let own = match walls {
+            Walls::Instance { id } => Some(format!("tp{host}/tp{host}-{id}")),
+            Walls::Batch { .. } => Some(format!("tp{host}/tp{host}-batch")),
+            Walls::Load { .. } => None,
+        };
+        if own.as_deref().is_some_and(|o| rel == Path::new(o)) {
+            return Ok(());
+        }
+        // A host's own cgroup is `tp<host>` (a-z, 0-9) under the root.
+        let first = rel
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let hosts = first.strip_prefix("tp").is_some_and(|h| {
+            !h.is_empty()
+                && h.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        });
+        if matches!(walls, Walls::Batch { .. }) && !hosts {
+            return Ok(());
+        }
+        Err(format!(
+            "cgroup {shown} is not one host {host} may start this command in"
+        ))
+    }
+
     /// Whether every object `asked` names is one `own` (the root process's
     /// record of this host) lists: what it may remove.
     pub fn remove(&self, asked: &NetRecord, own: &NetRecord) -> Result<(), String> {
@@ -244,6 +415,68 @@ mod tests {
             .contains("not one of host a's"));
         let big = "x".repeat(MAX_FILE + 1);
         assert!(s.write_file(1, "x", &big).unwrap_err().contains("over the"));
+    }
+
+    #[test]
+    fn a_command_starts_only_in_walls_and_cgroups_of_its_own_host() {
+        let mut s = open("a", "/run/a", &Found::default()).unwrap();
+        s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1, 2])
+            .unwrap();
+        let h = [PathBuf::from("/sys/fs/cgroup")];
+        let cmd = ["/bin/true".to_string()];
+        let own = PathBuf::from("/sys/fs/cgroup/tpa/tpa-2");
+        let w = s
+            .spawn(
+                Walls::Instance { id: 2 },
+                std::slice::from_ref(&own),
+                &h,
+                &cmd,
+                &[],
+            )
+            .unwrap();
+        assert_eq!(w.workdir, Path::new("instances/2"));
+        assert_eq!(
+            (w.uid, w.netns_of, w.own_session),
+            (201_002, Some(2), false)
+        );
+        assert_eq!(w.hostname, "tpa-2");
+        let w = s.spawn(Walls::Load { id: 1 }, &[], &h, &cmd, &[]).unwrap();
+        assert_eq!(w.workdir, Path::new("batch/load-1"));
+        assert_eq!((w.uid, w.netns_of, w.own_session), (201_000, Some(1), true));
+        let adopted = PathBuf::from("/sys/fs/cgroup/tp-batch/mine");
+        let w = s
+            .spawn(
+                Walls::Batch { job: 3 },
+                std::slice::from_ref(&adopted),
+                &h,
+                &cmd,
+                &[],
+            )
+            .unwrap();
+        assert_eq!((w.uid, w.netns_of), (201_000, None));
+        let refused =
+            |walls, cg: &[PathBuf], argv: &[String]| s.spawn(walls, cg, &h, argv, &[]).unwrap_err();
+        let one = Walls::Instance { id: 1 };
+        assert!(refused(Walls::Instance { id: 3 }, &[], &cmd).contains("not one of host a's"));
+        assert!(refused(Walls::Load { id: 9 }, &[], &cmd).contains("not one of host a's"));
+        assert!(refused(Walls::Batch { job: 0 }, &[], &cmd).contains("not one of 1..="));
+        assert!(refused(one, &[], &[]).contains("a command of 0 words"));
+        for cg in [
+            own.clone(),
+            adopted,
+            PathBuf::from("/sys/fs/cgroup/tpb/tpb-1"),
+            PathBuf::from("/sys/fs/cgroup/tpa/../tpb/tpb-1"),
+            PathBuf::from("/etc"),
+            PathBuf::from("/sys/fs/cgroup"),
+        ] {
+            let e = refused(one, std::slice::from_ref(&cg), &cmd);
+            assert!(e.contains("cgroup"), "{}: {e}", cg.display());
+        }
+        let other = PathBuf::from("/sys/fs/cgroup/tpb/tpb-batch");
+        assert!(refused(Walls::Batch { job: 1 }, &[other], &cmd).contains("may start"));
+        s.set_uid_base(None);
+        let e = s.spawn(one, &[], &h, &cmd, &[]).unwrap_err();
+        assert!(e.contains("no uid block"), "{e}");
     }
 
     #[test]

@@ -103,7 +103,25 @@ pub fn instance_init(
             },
         ));
     }
-    // Parent: forward termination requests, wait, report.
+    // Parent: keeps no root either (it forwards signals to, and waits
+    // for, a process of the instance's user; the mounts are made), then
+    // forwards termination requests, waits, reports.
+    if let Some((u, g)) = uid.zip(gid) {
+        let dropped = crate::confine::drop_bounding_set()
+            .map_err(|e| e.to_string())
+            .and_then(|()| crate::confine::no_new_privs().map_err(|e| e.to_string()))
+            .and_then(|()| drop_privileges(u, g).map_err(|e| e.to_string()))
+            .and_then(|()| {
+                crate::confine::clear_inheritable_and_ambient().map_err(|e| e.to_string())
+            });
+        if let Err(e) = dropped {
+            eprintln!("tickpack __instance-init: giving root up: {e}");
+            if let Some(p) = Pid::from_raw(pid) {
+                let _ = kill_process(p, Signal::KILL);
+            }
+            return 126;
+        }
+    }
     static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
     CHILD.store(pid, std::sync::atomic::Ordering::SeqCst);
     extern "C" fn forward(sig: libc::c_int) {

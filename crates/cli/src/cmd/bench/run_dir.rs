@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// Where the steps' hosts keep their records: the same place `host down
 /// --name NAME` and the next bench look, so a bench killed with -9 is found.
 pub fn default_run_dir(name: &str) -> PathBuf {
-    if tickpack_sys::is_root() {
+    if tickpack_sys::has_root() {
         return PathBuf::from(crate::cmd::host::RUN_ROOT).join(name);
     }
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {

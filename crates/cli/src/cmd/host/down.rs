@@ -85,7 +85,13 @@ pub fn down(d: DownArgs) -> Result<(), Failure> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    // No supervisor: remove whatever a crashed one left behind.
+    // No supervisor: remove whatever a crashed one left behind (under
+    // sudo as its user, through root processes, as `up` did).
+    let created = matches!(
+        tickpack_host::supervisor::check_run_dir(&dir),
+        Ok(tickpack_host::supervisor::RunDirState::Ours { created: true })
+    );
+    crate::cmd::sudo::give_up_root_removing(&dir, None, created)?;
     let cfg = tickpack_fleet::FleetPlan {
         name: Some(name.clone()),
         run_dir: Some(dir.clone()),

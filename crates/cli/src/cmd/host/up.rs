@@ -18,6 +18,8 @@ use crate::exit::{fail, Code, Failure};
 /// Runs `host up` until the host is down.
 pub fn up(u: UpArgs) -> Result<(), Failure> {
     let cfg = fleet_config(&u)?;
+    // Under sudo: root given up here, before anything starts.
+    crate::cmd::sudo::give_up_root(&cfg.run_dir, None)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
