@@ -40,6 +40,36 @@ fn chown_fd(fd: &impl AsFd, owner: Option<u32>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Opens `rel` beneath `dir` with `flags`, reached without a link
+/// (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS` from a descriptor of `dir`).
+pub fn open_beneath(dir: &Path, rel: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    use rustix::fs::ResolveFlags;
+    let d = rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    Ok(rustix::fs::openat2(
+        &d,
+        rel,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+        resolve,
+    )?)
+}
+
+/// Refuses `file` unless it is a regular file (not a directory, FIFO,
+/// device or socket).
+pub fn regular_file(file: &impl AsFd) -> std::io::Result<()> {
+    let mode = rustix::fs::fstat(file)?.st_mode;
+    if mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(())
+}
+
 /// Writes `contents` to `dir/rel` (directories on the way created, mode
 /// 0700), mode 0600, owned by `owner` (uid = gid) when given. Refuses any
 /// link on the way or in place of the file.
@@ -88,6 +118,24 @@ pub fn write_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The root process's `open_file` handed over a directory (or a FIFO)
+    /// as a load command's file: its regular-file check was
+    /// `!mode & S_IFMT == S_IFREG`, which no mode satisfies.
+    #[test]
+    fn open_file_handed_over_what_is_not_a_regular_file() {
+        use rustix::fs::OFlags;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        let d = open_beneath(dir.path(), Path::new("d"), OFlags::RDONLY).unwrap();
+        assert!(regular_file(&d).is_err(), "a directory passed");
+        let f = open_beneath(dir.path(), Path::new("f"), OFlags::RDONLY).unwrap();
+        regular_file(&f).unwrap();
+        std::os::unix::fs::symlink("f", dir.path().join("l")).unwrap();
+        assert!(open_beneath(dir.path(), Path::new("l"), OFlags::RDONLY).is_err());
+        assert!(open_beneath(dir.path(), Path::new("../x"), OFlags::RDONLY).is_err());
+    }
 
     fn temp(tag: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("tp-cfgfile-{tag}-{}", std::process::id()));

@@ -134,23 +134,13 @@ impl Children {
 /// Whether `rel` is a directory beneath `dir` reached without a link
 /// (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`).
 fn beneath_without_links(dir: &Path, rel: &Path) -> Result<(), String> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    let shown = rel.display();
-    let d = rustix::fs::open(
-        dir,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| format!("opening the run dir: {e}"))?;
-    rustix::fs::openat2(
-        &d,
-        rel,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-    )
-    .map(drop)
-    .map_err(|e| {
-        format!("{shown} is not a directory beneath the run dir reached without a link: {e}")
-    })
+    use rustix::fs::OFlags;
+    crate::files::open_beneath(dir, rel, OFlags::PATH | OFlags::DIRECTORY)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "{} is not a directory beneath the run dir reached without a link: {e}",
+                rel.display()
+            )
+        })
 }

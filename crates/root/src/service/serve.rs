@@ -465,21 +465,13 @@ fn hello(
 /// link (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`); `None`
 /// when there is none.
 fn open_beneath(dir: &Path, rel: &Path) -> std::io::Result<Option<OwnedFd>> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    let d = rustix::fs::open(
-        dir,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    let file = match rustix::fs::openat2(&d, rel, flags, Mode::empty(), resolve) {
+    use rustix::fs::OFlags;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let file = match crate::files::open_beneath(dir, rel, flags) {
         Ok(f) => f,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(e) => return Err(e.into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
     };
-    if !rustix::fs::fstat(&file)?.st_mode & libc::S_IFMT == libc::S_IFREG {
-        return Err(std::io::Error::other("not a regular file"));
-    }
+    crate::files::regular_file(&file)?;
     Ok(Some(file))
 }
