@@ -7,7 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use tickpack_root::netpath::NetRecord;
 use tickpack_root::service::protocol::{Request, SCHEMA};
-use tickpack_root::service::session::{Found, Session};
+use tickpack_root::service::session::{Found, Session, WalledCommand};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(req) = serde_json::from_slice::<Request>(data) else {
@@ -17,6 +17,7 @@ fuzz_target!(|data: &[u8]| {
         SCHEMA,
         "fz",
         std::path::Path::new("/run/fz"),
+        0,
         &Found::default(),
     ) else {
         return;
@@ -28,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
             host,
             run_dir,
         } => {
-            let _ = Session::open(&schema, &host, &run_dir, &Found::default());
+            let _ = Session::open(&schema, &host, &run_dir, 61_234, &Found::default());
         }
         Request::NetUp {
             kind,
@@ -58,8 +59,10 @@ fuzz_target!(|data: &[u8]| {
             walls,
             argv,
             env,
+            cpus,
             cgroups,
-            ..
+            oom_score_adj,
+            sched_idle,
         } => {
             let _ = s.net_up(
                 tickpack_root::netpath::NetKind::Veth,
@@ -68,7 +71,16 @@ fuzz_target!(|data: &[u8]| {
                 &[1],
             );
             let hierarchies = [std::path::PathBuf::from("/sys/fs/cgroup")];
-            let _ = s.spawn(walls, &cgroups, &hierarchies, &argv, &env);
+            let cmd = WalledCommand {
+                argv: &argv,
+                env: &env,
+                cpus: cpus.as_deref(),
+                cgroups: &cgroups,
+                oom_score_adj,
+                sched_idle,
+            };
+            let owners = vec![Some(0); cgroups.len()];
+            let _ = s.spawn(walls, &cmd, &hierarchies, &owners);
         }
         Request::TenantDir { walls, bytes } => {
             let _ = s.tenant_dir(walls, bytes);

@@ -214,3 +214,57 @@ fn root_a_batch_flooding_stdout_cannot_fill_the_disk() {
     }
     assert!(total <= 2 * (4 << 20), "batch logs hold {total} bytes");
 }
+
+/// Review of issue 40: a batch job outlived the host's root process that
+/// started it. Its init gave root up once it forked the command, which
+/// cleared the parent-death signal it was started with, and the root
+/// process left its children running when its supervisor went away.
+#[test]
+fn root_a_batch_job_outlived_its_root_process() {
+    use tickpack_root::service::protocol::Walls;
+    use tickpack_root::service::{Root, WalledCommand};
+    let _g = serial();
+    require_root(ROOT);
+    let run = std::env::temp_dir().join(format!("tp-bbk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&run);
+    std::fs::create_dir(&run).unwrap();
+    let run = std::fs::canonicalize(&run).unwrap();
+    let _removed = Removed(run.clone());
+    std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let (root, _) = Root::start(Path::new(support::exe()), "bbk", &run).unwrap();
+    root.take_uid_block().unwrap();
+    let walls = Walls::Batch { job: 1 };
+    root.tenant_dir(walls, 1 << 20).unwrap();
+    let cmd = WalledCommand {
+        argv: &["/bin/sleep".to_string(), "60".to_string()],
+        env: &[],
+        cpus: None,
+        cgroups: &[],
+        oom_score_adj: 0,
+        sched_idle: false,
+    };
+    let (init, _out) = root.spawn(walls, &cmd).unwrap();
+    let init = u64::from(init);
+    let sleeper = support::wait_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        support::children(init).first().copied()
+    });
+    drop(root);
+    let gone = support::wait_until(Duration::from_secs(10), Duration::from_millis(50), || {
+        (!support::alive(init) && sleeper.is_none_or(|s| !support::alive(s))).then_some(())
+    });
+    for pid in [Some(init), sleeper].into_iter().flatten() {
+        if gone.is_none() && support::alive(pid) {
+            // By the PID it started (and found running just now).
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+    // Its tmpfs, from a session of its own.
+    let (again, _) = Root::start(Path::new(support::exe()), "bbk", &run).unwrap();
+    again.remove_tenant_dirs().unwrap();
+    drop(again);
+    assert!(sleeper.is_some(), "the batch command never started");
+    assert!(
+        gone.is_some(),
+        "the batch job (init {init}, command {sleeper:?}) outlived its root process"
+    );
+}

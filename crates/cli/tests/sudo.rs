@@ -156,6 +156,14 @@ fn root_under_sudo_the_supervisor_players_and_prober_run_without_root() {
     // What it wrote is the user's; its run dir (root's parent) is gone.
     let result = out_dir.join("result.json");
     assert_eq!(std::fs::metadata(&result).unwrap().uid(), USER);
+    // Review of issue 40: the directories made on the way to `--out`
+    // were root's (the last one alone was handed over).
+    assert_eq!(
+        std::fs::metadata(&top).unwrap().uid(),
+        USER,
+        "{} (made on the way to --out) is not the user's",
+        top.display()
+    );
     // (The broker removes the run dir once the bench is gone.)
     let gone = Instant::now() + Duration::from_secs(10);
     while Path::new("/run/tickpack/sdb").exists() && Instant::now() < gone {

@@ -19,8 +19,7 @@
 //!
 //! Files: this one is the core (spawning, reaping, status, doing what a
 //! lifecycle asks); `lifecycle.rs` the per-instance state machine;
-//! `driver.rs` the wait; `bring_up.rs`
-//! and `teardown.rs` the way up and down (their order decided, sans-I/O,
+//! `driver.rs` the wait; `bring_up.rs` and `teardown.rs` the way up and down (their order decided, sans-I/O,
 //! in `bring_up/plan.rs` and `teardown/plan.rs`); `batch.rs` the batch tenants and
 //! `guard_loop.rs` the loop that holds them to their policy (handed in by
 //! the caller: [`Supervisor::start_with_policy`]); `restart.rs` the restart policy as a pure tracker
@@ -395,6 +394,7 @@ impl Supervisor {
                     hostname: Some(format!("tp{}-{}", self.cfg.name, i.spec.id)),
                     user: Some((self.uid_base + i.spec.id, self.uid_base + i.spec.id)),
                     hide: Some(self.cfg.run_dir.clone()),
+                    workdir_fd: None,
                 }
             } else {
                 Isolation::default()

@@ -14,7 +14,7 @@ use rustix::io::Errno;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
@@ -40,19 +40,37 @@ fn chown_fd(fd: &impl AsFd, owner: Option<u32>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Opens `rel` beneath `dir` with `flags`, reached without a link
-/// (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-/// RESOLVE_NO_MAGICLINKS` from a descriptor of `dir`).
-pub fn open_beneath(dir: &Path, rel: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
-    use rustix::fs::ResolveFlags;
-    let d = rustix::fs::open(
+/// A directory held open to act beneath (`O_PATH`): what is done
+/// through it stays in the directory it was when opened, whatever its
+/// owner renames or links in its place since.
+pub fn open_dir(dir: &Path) -> std::io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
         dir,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
+    )?)
+}
+
+/// The path of `name` in the directory `fd` holds open, through
+/// `/proc/self/fd` (the kernel resolves the descriptor itself, not the
+/// directory's path): for the system calls that take a path only.
+pub fn fd_path(fd: &impl AsRawFd, name: &std::ffi::OsStr) -> std::path::PathBuf {
+    proc_fd(fd).join(name)
+}
+
+/// The directory `fd` holds open, through `/proc/self/fd` ([`fd_path`]).
+pub fn proc_fd(fd: &impl AsRawFd) -> std::path::PathBuf {
+    Path::new("/proc/self/fd").join(fd.as_raw_fd().to_string())
+}
+
+/// Opens `rel` beneath the directory `dir` holds open, with `flags`,
+/// reached without a link (`openat2` with `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`).
+pub fn open_beneath(dir: &impl AsFd, rel: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    use rustix::fs::ResolveFlags;
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     Ok(rustix::fs::openat2(
-        &d,
+        dir,
         rel,
         flags | OFlags::CLOEXEC,
         Mode::empty(),
@@ -79,6 +97,17 @@ pub fn write_file(
     contents: &str,
     owner: Option<u32>,
 ) -> std::io::Result<()> {
+    let at = open_dir_at(None, &c_name(dir.as_os_str())?)?;
+    write_file_at(&at, rel, contents, owner)
+}
+
+/// [`write_file`] beneath the directory `dir` holds open.
+pub fn write_file_at(
+    dir: &impl AsFd,
+    rel: &Path,
+    contents: &str,
+    owner: Option<u32>,
+) -> std::io::Result<()> {
     let mut names = vec![];
     for c in rel.components() {
         match c {
@@ -89,7 +118,7 @@ pub fn write_file(
     let Some(file) = names.pop() else {
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     };
-    let mut at = open_dir_at(None, &c_name(dir.as_os_str())?)?;
+    let mut at = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
     for name in &names {
         let made = match rustix::fs::mkdirat(&at, name.as_c_str(), Mode::from_raw_mode(0o700)) {
             Ok(()) => true,
@@ -128,13 +157,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("d")).unwrap();
         std::fs::write(dir.path().join("f"), "x").unwrap();
-        let d = open_beneath(dir.path(), Path::new("d"), OFlags::RDONLY).unwrap();
+        let at = open_dir(dir.path()).unwrap();
+        let d = open_beneath(&at, Path::new("d"), OFlags::RDONLY).unwrap();
         assert!(regular_file(&d).is_err(), "a directory passed");
-        let f = open_beneath(dir.path(), Path::new("f"), OFlags::RDONLY).unwrap();
+        let f = open_beneath(&at, Path::new("f"), OFlags::RDONLY).unwrap();
         regular_file(&f).unwrap();
         std::os::unix::fs::symlink("f", dir.path().join("l")).unwrap();
-        assert!(open_beneath(dir.path(), Path::new("l"), OFlags::RDONLY).is_err());
-        assert!(open_beneath(dir.path(), Path::new("../x"), OFlags::RDONLY).is_err());
+        assert!(open_beneath(&at, Path::new("l"), OFlags::RDONLY).is_err());
+        assert!(open_beneath(&at, Path::new("../x"), OFlags::RDONLY).is_err());
     }
 
     fn temp(tag: &str) -> std::path::PathBuf {

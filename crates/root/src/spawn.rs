@@ -84,6 +84,10 @@ pub struct Isolation {
     /// The run dir, hidden inside the instance behind an empty tmpfs in
     /// which only the working directory (below it) is mounted again.
     pub hide: Option<PathBuf>,
+    /// The working directory held open (`O_PATH`): what is mounted again
+    /// is this very directory, not whatever its path names by then (the
+    /// root process opens it beneath the run dir it holds open).
+    pub workdir_fd: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// One instance to start.

@@ -240,6 +240,7 @@ impl Supervisor {
                     hostname: Some(format!("tp{}-batch-{}", self.cfg.name, k + 1)),
                     user: Some((self.uid_base, self.uid_base)),
                     hide: Some(self.cfg.run_dir.clone()),
+                    workdir_fd: None,
                 }
             } else {
                 Isolation::default()

@@ -136,6 +136,7 @@ impl Supervisor {
                     hostname: Some(format!("tp{}-load-{id}", self.cfg.name)),
                     user: Some((self.uid_base, self.uid_base)),
                     hide: Some(self.cfg.run_dir.clone()),
+                    workdir_fd: None,
                 }
             } else {
                 Isolation::default()

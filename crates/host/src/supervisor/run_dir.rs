@@ -259,7 +259,7 @@ pub(crate) fn recover_holding(cfg: &FleetConfig) -> Result<(HostLock, Vec<String
         // still runs in them), then the tenants' files.
         removed.extend(root_leftovers(cfg, ours)?);
     } else if ours {
-        let (gone, _) = tickpack_root::tenant_dir::empty(&cfg.run_dir);
+        let (gone, _) = tickpack_root::tenant_dir::empty_path(&cfg.run_dir);
         removed.extend(gone);
     }
     if ours {

@@ -97,7 +97,7 @@ impl Supervisor {
                         Ok(_) => vec![],
                         Err(e) => vec![step.failed(e)],
                     },
-                    None => tickpack_root::tenant_dir::empty(&self.cfg.run_dir).1,
+                    None => tickpack_root::tenant_dir::empty_path(&self.cfg.run_dir).1,
                 }
             }
             Step::HostCgroups => {

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
@@ -12,16 +14,7 @@ use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 use super::session::Walled;
 use crate::spawn::{self, Isolation, Spec};
 
-/// What a spawn request carries beyond its walls.
-#[derive(Debug, Clone)]
-pub struct WalledCommand<'a> {
-    pub argv: &'a [String],
-    pub env: &'a [(String, String)],
-    pub cpus: Option<&'a [usize]>,
-    pub cgroups: &'a [PathBuf],
-    pub oom_score_adj: i32,
-    pub sched_idle: bool,
-}
+pub use super::session::WalledCommand;
 
 /// The children not reaped yet, by PID: whether each leads its own
 /// process group.
@@ -31,23 +24,27 @@ pub(super) struct Children {
 }
 
 impl Children {
-    /// Starts `cmd` in `walled` (paths beneath `run_dir`; `netns`: the
-    /// namespace it enters). Returns its PID and the read end of its
-    /// output pipe.
+    /// Starts `cmd` in `walled` (paths beneath the run dir at `run_dir`,
+    /// which `run_fd` holds open; `netns`: the namespace it enters).
+    /// Returns its PID and the read end of its output pipe.
     pub fn spawn(
         &mut self,
-        run_dir: &Path,
+        (run_dir, run_fd): (&Path, &OwnedFd),
         walled: &Walled,
         netns: Option<PathBuf>,
         cmd: &WalledCommand<'_>,
     ) -> Result<(u32, std::io::PipeReader), String> {
         let workdir = run_dir.join(&walled.workdir);
-        beneath_without_links(run_dir, &walled.workdir)?;
+        // The working directory as it is now, beneath the run dir held
+        // open: the command's sandbox mounts this very directory, whatever
+        // the run dir's owner renames or links in its place since.
+        let workdir_fd = beneath_without_links(run_fd, &walled.workdir)?;
         let mut cgroup_procs: Vec<File> = vec![];
         for cg in cmd.cgroups {
             let procs = cg.join("cgroup.procs");
             let f = OpenOptions::new()
                 .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(&procs)
                 .map_err(|e| format!("opening {}: {e}", procs.display()))?;
             cgroup_procs.push(f);
@@ -68,6 +65,7 @@ impl Children {
                 hostname: Some(walled.hostname.clone()),
                 user: Some((walled.uid, walled.uid)),
                 hide: Some(run_dir.to_path_buf()),
+                workdir_fd: Some(std::sync::Arc::new(workdir_fd)),
             },
             init_exe: exe,
             sched_idle: cmd.sched_idle,
@@ -83,64 +81,101 @@ impl Children {
 
     /// Sends `signal` to `pid` (or its group, which a batch job or load
     /// command leads), one of its children not yet reaped.
-    pub fn signal(&mut self, pid: u32, signal: i32, group: bool) -> Result<(), String> {
-        let Some(&leads) = self.running.get(&pid) else {
-            return Err(format!(
-                "process {pid} is not one it started and has not reaped"
-            ));
-        };
+    pub fn signal(&mut self, pid: u32, signal: i32, group: bool) -> Result<(), Why> {
+        let leads = self.started(pid)?;
         if group && !leads {
-            return Err(format!("process {pid} leads no process group of its own"));
+            return Err(Why::Refused(format!(
+                "process {pid} leads no process group of its own"
+            )));
         }
         let sig = match signal {
             1..=31 => Signal::from_named_raw(signal),
             _ => None,
         }
-        .ok_or_else(|| format!("{signal} is not a signal it sends"))?;
-        let p = Pid::from_raw(pid as i32).ok_or_else(|| format!("process {pid}"))?;
+        .ok_or_else(|| Why::Refused(format!("{signal} is not a signal it sends")))?;
+        let p = Pid::from_raw(pid as i32).ok_or_else(|| Why::Refused(format!("process {pid}")))?;
         let sent = if group {
             kill_process_group(p, sig)
         } else {
             kill_process(p, sig)
         };
-        sent.map_err(|e| format!("signalling {pid}: {e}"))
+        sent.map_err(|e| Why::Failed(format!("signalling {pid}: {e}")))
     }
 
     /// Reaps `pid` if it has exited: its wait status and CPU time (µs).
-    /// The rest of the process group it led, if it did, is killed.
-    pub fn wait(&mut self, pid: u32) -> Result<Option<(i32, u64)>, String> {
-        if !self.running.contains_key(&pid) {
-            return Err(format!(
-                "process {pid} is not one it started and has not reaped"
-            ));
+    /// The rest of the process group it led, if it did, is killed first,
+    /// while the leader is not reaped yet (so the group's number cannot
+    /// be another's by then).
+    pub fn wait(&mut self, pid: u32) -> Result<Option<(i32, u64)>, Why> {
+        use rustix::process::{waitid, WaitId, WaitIdOptions};
+        let leads = self.started(pid)?;
+        let p = Pid::from_raw(pid as i32).ok_or_else(|| Why::Refused(format!("process {pid}")))?;
+        let failed = |e: std::io::Error| Why::Failed(format!("waiting for {pid}: {e}"));
+        if leads {
+            let peek = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+            match waitid(WaitId::Pid(p), peek) {
+                Ok(Some(_)) => {
+                    let _ = kill_process_group(p, Signal::KILL);
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(failed(e.into())),
+            }
         }
         match super::proc::reap(pid, false) {
             Ok(Some(r)) => {
-                if self.running.remove(&pid) == Some(true) {
-                    // What it started in its session goes with it (a
-                    // group outlives its leader's PID: not reused yet).
-                    if let Some(p) = Pid::from_raw(pid as i32) {
-                        let _ = kill_process_group(p, Signal::KILL);
-                    }
-                }
+                self.running.remove(&pid);
                 Ok(Some(r))
             }
             Ok(None) => Ok(None),
-            Err(e) => Err(format!("waiting for {pid}: {e}")),
+            Err(e) => Err(failed(e)),
+        }
+    }
+
+    /// Whether `pid`, one it started and has not reaped, leads its group.
+    fn started(&self, pid: u32) -> Result<bool, Why> {
+        self.running.get(&pid).copied().ok_or_else(|| {
+            Why::Refused(format!(
+                "process {pid} is not one it started and has not reaped"
+            ))
+        })
+    }
+}
+
+/// Why a signal or a wait was not done: refused (nothing was tried) or
+/// failed (the kernel said no).
+#[derive(Debug)]
+pub(super) enum Why {
+    Refused(String),
+    Failed(String),
+}
+
+impl Drop for Children {
+    /// The session is over (its supervisor is gone): every batch job and
+    /// load command it started goes, with its process group, and is
+    /// reaped. Instances stay (their players keep playing until the next
+    /// `host up` or `host down` of the host ends them, as they did when
+    /// the supervisor was their parent).
+    fn drop(&mut self) {
+        for (&pid, &leads) in &self.running {
+            if !leads {
+                continue;
+            }
+            if let Some(p) = Pid::from_raw(pid as i32) {
+                let _ = kill_process_group(p, Signal::KILL);
+                let _ = super::proc::reap(pid, true);
+            }
         }
     }
 }
 
-/// Whether `rel` is a directory beneath `dir` reached without a link
-/// (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`).
-fn beneath_without_links(dir: &Path, rel: &Path) -> Result<(), String> {
+/// The directory `rel` beneath `dir`, reached without a link (`openat2`
+/// with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), held open.
+fn beneath_without_links(dir: &OwnedFd, rel: &Path) -> Result<OwnedFd, String> {
     use rustix::fs::OFlags;
-    crate::files::open_beneath(dir, rel, OFlags::PATH | OFlags::DIRECTORY)
-        .map(drop)
-        .map_err(|e| {
-            format!(
-                "{} is not a directory beneath the run dir reached without a link: {e}",
-                rel.display()
-            )
-        })
+    crate::files::open_beneath(dir, rel, OFlags::PATH | OFlags::DIRECTORY).map_err(|e| {
+        format!(
+            "{} is not a directory beneath the run dir reached without a link: {e}",
+            rel.display()
+        )
+    })
 }

@@ -7,8 +7,9 @@
 //! `state.json`, says what the root process may remove for a host.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tickpack_sys::lock_file::{self, LockFile, Taken};
@@ -27,6 +28,9 @@ const SCAN_MAX: usize = 4096;
 pub struct HostRecord {
     pub run_dir: PathBuf,
     pub net: NetRecord,
+    /// The uid of the supervisor it was made for (root's: 0).
+    #[serde(default)]
+    pub caller: u32,
 }
 
 /// The records' directory.
@@ -133,47 +137,61 @@ fn read_record(path: &Path) -> Option<HostRecord> {
     serde_json::from_str(&text).ok()
 }
 
-/// Why `dir` cannot be a run dir root acts in for a supervisor running as
-/// `caller`, if so: it must be absolute and canonical (no link on the
-/// way), a directory, root's or the caller's, and closed to group and
-/// others. One that is gone (its host's leftovers
-/// are being removed) is named by a canonical parent; nothing is written
-/// there.
-pub fn untrusted_run_dir(dir: &Path, caller: u32) -> Option<String> {
-    if !dir.is_absolute() {
-        return Some("not an absolute path".into());
+/// The run dir root acts in for a supervisor running as `caller`, held
+/// open (`O_PATH`) so that all it does there stays beneath it, or why it
+/// cannot be one: it must be absolute with no `.` or `..`, reached
+/// without a link (`openat2` with `RESOLVE_NO_SYMLINKS`), a directory,
+/// the caller's own (root's for root: a supervisor without root never
+/// has root act in a directory it does not own, such as `/etc` or another
+/// host's), and closed to group and others. One that is gone (its host's
+/// leftovers are being removed) is `None` when its parent is there;
+/// nothing is then done in it.
+pub fn open_run_dir(dir: &Path, caller: u32) -> Result<Option<OwnedFd>, String> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
+    use rustix::io::Errno;
+    let plain = dir
+        .components()
+        .skip(1)
+        .all(|c| matches!(c, Component::Normal(_)));
+    if !dir.is_absolute() || !plain {
+        return Err("not an absolute path without `.` or `..`".into());
     }
-    if let Err(e) = std::fs::symlink_metadata(dir) {
-        let parent = dir.parent().and_then(|p| std::fs::canonicalize(p).ok());
-        let canonical =
-            parent.is_some_and(|p| Some(p.as_path()) == dir.parent()) && dir.file_name().is_some();
-        return match e.kind() {
-            std::io::ErrorKind::NotFound if canonical => None,
-            _ => Some(format!("cannot be read: {e}")),
-        };
-    }
-    match std::fs::canonicalize(dir) {
-        Ok(c) if c == dir => {}
-        Ok(c) => return Some(format!("goes through a link (it is {})", c.display())),
-        Err(e) => return Some(format!("cannot be read: {e}")),
-    }
-    let m = match std::fs::symlink_metadata(dir) {
-        Ok(m) => m,
-        Err(e) => return Some(format!("cannot be read: {e}")),
+    let open = |p: &Path| {
+        rustix::fs::openat2(
+            CWD,
+            p,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        )
     };
-    if !m.is_dir() {
-        return Some("not a directory".into());
-    }
-    if m.uid() != 0 && m.uid() != caller {
-        return Some(format!(
-            "owned by uid {}, neither root's nor its supervisor's (uid {caller})",
-            m.uid()
+    let why = |e: Errno| match e {
+        Errno::LOOP | Errno::XDEV => "goes through a link".to_string(),
+        Errno::NOTDIR => "not a directory".to_string(),
+        e => format!("cannot be read: {}", std::io::Error::from(e)),
+    };
+    let fd = match open(dir) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => {
+            return match dir.parent().map(open) {
+                Some(Ok(_)) if dir.file_name().is_some() => Ok(None),
+                Some(Err(e)) => Err(why(e)),
+                _ => Err("has no parent".into()),
+            }
+        }
+        Err(e) => return Err(why(e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(why)?;
+    if st.st_uid != caller {
+        return Err(format!(
+            "owned by uid {}, not its supervisor's (uid {caller})",
+            st.st_uid
         ));
     }
-    if m.permissions().mode() & 0o022 != 0 {
-        return Some("writable by others".into());
+    if st.st_mode & 0o022 != 0 {
+        return Err("writable by others".into());
     }
-    None
+    Ok(Some(fd))
 }
 
 #[cfg(test)]
@@ -190,6 +208,7 @@ mod tests {
                 namespaces: vec!["tpb-1".into()],
                 ..NetRecord::default()
             },
+            caller: 0,
         };
         reg.write("b", &rec).unwrap();
         assert_eq!(reg.read("b"), Some(rec));
@@ -212,30 +231,51 @@ mod tests {
 
     #[test]
     fn a_run_dir_open_to_others_or_through_a_link_is_untrusted() {
+        use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
         let dir = std::fs::canonicalize(t.path()).unwrap();
         let run = dir.join("run");
         std::fs::create_dir(&run).unwrap();
         std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
         let me = rustix::process::geteuid().as_raw();
-        assert_eq!(untrusted_run_dir(&run, me), None);
+        let why = |dir: &Path, caller| open_run_dir(dir, caller).err().unwrap_or_default();
+        assert!(open_run_dir(&run, me).unwrap().is_some());
         if me == 0 {
             // Another user's: only that user's supervisor acts in it.
             rustix::fs::chown(&run, Some(rustix::fs::Uid::from_raw(54_321)), None).unwrap();
-            let why = untrusted_run_dir(&run, 54_320).unwrap();
-            assert!(why.contains("owned by uid 54321, neither root's"), "{why}");
-            assert_eq!(untrusted_run_dir(&run, 54_321), None);
+            let w = why(&run, 54_320);
+            assert!(
+                w.contains("owned by uid 54321, not its supervisor's"),
+                "{w}"
+            );
+            assert!(open_run_dir(&run, 54_321).unwrap().is_some());
             rustix::fs::chown(&run, Some(rustix::fs::Uid::from_raw(0)), None).unwrap();
         }
         std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert_eq!(
-            untrusted_run_dir(&run, me).as_deref(),
-            Some("writable by others")
-        );
+        assert_eq!(why(&run, me), "writable by others");
         std::os::unix::fs::symlink(&run, dir.join("link")).unwrap();
-        assert!(untrusted_run_dir(&dir.join("link"), me)
-            .unwrap()
-            .contains("through a link"));
-        assert!(untrusted_run_dir(Path::new("relative"), me).is_some());
+        assert!(why(&dir.join("link"), me).contains("through a link"));
+        assert!(why(&dir.join("link/x"), me).contains("through a link"));
+        assert!(open_run_dir(Path::new("relative"), me).is_err());
+        assert!(open_run_dir(&run.join("../run"), me).is_err());
+        // Gone, with its parent there: no directory to act in.
+        assert!(open_run_dir(&dir.join("gone"), me).unwrap().is_none());
+        assert!(open_run_dir(&dir.join("gone/deeper"), me).is_err());
+    }
+
+    /// Review of issue 40: a supervisor without root had its root process
+    /// act in a run dir of root's (`/`, `/etc`, another host's), since a
+    /// run dir could be "root's or the caller's".
+    #[test]
+    fn a_supervisor_without_root_had_root_act_in_a_run_dir_of_roots() {
+        for dir in ["/", "/etc"] {
+            let why = open_run_dir(Path::new(dir), 61_234)
+                .err()
+                .unwrap_or_default();
+            assert!(
+                why.contains("owned by uid 0, not its supervisor's"),
+                "{dir}: {why}"
+            );
+        }
     }
 }

@@ -34,6 +34,9 @@ impl Default for Config {
 /// One host's open session.
 struct Host {
     session: Session,
+    /// The run dir, held open since the hello: what is done in it is done
+    /// beneath this descriptor (none: it is gone, only leftovers go).
+    run_fd: Option<OwnedFd>,
     registry: Registry,
     _lock: HostLock,
     /// What an earlier run of the host left on record, not removed yet.
@@ -52,6 +55,11 @@ struct Host {
 }
 
 impl Host {
+    /// The run dir's descriptor, or the refusal when it is gone.
+    fn run_dir(&self) -> Result<(&Path, &OwnedFd), Answer> {
+        run_dir(&self.session, &self.run_fd)
+    }
+
     /// Its record: what is left from before and what this session made.
     fn save(&self) -> std::io::Result<()> {
         save(
@@ -60,6 +68,21 @@ impl Host {
             &self.earlier,
             self.net.as_ref().map(HostNet::record),
         )
+    }
+}
+
+/// The run dir and its descriptor, or the refusal when it is gone.
+fn run_dir<'a>(
+    session: &'a Session,
+    fd: &'a Option<OwnedFd>,
+) -> Result<(&'a Path, &'a OwnedFd), Answer> {
+    match fd {
+        Some(fd) => Ok((session.run_dir(), fd)),
+        None => Err(refused(format!(
+            "run dir {} is gone: only host {}'s leftovers are removed",
+            session.run_dir().display(),
+            session.host()
+        ))),
     }
 }
 
@@ -92,6 +115,7 @@ fn save(
     let rec = HostRecord {
         run_dir: session.run_dir().to_path_buf(),
         net,
+        caller: session.caller(),
     };
     registry.write(session.host(), &rec)
 }
@@ -130,6 +154,15 @@ pub fn serve(sock: impl AsFd, cfg: &Config) -> i32 {
         }
     }
     0
+}
+
+impl From<children::Why> for Answer {
+    fn from(why: children::Why) -> Answer {
+        match why {
+            children::Why::Refused(why) => refused(why),
+            children::Why::Failed(error) => failed(error),
+        }
+    }
 }
 
 fn refused(why: impl Into<String>) -> Answer {
@@ -314,7 +347,11 @@ fn handle(
                 Ok(w) => w,
                 Err(why) => return refused(why),
             };
-            match crate::files::write_file(h.session.run_dir(), &rel, &contents, Some(owner)) {
+            let (_, run_fd) = match h.run_dir() {
+                Ok(d) => d,
+                Err(a) => return a,
+            };
+            match crate::files::write_file_at(run_fd, &rel, &contents, Some(owner)) {
                 Ok(()) => Answer::Done,
                 Err(e) => failed(format!("writing {}: {e}", rel.display())),
             }
@@ -328,10 +365,22 @@ fn handle(
             oom_score_adj,
             sched_idle,
         } => {
-            let walled = match h
-                .session
-                .spawn(walls, &cgroups, &h.hierarchies, &argv, &env)
-            {
+            let cmd = children::WalledCommand {
+                argv: &argv,
+                env: &env,
+                cpus: cpus.as_deref(),
+                cgroups: &cgroups,
+                oom_score_adj,
+                sched_idle,
+            };
+            let owners: Vec<Option<u32>> = cgroups
+                .iter()
+                .map(|cg| {
+                    use std::os::unix::fs::MetadataExt;
+                    std::fs::symlink_metadata(cg).ok().map(|m| m.uid())
+                })
+                .collect();
+            let walled = match h.session.spawn(walls, &cmd, &h.hierarchies, &owners) {
                 Ok(w) => w,
                 Err(why) => return refused(why),
             };
@@ -342,15 +391,11 @@ fn handle(
                     return refused(format!("host {} has no network up", h.session.host()))
                 }
             };
-            let cmd = children::WalledCommand {
-                argv: &argv,
-                env: &env,
-                cpus: cpus.as_deref(),
-                cgroups: &cgroups,
-                oom_score_adj,
-                sched_idle,
+            let run_dir = match run_dir(&h.session, &h.run_fd) {
+                Ok(d) => d,
+                Err(a) => return a,
             };
-            match h.children.spawn(h.session.run_dir(), &walled, netns, &cmd) {
+            match h.children.spawn(run_dir, &walled, netns, &cmd) {
                 Ok((pid, out)) => {
                     *fd = Some(out.into());
                     Answer::Spawned { pid }
@@ -360,24 +405,32 @@ fn handle(
         }
         Request::Signal { pid, signal, group } => match h.children.signal(pid, signal, group) {
             Ok(()) => Answer::Done,
-            Err(e) => refused(e),
+            Err(why) => why.into(),
         },
         Request::TenantDir { walls, bytes } => {
             let (rel, uid) = match h.session.tenant_dir(walls, bytes) {
                 Ok(t) => t,
                 Err(why) => return refused(why),
             };
-            match crate::tenant_dir::make(h.session.run_dir(), &rel, bytes, uid) {
+            let (_, run_fd) = match h.run_dir() {
+                Ok(d) => d,
+                Err(a) => return a,
+            };
+            match crate::tenant_dir::make(run_fd, &rel, bytes, uid) {
                 Ok(()) => Answer::Done,
                 Err(e) => failed(format!("{}: {e}", rel.display())),
             }
         }
         Request::OpenFile { walls, name } => {
-            let rel = match h.session.open_file(walls, &name) {
+            let (rel, uid) = match h.session.open_file(walls, &name) {
                 Ok(r) => r,
                 Err(why) => return refused(why),
             };
-            match open_beneath(h.session.run_dir(), &rel) {
+            let (_, run_fd) = match h.run_dir() {
+                Ok(d) => d,
+                Err(a) => return a,
+            };
+            match open_beneath(run_fd, &rel, uid) {
                 Ok(Some(file)) => {
                     *fd = Some(file);
                     Answer::Opened { found: true }
@@ -387,7 +440,11 @@ fn handle(
             }
         }
         Request::RemoveTenantDirs => {
-            let (items, problems) = crate::tenant_dir::empty(h.session.run_dir());
+            let Some(run_fd) = &h.run_fd else {
+                // Gone with the run dir.
+                return Answer::Removed { items: vec![] };
+            };
+            let (items, problems) = crate::tenant_dir::empty(run_fd, h.session.run_dir());
             match problems.is_empty() {
                 true => Answer::Removed { items },
                 false => failed(problems.join("; ")),
@@ -422,7 +479,7 @@ fn handle(
                 status: None,
                 cpu_us: 0,
             },
-            Err(e) => refused(e),
+            Err(why) => why.into(),
         },
     }
 }
@@ -436,11 +493,18 @@ fn hello(
 ) -> Result<Host, Answer> {
     let registry = Registry::open(&cfg.registry)
         .map_err(|e| failed(format!("opening {}: {e}", cfg.registry.display())))?;
-    let found = Found {
-        run_dir_untrusted: registry::untrusted_run_dir(run_dir, caller),
-        run_dir_claimed_by: registry.claimant(run_dir, name),
+    let record = registry.read(name);
+    let (run_fd, run_dir_untrusted) = match registry::open_run_dir(run_dir, caller) {
+        Ok(fd) => (fd, None),
+        Err(why) => (None, Some(why)),
     };
-    let session = Session::open(schema, name, run_dir, &found).map_err(refused)?;
+    let found = Found {
+        run_dir_gone: run_fd.is_none() && run_dir_untrusted.is_none(),
+        run_dir_untrusted,
+        run_dir_claimed_by: registry.claimant(run_dir, name),
+        recorded: record.as_ref().map(|r| (r.run_dir.clone(), r.caller)),
+    };
+    let session = Session::open(schema, name, run_dir, caller, &found).map_err(refused)?;
     let lock = registry
         .lock(name)
         .map_err(|e| failed(format!("taking host {name}'s lock: {e}")))?
@@ -448,6 +512,7 @@ fn hello(
     let earlier = registry.read(name).map(|r| r.net).unwrap_or_default();
     Ok(Host {
         session,
+        run_fd,
         registry,
         _lock: lock,
         earlier,
@@ -461,10 +526,12 @@ fn hello(
     })
 }
 
-/// Opens `rel` beneath `dir` to read: a regular file reached without a
-/// link (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`); `None`
-/// when there is none.
-fn open_beneath(dir: &Path, rel: &Path) -> std::io::Result<Option<OwnedFd>> {
+/// Opens `rel` beneath the run dir `dir` holds open, to read: a regular
+/// file reached without a link (`openat2` with `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS`), of `uid` (the walls' user) and with no other
+/// name (a hard link to a file the walls' user may not read is refused);
+/// `None` when there is none.
+fn open_beneath(dir: &OwnedFd, rel: &Path, uid: u32) -> std::io::Result<Option<OwnedFd>> {
     use rustix::fs::OFlags;
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
     let file = match crate::files::open_beneath(dir, rel, flags) {
@@ -473,5 +540,12 @@ fn open_beneath(dir: &Path, rel: &Path) -> std::io::Result<Option<OwnedFd>> {
         Err(e) => return Err(e),
     };
     crate::files::regular_file(&file)?;
+    let st = rustix::fs::fstat(&file)?;
+    if st.st_uid != uid || st.st_nlink != 1 {
+        return Err(std::io::Error::other(format!(
+            "not a file of uid {uid}'s alone (uid {}, {} names)",
+            st.st_uid, st.st_nlink
+        )));
+    }
     Ok(Some(file))
 }

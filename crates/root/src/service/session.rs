@@ -23,6 +23,22 @@ const MAX_DISK: u64 = 64 << 30;
 /// The longest command line or environment a spawn may carry, in bytes.
 const MAX_COMMAND: usize = 64 * 1024;
 
+/// The most CPUs a command is pinned to, and one past the highest.
+pub const MAX_CPUS: usize = rustix::thread::CpuSet::MAX_CPU;
+
+/// What a spawn request carries beyond its walls.
+#[derive(Debug, Clone)]
+pub struct WalledCommand<'a> {
+    pub argv: &'a [String],
+    pub env: &'a [(String, String)],
+    pub cpus: Option<&'a [usize]>,
+    pub cgroups: &'a [PathBuf],
+    /// 0 (the instances') to 1000 (first to go): never below the
+    /// instances, which would spare a tenant from the OOM killer.
+    pub oom_score_adj: i32,
+    pub sched_idle: bool,
+}
+
 /// What a spawn request resolves to, every part the root process's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Walled {
@@ -41,11 +57,17 @@ pub struct Walled {
 /// What the root process found before it answers a hello.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Found {
-    /// Why the run dir cannot be trusted (not absolute or canonical, not a
-    /// real directory, not root's, writable by others), if so.
+    /// Why the run dir cannot be trusted (not absolute and plain, reached
+    /// through a link, not a real directory, not the caller's own,
+    /// writable by others), if so ([`super::registry::open_run_dir`]).
     pub run_dir_untrusted: Option<String>,
     /// Another host whose record names this run dir.
     pub run_dir_claimed_by: Option<String>,
+    /// The run dir is gone (its parent is there): only the host's
+    /// leftovers are removed, nothing is made or started.
+    pub run_dir_gone: bool,
+    /// The host's own record: the run dir and the caller it names.
+    pub recorded: Option<(PathBuf, u32)>,
 }
 
 /// An open session: one host, one run dir.
@@ -53,6 +75,8 @@ pub struct Found {
 pub struct Session {
     host: String,
     run_dir: PathBuf,
+    /// The uid of the supervisor (whoever made the socket).
+    caller: u32,
     uid_base: Option<u32>,
     /// The instances whose network is up (files are written for them).
     instances: BTreeSet<u32>,
@@ -64,6 +88,7 @@ impl Session {
         schema: &str,
         host: &str,
         run_dir: &Path,
+        caller: u32,
         found: &Found,
     ) -> Result<Session, String> {
         if schema != SCHEMA {
@@ -84,9 +109,33 @@ impl Session {
                 ));
             }
         }
+        // A supervisor without root acts for its own hosts alone: not on
+        // what another user's (or root's) host left on record, and on a
+        // run dir that is gone only when its own record names it.
+        if caller != 0 {
+            match &found.recorded {
+                Some((_, owner)) if *owner != caller => {
+                    return Err(format!(
+                        "host {host}'s record is uid {owner}'s, not uid {caller}'s"
+                    ));
+                }
+                Some((named, _)) if found.run_dir_gone && named != run_dir => {
+                    return Err(format!(
+                        "run dir {dir} is gone and host {host}'s record names another"
+                    ));
+                }
+                None if found.run_dir_gone => {
+                    return Err(format!(
+                        "run dir {dir} is gone and host {host} has no record"
+                    ));
+                }
+                _ => {}
+            }
+        }
         Ok(Session {
             host: host.to_string(),
             run_dir: run_dir.to_path_buf(),
+            caller,
             uid_base: None,
             instances: BTreeSet::new(),
         })
@@ -104,6 +153,11 @@ impl Session {
 
     pub fn run_dir(&self) -> &Path {
         &self.run_dir
+    }
+
+    /// The uid of the supervisor it serves.
+    pub fn caller(&self) -> u32 {
+        self.caller
     }
 
     /// A network for `instances`: its plan, if it may be made (not up
@@ -180,17 +234,18 @@ impl Session {
         ))
     }
 
-    /// What `walls` means for this host, if a command may be started in
-    /// them with `cgroups` (each beneath one of `hierarchies`, the cgroup
-    /// mounts), `argv` and `env`.
+    /// What `walls` means for this host, if `cmd` may be started in them:
+    /// its cgroups each beneath one of `hierarchies` (the cgroup mounts;
+    /// `owners`: each cgroup's owner, as found), at most [`MAX_CPUS`]
+    /// CPUs each below it, an OOM score of 0 to 1000.
     pub fn spawn(
         &self,
         walls: Walls,
-        cgroups: &[PathBuf],
+        cmd: &WalledCommand<'_>,
         hierarchies: &[PathBuf],
-        argv: &[String],
-        env: &[(String, String)],
+        owners: &[Option<u32>],
     ) -> Result<Walled, String> {
+        let (argv, env) = (cmd.argv, cmd.env);
         let size: usize = argv.iter().map(String::len).sum::<usize>()
             + env.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
         if argv.is_empty() || size > MAX_COMMAND {
@@ -199,9 +254,23 @@ impl Session {
                 argv.len()
             ));
         }
+        if let Some(cpus) = cmd.cpus {
+            if let Some(c) = cpus.iter().find(|&&c| c >= MAX_CPUS) {
+                return Err(format!("CPU {c} (CPUs are 0 to {})", MAX_CPUS - 1));
+            }
+            if cpus.is_empty() || cpus.len() > MAX_CPUS {
+                return Err(format!("{} CPUs (1 to {MAX_CPUS})", cpus.len()));
+            }
+        }
+        if !(0..=1000).contains(&cmd.oom_score_adj) {
+            return Err(format!(
+                "an OOM score of {} (0 to 1000: a tenant never goes below the instances)",
+                cmd.oom_score_adj
+            ));
+        }
         let walled = self.walled(walls)?;
-        for cg in cgroups {
-            self.check_cgroup(walls, cg, hierarchies)?;
+        for (k, cg) in cmd.cgroups.iter().enumerate() {
+            self.check_cgroup(walls, cg, hierarchies, owners.get(k).copied().flatten())?;
         }
         Ok(walled)
     }
@@ -271,8 +340,8 @@ impl Session {
     }
 
     /// A file named `name` in a load command's directory (relative to the
-    /// run dir).
-    pub fn open_file(&self, walls: Walls, name: &str) -> Result<PathBuf, String> {
+    /// run dir), and the walls' user, whose file it must be.
+    pub fn open_file(&self, walls: Walls, name: &str) -> Result<(PathBuf, u32), String> {
         if !matches!(walls, Walls::Load { .. }) {
             return Err("only a load command's files are read".into());
         }
@@ -285,13 +354,21 @@ impl Session {
                 tickpack_sys::text::escape(name, 60)
             ));
         }
-        Ok(self.walled(walls)?.workdir.join(rel))
+        let w = self.walled(walls)?;
+        Ok((w.workdir.join(rel), w.uid))
     }
 
     /// A cgroup a command in `walls` may join: the walls' own, or (batch
     /// work) one the host adopted that is not beneath another host's
-    /// `tp<host>`.
-    fn check_cgroup(&self, walls: Walls, cg: &Path, hierarchies: &[PathBuf]) -> Result<(), String> {
+    /// `tp<host>` and is its supervisor's user's (`owner`: not a system
+    /// service's for a supervisor without root).
+    fn check_cgroup(
+        &self,
+        walls: Walls,
+        cg: &Path,
+        hierarchies: &[PathBuf],
+        owner: Option<u32>,
+    ) -> Result<(), String> {
         let host = &self.host;
         let shown = tickpack_sys::text::escape(&cg.display().to_string(), 200);
         let rel = hierarchies
@@ -322,7 +399,14 @@ impl Session {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         });
         if matches!(walls, Walls::Batch { .. }) && !hosts {
-            return Ok(());
+            return match owner {
+                Some(o) if o == self.caller => Ok(()),
+                _ => Err(format!(
+                    "cgroup {shown} is not uid {}'s (its owner: {}); a batch job joins its host's or one of its supervisor's user",
+                    self.caller,
+                    owner.map_or("none found".into(), |o| format!("uid {o}"))
+                )),
+            };
         }
         Err(format!(
             "cgroup {shown} is not one host {host} may start this command in"
@@ -350,198 +434,4 @@ impl Session {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn open(host: &str, dir: &str, found: &Found) -> Result<Session, String> {
-        let mut s = Session::open(SCHEMA, host, Path::new(dir), found)?;
-        s.set_uid_base(Some(201_000));
-        Ok(s)
-    }
-
-    #[test]
-    fn a_hello_opens_a_session_for_its_host_alone() {
-        let s = open("a", "/run/a", &Found::default()).unwrap();
-        assert_eq!(s.host(), "a");
-        let e = Session::open(
-            "tickpack.root/0",
-            "a",
-            Path::new("/run/a"),
-            &Found::default(),
-        );
-        assert!(e.unwrap_err().contains("not spoken here"));
-        assert!(open("A;rm", "/run/a", &Found::default()).is_err());
-    }
-
-    #[test]
-    fn another_hosts_run_dir_is_refused() {
-        let found = Found {
-            run_dir_claimed_by: Some("b".into()),
-            ..Found::default()
-        };
-        let e = open("a", "/run/b", &found).unwrap_err();
-        assert!(e.contains("is host b's"), "{e}");
-        let untrusted = Found {
-            run_dir_untrusted: Some("writable by others".into()),
-            ..Found::default()
-        };
-        assert!(open("a", "/run/a", &untrusted)
-            .unwrap_err()
-            .contains("writable by others"));
-    }
-
-    #[test]
-    fn paths_outside_an_instances_directory_are_refused() {
-        let mut s = open("a", "/run/a", &Found::default()).unwrap();
-        s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1, 2])
-            .unwrap();
-        let (rel, uid) = s.write_file(2, "baseoa/server.cfg", "x").unwrap();
-        assert_eq!(rel, Path::new("instances/2/baseoa/server.cfg"));
-        assert_eq!(uid, 201_002);
-        for bad in [
-            "../1/x",
-            "/etc/passwd",
-            "a/../../x",
-            "",
-            "./x",
-            "a/b/c/d/e/f/g/h/i",
-        ] {
-            let e = s.write_file(1, bad, "x").unwrap_err();
-            assert!(e.contains("is not beneath"), "{bad}: {e}");
-        }
-        assert!(s
-            .write_file(3, "x", "x")
-            .unwrap_err()
-            .contains("not one of host a's"));
-        let big = "x".repeat(MAX_FILE + 1);
-        assert!(s.write_file(1, "x", &big).unwrap_err().contains("over the"));
-    }
-
-    #[test]
-    fn a_command_starts_only_in_walls_and_cgroups_of_its_own_host() {
-        let mut s = open("a", "/run/a", &Found::default()).unwrap();
-        s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1, 2])
-            .unwrap();
-        let h = [PathBuf::from("/sys/fs/cgroup")];
-        let cmd = ["/bin/true".to_string()];
-        let own = PathBuf::from("/sys/fs/cgroup/tpa/tpa-2");
-        let w = s
-            .spawn(
-                Walls::Instance { id: 2 },
-                std::slice::from_ref(&own),
-                &h,
-                &cmd,
-                &[],
-            )
-            .unwrap();
-        assert_eq!(w.workdir, Path::new("instances/2"));
-        assert_eq!(
-            (w.uid, w.netns_of, w.own_session),
-            (201_002, Some(2), false)
-        );
-        assert_eq!(w.hostname, "tpa-2");
-        let w = s.spawn(Walls::Load { id: 1 }, &[], &h, &cmd, &[]).unwrap();
-        assert_eq!(w.workdir, Path::new("batch/load-1"));
-        assert_eq!((w.uid, w.netns_of, w.own_session), (201_000, Some(1), true));
-        let adopted = PathBuf::from("/sys/fs/cgroup/tp-batch/mine");
-        let w = s
-            .spawn(
-                Walls::Batch { job: 3 },
-                std::slice::from_ref(&adopted),
-                &h,
-                &cmd,
-                &[],
-            )
-            .unwrap();
-        assert_eq!((w.uid, w.netns_of), (201_000, None));
-        let refused =
-            |walls, cg: &[PathBuf], argv: &[String]| s.spawn(walls, cg, &h, argv, &[]).unwrap_err();
-        let one = Walls::Instance { id: 1 };
-        assert!(refused(Walls::Instance { id: 3 }, &[], &cmd).contains("not one of host a's"));
-        assert!(refused(Walls::Load { id: 9 }, &[], &cmd).contains("not one of host a's"));
-        assert!(refused(Walls::Batch { job: 0 }, &[], &cmd).contains("not one of 1..="));
-        assert!(refused(one, &[], &[]).contains("a command of 0 words"));
-        for cg in [
-            own.clone(),
-            adopted,
-            PathBuf::from("/sys/fs/cgroup/tpb/tpb-1"),
-            PathBuf::from("/sys/fs/cgroup/tpa/../tpb/tpb-1"),
-            PathBuf::from("/etc"),
-            PathBuf::from("/sys/fs/cgroup"),
-        ] {
-            let e = refused(one, std::slice::from_ref(&cg), &cmd);
-            assert!(e.contains("cgroup"), "{}: {e}", cg.display());
-        }
-        let other = PathBuf::from("/sys/fs/cgroup/tpb/tpb-batch");
-        assert!(refused(Walls::Batch { job: 1 }, &[other], &cmd).contains("may start"));
-        s.set_uid_base(None);
-        let e = s.spawn(one, &[], &h, &cmd, &[]).unwrap_err();
-        assert!(e.contains("no uid block"), "{e}");
-    }
-
-    #[test]
-    fn a_network_is_made_once_for_ids_it_may_have() {
-        let mut s = open("a", "/run/a", &Found::default()).unwrap();
-        assert!(s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[0]).is_err());
-        assert!(s
-            .net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1, 1])
-            .is_err());
-        assert!(s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[]).is_err());
-        assert!(s.net_up(NetKind::Veth, "not a range", 0, &[1]).is_err());
-        s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[1]).unwrap();
-        assert!(s
-            .net_up(NetKind::Veth, "198.18.0.0/16", 0, &[2])
-            .unwrap_err()
-            .contains("up already"));
-        s.net_down();
-        s.net_up(NetKind::Veth, "198.18.0.0/16", 0, &[2]).unwrap();
-    }
-
-    #[test]
-    fn a_name_it_did_not_make_is_refused() {
-        let s = open("a", "/run/a", &Found::default()).unwrap();
-        let own = NetRecord {
-            namespaces: vec!["tpa-1".into()],
-            links: vec!["tpav1".into()],
-            routes: vec![],
-            tables: vec!["tpa".into()],
-        };
-        assert!(s.remove(&own, &own).is_ok());
-        for (asked, what) in [
-            (
-                NetRecord {
-                    links: vec!["eth0".into()],
-                    ..NetRecord::default()
-                },
-                "link eth0",
-            ),
-            (
-                NetRecord {
-                    namespaces: vec!["tpb-1".into()],
-                    ..NetRecord::default()
-                },
-                "namespace tpb-1",
-            ),
-            (
-                NetRecord {
-                    tables: vec!["filter".into()],
-                    ..NetRecord::default()
-                },
-                "nftables table filter",
-            ),
-            (
-                NetRecord {
-                    routes: vec!["unreachable 10.0.0.0/8 metric 4294967295".into()],
-                    ..NetRecord::default()
-                },
-                "route unreachable",
-            ),
-        ] {
-            let e = s.remove(&asked, &own).unwrap_err();
-            assert!(
-                e.starts_with(what) && e.contains("not made for host a"),
-                "{e}"
-            );
-        }
-    }
-}
+mod tests;

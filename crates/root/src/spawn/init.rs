@@ -20,6 +20,28 @@ pub(super) fn drop_privileges(uid: u32, gid: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The init's own root given up (capability bounding set, no_new_privs,
+/// uid and gid, inheritable and ambient capabilities), keeping the
+/// parent-death signal a batch job's or load command's init was started
+/// with: the uid change clears it, so it is armed again, and a parent
+/// that went in between (its signal missed) ends the init here.
+pub(super) fn give_up_root(uid: u32, gid: u32) -> Result<(), String> {
+    use rustix::process::{getppid, parent_process_death_signal};
+    let armed = parent_process_death_signal().ok().flatten();
+    let parent = getppid();
+    crate::confine::drop_bounding_set().map_err(|e| e.to_string())?;
+    crate::confine::no_new_privs().map_err(|e| e.to_string())?;
+    drop_privileges(uid, gid).map_err(|e| e.to_string())?;
+    crate::confine::clear_inheritable_and_ambient().map_err(|e| e.to_string())?;
+    if let Some(sig) = armed {
+        set_parent_process_death_signal(Some(sig)).map_err(|e| e.to_string())?;
+        if getppid() != parent {
+            return Err("its parent is gone".into());
+        }
+    }
+    Ok(())
+}
+
 /// The `__instance-init` side: runs as the first process of the instance's
 /// new PID namespace's parent. Forks the command as PID 1, forwards
 /// SIGTERM and SIGINT, and returns the exit code to use. The command's
@@ -107,14 +129,7 @@ pub fn instance_init(
     // for, a process of the instance's user; the mounts are made), then
     // forwards termination requests, waits, reports.
     if let Some((u, g)) = uid.zip(gid) {
-        let dropped = crate::confine::drop_bounding_set()
-            .map_err(|e| e.to_string())
-            .and_then(|()| crate::confine::no_new_privs().map_err(|e| e.to_string()))
-            .and_then(|()| drop_privileges(u, g).map_err(|e| e.to_string()))
-            .and_then(|()| {
-                crate::confine::clear_inheritable_and_ambient().map_err(|e| e.to_string())
-            });
-        if let Err(e) = dropped {
+        if let Err(e) = give_up_root(u, g) {
             eprintln!("tickpack __instance-init: giving root up: {e}");
             if let Some(p) = Pid::from_raw(pid) {
                 let _ = kill_process(p, Signal::KILL);
@@ -243,5 +258,48 @@ fn run_command(
         127
     } else {
         126
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Review of issue 40: a batch job's or load command's init gave root
+    /// up after it forked the command, and the uid change cleared the
+    /// parent-death signal it was started with: it no longer died with
+    /// the host's root process.
+    #[test]
+    fn a_batch_jobs_init_stopped_dying_with_its_root_process() {
+        if !tickpack_sys::is_root() {
+            eprintln!("skipped: needs root (a uid change)");
+            return;
+        }
+        // SAFETY: the child makes system calls only, then _exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            let code = match set_parent_process_death_signal(Some(Signal::KILL))
+                .map_err(|e| e.to_string())
+                .and_then(|()| give_up_root(65_534, 65_534))
+            {
+                Ok(()) => match rustix::process::parent_process_death_signal() {
+                    Ok(Some(Signal::KILL)) => 0,
+                    _ => 1,
+                },
+                Err(_) => 2,
+            };
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status), "the child died: {status}");
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "1: no death signal after root was given up; 2: giving root up failed"
+        );
     }
 }

@@ -38,6 +38,8 @@ pub(super) struct MountPlan {
     tmp_opts: CString,
     empty: CString,
     workdir: CString,
+    /// The working directory held open, cloned through its descriptor.
+    workdir_fd: Option<libc::c_int>,
     /// Directories to create, outermost first, up to the hidden run dir
     /// (needed when the private /tmp hides it), then the run dir itself.
     hide: Option<(Vec<CString>, CString, CString)>,
@@ -142,6 +144,10 @@ impl MountPlan {
             tmp_opts: cstr(TMPFS_OPTIONS, "mount options")?,
             empty: cstr("", "path")?,
             workdir: cpath(&spec.workdir, "working directory")?,
+            workdir_fd: iso
+                .workdir_fd
+                .as_deref()
+                .map(std::os::fd::AsRawFd::as_raw_fd),
             hide,
             inner,
         })
@@ -152,8 +158,24 @@ impl MountPlan {
         let null = std::ptr::null();
         let nosuid_nodev = libc::MS_NOSUID | libc::MS_NODEV;
         // SAFETY: every pointer is a prepared, live C string or null where
-        // the call allows it.
+        // the call allows it; the working directory's descriptor lives in
+        // the spec until the spawn returns.
         unsafe {
+            // A detached copy of the working directory, attached again
+            // below once the run dir (and maybe /tmp) hides its path: taken
+            // through its descriptor while the mount is still in this
+            // namespace (open_tree clones only a mount of the caller's).
+            let held = self.workdir_fd.map(|fd| {
+                libc::syscall(
+                    libc::SYS_open_tree,
+                    fd,
+                    self.empty.as_ptr(),
+                    OPEN_TREE_CLONE | (libc::O_CLOEXEC | libc::AT_EMPTY_PATH) as libc::c_uint,
+                ) as libc::c_int
+            });
+            if let Some(tree) = held {
+                step(tree, b"open_tree of the working directory")?;
+            }
             step(
                 libc::unshare(
                     libc::CLONE_NEWNS
@@ -177,14 +199,16 @@ impl MountPlan {
                 ),
                 b"making mounts private",
             )?;
-            // A detached copy of the working directory, attached again
-            // below once the run dir (and maybe /tmp) hides its path.
-            let tree = libc::syscall(
-                libc::SYS_open_tree,
-                libc::AT_FDCWD,
-                self.workdir.as_ptr(),
-                OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
-            ) as libc::c_int;
+            // Without a descriptor: by its path, in this namespace.
+            let tree = match held {
+                Some(tree) => tree,
+                None => libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    self.workdir.as_ptr(),
+                    OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+                ) as libc::c_int,
+            };
             step(tree, b"open_tree of the working directory")?;
             // Every mount read-only, nosuid, nodev...
             step(
