@@ -55,15 +55,7 @@ fuzz_target!(|data: &[u8]| {
             );
             let _ = s.write_file(instance, &path, &contents);
         }
-        Request::Spawn {
-            walls,
-            argv,
-            env,
-            cpus,
-            cgroups,
-            oom_score_adj,
-            sched_idle,
-        } => {
+        Request::Spawn { .. } => {
             let _ = s.net_up(
                 tickpack_root::netpath::NetKind::Veth,
                 "198.18.0.0/16",
@@ -71,16 +63,10 @@ fuzz_target!(|data: &[u8]| {
                 &[1],
             );
             let hierarchies = [std::path::PathBuf::from("/sys/fs/cgroup")];
-            let cmd = WalledCommand {
-                argv: &argv,
-                env: &env,
-                cpus: cpus.as_deref(),
-                cgroups: &cgroups,
-                oom_score_adj,
-                sched_idle,
-            };
-            let owners = vec![Some(0); cgroups.len()];
-            let _ = s.spawn(walls, &cmd, &hierarchies, &owners);
+            if let Some((walls, cmd)) = WalledCommand::of(&req) {
+                let owners = vec![Some(0); cmd.cgroups.len()];
+                let _ = s.spawn(walls, &cmd, &hierarchies, &owners);
+            }
         }
         Request::TenantDir { walls, bytes } => {
             let _ = s.tenant_dir(walls, bytes);

@@ -5,10 +5,12 @@
 //! `cgroup.procs`, `cgroup.subtree_control` and `cgroup.threads` to that
 //! user. The supervisor then makes, tunes, empties and removes its
 //! instances' and batch's cgroups below it itself; their limits never
-//! exceed what `tp<host>` allows, and it cannot move a process it does not
-//! own into them (the kernel asks for write access to the common
-//! ancestor's `cgroup.procs`, which stays root's). Only the root process
-//! starts commands in them. On v1 the same is done in every hierarchy
+//! exceed what `tp<host>` allows, and it cannot move a process into them
+//! from outside `tp<host>` (the kernel asks for write access to the common
+//! ancestor's `cgroup.procs`, which is then root's). Within `tp<host>` (v2)
+//! it may move its tenants' processes between its own cgroups: nothing it
+//! could not do by setting their limits. Only the root process starts
+//! commands in them. On v1 the same is done in every hierarchy
 //! tickpack uses (`tasks` given too; a new cpuset gets its parent's CPUs
 //! and memory nodes).
 

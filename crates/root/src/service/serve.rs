@@ -356,23 +356,11 @@ fn handle(
                 Err(e) => failed(format!("writing {}: {e}", rel.display())),
             }
         }
-        Request::Spawn {
-            walls,
-            argv,
-            env,
-            cpus,
-            cgroups,
-            oom_score_adj,
-            sched_idle,
-        } => {
-            let cmd = children::WalledCommand {
-                argv: &argv,
-                env: &env,
-                cpus: cpus.as_deref(),
-                cgroups: &cgroups,
-                oom_score_adj,
-                sched_idle,
+        Request::Spawn { .. } => {
+            let Some((walls, cmd)) = children::WalledCommand::of(&req) else {
+                return refused("not a spawn");
             };
+            let cgroups = cmd.cgroups;
             let owners: Vec<Option<u32>> = cgroups
                 .iter()
                 .map(|cg| {

@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::netpath::{validate_host_name, AddrPlan, NetKind, NetRecord};
 
-use super::protocol::{Walls, MAX_FILE, SCHEMA};
+use super::protocol::{Request, Walls, MAX_FILE, SCHEMA};
 
 /// The most instances a host has (their ids are 1..=this).
 pub const MAX_INSTANCES: u32 = 250;
@@ -37,6 +37,33 @@ pub struct WalledCommand<'a> {
     /// instances, which would spare a tenant from the OOM killer.
     pub oom_score_adj: i32,
     pub sched_idle: bool,
+}
+
+impl<'a> WalledCommand<'a> {
+    /// A spawn request's walls and command (none for another request).
+    pub fn of(req: &'a Request) -> Option<(Walls, WalledCommand<'a>)> {
+        let Request::Spawn {
+            walls,
+            argv,
+            env,
+            cpus,
+            cgroups,
+            oom_score_adj,
+            sched_idle,
+        } = req
+        else {
+            return None;
+        };
+        let cmd = WalledCommand {
+            argv,
+            env,
+            cpus: cpus.as_deref(),
+            cgroups,
+            oom_score_adj: *oom_score_adj,
+            sched_idle: *sched_idle,
+        };
+        Some((*walls, cmd))
+    }
 }
 
 /// What a spawn request resolves to, every part the root process's own.
