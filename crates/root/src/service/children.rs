@@ -179,3 +179,75 @@ fn beneath_without_links(dir: &OwnedFd, rel: &Path) -> Result<OwnedFd, String> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// Review of issue 40: the kernel's refusal to reap (not a child of
+    /// the root process) was answered `refused`, which says nothing was
+    /// tried; it is `failed`. (This process is certainly no child of its
+    /// own: nothing is signalled or reaped that is not ours.)
+    #[test]
+    fn a_kernel_failure_to_reap_was_answered_refused() {
+        let own = std::process::id();
+        let mut c = Children::default();
+        c.running.insert(own, false);
+        assert!(matches!(c.wait(own), Err(Why::Failed(_))));
+        assert!(matches!(c.signal(1, 15, false), Err(Why::Refused(_))));
+        c.running.clear();
+    }
+
+    /// Reaping a batch job's leader ends the rest of the group it led
+    /// (what it started in the background), killed while the leader is
+    /// not yet reaped.
+    #[test]
+    fn the_rest_of_a_batch_jobs_group_goes_when_its_leader_is_reaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("bg");
+        let script = format!("sleep 30 & echo $! > {}; exit 0", marker.display());
+        // Reaped by the code under test (`wait4` in `Children::wait`).
+        #[allow(clippy::zombie_processes)]
+        let leader = std::process::Command::new("/bin/sh")
+            .args(["-c", &script])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = leader.id();
+        let mut c = Children::default();
+        c.running.insert(pid, true);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let reaped = loop {
+            match c.wait(pid) {
+                Ok(Some(r)) => break Some(r),
+                Ok(None) if std::time::Instant::now() < until => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => break None,
+            }
+        };
+        assert!(reaped.is_some(), "the leader never ended");
+        let bg: i32 = std::fs::read_to_string(&marker)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let bg = Pid::from_raw(bg).unwrap();
+        // Killed (a zombie until its parent, init by now, reaps it).
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let dead = loop {
+            let state = std::fs::read_to_string(format!("/proc/{}/stat", bg.as_raw_nonzero()))
+                .map(|s| s.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
+                .unwrap_or(true);
+            if state || std::time::Instant::now() > until {
+                break state;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        if !dead {
+            let _ = kill_process(bg, Signal::KILL);
+        }
+        assert!(dead, "the group's background sleep outlived its leader");
+    }
+}
