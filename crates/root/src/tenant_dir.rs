@@ -38,10 +38,9 @@ fn c_path(path: &Path) -> std::io::Result<CString> {
 }
 
 /// Mounts a fresh tmpfs of `bytes` at `dir` (an existing directory of
-/// root's tree), owned by `owner` (uid and gid), mode 0700; anything
-/// mounted there before is detached first.
-pub fn mount(dir: &Path, bytes: u64, owner: u32) -> std::io::Result<()> {
-    unmount(dir)?;
+/// root's tree, named through its descriptor: [`make`] detached what was
+/// mounted there before), owned by `owner` (uid and gid), mode 0700.
+fn mount(dir: &Path, bytes: u64, owner: u32) -> std::io::Result<()> {
     let target = c_path(dir)?;
     let fstype = CString::new("tmpfs").expect("static");
     let opts = CString::new(format!("mode=0700,uid={owner},gid={owner},size={bytes}"))
